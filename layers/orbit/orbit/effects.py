@@ -1,0 +1,132 @@
+"""Effects: what a decision asks the outside world to do, after its commit.
+
+A small closed set of frozen dataclasses. They are stored in the commit (the
+history is the outbox), so a redelivered inbound message re-sends exactly the
+same effects (same tokens, same idempotency keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from orbit.errors import ValidationError
+from orbit.events import JSON, TaskError
+
+
+@dataclass(frozen=True)
+class Effect:
+    KIND: ClassVar[str] = "effect"
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {"kind": self.KIND}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            d[f.name] = v.to_dict() if isinstance(v, TaskError) else v
+        return d
+
+
+@dataclass(frozen=True)
+class DispatchTask(Effect):
+    """Send one attempt to a worker queue. Workers deduplicate on `idempotency_key`."""
+    KIND: ClassVar[str] = "dispatch_task"
+    execution_id: str
+    unit: str
+    task: str
+    queue: str
+    input: JSON
+    attempt: int
+    token: str
+    idempotency_key: str
+    deadline_ms: int | None = None
+    redelivery: bool = False
+
+
+@dataclass(frozen=True)
+class CancelTask(Effect):
+    """Tell the worker running `token` that its result is no longer wanted."""
+    KIND: ClassVar[str] = "cancel_task"
+    execution_id: str
+    unit: str
+    token: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class ArmTimer(Effect):
+    """Wake the execution at `fire_at_ms` (replaces the execution's earlier timer)."""
+    KIND: ClassVar[str] = "arm_timer"
+    execution_id: str
+    fire_at_ms: int
+
+
+@dataclass(frozen=True)
+class StartChild(Effect):
+    KIND: ClassVar[str] = "start_child"
+    parent_id: str
+    unit: str
+    child_id: str
+    workflow: str
+    version: str | None
+    input: JSON
+
+
+@dataclass(frozen=True)
+class CancelChild(Effect):
+    KIND: ClassVar[str] = "cancel_child"
+    child_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class NotifyParent(Effect):
+    """A child ended: tell the parent's unit (`child_done` message)."""
+    KIND: ClassVar[str] = "notify_parent"
+    parent_id: str
+    unit: str
+    child_id: str
+    status: str
+    output: JSON = None
+    error: TaskError | None = None
+
+
+@dataclass(frozen=True)
+class RegisterHook(Effect):
+    """Make `token` resolvable to (execution, hook name) for `resume_hook`."""
+    KIND: ClassVar[str] = "register_hook"
+    token: str
+    execution_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ContinueExecution(Effect):
+    """Start the successor of an execution that continued as new."""
+    KIND: ClassVar[str] = "continue_execution"
+    execution_id: str
+    new_execution_id: str
+    workflow: str
+    version: str
+    input: JSON
+
+
+EFFECT_TYPES: dict[str, type[Effect]] = {
+    c.KIND: c for c in (DispatchTask, CancelTask, ArmTimer, StartChild, CancelChild, NotifyParent,
+                        RegisterHook, ContinueExecution)
+}
+
+
+def effect_from_dict(d: Any) -> Effect:
+    """Inverse of `Effect.to_dict`; raises ValidationError naming what is wrong."""
+    if not isinstance(d, dict):
+        raise ValidationError("effect must be an object", "effect")
+    cls = EFFECT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
+    if cls is None:
+        raise ValidationError(f"unknown effect kind {d.get('kind')!r}", "effect.kind")
+    kwargs = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+    if kwargs.get("error") is not None:
+        kwargs["error"] = TaskError.from_dict(kwargs["error"])
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ValidationError(f"{cls.KIND}: {e}", "effect") from None

@@ -1,0 +1,94 @@
+"""The one exceptions module: every error Orbit raises derives from `OrbitError`.
+
+`TaskError` (a step's structured failure) lives in `orbit.model` because it is
+also a value stored in events; it derives from `OrbitError` too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class OrbitError(Exception):
+    """Base of every Orbit error."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem: `path` names where (e.g. `steps.charge.retry`)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+class ValidationError(OrbitError):
+    """Input (a definition, a message, a payload) is malformed; lists every problem."""
+
+    def __init__(self, problems: list[Problem] | Problem | str, path: str = "") -> None:
+        if isinstance(problems, str):
+            problems = [Problem(path, problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: list[Problem] = list(problems)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "; ".join(str(p) for p in self.problems) or "invalid"
+
+
+class ConflictError(OrbitError):
+    """A commit lost its conditional write: `seq` already exists in the history."""
+
+    def __init__(self, execution_id: str, seq: int, message: str = "") -> None:
+        self.execution_id = execution_id
+        self.seq = seq
+        super().__init__(message or f"execution {execution_id!r}: seq {seq} already committed")
+
+
+class NotFound(OrbitError):
+    """An execution, commit, hook or payload does not exist."""
+
+
+class ExecutionExists(OrbitError):
+    """Start with an id that already exists and a different input (or workflow)."""
+
+    def __init__(self, execution_id: str, message: str = "") -> None:
+        self.execution_id = execution_id
+        super().__init__(
+            message or f"execution {execution_id!r} already exists with a different workflow or input"
+        )
+
+
+class PayloadRefused(OrbitError):
+    """A signal or hook payload breaks the signal's schema; nothing was recorded."""
+
+    def __init__(self, name: str, message: str, details: object = None) -> None:
+        self.name = name
+        self.details = details
+        super().__init__(f"signal {name!r}: payload refused: {message}")
+
+
+class NonDeterminismError(OrbitError):
+    """Replaying workflow code asked for something other than what history recorded."""
+
+
+class BuildMismatch(OrbitError):
+    """The build an execution is pinned to is not the one available to replay it."""
+
+
+class HookAlreadyResumed(OrbitError):
+    """A hook token can be resumed once; this one already was."""
+
+
+class UnknownWorkflow(OrbitError):
+    """No workflow is registered under that name (and version)."""
+
+
+class ExpressionError(OrbitError):
+    """A JSONata expression failed to parse or evaluate (step fails with EXPRESSION_ERROR)."""

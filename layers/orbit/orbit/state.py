@@ -1,0 +1,246 @@
+"""Execution state: the left fold of `apply` over an execution's events.
+
+Besides the per-unit records, the state keeps small aggregates so a decision
+touches only what changed, never all units or all history:
+`active` (non-terminal units), `wakeups` (unit -> next wake ms),
+`fanouts` (per `for` step counters and the next-index cursor), buffered
+`signals`, `waiters`, `hooks`, `children`, and `inbound` (message id ->
+first seq of the commit that handled it; filled by `apply_commit`).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from orbit.events import JSON, TaskError
+
+# Workflow statuses (DESIGN describe shape).
+RUNNING = "RUNNING"
+COMPENSATING = "COMPENSATING"
+COMPLETED = "COMPLETED"
+FAILED = "FAILED"
+CANCELLED = "CANCELLED"
+TIMED_OUT = "TIMED_OUT"
+TERMINAL_WORKFLOW = frozenset({COMPLETED, FAILED, CANCELLED, TIMED_OUT})
+
+# Unit statuses.
+PENDING = "PENDING"
+SCHEDULED = "SCHEDULED"  # queued for a worker
+DISPATCHED = "DISPATCHED"  # a worker took it
+ATTEMPT_FAILED = "ATTEMPT_FAILED"  # transient inside one decision
+UNCERTAIN = "UNCERTAIN"  # transient inside one decision
+RETRY_WAIT = "RETRY_WAIT"
+WAITING = "WAITING"  # durable timer or signal wait
+SUCCEEDED = "SUCCEEDED"
+SKIPPED = "SKIPPED"
+TERMINAL_UNIT = frozenset({SUCCEEDED, SKIPPED, FAILED, CANCELLED})
+COMPENSATE_PREFIX = "compensate:"
+WORKFLOW_WAKE = "$workflow"  # wakeups key of the whole-execution deadline
+
+
+def element_key(step: str, index: int) -> str:
+    return f"{step}[{index}]"
+
+
+def compensation_key(step: str) -> str:
+    return COMPENSATE_PREFIX + step
+
+
+def parse_key(key: str) -> tuple[bool, str, int | None]:
+    """`[compensate:]step[[i]]` -> (is_compensation, step, index or None)."""
+    comp = key.startswith(COMPENSATE_PREFIX)
+    rest = key[len(COMPENSATE_PREFIX):] if comp else key
+    if rest.endswith("]") and "[" in rest:
+        base, _, num = rest[:-1].rpartition("[")
+        if num.isdigit():
+            return comp, base, int(num)
+    return comp, rest, None
+
+
+@dataclass
+class UnitState:
+    """One schedulable unit: a step, a `for` element, or a step's compensation."""
+
+    status: str = PENDING
+    attempt: int = 0
+    kind: str = ""
+    task: str = ""
+    queue: str = ""
+    input: JSON = None
+    idempotency_key: str = ""
+    output: JSON = None
+    error: TaskError | None = None
+    last_error: TaskError | None = None
+    redelivery: bool = False
+    retry: dict[str, JSON] | None = None
+    timeout_ms: int | None = None
+    queue_timeout_ms: int | None = None
+    on_exhausted: str = "fail_run"
+    compensable: bool = False
+    scheduled_at_ms: int | None = None
+    dispatched_at_ms: int | None = None
+    deadline_ms: int | None = None
+    wake_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    worker_id: str | None = None
+    worker_session: str | None = None
+    token: str | None = None  # token of the newest dispatch
+    tokens: dict[str, int] = field(default_factory=dict)  # every token issued -> its attempt
+    succeeded_seq: int | None = None
+    dispatch_count: int = 0
+    signal: str | None = None  # wait_for: the signal name
+    child_id: str | None = None
+    heartbeat: JSON = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_UNIT
+
+    def to_dict(self) -> dict[str, JSON]:
+        d = asdict(self)
+        for k in ("error", "last_error"):
+            v = getattr(self, k)
+            d[k] = v.to_dict() if v is not None else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> UnitState:
+        names = {f.name for f in fields(cls)}
+        u = cls(**{k: v for k, v in d.items() if k in names})
+        u.error = TaskError.from_dict(d["error"]) if d.get("error") else None
+        u.last_error = TaskError.from_dict(d["last_error"]) if d.get("last_error") else None
+        u.tokens = dict(u.tokens or {})
+        return u
+
+
+@dataclass
+class FanOut:
+    """Counters of one `for` step so scheduling never scans its elements."""
+
+    total: int = 0
+    next_index: int = 0  # the next element to schedule
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+    @property
+    def ended(self) -> int:
+        return self.succeeded + self.failed + self.cancelled
+
+
+@dataclass
+class ExecutionState:
+    id: str
+    workflow: str = ""
+    version: str = ""
+    definition_hash: str = ""
+    build: str = ""
+    parent: dict[str, str] | None = None
+    input: JSON = None
+    status: str = RUNNING
+    created: bool = False
+    started: bool = False
+    created_at_ms: int = 0
+    updated_at_ms: int = 0
+    finished_at_ms: int | None = None
+    deadline_ms: int | None = None
+    units: dict[str, UnitState] = field(default_factory=dict)
+    active: dict[str, None] = field(default_factory=dict)  # ordered set of unfinished units
+    wakeups: dict[str, int] = field(default_factory=dict)
+    fanouts: dict[str, FanOut] = field(default_factory=dict)
+    signals: dict[str, list[dict[str, JSON]]] = field(default_factory=dict)  # buffered, FIFO
+    waiters: dict[str, str] = field(default_factory=dict)  # signal name -> waiting unit
+    hooks: dict[str, dict[str, JSON]] = field(default_factory=dict)  # name -> {token, resumed}
+    children: dict[str, str] = field(default_factory=dict)  # child id -> unit
+    abort: dict[str, JSON] | None = None  # {kind: failed|cancelled|timed_out, reason, error}
+    wound_down: bool = False  # running units were withdrawn after the abort
+    compensable: list[str] = field(default_factory=list)  # steps with compensation, in success order
+    compensation_order: list[str] = field(default_factory=list)
+    compensation_done: int = 0
+    compensation_failed: bool = False
+    compensation: str | None = None  # none | completed | failed
+    output: JSON = None
+    error: TaskError | None = None
+    progress: JSON = None
+    parked: TaskError | None = None
+    continued_as: str | None = None
+    last_seq: int = 0
+    inbound: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_WORKFLOW
+
+    def unit(self, key: str) -> UnitState | None:
+        return self.units.get(key)
+
+    def status_of(self, key: str) -> str:
+        u = self.units.get(key)
+        return u.status if u is not None else PENDING
+
+    def next_wake_ms(self) -> int | None:
+        return min(self.wakeups.values()) if self.wakeups else None
+
+    def next_compensation(self) -> str | None:
+        """The step whose compensation runs now (compensations run one at a time)."""
+        if self.status != COMPENSATING or self.compensation_done >= len(self.compensation_order):
+            return None
+        return self.compensation_order[self.compensation_done]
+
+    def copy(self) -> ExecutionState:
+        return copy.deepcopy(self)
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "units":
+                v = {k: u.to_dict() for k, u in v.items()}
+            elif f.name == "fanouts":
+                v = {k: asdict(c) for k, c in v.items()}
+            elif f.name == "active":
+                v = list(v)
+            elif isinstance(v, TaskError):
+                v = v.to_dict()
+            else:
+                v = copy.deepcopy(v)
+            d[f.name] = v
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> ExecutionState:
+        names = {f.name for f in fields(cls)}
+        s = cls(**{k: copy.deepcopy(v) for k, v in d.items() if k in names})
+        s.units = {k: UnitState.from_dict(u) for k, u in (d.get("units") or {}).items()}
+        s.fanouts = {k: FanOut(**c) for k, c in (d.get("fanouts") or {}).items()}
+        s.active = dict.fromkeys(d.get("active") or [])
+        for k in ("error", "parked"):
+            s.__dict__[k] = TaskError.from_dict(d[k]) if d.get(k) else None
+        return s
+
+    def describe(self) -> dict[str, JSON]:
+        """DESIGN's describe shape."""
+        return {
+            "id": self.id,
+            "workflow": self.workflow,
+            "version": self.version,
+            "status": self.status,
+            "input": self.input,
+            "output": self.output,
+            "error": self.error.to_dict() if self.error else None,
+            "steps": {
+                k: {"status": u.status, "attempt": u.attempt, "output": u.output,
+                    "error": u.error.to_dict() if u.error else None}
+                for k, u in self.units.items()
+            },
+            "progress": self.progress,
+            "parent": self.parent,
+            "compensation": self.compensation,
+            "created_at_ms": self.created_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+            "parked": self.parked.to_dict() if self.parked else None,
+            "continued_as": self.continued_as,
+        }
