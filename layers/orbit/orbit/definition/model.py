@@ -1,0 +1,80 @@
+"""The parsed form of a definition: frozen data the decider reads.
+
+Every value here is already checked and normalised (durations in ms, retry
+merged over ``defaults.retry``), so the decider never re-validates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StepKind = Literal["task", "workflow", "sleep", "wait_for", "http", "compute"]
+STEP_KINDS: tuple[str, ...] = ("task", "workflow", "sleep", "wait_for", "http", "compute")
+COMPENSATE_KINDS: tuple[str, ...] = ("task", "http", "workflow")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_attempts`` counts the first attempt; backoff before attempt n+1 is
+    ``backoff_ms * multiplier**(n-1)`` capped by ``max_backoff_ms``."""
+
+    max_attempts: int = 1
+    backoff_ms: int = 1000
+    multiplier: float = 2.0
+    max_backoff_ms: int | None = None
+    jitter: Literal["none", "full"] = "none"
+    non_retryable: tuple[str, ...] = ()
+
+    def delay_ms(self, failed_attempt: int) -> int:
+        """Delay (before jitter) after attempt number ``failed_attempt`` (1-based) failed."""
+        delay = self.backoff_ms * (self.multiplier ** max(failed_attempt - 1, 0))
+        if self.max_backoff_ms is not None:
+            delay = min(delay, self.max_backoff_ms)
+        return int(delay)
+
+
+@dataclass(frozen=True)
+class Signal:
+    schema: Any = None  # JSON Schema (dict or bool); None means any payload
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: StepKind
+    task: str | None = None
+    queue: str | None = None
+    workflow: str | None = None
+    sleep_ms: int | None = None
+    sleep_until: str | None = None  # a "{% expr %}" template giving an ISO time or epoch ms
+    wait_for: str | None = None
+    http: dict[str, Any] | None = None  # template: method, url, headers, query, body, timeout
+    compute: Any = None  # template
+    input: Any = None  # template
+    after: tuple[str, ...] = ()
+    depends_on: frozenset[str] = frozenset()
+    when: Any = None  # template (usually "{% expr %}"); None means always
+    for_each: Any = None  # template giving a list; None means not a fan-out
+    concurrency: int | None = None  # None: no limit
+    tolerated_failures: int = 0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_ms: int | None = None
+    queue_timeout_ms: int | None = None
+    compensate: Step | None = None
+    on_failure: Literal["fail", "continue"] = "fail"
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    version: str
+    timeout_ms: int | None
+    input_schema: Any
+    output: Any
+    output_schema: Any
+    signals: dict[str, Signal]
+    steps: dict[str, Step]  # in file order
+    defaults: dict[str, Any]
+    hash: str
+    raw: dict[str, Any] = field(repr=False, compare=False)
