@@ -1,0 +1,84 @@
+"""Load and invoke handler code the way the Lambda runtime does, in this process.
+
+Each function's `Handler: module.attr` is imported from its `CodeUri` directory
+(as a uniquely named module, so every `functions/*/app.py` can be called `app`),
+with the function's environment variables in place while it is imported and
+invoked; handlers get a Lambda-shaped context object.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from .cfn import TemplateError
+from .emulator import ACCOUNT, REGION
+from .resources import FunctionInfo
+
+Handler = Callable[[dict[str, Any], Any], Any]
+_counter = itertools.count()
+
+
+class LambdaContext:
+    """The attributes handlers and powertools read from the Lambda context."""
+
+    def __init__(self, fn: FunctionInfo) -> None:
+        self.function_name = fn.logical_id
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{fn.logical_id}"
+        self.memory_limit_in_mb = 512
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{fn.logical_id}"
+        self.log_stream_name = "local"
+        self._deadline = time.monotonic() + fn.timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+@contextmanager
+def function_env(fn: FunctionInfo) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in fn.env}
+    os.environ.update(fn.env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def load_handler(fn: FunctionInfo) -> Handler:
+    module_name, _, attr = fn.handler.rpartition(".")
+    path = fn.code_dir / (module_name.replace(".", "/") + ".py")
+    if not path.is_file():
+        raise TemplateError(f"Resources.{fn.logical_id}: handler file {path} does not exist")
+    unique = f"_orbit_fn_{fn.logical_id}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(unique, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[unique] = module
+    # Lambda puts the code directory first on sys.path: sibling modules must import
+    sys.path.insert(0, str(fn.code_dir))
+    try:
+        with function_env(fn):
+            spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(fn.code_dir))
+    handler = getattr(module, attr, None)
+    if not callable(handler):
+        raise TemplateError(f"Resources.{fn.logical_id}: {path} has no callable {attr!r}")
+    return handler
+
+
+def invoke(fn: FunctionInfo, handler: Handler, event: dict[str, Any]) -> Any:
+    with function_env(fn):
+        return handler(event, LambdaContext(fn))

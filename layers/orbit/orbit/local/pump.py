@@ -1,0 +1,133 @@
+"""Poll a queue the way a Lambda SQS event source mapping does.
+
+One `poll_once()` receives up to BatchSize messages (10 per ReceiveMessage),
+invokes the mapped handler with an SQS-shaped event, then:
+- with `ReportBatchItemFailures`: deletes every message not named in
+  `batchItemFailures`; a malformed response fails the whole batch (as Lambda);
+- without it: deletes the batch on success;
+- when the handler raises: deletes nothing.
+Whatever is not deleted becomes visible again after the queue's visibility
+timeout, and moto's redrive moves it to the DLQ once its receive count passes
+`maxReceiveCount`: the same redelivery semantics as AWS, on virtual time.
+
+Receives use WaitTimeSeconds=0 and the pump invokes handlers as soon as
+messages arrive, so queues stay shallow: moto's receive cost grows with depth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from .emulator import REGION
+from .lambdas import Handler, invoke
+from .resources import SqsMapping
+
+log = logging.getLogger("orbit.local")
+
+
+@dataclass
+class PollResult:
+    received: int = 0
+    deleted: int = 0
+    failed_ids: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+def to_record(msg: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+    """A ReceiveMessage result in the shape Lambda hands to an SQS-triggered function."""
+    attrs = msg.get("Attributes") or {}
+    return {
+        "messageId": msg["MessageId"],
+        "receiptHandle": msg["ReceiptHandle"],
+        "body": msg["Body"],
+        "attributes": {k: attrs[k] for k in (
+            "ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp",
+            "MessageGroupId", "MessageDeduplicationId", "SequenceNumber") if k in attrs},
+        "messageAttributes": {
+            name: {"stringValue": v.get("StringValue"), "binaryValue": v.get("BinaryValue"),
+                   "stringListValues": [], "binaryListValues": [], "dataType": v.get("DataType")}
+            for name, v in (msg.get("MessageAttributes") or {}).items()},
+        "md5OfBody": msg.get("MD5OfBody") or hashlib.md5(msg["Body"].encode()).hexdigest(),  # noqa: S324
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": REGION,
+    }
+
+
+def failed_item_ids(response: Any, batch_ids: list[str]) -> list[str] | None:
+    """The message ids to keep, from a handler's partial batch response.
+
+    None means "the response is malformed": Lambda then treats the whole batch as failed.
+    """
+    if response is None:
+        return []
+    if not isinstance(response, dict):
+        return None
+    items = response.get("batchItemFailures")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        return None
+    out = []
+    for item in items:
+        ident = item.get("itemIdentifier") if isinstance(item, dict) else None
+        if not ident or ident not in batch_ids:
+            return None
+        out.append(ident)
+    return out
+
+
+class QueuePoller:
+    def __init__(self, mapping: SqsMapping, handler: Handler, sqs: Any) -> None:
+        self.mapping = mapping
+        self.handler = handler
+        self.sqs = sqs
+        self.invocations = 0
+
+    def receive(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while len(out) < self.mapping.batch_size:
+            got = self.sqs.receive_message(
+                QueueUrl=self.mapping.queue.url,
+                MaxNumberOfMessages=min(10, self.mapping.batch_size - len(out)),
+                AttributeNames=["All"], MessageAttributeNames=["All"], WaitTimeSeconds=0,
+            ).get("Messages", [])
+            out.extend(got)
+            if len(got) < 10:
+                break
+        return out
+
+    def poll_once(self) -> PollResult:
+        msgs = self.receive()
+        if not msgs:
+            return PollResult()
+        result = PollResult(received=len(msgs))
+        ids = [m["MessageId"] for m in msgs]
+        event = {"Records": [to_record(m, self.mapping.queue.arn) for m in msgs]}
+        self.invocations += 1
+        try:
+            response = invoke(self.mapping.function, self.handler, event)
+        except Exception as exc:  # noqa: BLE001 - Lambda reports it and retries the batch
+            log.warning("%s failed on a batch of %d from %s: %r", self.mapping.function.logical_id,
+                        len(msgs), self.mapping.queue.name, exc)
+            result.error, result.failed_ids = exc, ids
+            return result
+        if self.mapping.report_failures:
+            failed = failed_item_ids(response, ids)
+            if failed is None:
+                log.warning("%s returned a malformed batchItemFailures response; the whole batch is retried",
+                            self.mapping.function.logical_id)
+                failed = ids
+        else:
+            failed = []
+        result.failed_ids = failed
+        keep = set(failed)
+        done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                for i, m in enumerate(msgs) if m["MessageId"] not in keep]
+        if done:
+            self.sqs.delete_message_batch(QueueUrl=self.mapping.queue.url, Entries=done)
+        result.deleted = len(done)
+        return result

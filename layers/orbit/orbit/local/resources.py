@@ -1,0 +1,221 @@
+"""Create what template.yaml declares, on the emulator, and describe how it is wired.
+
+Tables (keys, GSIs/LSIs), queues (visibility timeout, delay, retention, FIFO,
+redrive policy to their DLQ) and buckets are created for real on moto; the
+SAM functions' SQS and Schedule events become `SqsMapping`s and `ScheduleRule`s
+that the pump and the scheduler drive. Everything else (roles, log groups,
+alarms, the layer, the HTTP API) only gets a placeholder identity, enough for
+`!Ref`/`!GetAtt` in environment variables to resolve.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from .cfn import Resolver, TemplateError, load_template
+from .emulator import ACCOUNT, REGION
+
+_QUEUE_ATTRS = ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "MaximumMessageSize",
+                "ReceiveMessageWaitTimeSeconds", "FifoQueue", "ContentBasedDeduplication")
+_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)$")
+_UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
+
+
+@dataclass
+class QueueInfo:
+    logical_id: str
+    name: str
+    url: str
+    arn: str
+    visibility_timeout: int = 30
+    dlq_arn: str | None = None
+    max_receive_count: int | None = None
+
+
+@dataclass
+class FunctionInfo:
+    logical_id: str
+    code_dir: Path
+    handler: str  # "module.attr", as in the template
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: int = 3
+
+
+@dataclass
+class SqsMapping:
+    function: FunctionInfo
+    queue: QueueInfo
+    batch_size: int = 10
+    report_failures: bool = False
+
+
+@dataclass
+class ScheduleRule:
+    name: str
+    function: FunctionInfo
+    period_ms: int
+    expression: str
+
+
+@dataclass
+class Deployment:
+    stack_name: str
+    root: Path
+    tables: dict[str, str] = field(default_factory=dict)   # logical id -> table name
+    buckets: dict[str, str] = field(default_factory=dict)  # logical id -> bucket name
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    mappings: list[SqsMapping] = field(default_factory=list)
+    schedules: list[ScheduleRule] = field(default_factory=list)
+
+    def queue_by_arn(self, arn: str) -> QueueInfo:
+        for q in self.queues.values():
+            if q.arn == arn:
+                return q
+        raise TemplateError(f"no queue with ARN {arn} in the template")
+
+    def env(self) -> dict[str, str]:
+        """The union of every function's environment (all handlers share one process locally)."""
+        out: dict[str, str] = {}
+        for fn in self.functions.values():
+            out.update(fn.env)
+        return out
+
+
+def parse_rate(expression: str, where: str) -> int:
+    m = _RATE.match(expression.strip())
+    if not m:
+        raise TemplateError(
+            f"{where}: schedule {expression!r}: the local stack fires rate(N unit) schedules only")
+    return int(m.group(1)) * _UNIT_MS[m.group(2).rstrip("s")]
+
+
+def deploy(template_path: str | Path, stack_name: str = "orbit-local",
+           parameters: dict[str, str] | None = None) -> Deployment:
+    """Create the template's resources on the (already started) emulator."""
+    path = Path(template_path).resolve()
+    tpl = load_template(path)
+    resources: dict[str, dict[str, Any]] = tpl["Resources"]
+    refs, attrs = _identities(tpl, stack_name, parameters or {})
+    resolver = Resolver(tpl, refs, attrs)
+    dep = Deployment(stack_name=stack_name, root=path.parent)
+
+    ddb, s3, sqs = boto3.client("dynamodb"), boto3.client("s3"), boto3.client("sqs")
+    for lid, res in resources.items():
+        props = res.get("Properties") or {}
+        if res.get("Type") == "AWS::DynamoDB::Table":
+            dep.tables[lid] = _create_table(ddb, refs[lid], resolver.resolve(props, f"Resources.{lid}"))
+        elif res.get("Type") == "AWS::S3::Bucket":
+            s3.create_bucket(Bucket=refs[lid])
+            dep.buckets[lid] = refs[lid]
+    queue_ids = [lid for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"]
+    for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve
+        props = resources[lid].get("Properties") or {}
+        plain = {k: v for k, v in props.items() if k in _QUEUE_ATTRS}
+        attrs_in = {k: str(v).lower() if isinstance(v, bool) else str(v)
+                    for k, v in resolver.resolve(plain, f"Resources.{lid}").items()}
+        url = sqs.create_queue(QueueName=attrs[(lid, "QueueName")], Attributes=attrs_in)["QueueUrl"]
+        refs[lid] = attrs[(lid, "QueueUrl")] = url  # the emulator's URL, for !Ref in environments
+        dep.queues[lid] = QueueInfo(lid, attrs[(lid, "QueueName")], url, attrs[(lid, "Arn")],
+                                    int(attrs_in.get("VisibilityTimeout", 30)))
+    for lid in queue_ids:
+        redrive = (resources[lid].get("Properties") or {}).get("RedrivePolicy")
+        if redrive:
+            policy = resolver.resolve(redrive, f"Resources.{lid}.Properties.RedrivePolicy")
+            q = dep.queues[lid]
+            q.dlq_arn, q.max_receive_count = policy["deadLetterTargetArn"], int(policy["maxReceiveCount"])
+            sqs.set_queue_attributes(QueueUrl=q.url, Attributes={"RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": q.dlq_arn, "maxReceiveCount": q.max_receive_count})})
+    globals_fn = (tpl.get("Globals") or {}).get("Function") or {}
+    for lid, res in resources.items():
+        if res.get("Type") == "AWS::Serverless::Function":
+            _add_function(dep, lid, res.get("Properties") or {}, globals_fn, resolver)
+    return dep
+
+
+def _identities(tpl: dict[str, Any], stack: str, params: dict[str, str]
+                ) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+    """Physical names and ARNs, decided before anything is created (CloudFormation does the same)."""
+    refs: dict[str, Any] = {"AWS::StackName": stack, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
+                            "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+    for name, spec in (tpl.get("Parameters") or {}).items():
+        value = params.get(name, (spec or {}).get("Default"))
+        if value is None:
+            raise TemplateError(f"Parameters.{name}: no Default; pass a value for the local stack")
+        refs[name] = value
+    attrs: dict[tuple[str, str], Any] = {}
+    for lid, res in tpl["Resources"].items():
+        kind = res.get("Type", "")
+        props = res.get("Properties") or {}
+        base = f"{stack}-{lid}"
+        if kind == "AWS::SQS::Queue":
+            name = str(props.get("QueueName") or base)
+            if props.get("FifoQueue") and not name.endswith(".fifo"):
+                name += ".fifo"
+            arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+            refs[lid] = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"  # fixed after create
+            attrs.update({(lid, "Arn"): arn, (lid, "QueueName"): name, (lid, "QueueUrl"): refs[lid]})
+        elif kind == "AWS::S3::Bucket":
+            name = str(props.get("BucketName") or re.sub(r"[^a-z0-9-]", "-", base.lower()))
+            refs[lid] = name
+            attrs[(lid, "Arn")] = f"arn:aws:s3:::{name}"
+            attrs[(lid, "DomainName")] = f"{name}.s3.amazonaws.com"
+        elif kind == "AWS::DynamoDB::Table":
+            name = str(props.get("TableName") or base)
+            refs[lid] = name
+            attrs[(lid, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+        else:  # roles, log groups, alarms, layers, APIs: named, never created
+            refs[lid] = base
+            attrs[(lid, "Arn")] = f"arn:aws:local:{REGION}:{ACCOUNT}:{lid}"
+            attrs[(lid, "QueueName")] = base
+    return refs, attrs
+
+
+def _create_table(ddb: Any, name: str, props: dict[str, Any]) -> str:
+    kwargs: dict[str, Any] = {
+        "TableName": name,
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "KeySchema": props["KeySchema"],
+        "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
+    }
+    if kwargs["BillingMode"] == "PROVISIONED":
+        kwargs["ProvisionedThroughput"] = props["ProvisionedThroughput"]
+    for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        if props.get(key):
+            kwargs[key] = [{k: v for k, v in idx.items() if k in ("IndexName", "KeySchema", "Projection")}
+                           for idx in props[key]]
+    ddb.create_table(**kwargs)
+    return name
+
+
+def _add_function(dep: Deployment, lid: str, props: dict[str, Any], globals_fn: dict[str, Any],
+                  resolver: Resolver) -> None:
+    where = f"Resources.{lid}.Properties"
+    merged = {**globals_fn, **props}
+    env_vars = {**((globals_fn.get("Environment") or {}).get("Variables") or {}),
+                **((props.get("Environment") or {}).get("Variables") or {})}
+    env = {k: str(v) for k, v in resolver.resolve(env_vars, f"{where}.Environment.Variables").items()}
+    code_uri = merged.get("CodeUri")
+    handler = merged.get("Handler")
+    if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
+        raise TemplateError(f"{where}: the local stack needs a local CodeUri and a 'module.function' Handler")
+    fn = FunctionInfo(lid, (dep.root / code_uri).resolve(), handler, env, int(merged.get("Timeout", 3)))
+    dep.functions[lid] = fn
+    for ev_name, ev in (props.get("Events") or {}).items():
+        ev_where = f"{where}.Events.{ev_name}"
+        ev_props = ev.get("Properties") or {}
+        if ev_props.get("Enabled") is False:
+            continue
+        if ev.get("Type") == "SQS":
+            queue = dep.queue_by_arn(resolver.resolve(ev_props["Queue"], f"{ev_where}.Queue"))
+            partial = "ReportBatchItemFailures" in (ev_props.get("FunctionResponseTypes") or [])
+            dep.mappings.append(SqsMapping(fn, queue, int(ev_props.get("BatchSize", 10)), partial))
+        elif ev.get("Type") in ("Schedule", "ScheduleV2"):
+            expr = ev_props.get("Schedule") or ev_props.get("ScheduleExpression") or ""
+            dep.schedules.append(ScheduleRule(f"{lid}.{ev_name}", fn, parse_rate(expr, ev_where), expr))

@@ -1,0 +1,139 @@
+"""The local cloud: emulator + template resources + event source mappings + schedules.
+
+`LocalCloud` knows nothing about workflows: it deploys a template on moto and
+drives its functions. `run_until_idle()` pumps every mapped queue and fires
+due schedules until nothing is left to do now; with `auto_advance` it then
+jumps virtual time to the next thing that will happen (an in-flight message
+becoming visible again, a delayed message, an armed durable timer) and goes on,
+so waits cost no wall time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import boto3
+
+from . import clock
+from .emulator import Emulator, Mode
+from .lambdas import load_handler
+from .pump import PollResult, QueuePoller
+from .resources import Deployment, deploy
+from .scheduler import Scheduler
+
+log = logging.getLogger("orbit.local")
+
+NextTimer = Callable[[], "int | None"]
+
+
+class LocalCloud:
+    def __init__(self, template: str | Path, mode: Mode = "server", port: int = 0,
+                 parameters: dict[str, str] | None = None, stack_name: str = "orbit-local") -> None:
+        self.template = Path(template)
+        self.emulator = Emulator(mode, port)
+        self.parameters = parameters or {}
+        self.stack_name = stack_name
+        self.deployment: Deployment | None = None
+        self.pollers: list[QueuePoller] = []
+        self.scheduler: Scheduler | None = None
+        self.handlers: dict[str, Any] = {}
+        self.next_timer: NextTimer = lambda: None
+        self.errors: list[tuple[str, BaseException]] = []
+        self.on_poll: Callable[[QueuePoller, PollResult], None] | None = None
+        self.stats = {"polls": 0, "messages": 0, "jumps": 0, "skipped_ms": 0}
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> Deployment:
+        self.emulator.start()
+        try:
+            self.deployment = deploy(self.template, self.stack_name, self.parameters)
+            import os
+
+            os.environ.update(self.deployment.env())  # clients built outside handlers see the stack too
+            sqs = boto3.client("sqs")
+            for fn in self.deployment.functions.values():
+                self.handlers[fn.logical_id] = load_handler(fn)
+            self.pollers = [QueuePoller(m, self.handlers[m.function.logical_id], sqs)
+                            for m in self.deployment.mappings]
+            self.scheduler = Scheduler([(r, self.handlers[r.function.logical_id])
+                                        for r in self.deployment.schedules], clock.now_ms())
+        except BaseException:
+            self.emulator.stop()
+            raise
+        return self.deployment
+
+    def stop(self) -> None:
+        if self.deployment is not None:
+            import os
+
+            for key in self.deployment.env():
+                os.environ.pop(key, None)
+        self.emulator.stop()
+
+    # ------------------------------------------------------------------ driving
+    def pump_once(self) -> int:
+        """One round: fire due schedules, then one batch from every queue. Returns messages handled."""
+        assert self.scheduler is not None, "start() the local cloud first"
+        try:
+            self.scheduler.fire_due(clock.now_ms())
+        except Exception as exc:  # noqa: BLE001 - EventBridge retries; we report and go on
+            log.warning("scheduled function failed: %r", exc)
+            self.errors.append(("schedule", exc))
+        handled = 0
+        for poller in self.pollers:
+            result = poller.poll_once()
+            self.stats["polls"] += 1
+            if result.received:
+                handled += result.received
+                if result.error is not None:
+                    self.errors.append((poller.mapping.function.logical_id, result.error))
+                if self.on_poll:
+                    self.on_poll(poller, result)
+        self.stats["messages"] += handled
+        return handled
+
+    def next_wake_ms(self) -> int | None:
+        """When something will next happen without outside input (virtual ms), or None."""
+        assert self.scheduler is not None
+        candidates = [t for t in (clock.next_sqs_wake_ms(),) if t is not None]
+        timer = self.next_timer()
+        if timer is not None and self.deployment and self.deployment.schedules:
+            # a durable timer is fired by the first schedule tick at or after it, as on AWS
+            # (never earlier than the next unfired tick, so an overdue timer cannot spin the loop)
+            sched = self.scheduler
+            candidates.append(min(max(sched.next_fire[r.name], sched.tick_at_or_after(r, timer))
+                                  for r in self.deployment.schedules))
+        return min(candidates, default=None)
+
+    def advance(self, seconds: float) -> None:
+        clock.advance_ms(int(seconds * 1000))
+
+    def run_until_idle(self, auto_advance: bool = False, until: Callable[[], bool] | None = None,
+                       max_skip_ms: int | None = None, wall_timeout_s: float = 120.0) -> None:
+        """Pump until nothing is left to do now (or `until()` holds).
+
+        With `auto_advance`, an idle stack jumps virtual time to its next wake-up
+        (at most `max_skip_ms` ahead) instead of stopping.
+        """
+        deadline = time.monotonic() + wall_timeout_s
+        while True:
+            if until is not None and until():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time")
+            if self.pump_once():
+                continue
+            if not auto_advance:
+                return
+            wake = self.next_wake_ms()
+            now = clock.now_ms()
+            if wake is None or (max_skip_ms is not None and wake - now > max_skip_ms):
+                return
+            if wake > now:
+                self.stats["jumps"] += 1
+                self.stats["skipped_ms"] += wake - now
+                clock.advance_ms(wake - now)
