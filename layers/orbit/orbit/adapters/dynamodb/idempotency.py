@@ -1,0 +1,97 @@
+"""Worker idempotency records: run a step attempt once, replay its result on redelivery.
+
+    IDEM#<idempotency key> / IDEM          status IN_PROGRESS (with a lease) or COMPLETED (with the result)
+    IDEM#cancel#<dispatch token> / IDEM    a CancelTask arrived for that token
+
+The same scheme as powertools' idempotency utility (one conditional PutItem,
+`ReturnValuesOnConditionCheckFailure=ALL_OLD` so the blocking record comes back
+in the same round trip, an in-progress expiry so a crashed worker does not
+block the key forever), written here because Orbit needs what the utility does
+not give: results of any size (spilled to S3 with the same codec as commits),
+a lease a heartbeat extends, and a cancellation flag the running task can see.
+The worker role may touch only `IDEM#*` keys (template.yaml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text
+
+IN_PROGRESS = "IN_PROGRESS"
+COMPLETED = "COMPLETED"
+RESULT_TTL_S = 7 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Claim:
+    outcome: Literal["run", "done", "busy"]
+    result: dict[str, Any] | None = None  # for "done": {"output": ...}
+
+
+class IdempotencyStore:
+    def __init__(self, client: Any, table: str, payloads: Any, clock: Any) -> None:
+        self._db = client
+        self.table = table
+        self._payloads = payloads
+        self._clock = clock
+
+    @staticmethod
+    def _key(key: str) -> dict[str, Any]:
+        return {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}
+
+    def claim(self, key: str, token: str, lease_ms: int) -> Claim:
+        """Take the key for this attempt: run it, return its cached result, or report it busy."""
+        now = self._clock.now_ms()
+        item = {**self._key(key), "status": s(IN_PROGRESS), "token": s(token),
+                "lease_until": n(now + lease_ms), "expires_at": n(now // 1000 + RESULT_TTL_S)}
+        try:
+            put_if(self._db, self.table, item,
+                   "attribute_not_exists(pk) OR (#st = :running AND lease_until < :now)",
+                   ExpressionAttributeNames={"#st": "status"},
+                   ExpressionAttributeValues={":running": s(IN_PROGRESS), ":now": n(now)})
+        except ConditionFailed as e:
+            old = e.old or {}
+            if text(old, "status") == COMPLETED:
+                return Claim("done", decode(old, self._payloads))
+            return Claim("busy")
+        return Claim("run")
+
+    def extend(self, key: str, token: str, lease_ms: int) -> None:
+        """Push the lease out (heartbeat); a no-op if another attempt or a result replaced ours."""
+        try:
+            self._db.update_item(
+                TableName=self.table, Key=self._key(key), UpdateExpression="SET lease_until = :until",
+                ConditionExpression="#st = :running AND #tok = :token",
+                ExpressionAttributeNames={"#st": "status", "#tok": "token"},
+                ExpressionAttributeValues={":until": n(self._clock.now_ms() + lease_ms),
+                                           ":running": s(IN_PROGRESS), ":token": s(token)})
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass
+
+    def complete(self, key: str, token: str, result: dict[str, Any]) -> None:
+        now = self._clock.now_ms()
+        self._db.put_item(TableName=self.table, Item={
+            **self._key(key), "status": s(COMPLETED), "token": s(token), "completed_at": n(now),
+            "expires_at": n(now // 1000 + RESULT_TTL_S), **encode(result, self._payloads)})
+
+    def release(self, key: str, token: str) -> None:
+        """Drop our in-progress claim after a failure so the next attempt (or redelivery) may run."""
+        try:
+            self._db.delete_item(TableName=self.table, Key=self._key(key),
+                                 ConditionExpression="#st = :running AND #tok = :token",
+                                 ExpressionAttributeNames={"#st": "status", "#tok": "token"},
+                                 ExpressionAttributeValues={":running": s(IN_PROGRESS), ":token": s(token)})
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass
+
+    def request_cancel(self, token: str) -> None:
+        now = self._clock.now_ms()
+        self._db.put_item(TableName=self.table, Item={
+            "pk": s(f"IDEM#cancel#{token}"), "sk": s("IDEM"), "at": n(now),
+            "expires_at": n(now // 1000 + RESULT_TTL_S)})
+
+    def cancelled(self, token: str) -> bool:
+        item = self._db.get_item(TableName=self.table, Key={"pk": s(f"IDEM#cancel#{token}"), "sk": s("IDEM")})
+        return "Item" in item and num(item["Item"], "at", 0) > 0

@@ -1,0 +1,123 @@
+"""Queues on SQS: the decision queue and one worker queue per task queue.
+
+Why a *standard* decision queue and not FIFO with one message group per
+execution: FIFO would serialise deciders per execution, but correctness does
+not depend on it - the conditional commit on seq (adapters/dynamodb.py) is what
+keeps a history from forking, and redeliveries are recognised by message id
+(`state.inbound`). FIFO would add cost ($0.50 vs $0.40 per million requests),
+cap throughput (300 msg/s per API action without batching; a hot execution's
+group is processed one batch at a time) and forbid per-message DelaySeconds,
+which we use for short timers. With a standard queue two deciders may race on
+one execution; the loser gets ConflictError and reloads (service.Engine).
+
+Bodies larger than `inline_limit` bytes go to the PayloadStore and travel as an
+envelope `{"kind", "execution_id", "id", "payload_ref"}`: a 50 MB step result
+reaches the decider intact, nothing is truncated. `decode_body` reverses it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from orbit.errors import OrbitError, ValidationError
+
+# SQS accepts 256 KiB (1 MiB since 2025) per message and per batch; stay well below the
+# classic limit so attributes and JSON escaping never push a message over it.
+INLINE_LIMIT = 200_000
+MAX_DELAY_S = 900
+REF_KEY = "payload_ref"
+
+
+class QueueError(OrbitError):
+    """SQS refused some messages of a batch; the caller must retry (nothing was dropped silently)."""
+
+
+def encode_body(body: Mapping[str, Any], payloads: Any, inline_limit: int = INLINE_LIMIT) -> str:
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    if len(text.encode()) <= inline_limit:
+        return text
+    ref = payloads.put(text.encode())
+    envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token") if k in body}
+    envelope[REF_KEY] = ref
+    return json.dumps(envelope, separators=(",", ":"))
+
+
+def decode_body(text: str, payloads: Any) -> dict[str, Any]:
+    """Parse a queue body, following an S3 reference; ValidationError if it is not a JSON object."""
+    try:
+        body = json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise ValidationError(f"body is not JSON: {e}", "message") from None
+    if not isinstance(body, dict):
+        raise ValidationError("body must be a JSON object", "message")
+    if REF_KEY in body:
+        body = json.loads(payloads.get(body[REF_KEY]))
+        if not isinstance(body, dict):
+            raise ValidationError("referenced body must be a JSON object", "message")
+    return body
+
+
+class SqsQueues:
+    """The `Queues` port: decision messages and task dispatches."""
+
+    def __init__(
+        self,
+        client: Any,
+        decision_url: str,
+        task_urls: Mapping[str, str],
+        default_task_url: str,
+        payloads: Any,
+        inline_limit: int = INLINE_LIMIT,
+    ) -> None:
+        self._sqs = client
+        self.decision_url = decision_url
+        self.task_urls = dict(task_urls)
+        self.default_task_url = default_task_url
+        self._payloads = payloads
+        self._inline_limit = inline_limit
+
+    def task_url(self, queue: str) -> str:
+        """Queue name (task prefix before the first '.') -> URL; unmapped names use the default queue."""
+        return self.task_urls.get(queue) or self.default_task_url
+
+    def send_decision(self, message: Any, delay_s: int = 0) -> None:
+        self.send_decisions([message], delay_s)
+
+    def send_decisions(self, messages: Iterable[Any], delay_s: int = 0) -> None:
+        self._send(self.decision_url, [_as_dict(m) for m in messages], delay_s)
+
+    def send_task(self, queue: str, body: Any, delay_s: int = 0) -> None:
+        self._send(self.task_url(queue), [_as_dict(body)], delay_s)
+
+    def _send(self, url: str, bodies: list[dict[str, Any]], delay_s: int) -> None:
+        if not 0 <= delay_s <= MAX_DELAY_S:
+            raise ValidationError(f"delay {delay_s}s is outside SQS's 0..{MAX_DELAY_S}", "delay_s")
+        texts = [encode_body(b, self._payloads, self._inline_limit) for b in bodies]
+        # SendMessageBatch: 10 entries and INLINE_LIMIT bytes per call (one request instead of ten).
+        batch: list[str] = []
+        size = 0
+        for text in texts:
+            n = len(text.encode())
+            if batch and (len(batch) == 10 or size + n > self._inline_limit):
+                self._send_batch(url, batch, delay_s)
+                batch, size = [], 0
+            batch.append(text)
+            size += n
+        if batch:
+            self._send_batch(url, batch, delay_s)
+
+    def _send_batch(self, url: str, texts: list[str], delay_s: int) -> None:
+        if len(texts) == 1:
+            self._sqs.send_message(QueueUrl=url, MessageBody=texts[0], DelaySeconds=delay_s)
+            return
+        entries = [{"Id": str(i), "MessageBody": t, "DelaySeconds": delay_s} for i, t in enumerate(texts)]
+        failed = self._sqs.send_message_batch(QueueUrl=url, Entries=entries).get("Failed") or []
+        if failed:
+            reasons = ", ".join(f"#{f['Id']}: {f.get('Code')} {f.get('Message', '')}" for f in failed)
+            raise QueueError(f"SQS refused {len(failed)} of {len(texts)} messages to {url}: {reasons}")
+
+
+def _as_dict(m: Any) -> dict[str, Any]:
+    return m.to_dict() if hasattr(m, "to_dict") else dict(m)

@@ -1,0 +1,63 @@
+"""Create template.yaml's table, queues and bucket on moto (one schema source: the template)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "template"))
+
+import sam  # noqa: E402
+
+_TEMPLATE = sam.load_template()
+
+
+@dataclass
+class Stack:
+    table: str
+    bucket: str
+    queues: dict[str, str] = field(default_factory=dict)  # logical id -> url
+    arns: dict[str, str] = field(default_factory=dict)  # logical id -> arn
+
+    def env(self) -> dict[str, str]:
+        """What template.yaml's Globals give every function."""
+        return {
+            "ORBIT_TABLE": self.table,
+            "ORBIT_BUCKET": self.bucket,
+            "ORBIT_DECISION_QUEUE_URL": self.queues["DecisionQueue"],
+            "ORBIT_DEFAULT_TASK_QUEUE_URL": self.queues["DefaultTaskQueue"],
+            "ORBIT_TASK_QUEUES": json.dumps({"default": self.queues["DefaultTaskQueue"],
+                                             "http": self.queues["HttpTaskQueue"]}),
+            "POWERTOOLS_SERVICE_NAME": "orbit",
+            "POWERTOOLS_METRICS_NAMESPACE": "Orbit",
+        }
+
+
+def create_stack(ddb: Any, sqs: Any, s3: Any, suffix: str = "") -> Stack:
+    res = _TEMPLATE["Resources"]
+    props = res["OrbitTable"]["Properties"]
+    table = f"orbit{suffix}"
+    ddb.create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST", AttributeDefinitions=props["AttributeDefinitions"],
+        KeySchema=props["KeySchema"], GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
+    )
+    bucket = f"orbit-payloads{suffix}".lower()
+    s3.create_bucket(Bucket=bucket)
+    stack = Stack(table, bucket)
+    queues = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::SQS::Queue"}
+    # DLQs first: the main queues' redrive policies point at them.
+    for lid in sorted(queues, key=lambda k: "RedrivePolicy" in queues[k]):
+        q = queues[lid]
+        attrs = {"VisibilityTimeout": str(q.get("VisibilityTimeout", 30))}
+        if "RedrivePolicy" in q:
+            dlq = q["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+            attrs["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": stack.arns[dlq],
+                                                 "maxReceiveCount": q["RedrivePolicy"]["maxReceiveCount"]})
+        url = sqs.create_queue(QueueName=f"{lid}{suffix}", Attributes=attrs)["QueueUrl"]
+        stack.queues[lid] = url
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+        stack.arns[lid] = attrs["QueueArn"]
+    return stack
