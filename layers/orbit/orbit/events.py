@@ -340,6 +340,7 @@ class WaitStarted(Event):
     step: str
     signal: str
     deadline_ms: int | None = None
+    on_exhausted: str = "fail_run"
 
 
 @event
@@ -349,6 +350,7 @@ class ChildStarted(Event):
     workflow: str
     version: str | None = None
     input: JSON = None
+    on_exhausted: str = "fail_run"
 
 
 @event
@@ -415,7 +417,7 @@ class Recorded:
 
 
 def recorded_from_dict(d: Any) -> Recorded:
-    if not isinstance(d, dict) or not isinstance(d.get("seq"), int) or not isinstance(d.get("timestamp_ms"), int):
+    if not isinstance(d, dict) or not all(isinstance(d.get(k), int) for k in ("seq", "timestamp_ms")):
         raise ValidationError("recorded event needs integer `seq` and `timestamp_ms`", "event")
     body = {k: v for k, v in d.items() if k not in ("seq", "timestamp_ms")}
     return Recorded(d["seq"], d["timestamp_ms"], event_from_dict(body))

@@ -61,7 +61,8 @@ class ResultMessage(Message):
     """A worker's answer: `output`, or `error` (a TaskError) when it failed."""
     KIND: ClassVar[str] = "result"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
-        "unit": (str, True), "token": (str, True), "output": (_ANY, False), "error": ((dict, type(None)), False)}
+        "unit": (str, True), "token": (str, True), "output": (_ANY, False),
+        "error": ((dict, type(None)), False)}
     unit: str = ""
     token: str = ""
     output: JSON = None

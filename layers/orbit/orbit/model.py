@@ -66,8 +66,8 @@ from orbit.state import (
     SCHEDULED,
     SKIPPED,
     SUCCEEDED,
-    TIMED_OUT,
     TERMINAL_UNIT,
+    TIMED_OUT,
     WAITING,
     WORKFLOW_WAKE,
     ExecutionState,
@@ -285,6 +285,7 @@ def _wait_started(s: ExecutionState, e: WaitStarted, ts: int) -> None:
         return
     _enter(s, e.step, u, WAITING)
     u.kind, u.signal, u.scheduled_at_ms, u.attempt = "wait_for", e.signal, ts, max(u.attempt, 1)
+    u.on_exhausted = e.on_exhausted
     s.waiters[e.signal] = e.step
     _wake(s, e.step, u, e.deadline_ms)
 
@@ -319,15 +320,17 @@ def _child_started(s: ExecutionState, e: ChildStarted, ts: int) -> None:
         return
     _enter(s, e.step, u, RUNNING)
     u.kind, u.child_id, u.input, u.scheduled_at_ms = "workflow", e.child_id, e.input, ts
-    u.task, u.attempt = e.workflow, max(u.attempt, 1)
+    u.task, u.attempt, u.on_exhausted = e.workflow, max(u.attempt, 1), e.on_exhausted
     s.children[e.child_id] = e.step
 
 
 def _abort(kind: str) -> Callable[[ExecutionState, Any, int], None]:
     def go(s: ExecutionState, e: Any, ts: int) -> None:
         if s.abort is None and not s.terminal:
+            s.wakeups.pop(WORKFLOW_WAKE, None)  # the deadline is spent once winding down
             s.abort = {"kind": kind, "reason": getattr(e, "reason", "") or kind,
-                       "error": e.error.to_dict() if isinstance(e, FailRequested) else None}
+                       "error": e.error.to_dict() if isinstance(e, FailRequested) else None,
+                       "force": bool(getattr(e, "force", False))}
     return go
 
 
@@ -355,7 +358,8 @@ def _end(status: str) -> Callable[[ExecutionState, Any, int], None]:
             s.error = e.error
         if isinstance(e, (WorkflowCancelled, WorkflowTimedOut)):
             code = "CANCELLED" if status == CANCELLED else "WORKFLOW_TIMEOUT"
-            reason = getattr(e, "reason", "") or ("cancelled" if status == CANCELLED else "workflow timed out")
+            default = "cancelled" if status == CANCELLED else "workflow timed out"
+            reason = getattr(e, "reason", "") or default
             s.error = TaskError(code, reason, retryable=False)
         if isinstance(e, WorkflowContinuedAsNew):
             s.continued_as, s.output = e.new_execution_id, {"continued_as": e.new_execution_id}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 
 from orbit.events import JSON, TaskError
 
@@ -156,7 +155,6 @@ class ExecutionState:
     hooks: dict[str, dict[str, JSON]] = field(default_factory=dict)  # name -> {token, resumed}
     children: dict[str, str] = field(default_factory=dict)  # child id -> unit
     abort: dict[str, JSON] | None = None  # {kind: failed|cancelled|timed_out, reason, error}
-    wound_down: bool = False  # running units were withdrawn after the abort
     compensable: list[str] = field(default_factory=list)  # steps with compensation, in success order
     compensation_order: list[str] = field(default_factory=list)
     compensation_done: int = 0

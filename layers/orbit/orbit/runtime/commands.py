@@ -143,6 +143,7 @@ class LinkChild(Command):
     workflow: str
     version: str | None = None
     input: JSON = None
+    on_exhausted: str = FAIL_RUN
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ class WaitForSignal(Command):
     unit: str
     name: str
     timeout_ms: int | None = None
+    on_exhausted: str = FAIL_RUN
 
 
 @dataclass(frozen=True)

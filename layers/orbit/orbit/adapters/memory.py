@@ -1,0 +1,266 @@
+"""In-memory adapters for every port: tests, the simulator, `orbit run` without moto.
+
+They behave like the AWS adapters where it matters (conditional commit on
+seq, atomic commits, paging, snapshots never going backwards) and are checked
+by the same contract suites in `tests/contracts/`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import secrets
+import threading
+from collections import deque
+from typing import Any
+
+from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
+from orbit.events import JSON
+from orbit.ports import Commit, HistoryPage, IndexEntry, Loaded
+from orbit.state import ExecutionState
+
+
+class MemoryHistoryStore:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._commits: dict[str, dict[int, Commit]] = {}  # execution -> first_seq -> commit
+        self._order: dict[str, list[int]] = {}  # execution -> first_seqs in order
+        self._last: dict[str, int] = {}  # execution -> last seq
+        self._snapshots: dict[str, tuple[int, dict[str, JSON]]] = {}
+        self._index: dict[str, IndexEntry] = {}
+        self._hooks: dict[str, tuple[str, str]] = {}
+
+    def load(self, execution_id: str) -> Loaded:
+        with self._lock:
+            if execution_id not in self._commits:
+                raise NotFound(f"execution {execution_id!r} not found")
+            seq, snap = self._snapshots.get(execution_id, (0, None))  # type: ignore[assignment]
+            state = ExecutionState.from_dict(snap) if snap is not None else ExecutionState(execution_id)
+            commits = [self._commits[execution_id][f] for f in self._order[execution_id]
+                       if f > seq]  # commits are whole: a snapshot always ends on a commit boundary
+            return Loaded(state, seq, commits)
+
+    def commit(self, execution_id: str, commit: Commit) -> None:
+        with self._lock:
+            last = self._last.get(execution_id, 0)
+            if commit.first_seq <= last:
+                raise ConflictError(execution_id, commit.first_seq)
+            if commit.first_seq != last + 1 or not commit.events:
+                raise ConflictError(execution_id, commit.first_seq,
+                                    f"commit must start at seq {last + 1} and hold events")
+            self._commits.setdefault(execution_id, {})[commit.first_seq] = commit
+            self._order.setdefault(execution_id, []).append(commit.first_seq)
+            self._last[execution_id] = commit.last_seq
+
+    def read_commit(self, execution_id: str, first_seq: int) -> Commit | None:
+        with self._lock:
+            return self._commits.get(execution_id, {}).get(first_seq)
+
+    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
+        with self._lock:
+            if execution_id not in self._commits:
+                raise NotFound(f"execution {execution_id!r} not found")
+            out = []
+            for f in self._order[execution_id]:
+                c = self._commits[execution_id][f]
+                if c.last_seq <= after_seq:
+                    continue
+                for r in c.events:
+                    if r.seq > after_seq and len(out) < limit:
+                        out.append(r)
+                if len(out) >= limit:
+                    break
+            more = bool(out) and out[-1].seq < self._last[execution_id]
+            return HistoryPage(out, out[-1].seq if more else None)
+
+    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int) -> None:
+        with self._lock:
+            old = self._snapshots.get(execution_id)
+            if old is None or old[0] < seq:
+                self._snapshots[execution_id] = (seq, copy.deepcopy(state))
+
+    def put_index(self, entry: IndexEntry) -> None:
+        with self._lock:
+            self._index[entry.execution_id] = entry
+
+    def list_executions(self, workflow: str | None = None, status: str | None = None, limit: int = 50,
+                        cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+        with self._lock:
+            rows = sorted(self._index.values(), key=lambda e: (-e.created_at_ms, e.execution_id))
+        rows = [e for e in rows if (workflow is None or e.workflow == workflow)
+                and (status is None or e.status == status)]
+        start = int(cursor) if cursor else 0
+        page = rows[start:start + limit]
+        return page, (str(start + limit) if start + limit < len(rows) else None)
+
+    def put_hook(self, token: str, execution_id: str, name: str) -> None:
+        with self._lock:
+            self._hooks[token] = (execution_id, name)
+
+    def find_hook(self, token: str) -> tuple[str, str] | None:
+        with self._lock:
+            return self._hooks.get(token)
+
+    def execution_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._commits)
+
+
+class MemoryQueues:
+    """FIFO queues; `delay_s` is honoured against the clock given to `receive`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.decisions: deque[tuple[int, dict[str, JSON]]] = deque()
+        self.tasks: dict[str, deque[tuple[int, dict[str, JSON]]]] = {}
+        self._clock: Any = None
+
+    def bind_clock(self, clock: Any) -> None:
+        self._clock = clock
+
+    def _visible_at(self, delay_s: int) -> int:
+        return (self._clock.now_ms() if self._clock else 0) + delay_s * 1000
+
+    def send_decision(self, message: dict[str, JSON], delay_s: int = 0) -> None:
+        with self._lock:
+            self.decisions.append((self._visible_at(delay_s), copy.deepcopy(message)))
+
+    def send_task(self, queue: str, body: dict[str, JSON], delay_s: int = 0) -> None:
+        with self._lock:
+            self.tasks.setdefault(queue, deque()).append((self._visible_at(delay_s), copy.deepcopy(body)))
+
+    def receive_decisions(self, now_ms: int, limit: int = 10) -> list[dict[str, JSON]]:
+        return self._take(self.decisions, now_ms, limit)
+
+    def receive_tasks(self, queue: str, now_ms: int, limit: int = 10) -> list[dict[str, JSON]]:
+        return self._take(self.tasks.setdefault(queue, deque()), now_ms, limit)
+
+    def _take(self, q: deque[tuple[int, dict[str, JSON]]], now_ms: int, limit: int) -> list[dict[str, JSON]]:
+        out: list[dict[str, JSON]] = []
+        with self._lock:
+            for _ in range(len(q)):
+                if len(out) >= limit:
+                    break
+                at, body = q.popleft()
+                if at <= now_ms:
+                    out.append(body)
+                else:
+                    q.append((at, body))
+        return out
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self.decisions) + sum(len(q) for q in self.tasks.values())
+
+    def next_visible_ms(self) -> int | None:
+        with self._lock:
+            times = [at for at, _ in self.decisions] + [at for q in self.tasks.values() for at, _ in q]
+        return min(times) if times else None
+
+
+class MemoryTimers:
+    """One timer per execution (arming again replaces it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: dict[str, int] = {}
+
+    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+        with self._lock:
+            self._at[execution_id] = fire_at_ms
+
+    def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:
+        with self._lock:
+            ready = [(e, at) for e, at in self._at.items() if at <= now_ms]
+            return sorted(ready, key=lambda x: (x[1], x[0]))[:limit]
+
+    def disarm(self, execution_id: str, fire_at_ms: int | None = None) -> None:
+        with self._lock:
+            if fire_at_ms is None or self._at.get(execution_id) == fire_at_ms:
+                self._at.pop(execution_id, None)
+
+    def next_fire_ms(self) -> int | None:
+        with self._lock:
+            return min(self._at.values()) if self._at else None
+
+
+class MemoryPayloadStore:
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+
+    def put(self, data: bytes) -> str:
+        ref = "mem://" + hashlib.sha256(data).hexdigest()
+        self._data[ref] = bytes(data)
+        return ref
+
+    def get(self, ref: str) -> bytes:
+        try:
+            return self._data[ref]
+        except KeyError:
+            raise NotFound(f"payload {ref!r} not found") from None
+
+
+class MemoryRegistry:
+    """Workflows by name -> version -> build; the latest registration is the default."""
+
+    def __init__(self) -> None:
+        self._by: dict[str, dict[str, dict[str, Any]]] = {}
+        self._latest: dict[str, str] = {}
+
+    def register(self, workflow: Any) -> None:
+        from orbit.decider import workflow_build
+        name, version = workflow.name, str(workflow.version)
+        self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
+        self._latest[name] = version
+
+    def get(self, name: str, version: str | None = None) -> Any:
+        versions = self._by.get(name)
+        if not versions:
+            raise UnknownWorkflow(f"no workflow named {name!r} is registered")
+        v = version if version is not None else self._latest[name]
+        builds = versions.get(str(v))
+        if not builds:
+            raise UnknownWorkflow(f"workflow {name!r} has no version {v!r} (known: {sorted(versions)})")
+        return list(builds.values())[-1]
+
+    def get_build(self, name: str, version: str, build: str) -> Any:
+        builds = self._by.get(name, {}).get(str(version), {})
+        if build in builds:
+            return builds[build]
+        if not builds:
+            raise UnknownWorkflow(f"workflow {name!r} version {version!r} is not registered")
+        raise BuildMismatch(f"workflow {name!r} version {version!r}: build {build!r} is not registered "
+                            f"(have {sorted(builds)})")
+
+
+class ManualClock:
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self._now = start_ms
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def advance(self, ms: int) -> None:
+        self._now += max(0, ms)
+
+    def set(self, ms: int) -> None:
+        self._now = max(self._now, ms)
+
+
+class RandomIds:
+    """Tokens from the OS's randomness: 128 bits, URL-safe."""
+
+    def token(self) -> str:
+        return secrets.token_urlsafe(16)
+
+
+class SeededIds:
+    """Reproducible tokens for tests and simulations (128 bits of a hash chain)."""
+
+    def __init__(self, seed: str = "orbit") -> None:
+        self._seed = seed
+        self._n = itertools.count()
+
+    def token(self) -> str:
+        return hashlib.sha256(f"{self._seed}:{next(self._n)}".encode()).hexdigest()[:32]

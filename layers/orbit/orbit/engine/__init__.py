@@ -1,0 +1,1 @@
+"""The engine: the pieces of the pure decision (`orbit.decider.decide`)."""
