@@ -38,7 +38,7 @@ def type_name(value: object) -> str:
 
 
 def suggest(word: str, known: Iterable[str]) -> str:
-    match = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    match = difflib.get_close_matches(word, [k for k in known if isinstance(k, str)], n=1, cutoff=0.6)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 

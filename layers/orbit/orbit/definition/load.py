@@ -44,6 +44,8 @@ def parse_text(text: str, source: str | None = None) -> Any:
         raise DefinitionError([Problem("", f"not valid YAML: {_yaml_message(exc)}")], source) from None
     except RecursionError:
         raise DefinitionError([Problem("", "document nested too deeply")], source) from None
+    if not documents:
+        raise DefinitionError([Problem("", "the document is empty")], source)
     if len(documents) != 1:
         raise DefinitionError([Problem("", f"expected one YAML document, found {len(documents)}")], source)
     return documents[0]

@@ -46,7 +46,8 @@ def kinds_of(body: dict[Any, Any], allowed: tuple[str, ...]) -> list[str]:
 
 
 def check_step(name: str, body: Any, path: str, out: Problems) -> str | None:
-    """Check one step; return its kind when it has exactly one."""
+    """Check one step; return its kind when it has exactly one. Everything else in the
+    step is checked even when the kind is wrong, so one pass reports all problems."""
     if not isinstance(body, dict):
         out.add(path, f"a step must be a mapping, not {type_name(body)}")
         return None
@@ -54,15 +55,15 @@ def check_step(name: str, body: Any, path: str, out: Problems) -> str | None:
     kinds = kinds_of(body, STEP_KINDS)
     if not kinds:
         out.add(path, f"a step needs exactly one kind: {', '.join(STEP_KINDS)}")
-        return None
-    if len(kinds) > 1:
+    elif len(kinds) > 1:
         out.add(path, f"a step has exactly one kind, this one has {len(kinds)}: {', '.join(kinds)}")
-        return None
-    kind = kinds[0]
-    _check_kind(kind, body, path, out)
-    for key, kinds_ok in KEY_KINDS.items():
-        if key in body and kind not in kinds_ok:
-            out.add(join(path, key), f"not used by a {kind} step (only {', '.join(kinds_ok)})")
+    for kind in kinds:
+        _check_kind(kind, body, path, out)
+    kind = kinds[0] if len(kinds) == 1 else None
+    if kind is not None:
+        for key, kinds_ok in KEY_KINDS.items():
+            if key in body and kind not in kinds_ok:
+                out.add(join(path, key), f"not used by a {kind} step (only {', '.join(kinds_ok)})")
     _check_common(body, path, out)
     if "compensate" in body:
         check_compensate(body["compensate"], join(path, "compensate"), out)

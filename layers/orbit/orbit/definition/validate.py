@@ -56,7 +56,7 @@ def validate_definition(document: Any) -> list[Problem]:
     if "output" in document:
         output = document["output"]
         check_template(output, "output", out)
-        names = set(steps) if isinstance(steps, dict) else set()
+        names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
     return out.items
 
@@ -127,7 +127,8 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
         path = join("steps", name)
         if not STEP_NAME.fullmatch(name):
             out.add(path, "a step name is 1-80 letters, digits, '_' or '-', starting with a letter or '_'")
-        if check_step(name, body, path, out) is None:
+        check_step(name, body, path, out)
+        if not isinstance(body, dict):
             continue
         deps: set[str] = set()
         after = body.get("after")
@@ -156,8 +157,8 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
         deps |= (step_reads(body) & names) - {name}
         graph[name] = frozenset(set(step_after(body)) & names - {name} | deps)
     for cycle in find_cycles(graph):
-        out.add(join("steps", cycle[0]), "dependency cycle: " + " -> ".join(cycle)
-                + " (through after and steps.NAME reads)")
+        out.add(join("steps", cycle[0]), "dependency cycle (each step waits for the next, through "
+                "after and steps.NAME reads): " + " -> ".join(cycle))
 
 
 def _check_reads(template: Any, path: str, names: set[str], own: str | None, out: Problems,
