@@ -369,6 +369,7 @@ def _end(status: str) -> Callable[[ExecutionState, Any, int], None]:
 
 def _progress(s: ExecutionState, e: ProgressRecorded, ts: int) -> None:
     s.progress = e.data
+    s.progress_count += 1
 
 
 def _parked(s: ExecutionState, e: ExecutionParked, ts: int) -> None:

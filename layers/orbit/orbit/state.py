@@ -163,6 +163,7 @@ class ExecutionState:
     output: JSON = None
     error: TaskError | None = None
     progress: JSON = None
+    progress_count: int = 0  # ProgressRecorded events so far (code replay counts its progress calls)
     parked: TaskError | None = None
     continued_as: str | None = None
     last_seq: int = 0
