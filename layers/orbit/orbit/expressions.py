@@ -18,7 +18,9 @@ where it would make an ordering invisible.
 
 from __future__ import annotations
 
+import copy
 import math
+import threading
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -79,6 +81,21 @@ def _compile(text: str) -> jsonata.Jsonata:
     return compiled
 
 
+_THREAD = threading.local()
+
+
+def _runner(text: str) -> jsonata.Jsonata:
+    """This thread's own copy of the compiled expression: evaluation mutates the
+    instance (current input and environment), so threads must not share one."""
+    cache: dict[str, jsonata.Jsonata] | None = getattr(_THREAD, "cache", None)
+    if cache is None or len(cache) > 4096:
+        cache = _THREAD.cache = {}
+    runner = cache.get(text)
+    if runner is None:
+        runner = cache[text] = copy.copy(_compile(text))
+    return runner
+
+
 def parse_expression(text: str) -> jsonata.Jsonata:
     """Compile ``text`` (the inside of ``{% %}``, or a whole ``{% %}`` string); raise
     :class:`ExpressionError` with JSONata's message and position on a syntax error."""
@@ -109,11 +126,11 @@ def _evaluate(template: Any, root: Any, bindings: dict[str, Any], path: str) -> 
 def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str) -> Any:
     where = f"{path}: " if path else ""
     try:
-        compiled = parse_expression(template)
+        compiled = _runner(expression_text(template))
     except ExpressionError as exc:
         raise ExpressionError(f"{where}{exc}") from None
-    # jsonata keeps a per-thread "current expression" that higher-order
-    # functions ($map, $filter...) call back into; point it at this one.
+    # jsonata evaluates on a per-thread "current" instance (and higher-order
+    # functions call back into it); make that this thread's copy of this one.
     jsonata.Jsonata.CURRENT.jsonata = compiled
     try:
         result = compiled.evaluate(root, bindings)
