@@ -43,6 +43,12 @@ class CodeWorkflow:
         return "code"
 
     @property
+    def cleanup_on_abort(self) -> bool:
+        """Tells the engine that a (non-forced) cancel or timeout is raised inside the code,
+        which runs its own cleanup steps before the execution ends."""
+        return True
+
+    @property
     def runtime(self) -> Any:
         """The engine calls `workflow.runtime.run(...)`: the process-wide code runtime."""
         from orbit.runtime.code import default_runtime  # import here: code.py imports this module

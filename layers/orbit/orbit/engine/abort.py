@@ -24,6 +24,16 @@ from orbit.events import (
 from orbit.state import COMPENSATING, RUNNING, compensation_key, parse_key
 
 
+def cleans_up(ctx: Ctx) -> bool:
+    """Does the workflow run its own cleanup now? Code workflows (`cleanup_on_abort`) do after a
+    cancel or timeout that is not forced: the engine withdraws the live units, records
+    CompensationStarted with no steps, then lets the runtime schedule cleanup work until it
+    sends a final command (see `execute.finish_cleanup`)."""
+    a = ctx.state.abort
+    return (a is not None and a.get("kind") in ("cancelled", "timed_out") and not a.get("force")
+            and bool(getattr(ctx.workflow, "cleanup_on_abort", False)))
+
+
 def progress_abort(ctx: Ctx) -> None:
     """Advance the wind-down as far as possible without the runtime."""
     s = ctx.state
@@ -33,13 +43,16 @@ def progress_abort(ctx: Ctx) -> None:
     if s.status == RUNNING:
         for key in [k for k in s.active if not parse_key(k)[0]]:
             cancel_unit(ctx, key, reason)
+        if cleans_up(ctx):
+            ctx.emit(CompensationStarted(reason, []))
+            return
         steps = [] if s.abort.get("force") else list(reversed(s.compensable))
         if steps:
             ctx.emit(CompensationStarted(reason, steps))
         else:
             finish(ctx, "none")
         return
-    if s.status == COMPENSATING and s.next_compensation() is None:
+    if s.status == COMPENSATING and s.next_compensation() is None and not cleans_up(ctx):
         ctx.emit(CompensationCompleted())
         finish(ctx, s.compensation or "completed")
 

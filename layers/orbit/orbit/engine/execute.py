@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from orbit.effects import ContinueExecution, RegisterHook, StartChild
-from orbit.engine.abort import notify_parent
+from orbit.engine.abort import cleans_up, finish, notify_parent
 from orbit.engine.context import Ctx
 from orbit.engine.signals import deliver
 from orbit.engine.units import fail, schedule, succeed
 from orbit.events import (
     CancelRequested,
     ChildStarted,
+    CompensationCompleted,
+    CompensationFailed,
     ExecutionParked,
     FailRequested,
     HookCreated,
@@ -53,8 +55,8 @@ def _fresh(ctx: Ctx, unit: str) -> bool:
 
 
 def _allowed(ctx: Ctx, unit: str) -> bool:
-    """While winding down only the compensation units may start."""
-    return ctx.state.abort is None or parse_key(unit)[0]
+    """While winding down only the compensation units (or a code workflow's cleanup) may start."""
+    return ctx.state.abort is None or parse_key(unit)[0] or cleans_up(ctx)
 
 
 def execute(ctx: Ctx, commands: list[Command]) -> None:
@@ -66,7 +68,8 @@ def execute(ctx: Ctx, commands: list[Command]) -> None:
 
 def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, flat on purpose
     s = ctx.state
-    aborting = s.abort is not None
+    cleanup = cleans_up(ctx)
+    aborting = s.abort is not None and not cleanup
     if isinstance(c, ScheduleStep):
         if _allowed(ctx, c.step.unit):
             schedule(ctx, c.step)
@@ -107,6 +110,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
             ctx.emit(ExecutionParked(c.error))
     elif aborting:
         return  # final commands wait for the wind-down to finish
+    elif cleanup:
+        finish_cleanup(ctx, c)
     elif isinstance(c, Complete):
         ctx.emit(WorkflowCompleted(c.output))
         notify_parent(ctx)
@@ -121,6 +126,17 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
         ctx.emit(WorkflowContinuedAsNew(c.input, new_id))
         ctx.effect(ContinueExecution(s.id, new_id, s.workflow, s.version, c.input))
         notify_parent(ctx)
+
+
+def finish_cleanup(ctx: Ctx, c: Command) -> None:
+    """A code workflow ended its cleanup: the execution ends as the abort said (CANCELLED or
+    TIMED_OUT); a failure during cleanup is recorded as a failed compensation."""
+    if isinstance(c, Fail):
+        ctx.emit(CompensationFailed("cleanup", c.error))
+    elif not isinstance(c, (Complete, Cancel, Timeout, ContinueAsNew)):
+        return
+    ctx.emit(CompensationCompleted())
+    finish(ctx, ctx.state.compensation or "completed")
 
 
 def create_hook(ctx: Ctx, name: str, token: str = "") -> None:
