@@ -29,6 +29,12 @@ class Commit:
     inbound_id: str | None
     events: list[Recorded]
     effects: list[Effect] = field(default_factory=list)
+    # A batch decision (several messages of one execution, one write) lists the other ids here.
+    inbound_ids: tuple[str, ...] = ()
+
+    @property
+    def all_inbound(self) -> list[str]:
+        return ([self.inbound_id] if self.inbound_id else []) + [i for i in self.inbound_ids if i]
 
     @property
     def last_seq(self) -> int:
@@ -37,7 +43,7 @@ class Commit:
     def to_dict(self) -> dict[str, JSON]:
         return {"first_seq": self.first_seq, "timestamp_ms": self.timestamp_ms,
                 "inbound_id": self.inbound_id, "events": [r.to_dict() for r in self.events],
-                "effects": [e.to_dict() for e in self.effects]}
+                "effects": [e.to_dict() for e in self.effects], "inbound_ids": list(self.inbound_ids)}
 
     @classmethod
     def from_dict(cls, d: Any) -> Commit:
@@ -45,7 +51,8 @@ class Commit:
             raise ValidationError("commit needs an integer `first_seq`", "commit")
         return cls(d["first_seq"], int(d.get("timestamp_ms") or 0), d.get("inbound_id"),
                    [recorded_from_dict(r) for r in d.get("events") or []],
-                   [effect_from_dict(e) for e in d.get("effects") or []])
+                   [effect_from_dict(e) for e in d.get("effects") or []],
+                   tuple(d.get("inbound_ids") or ()))
 
 
 @dataclass
@@ -61,7 +68,9 @@ class Loaded:
         from orbit.model import apply_commit
 
         for c in self.commits:
-            apply_commit(self.state, c.events, c.inbound_id, c.first_seq)
+            apply_commit(self.state, c.events, None, c.first_seq)
+            for inbound in c.all_inbound:
+                self.state.inbound[inbound] = c.first_seq
         self.commits = []
         return self.state
 

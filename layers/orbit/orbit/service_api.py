@@ -1,0 +1,91 @@
+"""The read and control operations of the engine: describe, history, list, signal, hooks, cancel.
+
+Signals and hook payloads are checked against the signal's schema *before*
+anything is recorded (PayloadRefused); accepted ones go through the decision
+queue like every other inbound message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused
+from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
+from orbit.state import ExecutionState
+
+
+class EngineApi:
+    store: HistoryStore
+    queues: Queues
+    registry: Registry
+    clock: Clock
+    ids: IdSource
+
+    def load_state(self, execution_id: str) -> ExecutionState:
+        """The current state, read from the store (NotFound when there is no such execution)."""
+        return self.store.load(execution_id).fold()
+
+    def describe(self, execution_id: str) -> dict[str, Any]:
+        return self.load_state(execution_id).describe()
+
+    def history(self, execution_id: str, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`)."""
+        out: list[dict[str, Any]] = []
+        cursor: int | None = after_seq
+        while cursor is not None and (limit is None or len(out) < limit):
+            page = self.store.history(execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out)))
+            out.extend(r.to_dict() for r in page.records)
+            cursor = page.next_after_seq
+        return out
+
+    def list(self, workflow: str | None = None, status: str | None = None, limit: int = 50,
+             cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+        return self.store.list_executions(workflow, status, limit, cursor)
+
+    def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
+        """Queue a signal; PayloadRefused (nothing recorded) if the payload breaks the schema."""
+        state = self.load_state(execution_id)
+        self._check_payload(state, name, payload)
+        mid = signal_id or f"signal:{self.ids.token()}"
+        self.queues.send_decision({"kind": "signal", "execution_id": execution_id, "id": mid, "name": name,
+                                   "payload": payload})
+        return mid
+
+    def resume_hook(self, token: str, payload: Any = None) -> str:
+        """Resume a hook once by its token; returns the execution id."""
+        found = self.store.find_hook(token)
+        if found is None:
+            raise NotFound("unknown hook token")
+        execution_id, name = found
+        state = self.load_state(execution_id)
+        hook = state.hooks.get(name)
+        if hook is None or hook.get("token") != token:
+            raise NotFound("unknown hook token")
+        if hook.get("resumed"):
+            raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
+        self._check_payload(state, name, payload)
+        self.queues.send_decision({"kind": "hook", "execution_id": execution_id, "id": f"hook:{token}",
+                                   "token": token, "payload": payload})
+        return execution_id
+
+    def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+        self.load_state(execution_id)  # NotFound for an unknown id
+        self.queues.send_decision({"kind": "cancel", "execution_id": execution_id,
+                                   "id": f"cancel:{self.ids.token()}", "reason": reason or "cancelled",
+                                   "force": force})
+
+    def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
+        try:
+            wf = self.registry.get_build(state.workflow, state.version, state.build)
+        except Exception:  # noqa: BLE001 - no definition at hand: nothing to check against
+            return
+        signals = getattr(wf, "signals", None) or {}
+        spec = signals.get(name)
+        schema = getattr(spec, "schema", spec) if not isinstance(spec, dict) or "schema" not in spec \
+            else spec["schema"]
+        if schema is None:
+            return
+        from orbit.contracts import check_schema
+        err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
+        if err is not None:
+            raise PayloadRefused(name, err.message, err.details)
