@@ -102,6 +102,7 @@ def test_extensions_and_optional_fields() -> None:
     assert a.queue == "fast-lane" and a.on_failure == "continue" and a.retry.jitter == "full"
     assert b.sleep_until == "{% steps.a.output.at %}" and b.depends_on == {"a"}
     assert c.timeout_ms == 5000  # http.timeout when the step has none
+    assert c.http["method"] == "GET"  # any case in the file, upper case for the adapter
     assert d.version == "1" and d.timeout_ms is None and d.output is None
 
 

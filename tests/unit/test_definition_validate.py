@@ -62,6 +62,8 @@ def test_valid_document_has_no_problems() -> None:
      "did you mean 'timeout'?"),
     ({"task": "t", "compensate": {"http": {"method": "GET"}}}, "steps.s.compensate.http", "needs `url`"),
     ({"task": "t", "description": 5}, "steps.s.description", "must be a string"),
+    ({"workflow": "child", "timeout": "1h"}, "steps.s.timeout", "not used by a workflow step"),
+    ({"workflow": "child", "retry": {}}, "steps.s.retry", "not used by a workflow step"),
 ])
 def test_step_problem_is_reported_at_its_path(step: dict[str, Any], path: str, text: str) -> None:
     found = problems(doc({"s": step}))

@@ -17,7 +17,7 @@ DEFAULT_VERSION = "1"
 # Only attempt-style steps inherit `defaults.timeout`: a 30s default must not end a
 # 7-day wait_for or a child workflow that has its own timeout.
 TIMEOUT_DEFAULT_KINDS = ("task", "http")
-RETRY_KINDS = ("task", "http", "workflow")
+RETRY_KINDS = ("task", "http")
 
 
 class DefinitionError(ValidationError):
@@ -104,6 +104,8 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
     """Fields shared by steps and compensate bodies: kind, target, input, retry, timeouts."""
     timeout = body.get("timeout")
     http = body.get("http") if kind == "http" else None
+    if isinstance(http, dict):
+        http = {**http, "method": str(http["method"]).upper()}  # validated: a known method, any case
     if timeout is None and isinstance(http, dict):
         timeout = http.get("timeout")
     if timeout is None and kind in TIMEOUT_DEFAULT_KINDS:

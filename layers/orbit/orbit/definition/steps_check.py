@@ -29,10 +29,12 @@ HTTP_KEYS = ("method", "url", "headers", "query", "body", "timeout")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 # Which kinds accept which keys; a key on the wrong kind is refused rather than ignored.
+# A child workflow (`workflow:`) is not retried or timed out per step by the engine
+# (it has its own `timeout`), so retry/timeout there would be silently ignored.
 KEY_KINDS = {
     "input": ("task", "workflow"),
-    "retry": ("task", "http", "workflow"),
-    "timeout": ("task", "http", "workflow", "wait_for"),
+    "retry": ("task", "http"),
+    "timeout": ("task", "http", "wait_for"),
     "queue_timeout": ("task", "http"),
     "queue": ("task",),
 }
