@@ -1,0 +1,157 @@
+"""`orbit.Client`: the API operations over HTTP, against `orbit dev` or a deployed stack.
+
+A deployed stack's HTTP API uses IAM auth, so requests to it are signed with
+SigV4 (botocore's signer, credentials from the usual boto3 chain). Requests to
+a loopback URL (`orbit dev`) go unsigned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from orbit.errors import OrbitError
+
+DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
+
+
+class ApiError(OrbitError):
+    """The API answered with an error status; `status` and `body` say what it was."""
+
+    def __init__(self, status: int, body: Any, method: str, path: str) -> None:
+        self.status, self.body = status, body
+        detail = body.get("message") or body.get("error") if isinstance(body, dict) else body
+        super().__init__(f"{method} {path}: HTTP {status}: {detail}")
+
+
+def stack_api_url(stack: str, region: str | None = None) -> str:
+    """The `ApiUrl` output of a deployed Orbit stack."""
+    import boto3
+
+    cfn = boto3.client("cloudformation", region_name=region)
+    try:
+        outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
+    except Exception as exc:  # noqa: BLE001 - botocore raises several kinds; all mean the same here
+        raise OrbitError(f"cannot read stack {stack!r}: {exc}") from exc
+    for out in outputs:
+        if out.get("OutputKey") == "ApiUrl":
+            return str(out["OutputValue"])
+    raise OrbitError(f"stack {stack!r} has no ApiUrl output; is it an Orbit stack?")
+
+
+def _is_local(url: str) -> bool:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+class Client:
+    def __init__(self, url: str | None = None, stack: str | None = None, region: str | None = None,
+                 timeout_s: float = 30.0, sign: bool | None = None) -> None:
+        if url is None and stack is not None:
+            url = stack_api_url(stack, region)
+        self.url = (url or os.environ.get("ORBIT_URL") or DEFAULT_LOCAL_URL).rstrip("/")
+        self.region = region
+        self.timeout_s = timeout_s
+        self.sign = (not _is_local(self.url)) if sign is None else sign
+
+    # ------------------------------------------------------------------ operations
+    def register(self, definition: dict[str, Any] | str) -> dict[str, Any]:
+        body = {"definition": definition} if isinstance(definition, dict) else {"text": definition}
+        return self._call("POST", "/definitions", body)
+
+    def start(self, workflow: str, input: Any = None, id: str | None = None,
+              version: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"workflow": workflow, "input": input if input is not None else {}}
+        if id:
+            body["id"] = id
+        if version:
+            body["version"] = version
+        return self._call("POST", "/executions", body)
+
+    def describe(self, execution_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/executions/{_q(execution_id)}")
+
+    def history(self, execution_id: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        after: Any = None
+        while True:
+            query = f"?after_seq={after}" if after else ""
+            page = self._call("GET", f"/executions/{_q(execution_id)}/history{query}")
+            if isinstance(page, list):
+                return page
+            events.extend(page.get("events") or [])
+            after = page.get("next_after_seq")
+            if not after:
+                return events
+
+    def signal(self, execution_id: str, name: str, payload: Any = None) -> dict[str, Any]:
+        return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}",
+                          {"payload": payload})
+
+    def resume_hook(self, token: str, payload: Any = None) -> dict[str, Any]:
+        return self._call("POST", f"/hooks/{_q(token)}", {"payload": payload})
+
+    def cancel(self, execution_id: str, reason: str | None = None, force: bool = False) -> dict[str, Any]:
+        return self._call("POST", f"/executions/{_q(execution_id)}/cancel", {"reason": reason, "force": force})
+
+    def list(self, workflow: str | None = None, status: str | None = None, limit: int | None = None,
+             cursor: str | None = None) -> dict[str, Any]:
+        params = {k: v for k, v in {"workflow": workflow, "status": status, "limit": limit,
+                                    "cursor": cursor}.items() if v is not None}
+        query = ("?" + urllib.parse.urlencode(params)) if params else ""
+        return self._call("GET", f"/executions{query}")
+
+    # ------------------------------------------------------------------ transport
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        url = self.url + path
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self.sign:
+            headers = self._signed_headers(method, url, data, headers)
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - http(s) only
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            raise ApiError(exc.code, _json_or_text(raw), method, path) from None
+        except urllib.error.URLError as exc:
+            hint = " (is `orbit dev` running?)" if _is_local(self.url) else ""
+            raise OrbitError(f"cannot reach the Orbit API at {self.url}{hint}: {exc.reason}") from None
+        return _json_or_text(raw) if raw else None
+
+    def _signed_headers(self, method: str, url: str, data: bytes | None,
+                        headers: dict[str, str]) -> dict[str, str]:
+        import boto3
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        session = boto3.session.Session(region_name=self.region)
+        creds = session.get_credentials()
+        if creds is None:
+            raise OrbitError("no AWS credentials found to sign requests to the deployed Orbit API")
+        region = self.region or session.region_name or _region_from_url(url)
+        request = AWSRequest(method=method, url=url, data=data, headers=headers)
+        SigV4Auth(creds.get_frozen_credentials(), "execute-api", region).add_auth(request)
+        return dict(request.headers.items())
+
+
+def _q(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
+
+
+def _region_from_url(url: str) -> str:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    parts = host.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "execute-api" else "us-east-1"
+
+
+def _json_or_text(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")

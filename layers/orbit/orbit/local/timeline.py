@@ -1,0 +1,111 @@
+"""Turn an execution's history into a readable timeline: each step, attempt, duration, outcome.
+
+Works on the DESIGN `history` shape (dicts with seq, timestamp_ms, type, ...),
+so it renders a local run and a deployed execution alike. Times are the
+history's (virtual, when the local stack skipped time), relative to its start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_OPENERS = {"StepScheduled", "TimerStarted", "WaitStarted", "ChildStarted"}
+
+
+@dataclass
+class Row:
+    at_ms: int
+    unit: str
+    attempt: int | None
+    duration_ms: int | None
+    outcome: str
+
+
+def fmt_duration(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{ms}ms"
+    s = ms / 1000
+    if s < 60:
+        return f"{s:.1f}s"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            whole, rest = divmod(int(round(s)), size)
+            sub = {"d": ("h", 3600), "h": ("m", 60), "m": ("s", 1)}[unit]
+            part = rest // sub[1]
+            return f"{whole}{unit}" + (f"{part}{sub[0]}" if part else "")
+    return f"{s:.0f}s"
+
+
+def _error(e: dict[str, Any] | None) -> str:
+    if not isinstance(e, dict):
+        return ""
+    msg = str(e.get("message") or "")
+    return f"{e.get('code')}: {msg[:80]}" if msg else str(e.get("code"))
+
+
+def rows(history: list[dict[str, Any]]) -> list[Row]:
+    """One row per finished attempt (and per skip, signal, compensation and final outcome)."""
+    if not history:
+        return []
+    t0 = history[0]["timestamp_ms"]
+    open_: dict[str, tuple[int | None, int]] = {}
+    out: list[Row] = []
+
+    def close(step: str, ts: int, outcome: str, attempt: int | None = None) -> None:
+        started = open_.pop(step, None)
+        att = attempt if attempt is not None else (started[0] if started else None)
+        out.append(Row(ts - t0, step, att, ts - started[1] if started else None, outcome))
+
+    for ev in history:
+        kind, ts, step = ev.get("type"), ev["timestamp_ms"], ev.get("step")
+        if kind in _OPENERS and step and step not in open_:
+            open_[step] = (ev.get("attempt"), ts)
+        elif kind == "StepSucceeded" and step:
+            close(step, ts, "succeeded", ev.get("attempt"))
+        elif kind == "StepAttemptFailed" and step:
+            close(step, ts, "attempt failed  " + _error(ev.get("error")), ev.get("attempt"))
+        elif kind == "RetryScheduled" and step:
+            out.append(Row(ts - t0, step, ev.get("next_attempt"), None,
+                           f"retry in {fmt_duration(ev.get('delay_ms'))}"))
+        elif kind == "StepFailed" and step:
+            close(step, ts, "FAILED  " + _error(ev.get("error")))
+        elif kind == "StepSkipped" and step:
+            close(step, ts, "skipped" + (f" ({ev['reason']})" if ev.get("reason") else ""))
+        elif kind == "StepCancelled" and step:
+            close(step, ts, "cancelled" + (f" ({ev['reason']})" if ev.get("reason") else ""))
+        elif kind == "StepAttemptUncertain" and step:
+            close(step, ts, "uncertain, redelivered" + (f" ({ev['reason']})" if ev.get("reason") else ""))
+        elif kind == "SignalReceived":
+            out.append(Row(ts - t0, f"signal {ev.get('name')}", None, None, "received"))
+        elif kind == "CancelRequested":
+            out.append(Row(ts - t0, "execution", None, None, f"cancel requested ({ev.get('reason') or '-'})"))
+        elif kind == "CompensationStarted":
+            out.append(Row(ts - t0, "compensation", None, None,
+                           f"started ({ev.get('reason')}): {', '.join(ev.get('steps') or [])}"))
+        elif kind == "CompensationFailed":
+            out.append(Row(ts - t0, "compensation", None, None, "failed  " + _error(ev.get("error"))))
+        elif kind == "CompensationCompleted":
+            out.append(Row(ts - t0, "compensation", None, None, "completed"))
+        elif kind in ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut"):
+            status = {"WorkflowCompleted": "COMPLETED", "WorkflowFailed": "FAILED",
+                      "WorkflowCancelled": "CANCELLED", "WorkflowTimedOut": "TIMED_OUT"}[kind]
+            extra = _error(ev.get("error"))
+            comp = ev.get("compensation")
+            out.append(Row(ts - t0, "execution", None, ts - t0, status + (f"  {extra}" if extra else "")
+                           + (f"  (compensation {comp})" if comp and comp != "none" else "")))
+    return out
+
+
+def render(history: list[dict[str, Any]]) -> str:
+    table = rows(history)
+    if not table:
+        return "(no history)"
+    width = max(12, *(len(r.unit) for r in table))
+    lines = [f"{'at':>9}  {'step':<{width}}  {'try':>3}  {'took':>8}  outcome"]
+    for r in table:
+        lines.append(f"{fmt_duration(r.at_ms):>9}  {r.unit:<{width}}  "
+                     f"{(str(r.attempt) if r.attempt else ''):>3}  {fmt_duration(r.duration_ms):>8}  {r.outcome}")
+    return "\n".join(lines)
