@@ -31,15 +31,15 @@ def retry_policy(retry: Any) -> RetryPolicy:
     if unknown:
         raise TypeError(f"retry has unknown keys {unknown}; known: {sorted(known)}")
     d = dict(retry)
+    attempts = d.get("max_attempts", 1)
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+        raise TypeError(f"retry.max_attempts must be an int >= 1, got {attempts!r}")
     for short in ("backoff", "max_backoff"):
         if short in d:
             d[short + "_ms"] = parse_duration(d.pop(short))
     if d.get("jitter", "none") not in ("none", "full"):
         raise TypeError(f"retry.jitter must be 'none' or 'full', got {d['jitter']!r}")
-    policy = RetryPolicy.of(d)
-    if policy.max_attempts < 1:
-        raise TypeError("retry.max_attempts must be >= 1")
-    return policy
+    return RetryPolicy.of(d)
 
 
 def optional_ms(value: Any, what: str) -> int | None:
