@@ -143,3 +143,14 @@ def test_all_problems_in_one_pass() -> None:
     assert [p.path for p in caught.value.problems] == [
         "orbit", "steps.a.retry.max_attempts", "steps.b.timeout", "steps.b.after[0]"]
     assert "steps.a.retry.max_attempts: must be >= 1" in str(caught.value)
+
+
+def test_hooks_must_name_a_signal_or_wait_for_step() -> None:
+    found = problems(doc({
+        "w": {"wait_for": "approval"},
+        "n": {"http": {"method": "POST", "url": "https://x.org",
+                       "body": {"a": "{% hooks.approval.token %}", "b": "{% hooks.aproval.token %}",
+                                "c": "{% hooks.review.token %}"}}},
+    }, signals={"review": {}}))
+    assert found == {"steps.n.http.body.b": "reads hooks.aproval, but no signal or wait_for step is named "
+                                            "'aproval' (did you mean 'approval'?)"}

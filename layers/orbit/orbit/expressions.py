@@ -198,9 +198,10 @@ def references(template: Any) -> set[str]:
     return names
 
 
-def expression_references(text: str) -> tuple[frozenset[str], bool]:
-    """For one expression's text: (step names read statically, whether ``steps`` is read dynamically)."""
-    return _expression_refs(text)
+def expression_references(text: str, root: str = "steps") -> tuple[frozenset[str], bool]:
+    """For one expression's text: (names read statically as ``ROOT.NAME``, whether ``ROOT``
+    is read without a static name). ``root`` is ``steps`` or ``hooks``."""
+    return _expression_refs(text, root)
 
 
 def reads_steps_dynamically(template: Any) -> bool:
@@ -209,7 +210,7 @@ def reads_steps_dynamically(template: Any) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _expression_refs(text: str) -> tuple[frozenset[str], bool]:
+def _expression_refs(text: str, root: str = "steps") -> tuple[frozenset[str], bool]:
     try:
         ast = _compile(text).ast
     except ExpressionError:
@@ -218,10 +219,10 @@ def _expression_refs(text: str) -> tuple[frozenset[str], bool]:
     dynamic = False
     for path_steps in _paths(ast):
         head = list(path_steps)
-        # "$" (context) and "$$" (root) before "steps" still mean the root here.
+        # "$" (context) and "$$" (root) before the name still mean the root here.
         while head and head[0].type == "variable" and head[0].value in ("", "$"):
             head.pop(0)
-        if not head or head[0].type != "name" or head[0].value != "steps":
+        if not head or head[0].type != "name" or head[0].value != root:
             continue
         if head[0].stages or head[0].predicate:  # steps[...]: a filter, not a name
             dynamic = True

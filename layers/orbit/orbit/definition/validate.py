@@ -58,6 +58,7 @@ def validate_definition(document: Any) -> list[Problem]:
         check_template(output, "output", out)
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
+    _check_hooks(document, out)
     return out.items
 
 
@@ -159,6 +160,21 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
     for cycle in find_cycles(graph):
         out.add(join("steps", cycle[0]), "dependency cycle (each step waits for the next, through "
                 "after and steps.NAME reads): " + " -> ".join(cycle))
+
+
+def _check_hooks(document: dict[str, Any], out: Problems) -> None:
+    """``hooks.NAME.token`` exists only for declared signals and ``wait_for`` steps."""
+    steps = document.get("steps")
+    signals = document.get("signals")
+    known = {name for name in signals if isinstance(name, str)} if isinstance(signals, dict) else set()
+    if isinstance(steps, dict):
+        known |= {body["wait_for"] for body in steps.values()
+                  if isinstance(body, dict) and isinstance(body.get("wait_for"), str)}
+    for leaf_path, text in expressions.expressions_in(document):
+        names, _ = expressions.expression_references(text, "hooks")
+        for name in sorted(names - known):
+            out.add(leaf_path, f"reads hooks.{name}, but no signal or wait_for step is named "
+                               f"{name!r}{suggest(name, known)}")
 
 
 def _check_reads(template: Any, path: str, names: set[str], own: str | None, out: Problems,
