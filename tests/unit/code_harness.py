@@ -1,9 +1,8 @@
-"""A small driver for code-workflow scenario tests: the real Engine on the in-memory adapters.
+"""Code-workflow scenario tests run on core's in-memory `Simulator` (the real Engine).
 
-Workers are plain functions `(input, attempt) -> output` keyed by task name
-(raise `TaskError` to fail); `hold` keeps a task's messages in its queue so a
-test can act while the step is in flight. Time is a manual clock; `advance`
-fires due timers.
+Adds what these tests need on top of it: workers as `(input, attempt)`
+functions with a log of the calls in order, tasks held in flight until
+`release`, and one default execution id.
 """
 
 from __future__ import annotations
@@ -11,125 +10,83 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from orbit.adapters.memory import (
-    ManualClock,
-    MemoryHistoryStore,
-    MemoryQueues,
-    MemoryRegistry,
-    MemoryTimers,
-    SeededIds,
-)
-from orbit.events import TaskError
-from orbit.service import Engine
+from orbit.simulator import Simulator
 
 Worker = Callable[[Any, int], Any]
+ID = "ex-1"
 
 
-class Harness:
+class Harness(Simulator):
     def __init__(self, *workflows: Any, workers: dict[str, Worker] | None = None) -> None:
-        self.clock = ManualClock(1_700_000_000_000)
-        self.store = MemoryHistoryStore()
-        self.queues = MemoryQueues()
-        self.queues.bind_clock(self.clock)
-        self.timers = MemoryTimers()
-        self.registry = MemoryRegistry()
+        super().__init__(seed="code-tests")
         for wf in workflows:
-            self.registry.register(wf)
-        self.engine = Engine(self.store, self.queues, self.timers, None, self.registry, self.clock,
-                             SeededIds("code-tests"))
-        self.workers: dict[str, Worker] = dict(workers or {})
+            self.register(wf)
         self.calls: list[tuple[str, Any]] = []  # (task, input) in the order workers ran
-        self.cancelled_tokens: list[str] = []
         self.held: set[str] = set()
+        self._parked: list[tuple[Any, dict[str, Any]]] = []
+        for task, fn in (workers or {}).items():
+            self.worker(task, self._logged(task, fn))
 
-    def start(self, name: str, input: Any = None, id: str = "ex-1", version: str | None = None) -> str:
-        eid = self.engine.start(name, version, input, execution_id=id)
-        self.run()
-        return eid
+    def _logged(self, task: str, fn: Worker) -> Callable[[Any, Any], Any]:
+        def call(input: Any, ctx: Any) -> Any:
+            self.calls.append((task, input))
+            return fn(input, ctx.attempt)
+        return call
 
-    # -- pumping --------------------------------------------------------------------------------
-    def run(self, limit: int = 10_000) -> None:
-        """Process decisions and tasks until nothing is left to do now."""
-        for _ in range(limit):
-            now = self.clock.now_ms()
-            msgs = self.queues.receive_decisions(now, limit=10)
-            if msgs:
-                for m in msgs:
-                    self.engine.handle(m)
-                continue
-            if not self._work(now):
-                return
-        raise AssertionError("the workflow did not settle")
-
-    def _work(self, now: int) -> bool:
-        did = False
-        for queue in list(self.queues.tasks):
-            kept = []
-            for body in self.queues.receive_tasks(queue, now, limit=1000):
-                if body["kind"] == "cancel_task":
-                    self.cancelled_tokens.append(body["token"])
-                    continue
-                if body["task"] in self.held:
-                    kept.append(body)
-                    continue
-                did = True
-                self._answer(body)
-            for body in kept:
-                self.queues.send_task(queue, body)
-        return did
-
-    def _answer(self, body: dict[str, Any]) -> None:
-        task = body["task"]
-        self.calls.append((task, body["input"]))
-        msg: dict[str, Any] = {"kind": "result", "execution_id": body["execution_id"],
-                               "id": f"result:{body['token']}", "unit": body["unit"], "token": body["token"]}
-        try:
-            worker = self.workers[task]
-        except KeyError:
-            raise AssertionError(f"no scripted worker for task {task!r}") from None
-        try:
-            msg["output"] = worker(body["input"], body["attempt"])
-        except TaskError as e:
-            msg["error"] = e.to_dict()
-        self.engine.handle(msg)
+    def _perform(self, script: Any, body: dict[str, Any]) -> None:
+        if body["task"] in self.held:
+            self._parked.append((script, body))  # stays in flight until `release`
+            return
+        super()._perform(script, body)
 
     def release(self, task: str) -> None:
         self.held.discard(task)
-        self.run()
+        keep = []
+        for script, body in self._parked:
+            if body["task"] == task:
+                super()._perform(script, body)
+            else:
+                keep.append((script, body))
+        self._parked = keep
+        self.run_until_idle()
 
-    def advance(self, seconds: float) -> None:
-        self.clock.advance(int(seconds * 1000))
-        self.engine.fire_timers()
-        self.run()
+    def answer_parked(self) -> None:
+        """Let the tasks in flight now answer; tasks sent meanwhile stay held."""
+        parked, self._parked = self._parked, []
+        for script, body in parked:
+            super()._perform(script, body)
+        self.run_until_idle()
 
-    # -- outside events -------------------------------------------------------------------------
-    def signal(self, name: str, payload: Any = None, id: str = "ex-1") -> None:
-        self.engine.handle({"kind": "signal", "execution_id": id, "id": f"signal:{name}:{self.clock.now_ms()}",
-                            "name": name, "payload": payload})
-        self.run()
+    def start(self, workflow: str, input: Any = None, id: str | None = ID, version: str | None = None) -> str:
+        eid = super().start(workflow, input, id, version)
+        self.run_until_idle()
+        return eid
 
-    def resume_hook(self, token: str, payload: Any = None, id: str = "ex-1") -> None:
-        self.engine.handle({"kind": "hook", "execution_id": id, "id": f"hook:{token}", "token": token,
-                            "payload": payload})
-        self.run()
+    def signal(self, name: str, payload: Any = None, id: str = ID) -> str:  # type: ignore[override]
+        out = super().signal(id, name, payload)
+        self.run_until_idle()
+        return out
 
-    def cancel(self, reason: str = "", force: bool = False, id: str = "ex-1") -> None:
-        self.engine.handle({"kind": "cancel", "execution_id": id, "id": f"cancel:{id}:{force}",
-                            "reason": reason, "force": force})
-        self.run()
+    def resume_hook(self, token: str, payload: Any = None) -> str:
+        out = super().resume_hook(token, payload)
+        self.run_until_idle()
+        return out
 
-    # -- looking ----------------------------------------------------------------------------------
-    def state(self, id: str = "ex-1") -> Any:
+    def cancel(self, reason: str = "", force: bool = False, id: str = ID) -> None:  # type: ignore[override]
+        super().cancel(id, reason, force)
+        self.run_until_idle()
+
+    def state(self, id: str = ID) -> Any:
         return self.store.load(id).fold()
 
-    def describe(self, id: str = "ex-1") -> dict[str, Any]:
-        return self.state(id).describe()
+    def describe(self, id: str = ID) -> dict[str, Any]:  # type: ignore[override]
+        return super().describe(id)
 
-    def history(self, id: str = "ex-1") -> list[dict[str, Any]]:
-        return [r.to_dict() for r in self.store.history(id, 0, 100_000).records]
+    def history(self, id: str = ID) -> list[dict[str, Any]]:  # type: ignore[override]
+        return super().history(id)
 
-    def types(self, id: str = "ex-1") -> list[str]:
-        return [r["type"] for r in self.history(id)]
+    def types(self, id: str = ID) -> list[str]:  # type: ignore[override]
+        return super().types(id)
 
     def tasks(self) -> list[str]:
         return [t for t, _ in self.calls]

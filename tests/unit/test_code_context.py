@@ -8,6 +8,7 @@ import pytest
 from code_harness import Harness
 
 from orbit.events import TaskError
+from orbit.runtime.code import default_runtime
 from orbit.runtime.code_errors import StepFailed
 from orbit.runtime.code_specs import Step
 from orbit.workflow import CodeRegistry, workflow
@@ -32,8 +33,9 @@ def test_step_returns_worker_output_and_records_units():
     assert d["status"] == "COMPLETED"
     assert d["output"] == [{"echo": {"sku": "A"}}, {"echo": {"sku": "again"}}]
     assert list(d["steps"]) == ["1.inventory.reserve", "2.reserve-twice"]
-    assert h.types() == ["WorkflowCreated", "WorkflowStarted", "StepScheduled", "StepSucceeded",
-                         "StepScheduled", "StepSucceeded", "WorkflowCompleted"]
+    assert h.types() == ["WorkflowCreated", "WorkflowStarted", "StepScheduled", "StepDispatched",
+                         "StepSucceeded", "StepScheduled", "StepDispatched", "StepSucceeded",
+                         "WorkflowCompleted"]
     first = next(e for e in h.history() if e["type"] == "StepScheduled")
     assert (first["task"], first["queue"], first["kind"]) == ("inventory.reserve", "inventory", "task")
 
@@ -48,8 +50,8 @@ def test_step_retry_then_fail_run_fails_the_execution():
 
     h = Harness(wf, workers={"payments.charge": flaky})
     h.start("ctx-retry")
-    h.advance(1)
-    h.advance(2)
+    h.advance(1000)
+    h.advance(2000)
     d = h.describe()
     assert d["status"] == "FAILED"
     assert d["error"]["code"] == "GATEWAY"
@@ -116,7 +118,6 @@ def test_map_respects_concurrency_and_tolerated_failures():
     def wf(ctx, input):
         return ctx.map("shipping.ship", input, concurrency=2, tolerated_failures=1)
 
-    in_flight: list[int] = []
     peak = [0]
 
     def ship(item, attempt):
@@ -131,11 +132,7 @@ def test_map_respects_concurrency_and_tolerated_failures():
         s = h.state()
         running = [k for k in s.active if k.startswith("1.shipping.ship[")]
         peak[0] = max(peak[0], len(running))
-        in_flight.append(len(running))
-        h.held = set()
-        h._work(h.clock.now_ms())  # answer exactly what is queued now
-        h.held = {"shipping.ship"}
-        h.run()
+        h.answer_parked()
     h.release("shipping.ship")
     d = h.describe()
     assert peak[0] == 2
@@ -182,10 +179,10 @@ def test_sleep_and_wait_until_are_durable_timers():
     h.start("ctx-sleep")
     timer = next(e for e in h.history() if e["type"] == "TimerStarted")
     assert timer["step"] == "1.sleep()" and timer["fire_at_ms"] == h.clock.now_ms() + 600_000
-    h.advance(599)
+    h.advance(599_000)
     assert h.describe()["status"] == "RUNNING"
-    h.advance(1)
-    h.advance(3600)
+    h.advance(1000)
+    h.advance(3_600_000)
     d = h.describe()
     assert d["status"] == "COMPLETED" and d["output"] == [600_000, 3_600_000]
 
@@ -215,7 +212,7 @@ def test_wait_for_timeout_raises_step_failed_timeout():
 
     h = Harness(wf)
     h.start("ctx-wait-timeout")
-    h.advance(3600)
+    h.advance(3_600_000)
     assert h.describe()["output"] == {"timed_out": "TIMEOUT"}
 
 
@@ -279,9 +276,6 @@ def test_now_random_uuid_replay_to_the_same_values():
         return [values[0], values[1], values[2], ctx.random()]
 
     h = Harness(wf, workers={"a.first": echo})
-    h.engine._cache.clear()
-    from orbit.runtime.code import default_runtime
-    default_runtime().forget()
     h.start("ctx-values")
     out = h.describe()["output"]
     assert out[0] == h.state().created_at_ms
