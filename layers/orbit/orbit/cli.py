@@ -64,8 +64,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"file": str(path), "valid": not problems, "problems": problems})
     elif problems:
-        for p in problems:
-            print(f"{path}: {p}", file=sys.stderr)
+        for p in problems:  # each already reads "FILE: path.in.file: what is wrong"
+            print(p, file=sys.stderr)
         print(f"{path}: {len(problems)} problem(s); fix them and run `orbit validate {path}` again",
               file=sys.stderr)
     else:

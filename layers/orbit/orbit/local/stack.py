@@ -1,0 +1,178 @@
+"""`orbit.LocalStack`: the whole Orbit deployment on one machine.
+
+It starts moto, creates what `template.yaml` declares, and drives the real
+handlers (`functions/*/app.py`): the decider on the decision queue, the
+workers on the task queues, the timers function on its schedule. Operations
+(`start`, `signal`, ...) go through the same engine API the HTTP API Lambda
+uses, built by `orbit.aws` from the stack's environment with the virtual clock.
+Every task registered with `@orbit.worker.task` in this process is served.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from orbit.errors import OrbitError
+
+from . import clock
+from .emulator import Mode
+from .runner import LocalCloud
+
+TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
+
+
+def find_template(explicit: str | Path | None = None) -> Path:
+    """The SAM template: explicit, $ORBIT_TEMPLATE, ./template.yaml, or the repository's."""
+    import os
+
+    candidates = [explicit, os.environ.get("ORBIT_TEMPLATE"), Path.cwd() / "template.yaml",
+                  Path(__file__).resolve().parents[4] / "template.yaml"]
+    for c in candidates:
+        if c and Path(c).is_file():
+            return Path(c)
+    raise OrbitError(f"no template.yaml found (looked at: {', '.join(str(c) for c in candidates if c)}); "
+                     "pass template=... or set ORBIT_TEMPLATE")
+
+
+def load_workers(spec: str) -> None:
+    """Import a workers module (dotted name or .py path) so its @task functions register."""
+    path = Path(spec)
+    if spec.endswith(".py"):
+        if not path.is_file():
+            raise OrbitError(f"--workers {spec}: file not found")
+        name = "_orbit_workers_" + "_".join(path.resolve().with_suffix("").parts[-3:])
+        if name in sys.modules:
+            return
+        mod_spec = importlib.util.spec_from_file_location(name, path)
+        assert mod_spec is not None and mod_spec.loader is not None
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = module
+        mod_spec.loader.exec_module(module)
+        return
+    try:
+        importlib.import_module(spec)
+    except ImportError as exc:
+        raise OrbitError(f"--workers {spec}: cannot import it ({exc}); pass a module on sys.path or a .py file")
+
+
+class LocalStack:
+    def __init__(self, template: str | Path | None = None, mode: Mode = "server", port: int = 0,
+                 workers: list[str] | tuple[str, ...] = (), auto_advance: bool = False,
+                 parameters: dict[str, str] | None = None) -> None:
+        self.cloud = LocalCloud(find_template(template), mode=mode, port=port, parameters=parameters)
+        self.workers = list(workers)
+        self.auto_advance = auto_advance
+        self.services: Any = None
+
+    # ------------------------------------------------------------------ life cycle
+    def __enter__(self) -> LocalStack:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        from orbit import aws
+
+        for spec in self.workers:
+            load_workers(spec)
+        self.cloud.start()
+        aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
+        self.services = aws.services()
+        self.cloud.next_timer = self.services.table_timers.next_fire_ms
+
+    def close(self) -> None:
+        from orbit import aws
+
+        self.cloud.stop()
+        aws.reset()
+        self.services = None
+
+    @property
+    def engine(self) -> Any:
+        if self.services is None:
+            raise OrbitError("the LocalStack is not open: use `with LocalStack() as stack:`")
+        return self.services.engine
+
+    @property
+    def endpoint_url(self) -> str | None:
+        return self.cloud.emulator.endpoint_url
+
+    # ------------------------------------------------------------------ workflows
+    def register(self, definition_or_path_or_function: Any) -> str:
+        """Register a definition (path, YAML/JSON text, dict) or a code workflow; returns its name."""
+        from orbit.definition import load_definition, parse_definition
+
+        item = definition_or_path_or_function
+        if isinstance(item, dict):
+            wf = parse_definition(item)
+        elif isinstance(item, (str, Path)):
+            wf = load_definition(item)
+        elif hasattr(item, "name") and hasattr(item, "version") and callable(getattr(item, "fn", None)):
+            wf = item  # an @orbit.workflow code workflow
+        else:
+            raise OrbitError(f"cannot register {item!r}: pass a definition path, text or dict, "
+                             "or a function decorated with @orbit.workflow")
+        self.engine.registry.register(wf)
+        return str(wf.name)
+
+    def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None) -> str:
+        return str(self.engine.start(name, version, input if input is not None else {}, id))
+
+    def describe(self, id: str) -> dict[str, Any]:
+        return self.engine.describe(id)
+
+    def history(self, id: str) -> list[dict[str, Any]]:
+        return self.engine.history(id)
+
+    def signal(self, id: str, name: str, payload: Any = None) -> str:
+        return self.engine.signal(id, name, payload)
+
+    def resume_hook(self, token: str, payload: Any = None) -> str:
+        return self.engine.resume_hook(token, payload)
+
+    def cancel(self, id: str, reason: str = "", force: bool = False) -> None:
+        self.engine.cancel(id, reason, force)
+
+    def list(self, workflow: str | None = None, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        entries, _ = self.engine.list(workflow, status, limit)
+        return [e.to_dict() for e in entries]
+
+    # ------------------------------------------------------------------ time
+    def now_ms(self) -> int:
+        return clock.now_ms()
+
+    def run_until_idle(self, wall_timeout_s: float = 120.0) -> None:
+        """Pump queues and fire due timers until nothing is left to do now (with
+        `auto_advance`, idle waits jump to the next timer instead of stopping)."""
+        self.cloud.run_until_idle(auto_advance=self.auto_advance, wall_timeout_s=wall_timeout_s)
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time forward, then run what became due."""
+        self.cloud.advance(seconds)
+        self.cloud.run_until_idle(auto_advance=False)
+
+    def run_until_done(self, id: str, on_progress: Callable[[dict[str, Any], int], None] | None = None,
+                       wall_timeout_s: float = 300.0) -> dict[str, Any]:
+        """Run (skipping idle time) until execution `id` ends; returns its description."""
+        last: dict[str, Any] = {}
+
+        def done() -> bool:
+            last.update(self.describe(id))
+            if on_progress:
+                on_progress(last, clock.now_ms())
+            return last["status"] in TERMINAL
+
+        self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
+        if not done():
+            waiting = [u for u, st in (last.get("steps") or {}).items() if st.get("status") not in
+                       ("SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED")]
+            raise OrbitError(f"execution {id} is {last['status']} and nothing more will happen on its own "
+                             f"(waiting: {', '.join(waiting) or '-'}); send the signal it waits for "
+                             "(orbit run --signal NAME=JSON) or cancel it")
+        return last
