@@ -18,6 +18,7 @@ reaches the decider intact, nothing is truncated. `decode_body` reverses it.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -121,3 +122,44 @@ class SqsQueues:
 
 def _as_dict(m: Any) -> dict[str, Any]:
     return m.to_dict() if hasattr(m, "to_dict") else dict(m)
+
+
+class DelayedWakeTimers:
+    """Timers port: short timers as delayed `wake` messages, long ones in a table-backed Timers.
+
+    A timer due within SQS's 15-minute DelaySeconds costs one SendMessage and no
+    table write, and fires to the second without waiting for the timers
+    function's minute tick. The delay is rounded *up*, so the wake never arrives
+    before the decider's clock reaches the fire time. The wake id is unique per
+    arm: a wake that arrives early (clock skew) and re-arms the same time must
+    not be mistaken for a redelivery of the first. `due`, `disarm` and
+    `next_fire_ms` see only the long timers (a delayed message cannot be
+    recalled; a superseded one costs one decision that finds nothing due).
+    """
+
+    def __init__(self, table_timers: Any, queues: SqsQueues, clock: Any,
+                 max_delay_s: int = MAX_DELAY_S) -> None:
+        self.table = table_timers
+        self._queues = queues
+        self._clock = clock
+        self._max_delay_s = max_delay_s
+
+    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+        delay_ms = fire_at_ms - self._clock.now_ms()
+        if delay_ms > self._max_delay_s * 1000:
+            self.table.arm(execution_id, fire_at_ms)
+            return
+        delay_s = max(0, -(-delay_ms // 1000))
+        wake_id = f"wake:{execution_id}:{fire_at_ms}:{uuid.uuid4().hex[:12]}"
+        self._queues.send_decision({"kind": "wake", "execution_id": execution_id, "id": wake_id}, delay_s)
+
+    def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:
+        result: list[tuple[str, int]] = self.table.due(now_ms, limit)
+        return result
+
+    def disarm(self, execution_id: str, fire_at_ms: int | None = None) -> None:
+        self.table.disarm(execution_id, fire_at_ms)
+
+    def next_fire_ms(self) -> int | None:
+        result: int | None = self.table.next_fire_ms()
+        return result

@@ -57,7 +57,7 @@ class DynamoHistoryStore:
         if not commit.events:
             raise ValidationError("a commit needs at least one event", "commit.events")
         body = {"events": [r.to_dict() for r in commit.events],
-                "effects": [e.to_dict() for e in commit.effects]}
+                "effects": [e.to_dict() for e in commit.effects], "inbound_ids": list(commit.inbound_ids)}
         item = {"pk": exec_pk(execution_id), "sk": s(commit_sk(commit.first_seq)),
                 "first": n(commit.first_seq), "last": n(commit.last_seq), "ts": n(commit.timestamp_ms),
                 **encode(body, self._payloads)}

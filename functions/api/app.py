@@ -1,0 +1,25 @@
+"""Orbit HTTP API (API Gateway HTTP API, IAM auth): routing lives in orbit.api."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from orbit.api import lambda_response
+from orbit.aws import services
+from orbit.observability import publish
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    response = lambda_response(services().engine, event)
+    logger.info("request", method=event.get("requestContext", {}).get("http", {}).get("method"),
+                path=event.get("rawPath"), status=response["statusCode"])
+    publish(metrics)  # a start decides inline: count its decision too
+    return response

@@ -1,0 +1,59 @@
+"""Decider: SQS batch of inbound messages -> load, decide, commit, effects (orbit.service.Engine).
+
+Records are grouped by execution (`Engine.handle_batch`: one load and one
+commit per execution and batch); the per-record outcome is then handed to
+powertools' BatchProcessor so only failed records return to the queue
+(ReportBatchItemFailures). A body that is not a valid message fails its own
+record only and reaches the DLQ after maxReceiveCount.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from orbit.adapters.sqs import decode_body
+from orbit.aws import services
+from orbit.observability import publish
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    svc = services()
+    records = event.get("Records", [])
+    errors: dict[str, Exception] = {}
+    parsed: list[tuple[str, dict[str, Any]]] = []
+    for r in records:
+        try:
+            parsed.append((r["messageId"], decode_body(r["body"], svc.payloads)))
+        except Exception as e:  # poison: fails this record only
+            logger.error("unreadable decision message", message_id=r.get("messageId"), error=str(e))
+            errors[r["messageId"]] = e
+    started = time.perf_counter()
+    for pos, error in svc.engine.handle_batch([body for _, body in parsed]):
+        message_id, body = parsed[pos]
+        logger.warning("decision failed", execution_id=body.get("execution_id"), step=body.get("unit"),
+                       kind=body.get("kind"), error=str(error))
+        errors[message_id] = error
+    executions = len({b.get("execution_id") for _, b in parsed}) or 1
+    metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds,
+                       value=(time.perf_counter() - started) * 1000 / executions)
+    publish(metrics)
+
+    def record_handler(record: SQSRecord) -> None:
+        if record.message_id in errors:
+            raise errors[record.message_id]
+
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                    context=context)

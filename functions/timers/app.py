@@ -1,0 +1,38 @@
+"""Timers: every minute (EventBridge schedule), turn due durable timers into `wake` messages.
+
+Timers up to 15 minutes ride on SQS DelaySeconds and never reach this
+function; the longer ones (sleeps, step and queue deadlines, workflow
+timeouts) are items in the table. Timers are fired a little after their time
+(`SKEW_MS`) so a decider whose clock runs slightly behind still finds them due.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from orbit.aws import services
+
+logger = Logger()
+metrics = Metrics()
+tracer = Tracer()
+
+SKEW_MS = 1_000
+BATCH = 100
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    svc = services()
+    fired = 0
+    while True:  # drain what is due, leaving a margin before the function's timeout
+        n = svc.engine.fire_timers(svc.clock.now_ms() - SKEW_MS, BATCH)
+        fired += n
+        if n < BATCH or context.get_remaining_time_in_millis() < 10_000:
+            break
+    metrics.add_metric(name="TimersFired", unit=MetricUnit.Count, value=fired)
+    logger.info("timers fired", fired=fired, scheduled_time=event.get("time"))
+    return {"fired": fired}

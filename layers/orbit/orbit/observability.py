@@ -1,0 +1,66 @@
+"""Counters for the handlers' EMF metrics, gathered at the one place every decision passes: the commit.
+
+`MeteredStore` wraps a HistoryStore: each successful commit is a decision, its
+events tell how many steps were scheduled, succeeded or failed, and a
+ConflictError is a lost race. Handlers drain the counters into powertools
+Metrics after each invocation (`publish`). Nothing here talks to AWS.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+from orbit.errors import ConflictError
+
+_EVENT_METRICS = {"StepScheduled": "StepsScheduled", "StepSucceeded": "StepsSucceeded",
+                  "StepFailed": "StepsFailed"}
+
+
+class Meter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += n
+
+    def drain(self) -> dict[str, int]:
+        with self._lock:
+            out = dict(self._counts)
+            self._counts.clear()
+            return out
+
+
+METER = Meter()
+
+
+class MeteredStore:
+    def __init__(self, store: Any, meter: Meter = METER) -> None:
+        self._store = store
+        self._meter = meter
+
+    def commit(self, execution_id: str, commit: Any) -> None:
+        try:
+            self._store.commit(execution_id, commit)
+        except ConflictError:
+            self._meter.count("Conflicts")
+            raise
+        self._meter.count("Decisions")
+        for r in commit.events:
+            name = _EVENT_METRICS.get(r.event.type)
+            if name:
+                self._meter.count(name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def publish(metrics: Any, meter: Meter = METER) -> None:
+    """Add the counters gathered since the last call to a powertools `Metrics` (flushed by log_metrics)."""
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    for name, value in meter.drain().items():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -1,0 +1,297 @@
+"""Worker SDK: `@task(name)` functions, a Lambda handler for a worker queue, a long-polling runner.
+
+A task message is a `DispatchTask` effect (`kind: dispatch_task`). For each one
+the worker:
+1. claims the step's idempotency key (one conditional write, see
+   adapters/dynamodb/idempotency.py). A key already COMPLETED answers with the
+   stored result without running the function again: a redelivered message, or
+   a dispatch re-sent from the commit log after a decider crash, costs no
+   second side effect. A key held by a live worker fails the record so SQS
+   redelivers it later;
+2. reports `started` (which records StepDispatched; the session id is new for
+   every delivery, so the decider can tell a redelivery after a lost worker);
+3. runs the function with a `TaskContext`, extending the message's visibility
+   and the claim's lease in the background while it runs;
+4. stores a success, releases the key after a failure (retries must run), and
+   reports a `result` echoing the dispatch token, so the decider can tell a
+   current answer from a stale one.
+`raise orbit.TaskError(code, message, retryable=False)` fails the step for good;
+any other exception is reported as a retryable `TASK_FAILED`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orbit.effects import DispatchTask, effect_from_dict
+from orbit.errors import OrbitError, ValidationError
+from orbit.events import TaskError
+
+TaskFunction = Callable[[Any, "TaskContext"], Any]
+log = logging.getLogger("orbit.worker")
+
+_TASKS: dict[str, TaskFunction] = {}
+_TASKS_LOCK = threading.Lock()
+
+
+def task(name: str) -> Callable[[TaskFunction], TaskFunction]:
+    """Register `fn(input, ctx) -> output` as the worker for task `name` (process-wide)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError("task name must be a non-empty string", "task")
+
+    def register(fn: TaskFunction) -> TaskFunction:
+        if not callable(fn):
+            raise ValidationError(f"@task({name!r}) needs a function (input, ctx) -> output", "task")
+        with _TASKS_LOCK:
+            _TASKS[name] = fn
+        return fn
+
+    return register
+
+
+def registered_tasks() -> dict[str, TaskFunction]:
+    with _TASKS_LOCK:
+        return dict(_TASKS)
+
+
+class TaskBusy(OrbitError):
+    """Another live worker holds this step's idempotency key; the message is retried later."""
+
+
+@dataclass
+class TaskContext:
+    execution_id: str
+    step: str
+    attempt: int
+    idempotency_key: str
+    token: str
+    deadline_ms: int | None = None
+    _beat: Callable[[Any], bool] | None = field(default=None, repr=False)
+    _cancelled: bool = field(default=False, repr=False)
+
+    def heartbeat(self, details: Any = None) -> None:
+        """Tell the engine the task is alive (a StepHeartbeat) and learn whether it was cancelled."""
+        if self._beat is not None and self._beat(details):
+            self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the engine withdrew this attempt (seen at the latest heartbeat); stop early."""
+        return self._cancelled
+
+
+class _KeepAlive:
+    """While a task runs, extend its message visibility and its claim every `period_s`."""
+
+    def __init__(self, period_s: float, extend: Callable[[], None]) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, args=(period_s, extend), daemon=True)
+
+    def _loop(self, period_s: float, extend: Callable[[], None]) -> None:
+        while not self._stop.wait(period_s):
+            try:
+                extend()
+            except Exception:  # a failed extension must never kill the task; the next one may work
+                log.warning("could not extend the task's visibility/lease", exc_info=True)
+
+    def __enter__(self) -> _KeepAlive:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+class Worker:
+    """Processes task messages with ports: `queues` (send_decision), `idempotency` (or None), `clock`."""
+
+    def __init__(self, queues: Any, idempotency: Any, clock: Any,
+                 tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
+                 lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0) -> None:
+        self.queues = queues
+        self.idempotency = idempotency
+        self.clock = clock
+        self._tasks = tasks
+        # The Lambda log stream names one execution environment: a good worker identity.
+        stream = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "worker")
+        self.worker_id = worker_id or f"{stream}/{os.getpid()}"
+        self.lease_ms = lease_ms
+        self.heartbeat_interval_s = heartbeat_interval_s
+
+    def tasks(self) -> Mapping[str, TaskFunction]:
+        return self._tasks if self._tasks is not None else registered_tasks()
+
+    def process(self, body: Mapping[str, Any], extend_visibility: Callable[[int], None] | None = None,
+                lease_ms: int | None = None) -> None:
+        """Handle one task message; raises (so the message is retried) only when it must be redelivered."""
+        kind = body.get("kind")
+        if kind == "cancel_task":
+            if self.idempotency is not None:
+                self.idempotency.request_cancel(str(body.get("token", "")))
+            return
+        effect = effect_from_dict(dict(body))
+        if not isinstance(effect, DispatchTask):
+            raise ValidationError(f"a worker queue carries dispatch_task/cancel_task, not {kind!r}",
+                                  "message.kind")
+        lease = lease_ms or self.lease_ms
+        d = effect
+        if self.idempotency is not None:
+            claim = self.idempotency.claim(d.idempotency_key, d.token, lease)
+            if claim.outcome == "done":
+                self._report(d, output=(claim.result or {}).get("output"))
+                return
+            if claim.outcome == "busy":
+                raise TaskBusy(f"step {d.unit!r} of {d.execution_id!r} is running on another worker")
+        session = uuid.uuid4().hex
+        self._send({"kind": "started", "execution_id": d.execution_id, "id": f"started:{d.token}:{session}",
+                    "unit": d.unit, "token": d.token, "worker_id": self.worker_id, "worker_session": session})
+        output, error = self._run(d, session, lease, extend_visibility)
+        if self.idempotency is not None:
+            if error is None:
+                self.idempotency.complete(d.idempotency_key, d.token, {"output": output})
+            else:
+                self.idempotency.release(d.idempotency_key, d.token)
+        self._report(d, output=output, error=error)
+
+    def _run(self, d: DispatchTask, session: str, lease_ms: int,
+             extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
+        fn = self.tasks().get(d.task)
+        if fn is None:
+            return None, TaskError("UNKNOWN_TASK", f"no worker function is registered for task {d.task!r} "
+                                   f"on this queue (known: {sorted(self.tasks())})", retryable=False)
+        last_beat = [0.0]
+        beats = [0]
+
+        def extend() -> None:
+            if extend_visibility is not None:
+                extend_visibility(max(1, lease_ms // 1000))
+            if self.idempotency is not None:
+                self.idempotency.extend(d.idempotency_key, d.token, lease_ms)
+
+        def beat(details: Any) -> bool:
+            now = time.monotonic()
+            if now - last_beat[0] < self.heartbeat_interval_s and beats[0]:
+                return False  # throttled: every heartbeat is a decision, keep them cheap
+            last_beat[0] = now
+            beats[0] += 1
+            self._send({"kind": "heartbeat", "execution_id": d.execution_id,
+                        "id": f"heartbeat:{d.token}:{session}:{beats[0]}",
+                        "unit": d.unit, "token": d.token, "details": details})
+            extend()
+            return bool(self.idempotency is not None and self.idempotency.cancelled(d.token))
+
+        ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms, beat)
+        try:
+            with _KeepAlive(max(1.0, lease_ms / 3000), extend):
+                return fn(d.input, ctx), None
+        except TaskError as e:
+            return None, e
+        except Exception as e:  # worker code failed: report it, retryable, instead of losing the message
+            log.exception("task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
+            return None, TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
+
+    def _report(self, d: DispatchTask, output: Any = None, error: TaskError | None = None) -> None:
+        msg: dict[str, Any] = {"kind": "result", "execution_id": d.execution_id, "id": f"result:{d.token}",
+                               "unit": d.unit, "token": d.token}
+        if error is None:
+            msg["output"] = output
+        else:
+            msg["error"] = error.to_dict()
+        self._send(msg)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.queues.send_decision(message)
+
+
+# ---------------------------------------------------------------- Lambda and long polling
+
+
+def _queue_url(sqs: Any, arn: str, known: list[str]) -> str:
+    """The queue URL for an event source ARN (known URLs first: no request on the hot path)."""
+    name = arn.rsplit(":", 1)[-1]
+    for url in known:
+        if url.rstrip("/").rsplit("/", 1)[-1] == name:
+            return url
+    account = arn.split(":")[4]
+    url: str = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+    known.append(url)
+    return url
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Lambda handler for a worker queue (SQS event source with ReportBatchItemFailures).
+
+    Each record is one task message; powertools' BatchProcessor reports the
+    records that raised (a busy key, a poison body) so SQS retries only those,
+    and sends them to the queue's DLQ after maxReceiveCount.
+    """
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from orbit.adapters.sqs import decode_body
+    from orbit.aws import services
+
+    svc = services()
+    worker: Worker = svc.worker
+    known = [svc.settings.decision_url, svc.settings.default_task_url, *svc.settings.task_urls.values()]
+    # Our claim must outlive the invocation only if the function dies: lease = time left + a margin.
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    lease_ms = (remaining() + 10_000) if callable(remaining) else worker.lease_ms
+
+    def record_handler(record: SQSRecord) -> None:
+        url = _queue_url(svc.sqs, record.event_source_arn, known)
+
+        def extend(seconds: int) -> None:
+            svc.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=record.receipt_handle,
+                                              VisibilityTimeout=seconds)
+
+        worker.process(decode_body(record.body, svc.payloads), extend, lease_ms)
+
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    result: dict[str, Any] = process_partial_response(event=event, record_handler=record_handler,
+                                                      processor=processor, context=context)
+    return result
+
+
+def run(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s: int = 20,
+        max_messages: int = 10, visibility_s: int = 300, stop: threading.Event | None = None,
+        max_polls: int | None = None) -> int:
+    """Long-poll a worker queue (a name from ORBIT_TASK_QUEUES, or a URL) outside Lambda.
+
+    A message is deleted only after its result was reported; a worker that dies
+    leaves it to reappear after `visibility_s` (the claim's lease is the same),
+    when another worker picks it up. Returns how many messages were handled;
+    stops when `stop` is set or after `max_polls` receives.
+    """
+    from orbit.adapters.sqs import decode_body
+    from orbit.aws import build_services, services
+
+    svc = services() if env is None else build_services(env)
+    worker: Worker = svc.worker
+    url = queue if "://" in queue else svc.queues.task_url(queue)
+    handled = polls = 0
+    while not (stop is not None and stop.is_set()) and (max_polls is None or polls < max_polls):
+        polls += 1
+        got = svc.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=max_messages, WaitTimeSeconds=wait_s,
+                                      VisibilityTimeout=visibility_s).get("Messages", [])
+        for m in got:
+            def extend(seconds: int, handle: str = m["ReceiptHandle"]) -> None:
+                svc.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle,
+                                                  VisibilityTimeout=seconds)
+
+            try:
+                worker.process(decode_body(m["Body"], svc.payloads), extend, visibility_s * 1000)
+            except Exception:  # left on the queue: SQS redelivers it, then moves it to the DLQ
+                log.exception("task message %s failed; it will be redelivered", m.get("MessageId"))
+                continue
+            svc.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+            handled += 1
+    return handled
