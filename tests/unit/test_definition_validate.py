@@ -154,3 +154,24 @@ def test_hooks_must_name_a_signal_or_wait_for_step() -> None:
     }, signals={"review": {}}))
     assert found == {"steps.n.http.body.b": "reads hooks.aproval, but no signal or wait_for step is named "
                                             "'aproval' (did you mean 'approval'?)"}
+
+
+def test_alias_bombs_and_deep_nesting_are_refused_quickly() -> None:
+    import time
+
+    from orbit.definition import load_definition
+
+    bomb = "orbit: 1\nname: w\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(8)) + "steps: {s: {task: t}}\n"
+    began = time.perf_counter()
+    with pytest.raises(ValidationError, match="too large"):
+        load_definition(bomb)
+    assert time.perf_counter() - began < 2
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]
+    assert "nested more than" in problems(doc({"a": {"task": "t", "input": deep}}))[""]

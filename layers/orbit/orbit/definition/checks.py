@@ -51,6 +51,32 @@ def check_keys(obj: dict[Any, Any], allowed: Iterable[str], path: str, out: Prob
             out.add(join(path, key), f"unknown key in {what}{suggest(key, allowed)}")
 
 
+MAX_VALUES = 100_000
+MAX_DEPTH = 100
+
+
+def check_size(document: Any, out: Problems) -> bool:
+    """Refuse documents too big or deep to check safely (YAML aliases can expand a small
+    file into billions of values; deep nesting would exhaust the stack). Iterative."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            out.add("", f"the document is too large: more than {MAX_VALUES} values "
+                        "(YAML anchors and aliases count once per use)")
+            return False
+        if depth > MAX_DEPTH:
+            out.add("", f"the document is nested more than {MAX_DEPTH} levels deep")
+            return False
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return True
+
+
 def check_json(value: Any, path: str, out: Problems, depth: int = 0) -> None:
     """Report values JSON cannot carry (YAML dates, NaN, non-string keys...)."""
     if depth > 200:

@@ -12,6 +12,7 @@ from orbit.definition.checks import (
     check_json,
     check_keys,
     check_schema_doc,
+    check_size,
     check_template,
     join,
     suggest,
@@ -36,6 +37,8 @@ def validate_definition(document: Any) -> list[Problem]:
     out = Problems()
     if not isinstance(document, dict):
         out.add("", f"a definition must be a mapping at the top level, not {type_name(document)}")
+        return out.items
+    if not check_size(document, out):
         return out.items
     check_json(document, "", out)
     check_keys(document, TOP_KEYS, "", out, "a definition")
