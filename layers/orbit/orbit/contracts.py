@@ -29,11 +29,23 @@ def validate_schema(schema: Any) -> list[str]:
     if not isinstance(schema, (dict, bool)):
         return [f"a schema must be a mapping or a boolean, not {type(schema).__name__}"]
     try:
+        key = _key(schema)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return [f"not a JSON document: {exc}"]
+    return list(_schema_problems(key))
+
+
+@lru_cache(maxsize=512)
+def _schema_problems(key: str) -> tuple[str, ...]:
+    # Cached: checking against the meta-schema costs about a millisecond, and the
+    # same schemas are validated every time a definition is loaded.
+    schema = json.loads(key)
+    try:
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         problems = [_schema_problem(err) for err in cls(cls.META_SCHEMA).iter_errors(schema)]
     except Exception as exc:  # unknown $schema URIs, unhashable oddities: report, never raise
-        return [f"{type(exc).__name__}: {exc}"]
-    return sorted(problems)
+        return (f"{type(exc).__name__}: {exc}",)
+    return tuple(sorted(problems))
 
 
 def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -> TaskError | None:
@@ -62,7 +74,8 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
 
 
 def _key(schema: Any) -> str:
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"), default=repr)
+    # No `default=`: a non-JSON value must not silently become a different schema.
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 @lru_cache(maxsize=512)
