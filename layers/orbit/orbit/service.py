@@ -123,6 +123,8 @@ class Engine(EngineApi):
         resend: dict[int, Commit] = {}
         was = (state.status, state.created)
         for m in msgs:
+            if isinstance(m, StartMessage) and state.created:
+                self._check_same_start(state, m)  # same id again: same input returns it, else refused
             if m.id in state.inbound:  # a redelivery: the history is the outbox
                 seq = state.inbound[m.id]
                 if seq not in resend:
@@ -131,7 +133,6 @@ class Engine(EngineApi):
                         resend[seq] = c
                 continue
             if isinstance(m, StartMessage) and state.created:
-                self._check_same_start(state, m)
                 continue
             try:
                 wf = self._workflow_for(state, m)

@@ -1,0 +1,1 @@
+"""Port contract suites: one class per port, subclassed once per backend."""
