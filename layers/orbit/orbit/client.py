@@ -24,7 +24,8 @@ class ApiError(OrbitError):
 
     def __init__(self, status: int, body: Any, method: str, path: str) -> None:
         self.status, self.body = status, body
-        detail = body.get("message") or body.get("error") if isinstance(body, dict) else body
+        err = body.get("error") if isinstance(body, dict) else None
+        detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else body
         super().__init__(f"{method} {path}: HTTP {status}: {detail}")
 
 
@@ -60,7 +61,7 @@ class Client:
 
     # ------------------------------------------------------------------ operations
     def register(self, definition: dict[str, Any] | str) -> dict[str, Any]:
-        body = {"definition": definition} if isinstance(definition, dict) else {"text": definition}
+        body = definition if isinstance(definition, dict) else {"text": definition}
         return self._call("POST", "/definitions", body)
 
     def start(self, workflow: str, input: Any = None, id: str | None = None,

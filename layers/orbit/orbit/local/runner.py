@@ -31,10 +31,12 @@ NextTimer = Callable[[], "int | None"]
 
 class LocalCloud:
     def __init__(self, template: str | Path, mode: Mode = "server", port: int = 0,
-                 parameters: dict[str, str] | None = None, stack_name: str = "orbit-local") -> None:
+                 parameters: dict[str, str] | None = None, stack_name: str = "orbit-local",
+                 env_overrides: dict[str, str] | None = None) -> None:
         self.template = Path(template)
         self.emulator = Emulator(mode, port)
         self.parameters = parameters or {}
+        self.env_overrides = env_overrides or {}  # local-only additions to every function's environment
         self.stack_name = stack_name
         self.deployment: Deployment | None = None
         self.pollers: list[QueuePoller] = []
@@ -50,6 +52,8 @@ class LocalCloud:
         self.emulator.start()
         try:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)
+            for fn in self.deployment.functions.values():
+                fn.env.update(self.env_overrides)
             import os
 
             os.environ.update(self.deployment.env())  # clients built outside handlers see the stack too

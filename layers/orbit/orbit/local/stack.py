@@ -63,7 +63,13 @@ class LocalStack:
     def __init__(self, template: str | Path | None = None, mode: Mode = "server", port: int = 0,
                  workers: list[str] | tuple[str, ...] = (), auto_advance: bool = False,
                  parameters: dict[str, str] | None = None) -> None:
-        self.cloud = LocalCloud(find_template(template), mode=mode, port=port, parameters=parameters)
+        import os
+
+        # Quiet by default: the handlers' INFO logs and EMF metrics would drown a terminal.
+        params = {"LogLevel": os.environ.get("ORBIT_LOG_LEVEL", "WARNING"), **(parameters or {})}
+        self.cloud = LocalCloud(find_template(template), mode=mode, port=port, parameters=params,
+                                env_overrides={"POWERTOOLS_METRICS_DISABLED": "true",
+                                               "POWERTOOLS_TRACE_DISABLED": "true"})
         self.workers = list(workers)
         self.auto_advance = auto_advance
         self.services: Any = None

@@ -52,6 +52,7 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
         return []
     t0 = history[0]["timestamp_ms"]
     open_: dict[str, tuple[int | None, int]] = {}
+    timers: set[str] = set()  # steps whose open entry is a sleep (closed by TimerFired)
     out: list[Row] = []
 
     def close(step: str, ts: int, outcome: str, attempt: int | None = None) -> None:
@@ -63,6 +64,11 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
         kind, ts, step = ev.get("type"), ev["timestamp_ms"], ev.get("step")
         if kind in _OPENERS and step and step not in open_:
             open_[step] = (ev.get("attempt"), ts)
+            if kind == "TimerStarted":
+                timers.add(step)
+        elif kind == "TimerFired" and step in timers:
+            timers.discard(step)
+            close(step, ts, "slept")
         elif kind == "StepSucceeded" and step:
             close(step, ts, "succeeded", ev.get("attempt"))
         elif kind == "StepAttemptFailed" and step:
