@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from orbit.effects import ArmTimer, DispatchTask
 from orbit.errors import ConflictError, NotFound
 from orbit.events import Recorded, StepScheduled, StepSucceeded, WorkflowCreated, WorkflowStarted

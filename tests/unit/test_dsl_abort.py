@@ -4,9 +4,9 @@ idempotent start, version pinning, and the http error codes as the decider sees 
 from __future__ import annotations
 
 import pytest
-
 from orbit.errors import ExecutionExists
 from orbit.simulator import fail, hang, succeed
+
 from tests.unit.dsl_harness import T0, definition, events, sim_with, unit_types
 
 SAGA = {

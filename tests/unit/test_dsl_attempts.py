@@ -6,6 +6,7 @@ from __future__ import annotations
 from orbit.engine.units import backoff_ms
 from orbit.runtime.commands import RetryPolicy
 from orbit.simulator import answer_twice, crash, fail, hang, late, succeed
+
 from tests.unit.dsl_harness import T0, events, sim_with, unit_types
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from orbit.simulator import fail, succeed
+
 from tests.unit.dsl_harness import T0, events, scheduled_running_peak, sim_with, unit_types
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused
 from orbit.simulator import fail, hang, succeed
+
 from tests.unit.dsl_harness import definition, events, sim_with, unit_types
 
 SIGNALS = {"approval": {"schema": {"type": "object", "required": ["approved"]}}}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from orbit.adapters.memory import (
     ManualClock,
     MemoryHistoryStore,
@@ -15,6 +14,7 @@ from orbit.adapters.memory import (
     SeededIds,
 )
 from orbit.errors import BuildMismatch, NotFound, UnknownWorkflow
+
 from tests.contracts.history_store import HistoryStoreContract
 
 

@@ -1,0 +1,213 @@
+"""The service around the decider: conflicts, batches, snapshots, outbox, parking, custom runtimes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from orbit.adapters.memory import (
+    ManualClock,
+    MemoryHistoryStore,
+    MemoryQueues,
+    MemoryRegistry,
+    MemoryTimers,
+    SeededIds,
+)
+from orbit.errors import ConflictError, NotFound, UnknownWorkflow, ValidationError
+from orbit.events import TaskError
+from orbit.model import fold
+from orbit.ports import Commit
+from orbit.runtime.commands import Complete, ContinueAsNew, Park, RecordProgress
+from orbit.service import Engine
+from orbit.simulator import Simulator, hang, succeed
+from orbit.state import ExecutionState
+
+from tests.unit.dsl_harness import T0, definition, events, sim_with
+
+
+def engine_pair() -> tuple[Engine, Engine, MemoryQueues]:
+    store, queues, timers, reg, clock = MemoryHistoryStore(), MemoryQueues(), MemoryTimers(), MemoryRegistry(), \
+        ManualClock(T0)
+    from orbit.definition import parse_definition
+    reg.register(parse_definition(definition({"a": {"task": "t.a"}, "b": {"task": "t.b"}})))
+    a = Engine(store, queues, timers, None, reg, clock, SeededIds("a"))
+    b = Engine(store, queues, timers, None, reg, clock, SeededIds("b"))
+    return a, b, queues
+
+
+def _token(engine: Engine, eid: str, unit: str) -> str:
+    return engine.load_state(eid).units[unit].token or ""
+
+
+def test_a_stale_cached_state_conflicts_reloads_and_decides_again() -> None:
+    a, b, _ = engine_pair()
+    eid = a.start("wf", input={}, execution_id="e1")  # engine a caches the state at seq N
+    b.handle({"kind": "result", "execution_id": eid, "id": "r-a", "unit": "a", "token": _token(b, eid, "a"),
+              "output": 1})  # b commits behind a's back
+    a.handle({"kind": "result", "execution_id": eid, "id": "r-b", "unit": "b", "token": _token(b, eid, "b"),
+              "output": 2})
+    state = a.load_state(eid)
+    assert state.status == "COMPLETED" and state.output == {"a": 1, "b": 2}
+    seqs = [e["seq"] for e in a.history(eid)]
+    assert seqs == list(range(1, len(seqs) + 1))  # history never forks
+
+
+def test_a_batch_for_one_execution_is_one_commit_listing_every_message() -> None:
+    a, _, _ = engine_pair()
+    eid = a.start("wf", input={}, execution_id="e1")
+    before = a.load_state(eid).last_seq
+    msgs = [{"kind": "result", "execution_id": eid, "id": f"r-{u}", "unit": u, "token": _token(a, eid, u),
+             "output": u} for u in ("a", "b")]
+    assert a.handle_batch(msgs) == []
+    c = a.store.read_commit(eid, before + 1)
+    assert c is not None and c.inbound_id == "r-a" and c.inbound_ids == ("r-b",)
+    assert [r.event.type for r in c.events] == ["StepSucceeded", "StepSucceeded", "WorkflowCompleted"]
+
+
+def test_bad_messages_are_reported_by_position_and_the_rest_handled() -> None:
+    a, _, _ = engine_pair()
+    eid = a.start("wf", input={}, execution_id="e1")
+    good = {"kind": "result", "execution_id": eid, "id": "r", "unit": "a", "token": _token(a, eid, "a"), "output": 1}
+    failures = a.handle_batch([{"kind": "result", "execution_id": eid}, good, {"kind": "bogus"}])
+    assert [i for i, _ in failures] == [0, 2]
+    assert all(isinstance(e, ValidationError) for _, e in failures)
+    assert "message.unit: is required" in str(failures[0][1])
+    assert a.load_state(eid).units["a"].status == "SUCCEEDED"
+
+
+def test_unknown_execution_and_unknown_workflow() -> None:
+    a, _, _ = engine_pair()
+    with pytest.raises(NotFound):
+        a.handle({"kind": "wake", "execution_id": "ghost", "id": "w"})
+    with pytest.raises(UnknownWorkflow):
+        a.start("nope", input={})
+
+
+def test_snapshots_are_taken_and_load_equals_the_full_fold() -> None:
+    sim = Simulator(start_ms=T0, snapshot_every=3)
+    sim.register(definition({"s": {"for": "{% input %}", "concurrency": 2, "task": "t.x"}}))
+    sim.worker("t.x", succeed(1))
+    eid = sim.start("wf", list(range(10)), id="e1")
+    sim.run()
+    loaded = sim.store.load(eid)
+    assert loaded.snapshot_seq > 0 and len(loaded.commits) < 3
+    from orbit.model import recorded_from_dict
+    full = fold(eid, [recorded_from_dict(e) for e in sim.history(eid)])
+    got = loaded.fold().to_dict()
+    got.pop("inbound")
+    want = full.to_dict()
+    want.pop("inbound")
+    assert got == want
+
+
+def test_effects_are_not_sent_when_the_commit_fails() -> None:
+    a, _, queues = engine_pair()
+    eid = a.start("wf", input={}, execution_id="e1")
+    sent = len(queues.tasks["t"])
+
+    def refuse(execution_id: str, commit: Commit) -> None:
+        raise ConflictError(execution_id, commit.first_seq)
+
+    a.store.commit = refuse  # type: ignore[method-assign]
+    with pytest.raises(ConflictError, match="gave up"):
+        a.handle({"kind": "cancel", "execution_id": eid, "id": "c", "reason": "x"})
+    assert len(queues.tasks["t"]) == sent
+
+
+def test_fire_timers_sends_wake_messages_once() -> None:
+    sim = sim_with({"z": {"sleep": "1m"}})
+    eid = sim.start("wf", {}, id="e1")
+    assert sim.timers.next_fire_ms() == T0 + 60_000
+    assert sim.engine.fire_timers(T0 + 59_999) == 0
+    assert sim.engine.fire_timers(T0 + 60_000) == 1 and sim.engine.fire_timers(T0 + 60_000) == 0
+    sim.clock.set(T0 + 60_000)
+    sim.run_until_idle()
+    assert sim.describe(eid)["status"] == "COMPLETED"
+
+
+def test_index_follows_status_and_lists() -> None:
+    sim = sim_with({"a": {"task": "t.a"}})
+    sim.worker("t.a", hang())
+    sim.start("wf", {}, id="e1")
+    sim.start("wf", {}, id="e2")
+    sim.run_until_idle()
+    sim.cancel("e2")
+    sim.run()
+    rows, _ = sim.engine.list(status="RUNNING")
+    assert [r.execution_id for r in rows] == ["e1"]
+    rows, _ = sim.engine.list(workflow="wf")
+    assert {r.execution_id: r.status for r in rows} == {"e1": "RUNNING", "e2": "CANCELLED"}
+
+
+def test_history_is_paged_through_the_store() -> None:
+    sim = sim_with({"s": {"for": "{% input %}", "task": "t.x"}})
+    sim.worker("t.x", succeed())
+    eid = sim.start("wf", list(range(400)), id="e1")
+    sim.run()
+    h = sim.history(eid)
+    assert len(h) > 1000 and [e["seq"] for e in h] == list(range(1, len(h) + 1))
+    assert [e["seq"] for e in sim.engine.history(eid, after_seq=10, limit=5)] == [11, 12, 13, 14, 15]
+
+
+@dataclass
+class ScriptedRuntime:
+    """A tiny hand-written runtime: proves the command contract without the DSL."""
+    plan: list[Any]
+    calls: list[int] = field(default_factory=list)
+
+    def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[Any]:
+        self.calls.append(state.last_seq)
+        return list(self.plan)
+
+
+@dataclass
+class CodeLike:
+    name: str
+    runtime: ScriptedRuntime
+    version: str = "1"
+    build: str = "build-1"
+    timeout_ms: int | None = None
+    signals: dict[str, Any] = field(default_factory=dict)
+
+
+def test_progress_is_recorded_once_and_complete_ends() -> None:
+    sim = Simulator(start_ms=T0)
+    sim.register(CodeLike("p", ScriptedRuntime([RecordProgress({"pct": 50}), Complete({"ok": True})])))
+    eid = sim.start("p", {}, id="e1")
+    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "ProgressRecorded", "WorkflowCompleted"]
+    assert sim.describe(eid)["progress"] == {"pct": 50}
+
+
+def test_continue_as_new_starts_the_successor() -> None:
+    rt = ScriptedRuntime([ContinueAsNew({"n": 2})])
+    sim = Simulator(start_ms=T0)
+    sim.register(CodeLike("c", rt))
+    eid = sim.start("c", {"n": 1}, id="loop")
+    rt.plan = [Complete("done")]
+    sim.run()
+    assert sim.types(eid)[-1] == "WorkflowContinuedAsNew"
+    assert sim.describe(eid)["continued_as"] == "loop~1"
+    nxt = sim.describe("loop~1")
+    assert nxt["status"] == "COMPLETED" and nxt["input"] == {"n": 2}
+
+
+def test_park_stops_deciding_and_build_mismatch_parks() -> None:
+    sim = Simulator(start_ms=T0)
+    sim.register(CodeLike("k", ScriptedRuntime([Park(TaskError("NON_DETERMINISM", "x", False))])))
+    eid = sim.start("k", {}, id="e1")
+    assert sim.types(eid)[-1] == "ExecutionParked"
+    assert sim.describe(eid)["parked"]["code"] == "NON_DETERMINISM"
+
+    sim2 = sim_with({"a": {"task": "t.a"}})
+    sim2.worker("t.a", hang())
+    eid2 = sim2.start("wf", {}, id="e2")
+    sim2.run_until_idle()
+    sim2.engine.registry = MemoryRegistry()  # the pinned build is gone
+    sim2.registry = sim2.engine.registry
+    sim2.register(definition({"a": {"task": "t.a"}, "b": {"compute": "{% 1 %}"}}))
+    sim2.engine._cache.clear()
+    sim2.engine.handle({"kind": "wake", "execution_id": eid2, "id": "w1"})
+    assert sim2.types(eid2)[-1] == "ExecutionParked"
+    assert sim2.describe(eid2)["parked"]["code"] == "BUILD_MISMATCH"
+    assert events(sim2, eid2, "ExecutionParked")[0]["error"]["retryable"] is False
