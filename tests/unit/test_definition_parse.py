@@ -154,3 +154,14 @@ def test_parse_definition_source_names_the_file() -> None:
         parse_definition({"orbit": 1}, source="flows/x.yaml")
     assert str(caught.value).startswith("flows/x.yaml: name: required")
     assert {p.path for p in caught.value.problems} == {"name", "steps"}
+
+
+def test_duplicate_json_keys_are_refused() -> None:
+    with pytest.raises(DefinitionError, match="duplicate key 'a'"):
+        load_definition('{"orbit": 1, "name": "w", "steps": {"a": {"task": "t"}, "a": {"task": "u"}}}')
+
+
+def test_yaml_merge_keys_may_override_without_being_duplicates() -> None:
+    d = load_definition("orbit: 1\nname: w\nsteps:\n  a: &base {task: t, timeout: 5s}\n"
+                        "  b: {<<: *base, timeout: 10s}\n")
+    assert (d.steps["a"].timeout_ms, d.steps["b"].timeout_ms, d.steps["b"].task) == (5000, 10000, "t")

@@ -17,7 +17,26 @@ from orbit.errors import Problem
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader without the timestamp resolver: ``2024-06-01`` stays a string,
-    so YAML and JSON spellings of a definition load (and hash) the same."""
+    so YAML and JSON spellings of a definition load (and hash) the same. It also
+    notes duplicate keys, which YAML would silently resolve to the last one (two
+    steps with the same name would lose the first)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[Problem] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.value == "<<":
+                continue
+            line = key_node.start_mark.line + 1
+            if key_node.value in first_line:
+                self.duplicates.append(Problem("", f"line {line}: duplicate key {key_node.value!r} "
+                                                   f"(first at line {first_line[key_node.value]})"))
+            else:
+                first_line[key_node.value] = line
+        return super().construct_mapping(node, deep)
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -34,12 +53,24 @@ def parse_text(text: str, source: str | None = None) -> Any:
     try:
         if stripped.startswith(("{", "[")) or (source or "").endswith(".json"):
             try:
-                return json.loads(text)
+                duplicates: list[Problem] = []
+                document = json.loads(text, object_pairs_hook=lambda pairs: _json_object(pairs, duplicates))
+                if duplicates:
+                    raise DefinitionError(duplicates, source)
+                return document
             except json.JSONDecodeError as exc:
                 if (source or "").endswith(".json"):
                     raise DefinitionError([Problem("", f"not valid JSON: line {exc.lineno} column "
                                                        f"{exc.colno}: {exc.msg}")], source) from None
-        documents = list(yaml.load_all(text, Loader=_Loader))  # noqa: S506 (a SafeLoader subclass)
+        loader = _Loader(text)
+        try:
+            documents = []
+            while loader.check_data():
+                documents.append(loader.get_data())
+        finally:
+            loader.dispose()
+        if loader.duplicates:
+            raise DefinitionError(loader.duplicates, source)
     except yaml.YAMLError as exc:
         raise DefinitionError([Problem("", f"not valid YAML: {_yaml_message(exc)}")], source) from None
     except RecursionError:
@@ -49,6 +80,15 @@ def parse_text(text: str, source: str | None = None) -> Any:
     if len(documents) != 1:
         raise DefinitionError([Problem("", f"expected one YAML document, found {len(documents)}")], source)
     return documents[0]
+
+
+def _json_object(pairs: list[tuple[str, Any]], duplicates: list[Problem]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            duplicates.append(Problem("", f"duplicate key {key!r}"))
+        out[key] = value
+    return out
 
 
 def load_definition(path_or_text: str | os.PathLike[str]) -> Definition:
