@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import pytest
 from code_harness import Harness
-
 from orbit.events import TaskError
 from orbit.runtime.code import default_runtime
 from orbit.runtime.code_errors import StepFailed

@@ -23,11 +23,15 @@ from orbit.errors import (
     ValidationError,
 )
 from orbit.events import TaskError
+from orbit.workflow import workflow  # eager: a lazy name would be shadowed by the submodule `orbit.workflow`
 
 _LAZY = {
     "LocalStack": "orbit.local",
     "Client": "orbit.client",
-    "workflow": "orbit.workflow",
+    "Step": "orbit.runtime.code_specs",
+    "StepFailed": "orbit.runtime.code_errors",
+    "Cancelled": "orbit.runtime.code_errors",
+    "WorkflowTimedOut": "orbit.runtime.code_errors",
     "Engine": "orbit.service",
     "Simulator": "orbit.simulator",
     "load_definition": "orbit.definition",
@@ -35,7 +39,7 @@ _LAZY = {
 
 __all__ = ["OrbitError", "ValidationError", "Problem", "ConflictError", "NotFound", "ExecutionExists",
            "PayloadRefused", "NonDeterminismError", "BuildMismatch", "HookAlreadyResumed",
-           "UnknownWorkflow", "ExpressionError", "TaskError", *_LAZY]
+           "UnknownWorkflow", "ExpressionError", "TaskError", "workflow", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,16 +12,15 @@ side in one registry; new executions take the most recently registered build.
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from orbit.definition.durations import parse_duration
 from orbit.errors import BuildMismatch, UnknownWorkflow, ValidationError
+
+# `import orbit` imports this module (so `orbit.workflow` is the decorator, not the module);
+# heavier imports (inspect, the definition package) wait until a workflow is declared.
 
 WorkflowFunction = Callable[[Any, Any], Any]
 
@@ -70,6 +69,10 @@ def source_build_id(fn: WorkflowFunction) -> str:
     patch releases; a function without retrievable source (built with `exec`)
     falls back to its bytecode and constants.
     """
+    import hashlib
+    import inspect
+    import textwrap
+
     try:
         text = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
@@ -173,6 +176,9 @@ def workflow(name: str, version: str = "1", build: str | None = None,
         raise ValidationError("workflow version must be a non-empty string", "workflow.version")
     if build is not None and (not isinstance(build, str) or not build.strip()):
         raise ValidationError("build must be a non-empty string when given", "workflow.build")
+    import inspect
+
+    from orbit.definition.durations import parse_duration
     try:
         timeout_ms = None if timeout is None else parse_duration(timeout)
     except ValueError as e:

@@ -122,7 +122,9 @@ class CodeRuntime:
         r = inst.replay
         if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
             return False
-        if any(k not in state.units for k in r.emitted_units) or any(h not in state.hooks for h in r.emitted_hooks):
+        if any(k not in state.units for k in r.emitted_units):
+            return False
+        if any(h not in state.hooks for h in r.emitted_hooks):
             return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
             return False

@@ -112,9 +112,9 @@ class WorkflowContext:
         if not isinstance(name, str) or not name:
             raise TypeError(f"wait_for needs a signal name, got {name!r}")
         timeout_ms = optional_ms(timeout, f"wait_for({name!r}) timeout")
-        return self._replay.await_unit("wait_for", f"wait_for({name})",
-                                       lambda key: C.WaitForSignal(key, name, timeout_ms, C.CONTINUE_WORKFLOW),
-                                       fail_run=False, signal=name)
+        def command(key: str) -> C.Command:
+            return C.WaitForSignal(key, name, timeout_ms, C.CONTINUE_WORKFLOW)
+        return self._replay.await_unit("wait_for", f"wait_for({name})", command, fail_run=False, signal=name)
 
     def hook_token(self, name: str) -> str:
         """The token that resumes `wait_for(name)` through the hook API; known before the wait."""
@@ -131,10 +131,10 @@ class WorkflowContext:
             raise TypeError(f"on_exhausted must be 'fail_run' or 'continue_workflow', got {on_exhausted!r}")
         if not isinstance(workflow, str) or not workflow:
             raise TypeError(f"child needs a workflow name, got {workflow!r}")
-        return self._replay.await_unit(
-            "workflow", f"child({workflow})",
-            lambda key: C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version, input, on_exhausted),
-            fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
+        def command(key: str) -> C.Command:
+            return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version, input, on_exhausted)
+        return self._replay.await_unit("workflow", f"child({workflow})", command,
+                                       fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
 
     # -- recorded, not waited for --------------------------------------------------------------
     def progress(self, data: Any) -> None:

@@ -108,9 +108,8 @@ class Instance:
             r.check_finished()
             final = self._after_return(output)
         except Diverged as e:
-            return r.take_outbox() + [C.Park(TaskError("NON_DETERMINISM", str(e.error), retryable=False,
-                                                       details={"position": e.position, "recorded": e.recorded,
-                                                                "requested": e.requested}))]
+            details = {"position": e.position, "recorded": e.recorded, "requested": e.requested}
+            return r.take_outbox() + [C.Park(TaskError("NON_DETERMINISM", str(e.error), False, details))]
         except Suspended:
             raise
         except ContinuedAsNew as e:

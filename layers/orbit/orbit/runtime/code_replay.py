@@ -226,7 +226,8 @@ class Replay:
                 raise failure
             return results
 
-    def map(self, spec: Step, items: list[Any], concurrency: int | None, tolerated_failures: int) -> list[Any]:
+    def map(self, spec: Step, items: list[Any], concurrency: int | None,
+            tolerated_failures: int) -> list[Any]:
         """Fan `spec.task` out over `items` (`<pos>.<label>[i]`), at most `concurrency` at a time."""
         position = self.next_position()
         base = f"{position}.{spec.label}"
@@ -273,7 +274,8 @@ class Replay:
         keys = [f"{base}[{i}]" for i in range(start, min(total, start + free))]
         self.emitted_units.extend(keys)
         self.known_units += len(keys)
-        return [C.ScheduleStep(spec.command(k, items[start + n], C.CONTINUE_WORKFLOW)) for n, k in enumerate(keys)]
+        return [C.ScheduleStep(spec.command(k, items[start + n], C.CONTINUE_WORKFLOW))
+                for n, k in enumerate(keys)]
 
     # -- calls without units ---------------------------------------------------------------
     def hook_token(self, name: str) -> str:

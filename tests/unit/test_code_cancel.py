@@ -1,0 +1,147 @@
+"""Cancellation and timeouts of code workflows: raised inside the code, which may clean up."""
+
+from __future__ import annotations
+
+from code_harness import Harness
+from orbit.events import TaskError
+from orbit.runtime.code_errors import Cancelled, StepFailed, WorkflowTimedOut
+from orbit.workflow import CodeRegistry, workflow
+
+REG = CodeRegistry()
+
+
+def echo(input, attempt):
+    return {"echo": input}
+
+
+@workflow("cleanup", registry=REG, timeout="1h")
+def with_cleanup(ctx, input):
+    held = ctx.step("inventory.reserve", {})
+    try:
+        ctx.step("payments.charge", {})
+        return ctx.wait_for("approval")
+    except Cancelled as e:
+        ctx.step("inventory.release", {"held": held, "why": type(e).__name__})
+        raise
+
+
+WORKERS = {"inventory.reserve": echo, "payments.charge": echo, "inventory.release": echo}
+
+
+def test_cancel_raises_at_the_pending_call_and_cleanup_runs_before_cancelled():
+    h = Harness(with_cleanup, workers=WORKERS)
+    h.held = {"payments.charge"}
+    h.start("cleanup")
+    h.cancel("customer asked")
+    d = h.describe()
+    assert d["status"] == "CANCELLED" and d["compensation"] == "completed"
+    assert d["error"]["code"] == "CANCELLED" and "customer asked" in d["error"]["message"]
+    assert d["steps"]["2.payments.charge"]["status"] == "CANCELLED"
+    assert h.tasks() == ["inventory.reserve", "inventory.release"]
+    assert h.calls[-1][1]["why"] == "Cancelled"
+    assert len(h.cancelled_tasks) == 1  # the running charge was told
+    types = h.types()
+    assert types.index("CancelRequested") < types.index("CompensationStarted") < \
+        types.index("CompensationCompleted") < types.index("WorkflowCancelled")
+
+
+def test_cancel_while_waiting_for_a_signal():
+    h = Harness(with_cleanup, workers=WORKERS)
+    h.start("cleanup")
+    assert h.describe()["steps"]["3.wait_for(approval)"]["status"] == "WAITING"
+    h.cancel("changed my mind")
+    assert h.describe()["status"] == "CANCELLED"
+    assert h.tasks()[-1] == "inventory.release"
+
+
+def test_forced_cancel_skips_cleanup():
+    h = Harness(with_cleanup, workers=WORKERS)
+    h.held = {"payments.charge"}
+    h.start("cleanup")
+    h.cancel("now", force=True)
+    d = h.describe()
+    assert d["status"] == "CANCELLED" and d["compensation"] == "none"
+    assert "inventory.release" not in h.tasks()
+    assert "CompensationStarted" not in h.types()
+
+
+def test_workflow_timeout_raises_workflow_timed_out_and_ends_timed_out_after_cleanup():
+    h = Harness(with_cleanup, workers=WORKERS)
+    h.start("cleanup")
+    h.advance(3_600_000)
+    d = h.describe()
+    assert d["status"] == "TIMED_OUT" and d["compensation"] == "completed"
+    assert h.calls[-1] == ("inventory.release", {"held": {"echo": {}}, "why": "WorkflowTimedOut"})
+
+
+def test_uncaught_cancel_without_cleanup_ends_cancelled():
+    @workflow("no-cleanup", registry=REG)
+    def wf(ctx, input):
+        return ctx.sleep("1d")
+
+    h = Harness(wf)
+    h.start("no-cleanup")
+    h.cancel("bye")
+    assert h.describe()["status"] == "CANCELLED"
+
+
+def test_failing_cleanup_is_recorded_as_failed_compensation():
+    @workflow("bad-cleanup", registry=REG)
+    def wf(ctx, input):
+        try:
+            ctx.wait_for("never")
+        except Cancelled:
+            ctx.step("inventory.release", {})
+        return "unreachable"
+
+    def broken(input, attempt):
+        raise TaskError("DOWN", "inventory down", retryable=False)
+
+    h = Harness(wf, workers={"inventory.release": broken})
+    h.start("bad-cleanup")
+    h.cancel("x")
+    d = h.describe()
+    assert d["status"] == "CANCELLED" and d["compensation"] == "failed"
+    assert "CompensationFailed" in h.types()
+
+
+def test_children_follow_their_parent_on_cancel():
+    @workflow("kid", registry=REG)
+    def kid(ctx, input):
+        return ctx.wait_for("never")
+
+    @workflow("parent", registry=REG)
+    def parent(ctx, input):
+        return ctx.child("kid", {})
+
+    h = Harness(parent, kid)
+    h.start("parent")
+    child_id = "ex-1/1.child(kid)"
+    assert h.describe(child_id)["status"] == "RUNNING"
+    h.cancel("stop all")
+    assert h.describe()["status"] == "CANCELLED"
+    assert h.describe(child_id)["status"] == "CANCELLED"
+
+
+def test_a_failed_child_fails_the_parent_or_raises_when_asked():
+    @workflow("kid-fails", registry=REG)
+    def kid(ctx, input):
+        return ctx.step("a.boom", {})
+
+    @workflow("parent-catches", registry=REG)
+    def parent(ctx, input):
+        try:
+            return ctx.child("kid-fails", {}, on_exhausted="continue_workflow")
+        except StepFailed as e:
+            return {"child_failed": e.code}
+
+    def boom(input, attempt):
+        raise TaskError("BOOM", "no", retryable=False)
+
+    h = Harness(parent, kid, workers={"a.boom": boom})
+    h.start("parent-catches")
+    assert h.describe()["output"] == {"child_failed": "BOOM"}
+
+
+def test_self_timeout_subclass_is_a_cancelled():
+    assert issubclass(WorkflowTimedOut, Cancelled) and issubclass(Cancelled, Exception)
