@@ -37,6 +37,7 @@ def test_valid_document_has_no_problems() -> None:
     ({"wait_for": ["x"]}, "steps.s.wait_for", "non-empty string"),
     ({"sleep": {"untill": "x"}}, "steps.s.sleep.untill", "did you mean 'until'?"),
     ({"sleep": {"until": 5}}, "steps.s.sleep.until", "expression or an ISO 8601"),
+    ({"sleep": {"until": "tomorrow"}}, "steps.s.sleep.until", "not 'tomorrow'"),
     ({"sleep": {"until": "{% $now( %}"}}, "steps.s.sleep.until", "does not parse"),
     ({"sleep": "forever"}, "steps.s.sleep", "not a duration"),
     ({"http": "GET https://x"}, "steps.s.http", "method and url"),
@@ -112,6 +113,10 @@ def test_required_top_level_keys() -> None:
 def test_step_names_must_fit_unit_keys() -> None:
     found = problems(doc({"a:b": {"task": "t"}, "c[0]": {"task": "t"}, "ok_name-2": {"task": "t"}}))
     assert set(found) == {"steps.a:b", "steps.c[0]"}
+
+
+def test_sleep_until_a_literal_time_is_fine() -> None:
+    assert validate_definition(doc({"s": {"sleep": {"until": "2026-01-01T09:00:00Z"}}})) == []
 
 
 def test_wait_for_an_undeclared_signal_is_fine() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from orbit import expressions
@@ -88,14 +89,23 @@ def _check_kind(kind: str, body: dict[Any, Any], path: str, out: Problems) -> No
                 until = value["until"]
                 if expressions.is_expression(until):
                     check_template(until, join(where, "until"), out)
-                elif not isinstance(until, str):
-                    out.add(join(where, "until"), "must be an expression or an ISO 8601 time")
+                elif not isinstance(until, str) or not _is_iso_time(until):
+                    out.add(join(where, "until"), "must be an expression or an ISO 8601 time "
+                                                  f"like 2026-01-01T09:00:00Z, not {until!r}")
         else:
             check_duration(value, where, out, positive=False)
     elif kind == "http":
         check_http(value, where, out)
     elif kind == "compute":
         check_template(value, where, out)
+
+
+def _is_iso_time(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def check_http(value: Any, path: str, out: Problems) -> None:
