@@ -1,0 +1,130 @@
+"""The examples end to end on the local stack: real handlers, moto, virtual time."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import boto3
+import pytest
+
+from orbit.local import LocalStack, load_workers
+
+ORDER = {"order_id": "A-1", "total": 59.5, "card": "tok_visa",
+         "items": [{"sku": "kettle", "qty": 1}, {"sku": "mug", "qty": 4}]}
+WORKERS = ["examples/workers/orders.py", "examples/workers/misc.py"]
+
+
+@pytest.fixture(scope="module")
+def stack():
+    with LocalStack(mode="inprocess", workers=WORKERS) as st:
+        for name in ("order_fulfilment", "invoicing", "order_with_invoice", "trial_reminder", "flaky_fetch"):
+            st.register(f"examples/{name}.yaml")
+        yield st
+
+
+def _orders_module():
+    load_workers("examples/workers/orders.py")
+    return next(m for n, m in sys.modules.items() if n.startswith("_orbit_workers_") and n.endswith("orders"))
+
+
+def test_order_saga_completes_after_approval(stack):
+    eid = stack.start("order-fulfilment", ORDER)
+    stack.run_until_idle()
+    assert stack.describe(eid)["steps"]["approval"]["status"] == "WAITING"
+    stack.signal(eid, "approval", {"approved": True, "by": "test"})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "COMPLETED"
+    assert desc["output"]["shipments"] == ["TRK-A-1-0", "TRK-A-1-1"]
+    assert desc["output"]["charge"].startswith("ch-")
+    types = [e["type"] for e in stack.history(eid)]
+    assert types[0] == "WorkflowCreated" and types[-1] == "WorkflowCompleted"
+    assert types.count("StepSucceeded") == 6  # reserve, approval, charge, ship[0], ship[1], ship
+
+
+def test_declined_card_compensates_the_reservation(stack):
+    eid = stack.start("order-fulfilment", {**ORDER, "order_id": "A-2", "card": "tok_declined"})
+    stack.signal(eid, "approval", {"approved": True})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "FAILED" and desc["error"]["code"] == "CARD_DECLINED"
+    assert desc["compensation"] == "completed"
+    reservation = desc["steps"]["reserve"]["output"]["reservation_id"]
+    assert _orders_module().RESERVATIONS[reservation]["held"] is False
+    types = [e["type"] for e in stack.history(eid)]
+    assert types.index("CompensationStarted") < types.index("CompensationCompleted") < types.index("WorkflowFailed")
+
+
+def test_signal_payload_breaking_the_schema_is_refused(stack):
+    from orbit.errors import PayloadRefused
+
+    eid = stack.start("order-fulfilment", {**ORDER, "order_id": "A-3"})
+    with pytest.raises(PayloadRefused):
+        stack.signal(eid, "approval", {"approved": "yes please"})
+    stack.cancel(eid, "test over")
+    assert stack.run_until_done(eid)["status"] == "CANCELLED"
+
+
+def test_seven_day_sleep_completes_in_well_under_a_second(stack):
+    eid = stack.start("trial-reminder", {"email": "ada@example.com"})
+    started_virtual, started_wall = stack.now_ms(), time.monotonic()
+    desc = stack.run_until_done(eid)
+    wall = time.monotonic() - started_wall
+    assert desc["status"] == "COMPLETED", desc
+    assert stack.now_ms() - started_virtual >= 7 * 86_400_000
+    assert wall < 1.0, f"took {wall:.2f}s of wall time"
+    fired = [e for e in stack.history(eid) if e["type"] == "TimerFired"]
+    assert fired and fired[0]["timestamp_ms"] - stack.history(eid)[0]["timestamp_ms"] >= 7 * 86_400_000
+
+
+def test_advance_fires_the_sleep_only_when_due(stack):
+    eid = stack.start("trial-reminder", {"email": "bob@example.com"})
+    stack.run_until_idle()
+    stack.advance(6 * 86_400)
+    assert stack.describe(eid)["status"] == "RUNNING"
+    stack.advance(86_400 + 120)  # due, and the next one-minute schedule tick has passed
+    assert stack.describe(eid)["status"] == "COMPLETED"
+
+
+def test_retries_with_backoff(stack):
+    eid = stack.start("flaky-fetch", {"resource": "res:42", "fail_times": 2})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "COMPLETED" and desc["output"] == {"resource": "res:42", "attempts": 3}
+    types = [e["type"] for e in stack.history(eid)]
+    assert types.count("StepAttemptFailed") == 2 and types.count("RetryScheduled") == 2
+    bad = stack.start("flaky-fetch", {"resource": "nope"})
+    assert stack.run_until_done(bad)["error"]["code"] == "BAD_RESOURCE"
+
+
+def test_child_workflow(stack):
+    eid = stack.start("order-with-invoice", {"order_id": "A-9", "amount": 100})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "COMPLETED", desc
+    assert desc["output"] == {"order": "A-9", "invoice": {"invoice_id": "INV-A-9", "total": 120.0}}
+
+
+def test_decider_partial_batch_failure_redelivery_and_dlq(stack):
+    """One unreadable message in a decision batch: the rest succeed, it is redelivered after the
+    visibility timeout, and after maxReceiveCount receives redrive moves it to the DLQ."""
+    dep = stack.cloud.deployment
+    queue, dlq = dep.queues["DecisionQueue"], dep.queues["DecisionDLQ"]
+    eid = stack.start("order-fulfilment", {**ORDER, "order_id": "A-4"})
+    stack.run_until_idle()
+    sqs = boto3.client("sqs")
+    sqs.send_message(QueueUrl=queue.url, MessageBody="this is not a decision message")
+    stack.signal(eid, "approval", {"approved": True})  # same batch as the poison message
+    batches = []
+    stack.cloud.on_poll = lambda poller, result: batches.append(
+        (poller.mapping.queue.logical_id, result.received, len(result.failed_ids)))
+    try:
+        stack.run_until_idle()
+        assert batches[0] == ("DecisionQueue", 2, 1)  # partial failure: the signal went through
+        assert stack.describe(eid)["steps"]["approval"]["status"] == "SUCCEEDED"
+        for _ in range(queue.max_receive_count + 2):  # each redelivery waits out the visibility timeout
+            stack.advance(queue.visibility_timeout + 1)
+        receptions = sum(failed for q, _, failed in batches if q == "DecisionQueue")
+        assert receptions == queue.max_receive_count  # then redrive moved it
+    finally:
+        stack.cloud.on_poll = None
+    moved = sqs.receive_message(QueueUrl=dlq.url, MaxNumberOfMessages=10).get("Messages", [])
+    assert [m["Body"] for m in moved] == ["this is not a decision message"]
+    assert stack.describe(eid)["status"] == "COMPLETED"
