@@ -149,3 +149,24 @@ def test_threads_evaluate_the_same_expression_independently() -> None:
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(run, range(8)))
     assert results == [[2 * n] * 50 for n in range(8)]
+
+
+@pytest.mark.parametrize("text", [
+    "$sort(input.a)", "$append(input.a, [9])", "$reverse(input.a)", "input ~> |items|{'z': 1}|",
+    "input.items^(k)", "input.items", "$merge([input.o, {'y': 2}])", "$map(input.items, function($v){$v})",
+])
+def test_evaluation_never_mutates_or_aliases_the_root(text: str) -> None:
+    import copy
+
+    root = {"input": {"a": [3, 1, 2], "o": {"x": 1}, "items": [{"k": 2}, {"k": 1}]}}
+    before = copy.deepcopy(root)
+    result = evaluate("{% " + text + " %}", root, 0)
+    assert root == before
+    if isinstance(result, list):
+        result.append("junk")
+        for element in result:
+            if isinstance(element, dict):
+                element["junk"] = 1
+    elif isinstance(result, dict):
+        result["junk"] = 1
+    assert root == before
