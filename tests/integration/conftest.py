@@ -68,3 +68,21 @@ def receive_all(sqs: Any, url: str, max_rounds: int = 20) -> list[dict[str, Any]
             break
         out += got
     return out
+
+
+@pytest.fixture
+def cloud(stack: Stack, clients: Clients, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The stack's environment in place and orbit.aws rebuilt on it, with a manual clock."""
+    from harness import Cloud
+    from orbit import aws
+
+    for key, value in stack.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("ORBIT_TIMERS", "table")  # timers fire when the test advances the clock
+    aws.reset(clock=clock)
+    # Reuse the session's clients (building three per test would cost more than the tests).
+    aws.services().__dict__.update(dynamodb=clients.dynamodb, sqs=clients.sqs, s3=clients.s3)
+    try:
+        yield Cloud(stack, clients.sqs)
+    finally:
+        aws.reset()
