@@ -71,7 +71,8 @@ def receive_all(sqs: Any, url: str, max_rounds: int = 20) -> list[dict[str, Any]
 
 
 @pytest.fixture
-def cloud(stack: Stack, clients: Clients, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def cloud(stack: Stack, clients: Clients, clock: ManualClock,
+          monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The stack's environment in place and orbit.aws rebuilt on it, with a manual clock."""
     from harness import Cloud
     from orbit import aws

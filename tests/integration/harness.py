@@ -105,7 +105,8 @@ class Cloud:
                 return total
         raise AssertionError(f"queues still busy after {max_rounds} rounds")
 
-    def api(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:
+    def api(self, method: str, path: str, body: Any = None,
+            query: dict[str, str] | None = None) -> tuple[int, Any]:
         event = load_event("api_describe.json")
         event["rawPath"] = path
         event["requestContext"]["http"].update(method=method, path=path)

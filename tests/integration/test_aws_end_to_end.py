@@ -13,7 +13,8 @@ HELLO = {
     "steps": {
         "greet": {"task": "example.greet", "input": {"name": "{% input.name %}"}},
         "digest": {"task": "example.checksum", "input": {"texts": ["{% steps.greet.output.greeting %}"]}},
-        "shout": {"task": "test.upper", "after": ["digest"], "input": {"text": "{% steps.greet.output.greeting %}"}},
+        "shout": {"task": "test.upper", "after": ["digest"],
+                  "input": {"text": "{% steps.greet.output.greeting %}"}},
     },
     "output": {"greeting": "{% steps.shout.output.text %}", "sha": "{% steps.digest.output.sha256[0] %}"},
 }
@@ -29,7 +30,8 @@ def upper(input: Any, ctx: worker.TaskContext) -> dict[str, str]:
 def start(cloud: Any, eid: str, name: str = "Ada") -> None:
     status, body = cloud.api("POST", "/definitions", HELLO)
     assert status == 201, body
-    status, body = cloud.api("POST", "/executions", {"workflow": "hello3", "input": {"name": name}, "id": eid})
+    request = {"workflow": "hello3", "input": {"name": name}, "id": eid}
+    status, body = cloud.api("POST", "/executions", request)
     assert (status, body) == (201, {"id": eid})
 
 
@@ -59,7 +61,8 @@ def test_api_errors_name_the_problem(cloud: Any) -> None:
     status, body = cloud.api("POST", "/executions", {"input": {}})
     assert status == 400 and body["error"]["problems"][0]["path"] == "body.workflow"
     start(cloud, "h-2")
-    status, body = cloud.api("POST", "/executions", {"workflow": "hello3", "input": {"name": "Bob"}, "id": "h-2"})
+    other = {"workflow": "hello3", "input": {"name": "Bob"}, "id": "h-2"}
+    status, body = cloud.api("POST", "/executions", other)
     assert status == 409 and "h-2" in body["error"]["message"]
     assert cloud.api("DELETE", "/executions/h-2")[0] == 405
 
