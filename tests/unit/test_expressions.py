@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from orbit.errors import ExpressionError, OrbitError
 from orbit.expressions import (
     evaluate,
@@ -170,3 +172,17 @@ def test_evaluation_never_mutates_or_aliases_the_root(text: str) -> None:
     elif isinstance(result, dict):
         result["junk"] = 1
     assert root == before
+
+_JSONATA_ALPHABET = st.sampled_from(list("abcsteps.$()[]{}:;,'\"`*/%&|<>=!?~^#@ 0123456789-+\\")
+                                    + ["steps.", "input.", "$now()", "function($x){", "..", ":=", "~>"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_JSONATA_ALPHABET, max_size=25).map("".join))
+def test_any_text_parses_evaluates_or_raises_expression_error(text: str) -> None:
+    try:
+        parse_expression(text)
+        evaluate("{% " + text + " %}", ROOT, 0)
+    except ExpressionError:
+        pass
+    references("{% " + text + " %}")  # never raises
