@@ -34,7 +34,7 @@ def _input(name: str) -> dict[str, Any]:
 def _run(kind: str, order: dict[str, Any], scenario: str) -> tuple[dict[str, Any], list[str]]:
     """Run one scenario on a fresh simulator; return describe() and the tasks the workers ran."""
     sim = Simulator(seed=f"saga-{kind}-{scenario}")
-    wf = sim.register(str(EXAMPLES / "order_fulfilment.yaml")) if kind == "dsl" else sim.register(SAGA.order_saga)
+    wf = sim.register(str(EXAMPLES / "order_fulfilment.yaml") if kind == "dsl" else SAGA.order_saga)
     ran: list[str] = []
     for task in TASKS:
         fn = getattr(ORDERS, task.split(".")[1])
@@ -65,7 +65,8 @@ def _outcome(d: dict[str, Any]) -> dict[str, Any]:
     ("success", "order.json", "COMPLETED",
      ["inventory.reserve", "payments.charge", "shipping.ship", "shipping.ship", "shipping.ship"]),
     ("rejected", "order.json", "COMPLETED", ["inventory.reserve"]),
-    ("declined", "order_declined.json", "FAILED", ["inventory.reserve", "payments.charge", "inventory.release"]),
+    ("declined", "order_declined.json", "FAILED",
+     ["inventory.reserve", "payments.charge", "inventory.release"]),
     ("cancelled", "order.json", "CANCELLED", ["inventory.reserve", "inventory.release"]),
     ("timeout", "order.json", "TIMED_OUT", ["inventory.reserve", "inventory.release"]),
 ])
