@@ -86,7 +86,14 @@ class Cloud:
                                        AttributeNames=["All"]).get("Messages", [])
         if not got:
             return 0
-        response = self.invoke(HANDLERS[queue], sqs_event(got, self.stack.arns[queue]))
+        try:
+            response = self.invoke(HANDLERS[queue], sqs_event(got, self.stack.arns[queue]))
+        except BaseException:
+            # The invocation died: every message comes back when its visibility expires (now).
+            for m in got:
+                self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"],
+                                                   VisibilityTimeout=0)
+            raise
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
         for m in got:
             if m["MessageId"] in failed:

@@ -1,0 +1,176 @@
+"""Crash safety on moto, each fault injected at the exact call where it hurts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from orbit import aws, worker
+from orbit.observability import METER
+from test_aws_end_to_end import CALLS, start
+
+
+def history(eid: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = aws.services().engine.history(eid)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), "history must never fork or gap"
+    return events
+
+
+def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
+
+
+def test_crash_after_commit_before_sends_resends_the_same_effects(cloud: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    start(cloud, "f-1")
+    cloud.pump("DefaultTaskQueue")  # greet runs: started + result wait on the decision queue
+    queues = aws.services().queues
+    real_send = queues.send_task
+    sent: list[dict[str, Any]] = []
+
+    def crash_first(queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
+        sent.append(json.loads(json.dumps(body)))
+        if len(sent) == 1:
+            raise ConnectionError("decider died between its commit and its sends")
+        real_send(queue, body, delay_s)
+
+    monkeypatch.setattr(queues, "send_task", crash_first)
+    before = len(history("f-1"))
+    cloud.pump("DecisionQueue")  # commits the greet result, dies dispatching `digest`
+    after_crash = history("f-1")
+    assert len(after_crash) > before and of_type(after_crash, "StepScheduled")[-1]["step"] == "digest"
+    assert cloud.depth("DefaultTaskQueue") == 0  # nothing reached the worker queue
+    cloud.pump("DecisionQueue")  # the redelivery finds its id in history and re-sends that commit's effects
+    assert len(sent) == 2 and sent[0] == sent[1]  # same token, same idempotency key
+    assert sent[1]["idempotency_key"] == "f-1:digest"
+    assert history("f-1") == after_crash  # nothing decided twice
+    cloud.run_until_idle()
+    final = history("f-1")
+    assert final[-1]["type"] == "WorkflowCompleted"
+    assert len(of_type(final, "StepScheduled")) == 3
+
+
+def test_duplicate_deliveries_change_nothing(cloud: Any, clients: Any) -> None:
+    start(cloud, "f-2")
+    cloud.run_until_idle()
+    done = history("f-2")
+    assert done[-1]["type"] == "WorkflowCompleted"
+    key = "f-2:shout"
+    assert CALLS[key] == 1
+    # Replay every worker answer and the original dispatch of `shout`, as SQS's at-least-once may.
+    scheduled = {e["step"]: e for e in of_type(done, "StepScheduled")}
+    shout = scheduled["shout"]
+    dispatch = {"kind": "dispatch_task", "execution_id": "f-2", "unit": "shout", "task": "test.upper",
+                "queue": "test", "input": shout["input"], "attempt": 1, "token": shout["token"],
+                "idempotency_key": key, "deadline_ms": None, "redelivery": False}
+    task_queue = cloud.stack.queues["DefaultTaskQueue"]
+    clients.sqs.send_message(QueueUrl=task_queue, MessageBody=json.dumps(dispatch))
+    cloud.run_until_idle()
+    assert CALLS[key] == 1  # the worker answered from its idempotency record
+    assert history("f-2") == done  # the decider recognised the repeated result
+
+
+def test_result_before_started_is_handled(cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    start(cloud, "f-3")
+    queues = aws.services().queues
+    real = queues.send_decision
+    held: list[dict[str, Any]] = []
+
+    def started_last(message: dict[str, Any], delay_s: int = 0) -> None:
+        if message.get("kind") == "started":
+            held.append(message)
+            return
+        real(message, delay_s)
+        if message.get("kind") == "result":
+            for m in held:
+                real(m, delay_s)
+            held.clear()
+
+    monkeypatch.setattr(queues, "send_decision", started_last)
+    while cloud.pump("DefaultTaskQueue") or cloud.pump("DecisionQueue", max_messages=1):
+        pass
+    events = history("f-3")
+    assert events[-1]["type"] == "WorkflowCompleted"
+    assert len(of_type(events, "StepSucceeded")) == 3
+    assert of_type(events, "StepDispatched") == []  # every `started` came after its result: ignored
+
+
+def test_two_deciders_on_one_execution(cloud: Any, clients: Any, clock: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    start(cloud, "f-4")
+    cloud.pump("DefaultTaskQueue")
+    got = clients.sqs.receive_message(QueueUrl=cloud.stack.queues["DecisionQueue"], MaxNumberOfMessages=10)
+    bodies = {json.loads(m["Body"])["kind"]: json.loads(m["Body"]) for m in got["Messages"]}
+    assert set(bodies) == {"started", "result"}
+    other = aws.build_services(dict(os.environ), clock)
+    other.__dict__.update(dynamodb=clients.dynamodb, sqs=clients.sqs, s3=clients.s3)
+    engine_a, engine_b = aws.services().engine, other.engine
+    store_a = aws.services().store
+    real_commit = store_a.commit
+    raced: list[int] = []
+
+    def commit_after_b(execution_id: str, commit: Any) -> None:
+        if not raced:  # B decides and commits while A is between its load and its write
+            raced.append(commit.first_seq)
+            engine_b.handle(bodies["started"])
+        real_commit(execution_id, commit)
+
+    monkeypatch.setattr(store_a, "commit", commit_after_b)
+    METER.drain()
+    engine_a.handle(bodies["result"])
+    counts = METER.drain()
+    assert counts.get("Conflicts") == 1 and counts.get("Decisions", 0) >= 2
+    events = history("f-4")
+    greet = [e["type"] for e in events if e.get("step") == "greet" or e.get("unit") == "greet"]
+    assert greet.index("StepDispatched") < greet.index("StepSucceeded")
+    assert of_type(events, "StepDispatched")[0]["seq"] == raced[0]  # B took the seq A wanted
+
+
+class Crash(BaseException):
+    """The worker process dies (not an Exception: nothing in the handler can report it)."""
+
+
+RUNS: list[int] = []
+
+
+@worker.task("test.fragile")
+def fragile(input: Any, ctx: worker.TaskContext) -> dict[str, int]:
+    RUNS.append(ctx.attempt)
+    if len(RUNS) == 1:
+        raise Crash()
+    return {"runs": len(RUNS)}
+
+
+def test_worker_dies_mid_task_and_the_redelivery_finishes_it(cloud: Any, clock: Any) -> None:
+    RUNS.clear()
+    cloud.api("POST", "/definitions", {"orbit": 1, "name": "fragile", "version": "1",
+                                       "steps": {"only": {"task": "test.fragile"}},
+                                       "output": "{% steps.only.output %}"})
+    cloud.api("POST", "/executions", {"workflow": "fragile", "id": "f-5", "input": {}})
+    with pytest.raises(Crash):
+        cloud.pump("DefaultTaskQueue")
+    cloud.pump("DecisionQueue")  # the `started` of the dead attempt
+    cloud.pump("DefaultTaskQueue")  # redelivered at once, but the dead worker's lease still holds it
+    assert RUNS == [1]
+    clock.advance(120_000)  # the lease (time left in the invocation + 10 s) runs out
+    cloud.run_until_idle()
+    assert RUNS == [1, 1]  # the same attempt, run again by the next delivery
+    desc = aws.services().engine.describe("f-5")
+    assert desc["status"] == "COMPLETED" and desc["output"] == {"runs": 2}
+    assert of_type(history("f-5"), "StepAttemptUncertain")  # the decider saw the first worker vanish
+
+
+def test_poison_message_goes_to_the_dlq_without_blocking_others(cloud: Any, clients: Any) -> None:
+    url = cloud.stack.queues["DecisionQueue"]
+    clients.sqs.send_message(QueueUrl=url, MessageBody="{not json")
+    clients.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"kind": "wake"}))  # no execution id
+    start(cloud, "f-6")
+    for _ in range(12):
+        cloud.run_until_idle()
+        if cloud.depth("DecisionQueue") == 0:
+            break
+    assert cloud.depth("DecisionDLQ") == 2
+    assert aws.services().engine.describe("f-6")["status"] == "COMPLETED"
