@@ -180,3 +180,23 @@ def test_alias_bombs_and_deep_nesting_are_refused_quickly() -> None:
         node["x"] = {}
         node = node["x"]
     assert "nested more than" in problems(doc({"a": {"task": "t", "input": deep}}))[""]
+
+
+def test_expressions_read_only_the_root_fields() -> None:
+    found = problems(doc({
+        "a": {"task": "t", "input": {"x": "{% inputs.id %}", "y": "{% input.items[sku = item.sku] %}"}},
+        "b": {"task": "t", "input": "{% item.sku %}"},
+        "c": {"task": "t", "for": "{% input.items %}", "when": "{% index > 0 %}",
+              "input": {"sku": "{% item.sku %}", "i": "{% index %}"},
+              "compensate": {"task": "u", "input": "{% item %}"}},
+    }, output={"o": "{% $$.execution.id %}", "p": "{% executions.id %}"}))
+    assert found == {
+        "steps.a.input.x": "reads `inputs`, which is not in the expression root "
+                           "(input, steps, execution, hooks) (did you mean 'input'?)",
+        "steps.b.input": "reads `item`, which exists only per element of a `for` step "
+                         "(in its input, http, compute, sleep and compensate)",
+        "steps.c.when": "reads `index`, which exists only per element of a `for` step "
+                        "(in its input, http, compute, sleep and compensate)",
+        "output.p": "reads `executions`, which is not in the expression root "
+                    "(input, steps, execution, hooks) (did you mean 'execution'?)",
+    }

@@ -186,3 +186,16 @@ def test_any_text_parses_evaluates_or_raises_expression_error(text: str) -> None
     except ExpressionError:
         pass
     references("{% " + text + " %}")  # never raises
+
+
+@pytest.mark.parametrize("text, names", [
+    ("input.x", {"input"}), ("inputs.x", {"inputs"}), ("$$.item", {"item"}), ("$.dd", {"dd"}),
+    ("input.items[sku = item.sku]", {"input"}),  # inside a filter: the element's fields
+    ("a ? b : c", {"a", "b", "c"}), ("$f(s) & -r", {"s", "r"}), ("function($v){ t }", {"t"}),
+    ("{'k': u}", {"u"}), ("v{'k': w}", {"v"}), ("x^(y)", {"x"}), ("input ~> |z|{'a': aa}|", {"input"}),
+    ("input.(ee)", {"input"}), ("$v.ff", set()), ("**.hh", set()), ("$now()", set()), ("( %", set()),
+])
+def test_root_names(text: str, names: set[str]) -> None:
+    from orbit.expressions import root_names
+
+    assert root_names(text) == names

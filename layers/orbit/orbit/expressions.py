@@ -35,7 +35,7 @@ from orbit.errors import ExpressionError
 __all__ = [
     "ExpressionError", "evaluate", "expression_references", "expression_text", "expressions_in",
     "is_expression",
-    "parse_expression", "reads_steps_dynamically", "references",
+    "parse_expression", "reads_steps_dynamically", "references", "root_names",
 ]
 
 _OPEN, _CLOSE = "{%", "%}"
@@ -260,3 +260,53 @@ def _paths(node: Any) -> Iterator[list[Any]]:
                 continue
             if isinstance(value, (Parser.Symbol, list, tuple)):
                 stack.append(value)
+
+
+# Attributes whose expressions run against a nested context (a filter, a group
+# or sort term, a transform), not against the expression root.
+_RELATIVE_ATTRS = frozenset({"stages", "predicate", "group", "terms", "pattern", "update", "delete"})
+
+
+@lru_cache(maxsize=4096)
+def root_names(text: str) -> frozenset[str]:
+    """Field names read from the expression root (``input`` in ``input.x``, ``inputs``
+    in a typo). Paths inside filters, group/sort terms, transforms and after the first
+    step of a path read a nested context and are not counted; ``$$.name`` always is.
+    Unparsable text gives an empty set."""
+    try:
+        ast = _compile(text).ast
+    except ExpressionError:
+        return frozenset()
+    names: set[str] = set()
+    seen: set[int] = set()
+    members: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(ast, True)]
+    while stack:
+        current, at_root = stack.pop()
+        if isinstance(current, (list, tuple)):
+            stack.extend((item, at_root) for item in current)
+            continue
+        if not isinstance(current, Parser.Symbol) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.type == "path" and current.steps:
+            steps = list(current.steps)
+            members.update(id(step) for step in steps)
+            head, rooted = 0, at_root
+            while head < len(steps) and steps[head].type == "variable" and steps[head].value in ("", "$"):
+                rooted = rooted or steps[head].value == "$"  # `$$` is the root wherever it is
+                head += 1
+            first = steps[head] if head < len(steps) else None
+            if rooted and first is not None and first.type == "name" and isinstance(first.value, str):
+                names.add(first.value)
+            stack.append((steps[0], at_root))
+            stack.extend((step, False) for step in steps[1:])
+        elif current.type == "name" and id(current) not in members and at_root:
+            if isinstance(current.value, str):
+                names.add(current.value)
+        for attr, value in vars(current).items():
+            if attr in ("_outer_instance", "tuple", "seeking_parent", "steps"):
+                continue
+            if isinstance(value, (Parser.Symbol, list, tuple)):
+                stack.append((value, False if attr in _RELATIVE_ATTRS else at_root))
+    return frozenset(names)

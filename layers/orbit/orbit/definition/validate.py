@@ -30,6 +30,9 @@ SIGNAL_KEYS = ("schema", "description")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 FORMAT = 1
+# What an expression can read (DSL.md "Expressions").
+ROOT_FIELDS = ("input", "steps", "execution", "hooks")
+ELEMENT_FIELDS = ("item", "index")
 
 
 def validate_definition(document: Any) -> list[Problem]:
@@ -62,6 +65,7 @@ def validate_definition(document: Any) -> list[Problem]:
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
     _check_hooks(document, out)
+    _check_roots(document, out)
     return out.items
 
 
@@ -163,6 +167,38 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
     for cycle in find_cycles(graph):
         out.add(join("steps", cycle[0]), "dependency cycle (each step waits for the next, through "
                 "after and steps.NAME reads): " + " -> ".join(cycle))
+
+
+def _check_roots(document: dict[str, Any], out: Problems) -> None:
+    """Expressions read only what the root has (DSL.md "Expressions"); ``item`` and
+    ``index`` only where a ``for`` step evaluates per element."""
+    steps = document.get("steps")
+    for name, body in (steps.items() if isinstance(steps, dict) else ()):
+        if not isinstance(body, dict):
+            continue
+        path = join("steps", name)
+        per_element = ROOT_FIELDS + ELEMENT_FIELDS if "for" in body else ROOT_FIELDS
+        for key in ("when", "for"):  # evaluated once, before any element exists
+            if key in body:
+                _root_reads(body[key], join(path, key), ROOT_FIELDS, out)
+        for key in ("input", "http", "compute", "sleep"):
+            if key in body:
+                _root_reads(body[key], join(path, key), per_element, out)
+        if isinstance(body.get("compensate"), dict):
+            _root_reads(body["compensate"], join(path, "compensate"), per_element, out)
+    if "output" in document:
+        _root_reads(document["output"], "output", ROOT_FIELDS, out)
+
+
+def _root_reads(template: Any, path: str, allowed: tuple[str, ...], out: Problems) -> None:
+    for leaf_path, text in expressions.expressions_in(template, path):
+        for name in sorted(expressions.root_names(text) - set(allowed)):
+            if name in ELEMENT_FIELDS:
+                out.add(leaf_path, f"reads `{name}`, which exists only per element of a `for` step "
+                                   "(in its input, http, compute, sleep and compensate)")
+            else:
+                out.add(leaf_path, f"reads `{name}`, which is not in the expression root "
+                                   f"({', '.join(allowed)}){suggest(name, allowed)}")
 
 
 def _check_hooks(document: dict[str, Any], out: Problems) -> None:
