@@ -56,7 +56,7 @@ class Replay:
         self._block = block
         self.state: ExecutionState = ExecutionState(execution_id)
         self.position = 0
-        self.index: dict[int, str] = {}  # position -> recorded unit key (base key for maps)
+        self._index: dict[int, str] | None = None  # position -> recorded unit key (base key for maps)
         self.known_units = -1
         self.now_ms = 0
         self.draws = 0
@@ -76,12 +76,18 @@ class Replay:
         self.state = state
         self.witness, self.emitted_units, self.emitted_hooks = [], [], []
         if len(state.units) != self.known_units:
-            self.index = {}
-            for key in state.units:
+            self._index = None  # rebuilt on first use: a replay that only meets recorded calls never needs it
+            self.known_units = len(state.units)
+
+    @property
+    def index(self) -> dict[int, str]:
+        if self._index is None:
+            self._index = {}
+            for key in self.state.units:
                 pos = position_of(key)
                 if pos is not None:
-                    self.index.setdefault(pos, parse_key(key)[1])
-            self.known_units = len(state.units)
+                    self._index.setdefault(pos, parse_key(key)[1])
+        return self._index
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
         self.index.setdefault(position, parse_key(keys[0])[1])

@@ -1,0 +1,106 @@
+"""Cost of one decision of a code workflow at 10, 1,000 and 10,000 recorded durable calls.
+
+    python benchmarks/bench_code.py [--sizes 10,1000,10000] [--decisions 20]
+
+Cold: the function replays from its first call (no cached instance), so a
+decision costs O(recorded calls). Warm: the decider keeps the paused instance
+(`orbit/runtime/code.py`) and feeds it only the new result, so a decision
+costs the same at any history length. One decision here is the real pure
+decision (`orbit.decider.decide`): a step result arrives, the engine applies
+it, the runtime asks for the next step, the engine schedules it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from orbit.decider import decide
+from orbit.events import Recorded, StepScheduled, StepSucceeded, WorkflowCreated, WorkflowStarted
+from orbit.messages import ResultMessage
+from orbit.model import fold
+from orbit.runtime import code as code_runtime
+from orbit.state import ExecutionState
+from orbit.workflow import CodeRegistry, workflow
+
+REGISTRY = CodeRegistry()
+
+
+@workflow("bench-loop", build="bench", registry=REGISTRY)
+def loop(ctx: Any, input: Any) -> Any:
+    total = 0
+    for i in range(10**9):  # one durable call per result, forever
+        total += ctx.step("bench.work", i)["n"]
+    return total
+
+
+class Ids:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def token(self) -> str:
+        self.n += 1
+        return f"{self.n:032x}"
+
+
+def history(calls: int) -> ExecutionState:
+    """A state with `calls` succeeded steps and step calls+1 scheduled (waiting for its result)."""
+    records = [Recorded(1, 0, WorkflowCreated("bench-loop", "1", "bench", None, build="bench",
+                                              execution_id="bench")),
+               Recorded(2, 0, WorkflowStarted())]
+    seq = 2
+    for i in range(1, calls + 2):
+        key = f"{i}.bench.work"
+        seq += 1
+        records.append(Recorded(seq, i, StepScheduled(key, 1, i - 1, token=f"t{i}", kind="task",
+                                                      task="bench.work", queue="bench")))
+        if i <= calls:
+            seq += 1
+            records.append(Recorded(seq, i, StepSucceeded(key, 1, {"n": 1})))
+    return fold("bench", records)
+
+
+def decisions(state: ExecutionState, count: int) -> list[float]:
+    """Time `count` consecutive decisions (each: the pending step's result arrives)."""
+    ids, out = Ids(), []
+    position = sum(1 for k in state.active)  # exactly one step is in flight
+    assert position == 1
+    for _ in range(count):
+        key = next(iter(state.active))
+        msg = ResultMessage("bench", f"r-{key}", unit=key, token=state.units[key].token or "", output={"n": 1})
+        t0 = time.perf_counter()
+        d = decide(loop, state, msg, 10**6, ids)
+        out.append(time.perf_counter() - t0)
+        assert [r.event.type for r in d.events] == ["StepSucceeded", "StepScheduled"], d.events
+    return out
+
+
+def measure(calls: int, count: int) -> tuple[float, float]:
+    rt = code_runtime.default_runtime()
+    rt.forget()
+    rt.cache_size = 0
+    state = history(calls)
+    cold = statistics.median(decisions(state, max(3, count // 4 if calls >= 10_000 else count)))
+    rt.cache_size = code_runtime.DEFAULT_CACHE_SIZE
+    state = history(calls)
+    decisions(state, 1)  # the first decision on this process replays once and leaves the instance warm
+    warm = statistics.median(decisions(state, count))
+    rt.forget()
+    return cold, warm
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="10,1000,10000")
+    p.add_argument("--decisions", type=int, default=20)
+    args = p.parse_args()
+    print(f"{'recorded calls':>15} {'cold (full replay)':>20} {'warm (cached)':>15} {'cold/warm':>10}")
+    for n in (int(s) for s in args.sizes.split(",")):
+        cold, warm = measure(n, args.decisions)
+        print(f"{n:>15,} {cold * 1000:>17.3f} ms {warm * 1000:>12.3f} ms {cold / warm:>9.1f}x")
+
+
+if __name__ == "__main__":
+    main()
