@@ -65,11 +65,11 @@ def history(calls: int) -> ExecutionState:
 def decisions(state: ExecutionState, count: int) -> list[float]:
     """Time `count` consecutive decisions (each: the pending step's result arrives)."""
     ids, out = Ids(), []
-    position = sum(1 for k in state.active)  # exactly one step is in flight
-    assert position == 1
+    assert len(state.active) == 1  # exactly one step is in flight
     for _ in range(count):
         key = next(iter(state.active))
-        msg = ResultMessage("bench", f"r-{key}", unit=key, token=state.units[key].token or "", output={"n": 1})
+        token = state.units[key].token or ""
+        msg = ResultMessage("bench", f"r-{key}", unit=key, token=token, output={"n": 1})
         t0 = time.perf_counter()
         d = decide(loop, state, msg, 10**6, ids)
         out.append(time.perf_counter() - t0)
