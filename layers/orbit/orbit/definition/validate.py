@@ -85,7 +85,8 @@ def _check_header(document: dict[str, Any], out: Problems) -> None:
         version = document["version"]
         if isinstance(version, bool) or not isinstance(version, (str, int)) \
                 or not VERSION.fullmatch(str(version)):
-            out.add("version", f"must be a short string like \"3\" or \"2024-06\", not {version!r}")
+            out.add("version", "must be a short string like \"3\" or \"2024-06\" "
+                               f"(in YAML quote numbers like '1.10'), not {version!r}")
     if "timeout" in document:
         check_duration(document["timeout"], "timeout", out)
     if "description" in document and not isinstance(document["description"], str):
