@@ -71,7 +71,9 @@ def test_seven_day_sleep_completes_in_well_under_a_second(stack):
     wall = time.monotonic() - started_wall
     assert desc["status"] == "COMPLETED", desc
     assert stack.now_ms() - started_virtual >= 7 * 86_400_000
-    assert wall < 1.0, f"took {wall:.2f}s of wall time"
+    # ~40 emulated AWS calls: 0.1-0.3 s on an idle machine; the margin is for 2 loaded CI cores.
+    # Without time-skipping this would take 7 days.
+    assert wall < 3.0, f"took {wall:.2f}s of wall time"
     fired = [e for e in stack.history(eid) if e["type"] == "TimerFired"]
     assert fired and fired[0]["timestamp_ms"] - stack.history(eid)[0]["timestamp_ms"] >= 7 * 86_400_000
 

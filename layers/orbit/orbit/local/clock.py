@@ -96,3 +96,19 @@ def next_sqs_wake_ms() -> int | None:
                         if t and t > now_ms() and (best is None or t < best):
                             best = int(t) + 1
     return best
+
+
+def visible_count(queue_name: str) -> int | None:
+    """Messages receivable now in a queue (moto's backend, this process), or None if unknown.
+
+    The pump asks before each ReceiveMessage: an empty receive costs a full
+    emulated request, and most polls of most queues find nothing.
+    """
+    from moto.sqs.models import sqs_backends
+
+    for _account, regions in sqs_backends.items():
+        for _region, backend in regions.items():
+            queue = backend.queues.get(queue_name)
+            if queue is not None:
+                return sum(1 for m in queue._messages if m.visible and not m.delayed)  # noqa: SLF001
+    return None

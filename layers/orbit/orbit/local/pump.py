@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from .clock import visible_count
 from .emulator import REGION
 from .lambdas import Handler, invoke
 from .resources import SqsMapping
@@ -101,6 +102,8 @@ class QueuePoller:
         return out
 
     def poll_once(self) -> PollResult:
+        if visible_count(self.mapping.queue.name) == 0:
+            return PollResult()  # nothing to receive: skip the request (same outcome, no cost)
         msgs = self.receive()
         if not msgs:
             return PollResult()

@@ -167,14 +167,21 @@ class LocalStack:
                        wall_timeout_s: float = 300.0) -> dict[str, Any]:
         """Run (skipping idle time) until execution `id` ends; returns its description."""
         last: dict[str, Any] = {}
+        seen = [-1]
 
         def done() -> bool:
+            # The status only changes when a handler ran: skip the (DynamoDB) read otherwise.
+            invocations = sum(p.invocations for p in self.cloud.pollers)
+            if invocations == seen[0] and last:
+                return False
+            seen[0] = invocations
             last.update(self.describe(id))
             if on_progress:
                 on_progress(last, clock.now_ms())
             return last["status"] in TERMINAL
 
         self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
+        seen[0] = -1
         if not done():
             waiting = [u for u, st in (last.get("steps") or {}).items() if st.get("status") not in
                        ("SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED")]

@@ -1,0 +1,86 @@
+"""Code workflows end to end on the local stack: real handlers, moto, virtual time."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+import orbit
+from orbit.local import LocalStack
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDER = {"order_id": "C-1", "total": 59.5, "card": "tok_visa",
+         "items": [{"sku": "kettle", "qty": 1}, {"sku": "mug", "qty": 4}]}
+
+
+def _saga():
+    name = "e2e_code_order_saga"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / "code" / "order_saga.py")
+        assert spec and spec.loader
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name].order_saga
+
+
+@orbit.workflow("code-e2e-nap", version="1")
+def nap(ctx, input):
+    started = ctx.now_ms()
+    ctx.sleep("7d")
+    token = ctx.hook_token("wake")
+    ctx.progress({"token_known": bool(token)})
+    return {"slept_ms": ctx.now_ms() - started, "payload": ctx.wait_for("wake", timeout="1d")}
+
+
+@pytest.fixture(scope="module")
+def stack():
+    with LocalStack(mode="inprocess", workers=["examples/workers/orders.py"]) as st:
+        st.register(_saga())
+        st.register(nap)
+        yield st
+
+
+def test_code_saga_completes_after_approval(stack):
+    eid = stack.start("order-fulfilment-code", ORDER)
+    stack.run_until_idle()
+    assert stack.describe(eid)["steps"]["2.wait_for(approval)"]["status"] == "WAITING"
+    stack.signal(eid, "approval", {"approved": True, "by": "e2e"})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "COMPLETED"
+    assert desc["output"]["shipments"] == ["TRK-C-1-0", "TRK-C-1-1"]
+    assert desc["output"]["charge"].startswith("ch-")
+
+
+def test_code_saga_declined_card_releases_the_stock(stack):
+    eid = stack.start("order-fulfilment-code", {**ORDER, "order_id": "C-2", "card": "tok_declined"})
+    stack.signal(eid, "approval", {"approved": True})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "FAILED" and desc["error"]["code"] == "CARD_DECLINED"
+    released = [k for k in desc["steps"] if k.endswith("inventory.release")]
+    assert len(released) == 1 and desc["steps"][released[0]]["status"] == "SUCCEEDED"
+
+
+def test_code_saga_cancel_mid_run_cleans_up(stack):
+    eid = stack.start("order-fulfilment-code", {**ORDER, "order_id": "C-3"})
+    stack.run_until_idle()
+    stack.cancel(eid, "customer cancelled")
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "CANCELLED" and desc["compensation"] == "completed"
+    assert any(k.endswith("inventory.release") for k in desc["steps"])
+
+
+def test_code_workflow_sleeps_a_week_and_resumes_by_hook(stack):
+    eid = stack.start("code-e2e-nap", {})
+    stack.run_until_idle()
+    stack.advance(7 * 86_400 + 120)
+    desc = stack.describe(eid)
+    assert desc["progress"] == {"token_known": True}
+    token = next(e["token"] for e in stack.history(eid) if e["type"] == "HookCreated")
+    stack.resume_hook(token, {"good": "morning"})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "COMPLETED"
+    assert desc["output"]["payload"] == {"good": "morning"}
+    assert desc["output"]["slept_ms"] >= 7 * 86_400_000
