@@ -106,30 +106,31 @@ class Instance:
         try:
             output = self.workflow.fn(self.ctx, input)
             r.check_finished()
-            final = self._after_return(output)
         except Diverged as e:
             details = {"position": e.position, "recorded": e.recorded, "requested": e.requested}
             return r.take_outbox() + [C.Park(TaskError("NON_DETERMINISM", str(e.error), False, details))]
-        except Suspended:
-            raise
-        except ContinuedAsNew as e:
-            final = [C.ContinueAsNew(e.input)]
-        except FailRun as e:
-            final = [C.Fail(e.error)]
-        except Cancelled as e:
-            final = [self._stopped(e)]
-        except StepFailed as e:
-            final = [C.Fail(e.error.replace(message=f"step {e.step!r} failed: {e.error.message}"))]
-        except TaskError as e:
-            final = [C.Fail(e)]
-        except OrbitError as e:
-            final = [C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}", retryable=False))]
-        except Exception as e:  # noqa: BLE001 - any bug in workflow code fails the execution, visibly
-            tb = traceback.extract_tb(e.__traceback__)
-            where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
-            final = [C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}{where}", retryable=False,
-                                      details={"exception": type(e).__name__}))]
-        return r.take_outbox() + final
+        except (ContinuedAsNew, FailRun, Exception) as e:  # noqa: BLE001 - every way out becomes a command
+            return r.take_outbox() + [self._raised(e)]
+        return r.take_outbox() + self._after_return(output)
+
+    def _raised(self, e: BaseException) -> C.Command:
+        if isinstance(e, ContinuedAsNew):
+            return C.ContinueAsNew(e.input)
+        if isinstance(e, FailRun):
+            return C.Fail(e.error)  # during cleanup the engine records it as failed compensation
+        if isinstance(e, Cancelled) or self.replay.abort_kind() in ("cancelled", "timed_out"):
+            # Cancelled or timed out: however the cleanup ended, that is the outcome.
+            return self._stopped(e if isinstance(e, Cancelled) else Cancelled(""))
+        if isinstance(e, StepFailed):
+            return C.Fail(e.error.replace(message=f"step {e.step!r} failed: {e.error.message}"))
+        if isinstance(e, TaskError):
+            return C.Fail(e)
+        if isinstance(e, OrbitError):
+            return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}", retryable=False))
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}{where}", retryable=False,
+                                details={"exception": type(e).__name__}))
 
     def _after_return(self, output: Any) -> list[C.Command]:
         kind = self.replay.abort_kind()

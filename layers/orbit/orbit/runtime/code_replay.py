@@ -21,6 +21,7 @@ next state (see `code.py`).
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -143,10 +144,18 @@ class Replay:
         return Cancelled(reason or "cancelled")
 
     def _maybe_deliver_cancel(self) -> None:
-        """A new call after a cancel (or timeout) request that the code has not seen yet raises it."""
-        if not self.cancel_delivered and self.abort_kind() in ("cancelled", "timed_out"):
-            self.witness.append(("abort", self.abort_kind()))
-            raise self._cancel_exception()
+        """A new call after a cancel (or timeout) request that the code has not seen yet raises it.
+
+        Not while the code is handling an exception: then its pending call ended some other way
+        in the same decision as the request (a wait that timed out as the workflow did) and the
+        code is already cleaning up; the execution still ends as the request says.
+        """
+        if self.cancel_delivered or self.abort_kind() not in ("cancelled", "timed_out"):
+            return
+        if sys.exc_info()[1] is not None:
+            return
+        self.witness.append(("abort", self.abort_kind()))
+        raise self._cancel_exception()
 
     def _consume(self, key: str, u: UnitState) -> None:
         self.witness.append(("unit", key, u.status, u.output, u.error))
