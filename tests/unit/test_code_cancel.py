@@ -145,3 +145,45 @@ def test_a_failed_child_fails_the_parent_or_raises_when_asked():
 
 def test_self_timeout_subclass_is_a_cancelled():
     assert issubclass(WorkflowTimedOut, Cancelled) and issubclass(Cancelled, Exception)
+
+
+def test_wait_timing_out_with_the_workflow_still_runs_the_cleanup():
+    @workflow("race", registry=REG, timeout="1h")
+    def wf(ctx, input):
+        held = ctx.step("inventory.reserve", {})
+        try:
+            return ctx.wait_for("approval", timeout="1h")  # due at the same instant as the workflow timeout
+        except (StepFailed, Cancelled):
+            ctx.step("inventory.release", held)
+            raise
+
+    h = Harness(wf, workers=WORKERS)
+    h.start("race")
+    h.advance(3_600_000)
+    d = h.describe()
+    assert d["status"] == "TIMED_OUT" and d["compensation"] == "completed"
+    assert h.tasks() == ["inventory.reserve", "inventory.release"]
+
+
+def test_cancel_recorded_between_calls_is_raised_at_the_next_call():
+    from orbit.events import CancelRequested, Recorded, StepScheduled, StepSucceeded, WorkflowCreated
+    from orbit.model import fold
+    from orbit.runtime import commands as C
+    from orbit.runtime.code import CodeRuntime
+
+    @workflow("between", build="b", registry=REG)
+    def wf(ctx, input):
+        ctx.step("a.first", {})
+        try:
+            ctx.step("a.second", {})
+        except Cancelled as e:
+            ctx.step("a.cleanup", {"reason": e.reason})
+            raise
+
+    events = [WorkflowCreated("between", "1", "b", None, build="b"),
+              StepScheduled("1.a.first", 1, {}, kind="task", task="a.first"),
+              StepSucceeded("1.a.first", 1, {}), CancelRequested("stop")]
+    state = fold("between-1", [Recorded(i + 1, 1000, e) for i, e in enumerate(events)])
+    commands = CodeRuntime(registry=REG, cache_size=0).run(wf, state, 1000)
+    assert [c.step.unit for c in commands if isinstance(c, C.ScheduleStep)] == ["3.a.cleanup"]
+    assert commands[0].step.input == {"reason": "stop"}
