@@ -28,7 +28,11 @@ class Clients:
     def __init__(self) -> None:
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         self.sqs = boto3.client("sqs", region_name="us-east-1")
-        self.s3 = boto3.client("s3", region_name="us-east-1")
+        from botocore.config import Config
+
+        # As orbit.aws configures it (no per-upload CRC32: payloads are content-addressed).
+        self.s3 = boto3.client("s3", region_name="us-east-1", config=Config(
+            request_checksum_calculation="when_required", response_checksum_validation="when_required"))
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 SPILL_LIMIT = 300_000
+FAST_ABOVE = 1_000_000
 
 
 class ConditionFailed(Exception):
@@ -54,15 +55,25 @@ def update_if(client: Any, table: str, key: dict[str, Any], update: str, conditi
 
 def encode(value: Any, payloads: Any, spill_limit: int = SPILL_LIMIT) -> dict[str, Any]:
     """JSON value -> item attributes: {"z": B} or, when too large, {"ref": S}."""
-    data = zlib.compress(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(), 6)
+    raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(raw) >= FAST_ABOVE and _incompressible(raw):
+        # Already dense (encoded or random data): compressing 50 MB would cost seconds for nothing.
+        return {"ref": {"S": payloads.put(raw)}, "raw": {"BOOL": True}}
+    # Level 6 keeps small items small (billed per KB); past a megabyte the body goes to S3 anyway
+    # and level 1 is ~5x faster.
+    data = zlib.compress(raw, 6 if len(raw) < FAST_ABOVE else 1)
     if len(data) > spill_limit:
         return {"ref": {"S": payloads.put(data)}}
     return {"z": {"B": data}}
 
 
+def _incompressible(raw: bytes, sample: int = 65_536) -> bool:
+    return len(zlib.compress(raw[:sample], 1)) > 0.6 * min(sample, len(raw))
+
+
 def decode(item: dict[str, Any], payloads: Any) -> Any:
     data = payloads.get(item["ref"]["S"]) if "ref" in item else item["z"]["B"]
-    return json.loads(zlib.decompress(data))
+    return json.loads(data if item.get("raw", {}).get("BOOL") else zlib.decompress(data))
 
 
 def s(value: str) -> dict[str, str]:
