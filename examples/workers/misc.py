@@ -30,5 +30,7 @@ def fetch(input: dict, ctx) -> dict:
     if not str(input["resource"]).startswith("res:"):
         raise orbit.TaskError("BAD_RESOURCE", f"{input['resource']!r} is not a resource id", retryable=False)
     if ctx.attempt <= int(input.get("fail_times", 0)):
-        raise orbit.TaskError("UPSTREAM_UNAVAILABLE", f"attempt {ctx.attempt}: upstream is down", retryable=True)
+        raise orbit.TaskError(
+            "UPSTREAM_UNAVAILABLE", f"attempt {ctx.attempt}: upstream is down", retryable=True
+        )
     return {"resource": input["resource"], "attempt": ctx.attempt}

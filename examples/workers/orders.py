@@ -54,5 +54,4 @@ def refund(input: dict, ctx) -> dict:
 
 @task("shipping.ship")
 def ship(input: dict, ctx) -> dict:
-    return {"sku": input["sku"], "qty": input["qty"],
-            "tracking": f"TRK-{input['order_id']}-{input['line']}"}
+    return {"sku": input["sku"], "qty": input["qty"], "tracking": f"TRK-{input['order_id']}-{input['line']}"}

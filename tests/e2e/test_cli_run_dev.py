@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -17,8 +16,17 @@ SIGNAL = 'approval={"approved": true, "by": "e2e"}'
 
 
 def test_run_order_example_exits_0_with_the_expected_output(cli):
-    res = cli("run", "examples/order_fulfilment.yaml", "--input", "@examples/inputs/order.json",
-              "--workers", "examples/workers/orders.py", "--signal", SIGNAL, "--json")
+    res = cli(
+        "run",
+        "examples/order_fulfilment.yaml",
+        "--input",
+        "@examples/inputs/order.json",
+        "--workers",
+        "examples/workers/orders.py",
+        "--signal",
+        SIGNAL,
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["execution"]["status"] == "COMPLETED"
@@ -29,8 +37,18 @@ def test_run_order_example_exits_0_with_the_expected_output(cli):
 
 
 def test_run_prints_a_timeline_and_fails_with_non_zero_when_the_execution_fails(cli):
-    res = cli("run", "examples/order_fulfilment.yaml", "--input", "@examples/inputs/order_declined.json",
-              "--workers", "examples/workers/orders.py", "--signal", SIGNAL, "--mode", "inprocess")
+    res = cli(
+        "run",
+        "examples/order_fulfilment.yaml",
+        "--input",
+        "@examples/inputs/order_declined.json",
+        "--workers",
+        "examples/workers/orders.py",
+        "--signal",
+        SIGNAL,
+        "--mode",
+        "inprocess",
+    )
     assert res.returncode == 1, res.stderr
     assert "compensate:reserve" in res.stdout and "CARD_DECLINED" in res.stdout
     assert "status: FAILED" in res.stdout
@@ -51,9 +69,25 @@ def _free_port() -> int:
 def dev_server():
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orbit.cli", "dev", "examples/order_fulfilment.yaml", "examples/trial_reminder.yaml",
-         "--workers", "examples/workers/orders.py", "--workers", "examples/workers/misc.py", "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "orbit.cli",
+            "dev",
+            "examples/order_fulfilment.yaml",
+            "examples/trial_reminder.yaml",
+            "--workers",
+            "examples/workers/orders.py",
+            "--workers",
+            "examples/workers/misc.py",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         line = ""
@@ -99,7 +133,12 @@ def test_api_commands_against_orbit_dev(cli, dev_server):
 
     # cancel a second execution while it sleeps
     env = {"ORBIT_URL": url}
-    assert cli("start", "trial-reminder", "--input", '{"email": "c@d.e"}', "--id", "dev-sleep", env=env).returncode == 0
+    assert (
+        cli(
+            "start", "trial-reminder", "--input", '{"email": "c@d.e"}', "--id", "dev-sleep", env=env
+        ).returncode
+        == 0
+    )
     _wait_status(cli, url, "dev-sleep", "RUNNING")
     assert cli("cancel", "dev-sleep", "--reason", "user left", env=env).returncode == 0
     assert _wait_status(cli, url, "dev-sleep", "CANCELLED")["status"] == "CANCELLED"

@@ -15,8 +15,14 @@ def test_broken_definition_reports_every_problem_with_its_path(cli):
 
 
 def test_valid_examples_pass(cli):
-    for name in ("order_fulfilment", "order_with_invoice", "invoicing", "trial_reminder", "flaky_fetch",
-                 "http_ping"):
+    for name in (
+        "order_fulfilment",
+        "order_with_invoice",
+        "invoicing",
+        "trial_reminder",
+        "flaky_fetch",
+        "http_ping",
+    ):
         res = cli("validate", f"examples/{name}.yaml")
         assert (res.returncode, res.stdout.strip()) == (0, f"examples/{name}.yaml: valid"), res.stderr
 

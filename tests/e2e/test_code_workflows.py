@@ -11,8 +11,12 @@ import pytest
 from orbit.local import LocalStack
 
 ROOT = Path(__file__).resolve().parents[2]
-ORDER = {"order_id": "C-1", "total": 59.5, "card": "tok_visa",
-         "items": [{"sku": "kettle", "qty": 1}, {"sku": "mug", "qty": 4}]}
+ORDER = {
+    "order_id": "C-1",
+    "total": 59.5,
+    "card": "tok_visa",
+    "items": [{"sku": "kettle", "qty": 1}, {"sku": "mug", "qty": 4}],
+}
 
 
 def _saga():

@@ -7,7 +7,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from orbit.local import LocalStack
 
 ALLOW_LOOPBACK = {"HttpTaskEnabled": "true", "HttpAllowedHosts": "127.0.0.1", "HttpPrivateHosts": "127.0.0.1"}

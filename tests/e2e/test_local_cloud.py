@@ -28,8 +28,10 @@ def _app(cloud: LocalCloud) -> dict:
 
 def _depth(url: str) -> dict[str, int]:
     attrs = boto3.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    return {"visible": int(attrs["ApproximateNumberOfMessages"]),
-            "inflight": int(attrs["ApproximateNumberOfMessagesNotVisible"])}
+    return {
+        "visible": int(attrs["ApproximateNumberOfMessages"]),
+        "inflight": int(attrs["ApproximateNumberOfMessagesNotVisible"]),
+    }
 
 
 def test_resources_follow_the_template(cloud):

@@ -7,11 +7,14 @@ import time
 
 import boto3
 import pytest
-
 from orbit.local import LocalStack, load_workers
 
-ORDER = {"order_id": "A-1", "total": 59.5, "card": "tok_visa",
-         "items": [{"sku": "kettle", "qty": 1}, {"sku": "mug", "qty": 4}]}
+ORDER = {
+    "order_id": "A-1",
+    "total": 59.5,
+    "card": "tok_visa",
+    "items": [{"sku": "kettle", "qty": 1}, {"sku": "mug", "qty": 4}],
+}
 WORKERS = ["examples/workers/orders.py", "examples/workers/misc.py"]
 
 
@@ -51,7 +54,11 @@ def test_declined_card_compensates_the_reservation(stack):
     reservation = desc["steps"]["reserve"]["output"]["reservation_id"]
     assert _orders_module().RESERVATIONS[reservation]["held"] is False
     types = [e["type"] for e in stack.history(eid)]
-    assert types.index("CompensationStarted") < types.index("CompensationCompleted") < types.index("WorkflowFailed")
+    assert (
+        types.index("CompensationStarted")
+        < types.index("CompensationCompleted")
+        < types.index("WorkflowFailed")
+    )
 
 
 def test_signal_payload_breaking_the_schema_is_refused(stack):
@@ -84,7 +91,8 @@ def test_advance_fires_the_sleep_only_when_due(stack):
     stack.advance(6 * 86_400)
     assert stack.describe(eid)["status"] == "RUNNING"
     stack.advance(86_400 + 120)  # due, and the next one-minute schedule tick has passed
-    assert stack.describe(eid)["status"] == "COMPLETED"
+    desc = stack.describe(eid)
+    assert desc["status"] == "COMPLETED", (desc, stack.cloud.errors, stack.history(eid)[-3:])
 
 
 def test_retries_with_backoff(stack):
@@ -116,7 +124,8 @@ def test_decider_partial_batch_failure_redelivery_and_dlq(stack):
     stack.signal(eid, "approval", {"approved": True})  # same batch as the poison message
     batches = []
     stack.cloud.on_poll = lambda poller, result: batches.append(
-        (poller.mapping.queue.logical_id, result.received, len(result.failed_ids)))
+        (poller.mapping.queue.logical_id, result.received, len(result.failed_ids))
+    )
     try:
         stack.run_until_idle()
         assert batches[0] == ("DecisionQueue", 2, 1)  # partial failure: the signal went through

@@ -44,7 +44,9 @@ def parse_json_arg(value: str | None, flag: str) -> Any:
 def parse_signal_arg(value: str) -> tuple[str, Any]:
     name, sep, payload = value.partition("=")
     if not sep or not name:
-        raise UsageError(f"--signal {value!r}: expected NAME=JSON, e.g. --signal 'approval={{\"approved\": true}}'")
+        raise UsageError(
+            f"--signal {value!r}: expected NAME=JSON, e.g. --signal 'approval={{\"approved\": true}}'"
+        )
     return name, parse_json_arg(payload, f"--signal {name}")
 
 
@@ -66,8 +68,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     elif problems:
         for p in problems:  # each already reads "FILE: path.in.file: what is wrong"
             print(p, file=sys.stderr)
-        print(f"{path}: {len(problems)} problem(s); fix them and run `orbit validate {path}` again",
-              file=sys.stderr)
+        print(
+            f"{path}: {len(problems)} problem(s); fix them and run `orbit validate {path}` again",
+            file=sys.stderr,
+        )
     else:
         print(f"{path}: valid")
     return 1 if problems else 0
@@ -81,8 +85,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     signals = [parse_signal_arg(s) for s in args.signal or []]
     out = sys.stderr if args.json else sys.stdout
-    with LocalStack(template=args.template, mode=args.mode, workers=args.workers or [],
-                    auto_advance=not args.real_time) as stack:
+    with LocalStack(
+        template=args.template, mode=args.mode, workers=args.workers or [], auto_advance=not args.real_time
+    ) as stack:
         for extra in args.register or []:
             stack.register(extra)
         name = stack.register(args.file)
@@ -109,8 +114,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     from orbit.local.devserver import serve
 
-    return serve(port=args.port, template=args.template, workers=args.workers or [],
-                 definitions=list(args.files or []) + list(args.register or []))
+    return serve(
+        port=args.port,
+        template=args.template,
+        workers=args.workers or [],
+        definitions=list(args.files or []) + list(args.register or []),
+    )
 
 
 # ---------------------------------------------------------------------- API commands
@@ -180,7 +189,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         _print_json(res)
         return 0
     for e in items:
-        print(f"{e.get('execution_id') or e.get('id')}  {e.get('workflow')} v{e.get('version')}  {e.get('status')}")
+        eid = e.get("execution_id") or e.get("id")
+        print(f"{eid}  {e.get('workflow')} v{e.get('version')}  {e.get('status')}")
     if not items:
         print("(no executions)")
     return 0
@@ -192,22 +202,38 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def local_opts(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--workers", action="append", metavar="MODULE",
-                        help="module name or .py file whose @orbit.worker.task functions serve steps (repeatable)")
-        sp.add_argument("--register", action="append", metavar="FILE",
-                        help="also register this definition (e.g. a child workflow; repeatable)")
-        sp.add_argument("--template", default=None, help="SAM template (default: the repository's template.yaml)")
+        sp.add_argument(
+            "--workers",
+            action="append",
+            metavar="MODULE",
+            help="module name or .py file whose @orbit.worker.task functions serve steps (repeatable)",
+        )
+        sp.add_argument(
+            "--register",
+            action="append",
+            metavar="FILE",
+            help="also register this definition (e.g. a child workflow; repeatable)",
+        )
+        sp.add_argument(
+            "--template", default=None, help="SAM template (default: the repository's template.yaml)"
+        )
 
     sp = sub.add_parser("run", help="run one execution to completion on the local stack")
     sp.add_argument("file")
     sp.add_argument("--input", help="JSON or @file.json")
-    sp.add_argument("--signal", action="append", metavar="NAME=JSON", help="send a signal after start (repeatable)")
+    sp.add_argument(
+        "--signal", action="append", metavar="NAME=JSON", help="send a signal after start (repeatable)"
+    )
     sp.add_argument("--id", help="execution id (default: generated)")
     sp.add_argument("--json", action="store_true", help="print {execution, history} as JSON on stdout")
     sp.add_argument("--quiet", action="store_true", help="no live progress")
     sp.add_argument("--real-time", action="store_true", help="do not skip idle waits")
-    sp.add_argument("--mode", choices=["server", "inprocess"], default="server",
-                    help="moto as an HTTP endpoint on loopback (default) or in process")
+    sp.add_argument(
+        "--mode",
+        choices=["server", "inprocess"],
+        default="server",
+        help="moto as an HTTP endpoint on loopback (default) or in process",
+    )
     sp.add_argument("--timeout", type=float, default=300.0, help="give up after this many wall seconds")
     local_opts(sp)
     sp.set_defaults(func=cmd_run)

@@ -50,8 +50,14 @@ def _is_local(url: str) -> bool:
 
 
 class Client:
-    def __init__(self, url: str | None = None, stack: str | None = None, region: str | None = None,
-                 timeout_s: float = 30.0, sign: bool | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        stack: str | None = None,
+        region: str | None = None,
+        timeout_s: float = 30.0,
+        sign: bool | None = None,
+    ) -> None:
         if url is None and stack is not None:
             url = stack_api_url(stack, region)
         self.url = (url or os.environ.get("ORBIT_URL") or DEFAULT_LOCAL_URL).rstrip("/")
@@ -64,8 +70,9 @@ class Client:
         body = definition if isinstance(definition, dict) else {"text": definition}
         return self._call("POST", "/definitions", body)
 
-    def start(self, workflow: str, input: Any = None, id: str | None = None,
-              version: str | None = None) -> dict[str, Any]:
+    def start(
+        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"workflow": workflow, "input": input if input is not None else {}}
         if id:
             body["id"] = id
@@ -90,19 +97,28 @@ class Client:
                 return events
 
     def signal(self, execution_id: str, name: str, payload: Any = None) -> dict[str, Any]:
-        return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}",
-                          {"payload": payload})
+        return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}", {"payload": payload})
 
     def resume_hook(self, token: str, payload: Any = None) -> dict[str, Any]:
         return self._call("POST", f"/hooks/{_q(token)}", {"payload": payload})
 
     def cancel(self, execution_id: str, reason: str | None = None, force: bool = False) -> dict[str, Any]:
-        return self._call("POST", f"/executions/{_q(execution_id)}/cancel", {"reason": reason, "force": force})
+        return self._call(
+            "POST", f"/executions/{_q(execution_id)}/cancel", {"reason": reason, "force": force}
+        )
 
-    def list(self, workflow: str | None = None, status: str | None = None, limit: int | None = None,
-             cursor: str | None = None) -> dict[str, Any]:
-        params = {k: v for k, v in {"workflow": workflow, "status": status, "limit": limit,
-                                    "cursor": cursor}.items() if v is not None}
+    def list(
+        self,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        params = {
+            k: v
+            for k, v in {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor}.items()
+            if v is not None
+        }
         query = ("?" + urllib.parse.urlencode(params)) if params else ""
         return self._call("GET", f"/executions{query}")
 
@@ -125,8 +141,9 @@ class Client:
             raise OrbitError(f"cannot reach the Orbit API at {self.url}{hint}: {exc.reason}") from None
         return _json_or_text(raw) if raw else None
 
-    def _signed_headers(self, method: str, url: str, data: bytes | None,
-                        headers: dict[str, str]) -> dict[str, str]:
+    def _signed_headers(
+        self, method: str, url: str, data: bytes | None, headers: dict[str, str]
+    ) -> dict[str, str]:
         import boto3
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest

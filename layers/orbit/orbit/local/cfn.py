@@ -45,8 +45,26 @@ def _construct(tag: str) -> Callable[[yaml.SafeLoader, yaml.Node], dict[str, Any
     return build
 
 
-for _tag in ("Ref", "GetAtt", "Sub", "Join", "If", "Not", "Equals", "And", "Or", "Select", "Split",
-             "FindInMap", "ImportValue", "Base64", "GetAZs", "Cidr", "Condition", "Transform"):
+for _tag in (
+    "Ref",
+    "GetAtt",
+    "Sub",
+    "Join",
+    "If",
+    "Not",
+    "Equals",
+    "And",
+    "Or",
+    "Select",
+    "Split",
+    "FindInMap",
+    "ImportValue",
+    "Base64",
+    "GetAZs",
+    "Cidr",
+    "Condition",
+    "Transform",
+):
     _CfnLoader.add_constructor(f"!{_tag}", _construct(_tag))
 
 
@@ -72,8 +90,9 @@ class Resolver:
     """Evaluates intrinsic functions. `refs` maps a logical id (or parameter, or pseudo
     parameter) to its `Ref` value; `attrs` maps (logical id, attribute) to `GetAtt` values."""
 
-    def __init__(self, template: dict[str, Any], refs: dict[str, Any],
-                 attrs: dict[tuple[str, str], Any]) -> None:
+    def __init__(
+        self, template: dict[str, Any], refs: dict[str, Any], attrs: dict[tuple[str, str], Any]
+    ) -> None:
         self.template = template
         self.refs = refs
         self.attrs = attrs
@@ -95,7 +114,7 @@ class Resolver:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref":
                 return self._ref(arg, where)
             if key == "Condition":

@@ -13,6 +13,7 @@ Swapping moto's time functions also removes its hottest cost: moto computes
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Any
@@ -76,6 +77,20 @@ def install_into_moto() -> None:
 
     sqs_models.unix_time = unix_time  # type: ignore[assignment]
     sqs_models.unix_time_millis = unix_time_millis  # type: ignore[assignment]
+    # Two more hot spots with the same results, cheaper: moto converts every attribute
+    # name with a regex on each access, and re-derives all queue attributes (O(depth))
+    # to read one number for every message it receives.
+    sqs_models.camelcase_to_underscores = functools.lru_cache(maxsize=512)(
+        sqs_models.camelcase_to_underscores
+    )
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention_s = int(self.get_queue(queue_name).message_retention_period)
+        return retention_s + message.sent_timestamp / 1000 > unix_time()
+
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
     _installed = True
 
 

@@ -53,12 +53,14 @@ class DevServer:
             try:
                 seconds = float(json.loads(raw or b"{}").get("seconds", 0))
             except (ValueError, AttributeError):
-                return 400, {"error": {"code": "VALIDATION_ERROR", "message": "body: {\"seconds\": number}"}}
+                return 400, {"error": {"code": "VALIDATION_ERROR", "message": 'body: {"seconds": number}'}}
             with self.lock:
                 self.stack.advance(seconds)
             return 200, {"now_ms": self.stack.now_ms()}
         with self.lock:
-            return handle_request(self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query)))
+            return handle_request(
+                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))
+            )
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -25,8 +25,11 @@ class ProgressPrinter:
                 self.seen[unit] = key
                 err = st.get("error") or {}
                 extra = f"  {err.get('code')}" if err else ""
-                print(f"{at} {unit:<20} {st.get('status'):<12} attempt {st.get('attempt') or '-'}{extra}",
-                      file=self.out, flush=True)
+                print(
+                    f"{at} {unit:<20} {st.get('status'):<12} attempt {st.get('attempt') or '-'}{extra}",
+                    file=self.out,
+                    flush=True,
+                )
         if desc.get("status") != self.status:
             self.status = desc.get("status")
             print(f"{at} {'(execution)':<20} {self.status}", file=self.out, flush=True)

@@ -44,13 +44,29 @@ def to_record(msg: dict[str, Any], queue_arn: str) -> dict[str, Any]:
         "messageId": msg["MessageId"],
         "receiptHandle": msg["ReceiptHandle"],
         "body": msg["Body"],
-        "attributes": {k: attrs[k] for k in (
-            "ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp",
-            "MessageGroupId", "MessageDeduplicationId", "SequenceNumber") if k in attrs},
+        "attributes": {
+            k: attrs[k]
+            for k in (
+                "ApproximateReceiveCount",
+                "SentTimestamp",
+                "SenderId",
+                "ApproximateFirstReceiveTimestamp",
+                "MessageGroupId",
+                "MessageDeduplicationId",
+                "SequenceNumber",
+            )
+            if k in attrs
+        },
         "messageAttributes": {
-            name: {"stringValue": v.get("StringValue"), "binaryValue": v.get("BinaryValue"),
-                   "stringListValues": [], "binaryListValues": [], "dataType": v.get("DataType")}
-            for name, v in (msg.get("MessageAttributes") or {}).items()},
+            name: {
+                "stringValue": v.get("StringValue"),
+                "binaryValue": v.get("BinaryValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": v.get("DataType"),
+            }
+            for name, v in (msg.get("MessageAttributes") or {}).items()
+        },
         "md5OfBody": msg.get("MD5OfBody") or hashlib.md5(msg["Body"].encode()).hexdigest(),  # noqa: S324
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -94,7 +110,9 @@ class QueuePoller:
             got = self.sqs.receive_message(
                 QueueUrl=self.mapping.queue.url,
                 MaxNumberOfMessages=min(10, self.mapping.batch_size - len(out)),
-                AttributeNames=["All"], MessageAttributeNames=["All"], WaitTimeSeconds=0,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+                WaitTimeSeconds=0,
             ).get("Messages", [])
             out.extend(got)
             if len(got) < 10:
@@ -114,22 +132,32 @@ class QueuePoller:
         try:
             response = invoke(self.mapping.function, self.handler, event)
         except Exception as exc:  # noqa: BLE001 - Lambda reports it and retries the batch
-            log.warning("%s failed on a batch of %d from %s: %r", self.mapping.function.logical_id,
-                        len(msgs), self.mapping.queue.name, exc)
+            log.warning(
+                "%s failed on a batch of %d from %s: %r",
+                self.mapping.function.logical_id,
+                len(msgs),
+                self.mapping.queue.name,
+                exc,
+            )
             result.error, result.failed_ids = exc, ids
             return result
         if self.mapping.report_failures:
             failed = failed_item_ids(response, ids)
             if failed is None:
-                log.warning("%s returned a malformed batchItemFailures response; the whole batch is retried",
-                            self.mapping.function.logical_id)
+                log.warning(
+                    "%s returned a malformed batchItemFailures response; the whole batch is retried",
+                    self.mapping.function.logical_id,
+                )
                 failed = ids
         else:
             failed = []
         result.failed_ids = failed
         keep = set(failed)
-        done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                for i, m in enumerate(msgs) if m["MessageId"] not in keep]
+        done = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+            for i, m in enumerate(msgs)
+            if m["MessageId"] not in keep
+        ]
         if done:
             self.sqs.delete_message_batch(QueueUrl=self.mapping.queue.url, Entries=done)
         result.deleted = len(done)

@@ -21,8 +21,15 @@ import boto3
 from .cfn import Resolver, TemplateError, load_template
 from .emulator import ACCOUNT, REGION
 
-_QUEUE_ATTRS = ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "MaximumMessageSize",
-                "ReceiveMessageWaitTimeSeconds", "FifoQueue", "ContentBasedDeduplication")
+_QUEUE_ATTRS = (
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+)
 _RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)$")
 _UNIT_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 
@@ -67,7 +74,7 @@ class ScheduleRule:
 class Deployment:
     stack_name: str
     root: Path
-    tables: dict[str, str] = field(default_factory=dict)   # logical id -> table name
+    tables: dict[str, str] = field(default_factory=dict)  # logical id -> table name
     buckets: dict[str, str] = field(default_factory=dict)  # logical id -> bucket name
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
@@ -92,12 +99,14 @@ def parse_rate(expression: str, where: str) -> int:
     m = _RATE.match(expression.strip())
     if not m:
         raise TemplateError(
-            f"{where}: schedule {expression!r}: the local stack fires rate(N unit) schedules only")
+            f"{where}: schedule {expression!r}: the local stack fires rate(N unit) schedules only"
+        )
     return int(m.group(1)) * _UNIT_MS[m.group(2).rstrip("s")]
 
 
-def deploy(template_path: str | Path, stack_name: str = "orbit-local",
-           parameters: dict[str, str] | None = None) -> Deployment:
+def deploy(
+    template_path: str | Path, stack_name: str = "orbit-local", parameters: dict[str, str] | None = None
+) -> Deployment:
     """Create the template's resources on the (already started) emulator."""
     path = Path(template_path).resolve()
     tpl = load_template(path)
@@ -118,20 +127,33 @@ def deploy(template_path: str | Path, stack_name: str = "orbit-local",
     for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve
         props = resources[lid].get("Properties") or {}
         plain = {k: v for k, v in props.items() if k in _QUEUE_ATTRS}
-        attrs_in = {k: str(v).lower() if isinstance(v, bool) else str(v)
-                    for k, v in resolver.resolve(plain, f"Resources.{lid}").items()}
+        attrs_in = {
+            k: str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in resolver.resolve(plain, f"Resources.{lid}").items()
+        }
         url = sqs.create_queue(QueueName=attrs[(lid, "QueueName")], Attributes=attrs_in)["QueueUrl"]
         refs[lid] = attrs[(lid, "QueueUrl")] = url  # the emulator's URL, for !Ref in environments
-        dep.queues[lid] = QueueInfo(lid, attrs[(lid, "QueueName")], url, attrs[(lid, "Arn")],
-                                    int(attrs_in.get("VisibilityTimeout", 30)))
+        dep.queues[lid] = QueueInfo(
+            lid,
+            attrs[(lid, "QueueName")],
+            url,
+            attrs[(lid, "Arn")],
+            int(attrs_in.get("VisibilityTimeout", 30)),
+        )
     for lid in queue_ids:
         redrive = (resources[lid].get("Properties") or {}).get("RedrivePolicy")
         if redrive:
             policy = resolver.resolve(redrive, f"Resources.{lid}.Properties.RedrivePolicy")
             q = dep.queues[lid]
             q.dlq_arn, q.max_receive_count = policy["deadLetterTargetArn"], int(policy["maxReceiveCount"])
-            sqs.set_queue_attributes(QueueUrl=q.url, Attributes={"RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": q.dlq_arn, "maxReceiveCount": q.max_receive_count})})
+            sqs.set_queue_attributes(
+                QueueUrl=q.url,
+                Attributes={
+                    "RedrivePolicy": json.dumps(
+                        {"deadLetterTargetArn": q.dlq_arn, "maxReceiveCount": q.max_receive_count}
+                    )
+                },
+            )
     globals_fn = (tpl.get("Globals") or {}).get("Function") or {}
     for lid, res in resources.items():
         if res.get("Type") == "AWS::Serverless::Function":
@@ -139,11 +161,17 @@ def deploy(template_path: str | Path, stack_name: str = "orbit-local",
     return dep
 
 
-def _identities(tpl: dict[str, Any], stack: str, params: dict[str, str]
-                ) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+def _identities(
+    tpl: dict[str, Any], stack: str, params: dict[str, str]
+) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
     """Physical names and ARNs, decided before anything is created (CloudFormation does the same)."""
-    refs: dict[str, Any] = {"AWS::StackName": stack, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
-                            "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+    refs: dict[str, Any] = {
+        "AWS::StackName": stack,
+        "AWS::Region": REGION,
+        "AWS::AccountId": ACCOUNT,
+        "AWS::Partition": "aws",
+        "AWS::URLSuffix": "amazonaws.com",
+    }
     for name, spec in (tpl.get("Parameters") or {}).items():
         value = params.get(name, (spec or {}).get("Default"))
         if value is None:
@@ -188,18 +216,23 @@ def _create_table(ddb: Any, name: str, props: dict[str, Any]) -> str:
         kwargs["ProvisionedThroughput"] = props["ProvisionedThroughput"]
     for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
         if props.get(key):
-            kwargs[key] = [{k: v for k, v in idx.items() if k in ("IndexName", "KeySchema", "Projection")}
-                           for idx in props[key]]
+            kwargs[key] = [
+                {k: v for k, v in idx.items() if k in ("IndexName", "KeySchema", "Projection")}
+                for idx in props[key]
+            ]
     ddb.create_table(**kwargs)
     return name
 
 
-def _add_function(dep: Deployment, lid: str, props: dict[str, Any], globals_fn: dict[str, Any],
-                  resolver: Resolver) -> None:
+def _add_function(
+    dep: Deployment, lid: str, props: dict[str, Any], globals_fn: dict[str, Any], resolver: Resolver
+) -> None:
     where = f"Resources.{lid}.Properties"
     merged = {**globals_fn, **props}
-    env_vars = {**((globals_fn.get("Environment") or {}).get("Variables") or {}),
-                **((props.get("Environment") or {}).get("Variables") or {})}
+    env_vars = {
+        **((globals_fn.get("Environment") or {}).get("Variables") or {}),
+        **((props.get("Environment") or {}).get("Variables") or {}),
+    }
     env = {k: str(v) for k, v in resolver.resolve(env_vars, f"{where}.Environment.Variables").items()}
     code_uri = merged.get("CodeUri")
     handler = merged.get("Handler")

@@ -30,9 +30,15 @@ NextTimer = Callable[[], "int | None"]
 
 
 class LocalCloud:
-    def __init__(self, template: str | Path, mode: Mode = "server", port: int = 0,
-                 parameters: dict[str, str] | None = None, stack_name: str = "orbit-local",
-                 env_overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        template: str | Path,
+        mode: Mode = "server",
+        port: int = 0,
+        parameters: dict[str, str] | None = None,
+        stack_name: str = "orbit-local",
+        env_overrides: dict[str, str] | None = None,
+    ) -> None:
         self.template = Path(template)
         self.emulator = Emulator(mode, port)
         self.parameters = parameters or {}
@@ -60,10 +66,12 @@ class LocalCloud:
             sqs = boto3.client("sqs")
             for fn in self.deployment.functions.values():
                 self.handlers[fn.logical_id] = load_handler(fn)
-            self.pollers = [QueuePoller(m, self.handlers[m.function.logical_id], sqs)
-                            for m in self.deployment.mappings]
-            self.scheduler = Scheduler([(r, self.handlers[r.function.logical_id])
-                                        for r in self.deployment.schedules], clock.now_ms())
+            self.pollers = [
+                QueuePoller(m, self.handlers[m.function.logical_id], sqs) for m in self.deployment.mappings
+            ]
+            self.scheduler = Scheduler(
+                [(r, self.handlers[r.function.logical_id]) for r in self.deployment.schedules], clock.now_ms()
+            )
         except BaseException:
             self.emulator.stop()
             raise
@@ -108,15 +116,24 @@ class LocalCloud:
             # a durable timer is fired by the first schedule tick at or after it, as on AWS
             # (never earlier than the next unfired tick, so an overdue timer cannot spin the loop)
             sched = self.scheduler
-            candidates.append(min(max(sched.next_fire[r.name], sched.tick_at_or_after(r, timer))
-                                  for r in self.deployment.schedules))
+            candidates.append(
+                min(
+                    max(sched.next_fire[r.name], sched.tick_at_or_after(r, timer))
+                    for r in self.deployment.schedules
+                )
+            )
         return min(candidates, default=None)
 
     def advance(self, seconds: float) -> None:
         clock.advance_ms(int(seconds * 1000))
 
-    def run_until_idle(self, auto_advance: bool = False, until: Callable[[], bool] | None = None,
-                       max_skip_ms: int | None = None, wall_timeout_s: float = 120.0) -> None:
+    def run_until_idle(
+        self,
+        auto_advance: bool = False,
+        until: Callable[[], bool] | None = None,
+        max_skip_ms: int | None = None,
+        wall_timeout_s: float = 120.0,
+    ) -> None:
         """Pump until nothing is left to do now (or `until()` holds).
 
         With `auto_advance`, an idle stack jumps virtual time to its next wake-up
@@ -128,7 +145,8 @@ class LocalCloud:
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time")
+                    f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time"
+                )
             if self.pump_once():
                 continue
             if not auto_advance:

@@ -29,13 +29,19 @@ def find_template(explicit: str | Path | None = None) -> Path:
     """The SAM template: explicit, $ORBIT_TEMPLATE, ./template.yaml, or the repository's."""
     import os
 
-    candidates = [explicit, os.environ.get("ORBIT_TEMPLATE"), Path.cwd() / "template.yaml",
-                  Path(__file__).resolve().parents[4] / "template.yaml"]
+    candidates = [
+        explicit,
+        os.environ.get("ORBIT_TEMPLATE"),
+        Path.cwd() / "template.yaml",
+        Path(__file__).resolve().parents[4] / "template.yaml",
+    ]
     for c in candidates:
         if c and Path(c).is_file():
             return Path(c)
-    raise OrbitError(f"no template.yaml found (looked at: {', '.join(str(c) for c in candidates if c)}); "
-                     "pass template=... or set ORBIT_TEMPLATE")
+    raise OrbitError(
+        f"no template.yaml found (looked at: {', '.join(str(c) for c in candidates if c)}); "
+        "pass template=... or set ORBIT_TEMPLATE"
+    )
 
 
 def load_workers(spec: str) -> None:
@@ -56,20 +62,32 @@ def load_workers(spec: str) -> None:
     try:
         importlib.import_module(spec)
     except ImportError as exc:
-        raise OrbitError(f"--workers {spec}: cannot import it ({exc}); pass a module on sys.path or a .py file")
+        raise OrbitError(
+            f"--workers {spec}: cannot import it ({exc}); pass a module on sys.path or a .py file"
+        )
 
 
 class LocalStack:
-    def __init__(self, template: str | Path | None = None, mode: Mode = "server", port: int = 0,
-                 workers: list[str] | tuple[str, ...] = (), auto_advance: bool = False,
-                 parameters: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        template: str | Path | None = None,
+        mode: Mode = "server",
+        port: int = 0,
+        workers: list[str] | tuple[str, ...] = (),
+        auto_advance: bool = False,
+        parameters: dict[str, str] | None = None,
+    ) -> None:
         import os
 
         # Quiet by default: the handlers' INFO logs and EMF metrics would drown a terminal.
         params = {"LogLevel": os.environ.get("ORBIT_LOG_LEVEL", "WARNING"), **(parameters or {})}
-        self.cloud = LocalCloud(find_template(template), mode=mode, port=port, parameters=params,
-                                env_overrides={"POWERTOOLS_METRICS_DISABLED": "true",
-                                               "POWERTOOLS_TRACE_DISABLED": "true"})
+        self.cloud = LocalCloud(
+            find_template(template),
+            mode=mode,
+            port=port,
+            parameters=params,
+            env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
+        )
         self.workers = list(workers)
         self.auto_advance = auto_advance
         self.services: Any = None
@@ -122,8 +140,10 @@ class LocalStack:
         elif hasattr(item, "name") and hasattr(item, "version") and callable(getattr(item, "fn", None)):
             wf = item  # an @orbit.workflow code workflow
         else:
-            raise OrbitError(f"cannot register {item!r}: pass a definition path, text or dict, "
-                             "or a function decorated with @orbit.workflow")
+            raise OrbitError(
+                f"cannot register {item!r}: pass a definition path, text or dict, "
+                "or a function decorated with @orbit.workflow"
+            )
         self.engine.registry.register(wf)
         return str(wf.name)
 
@@ -145,7 +165,9 @@ class LocalStack:
     def cancel(self, id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(id, reason, force)
 
-    def list(self, workflow: str | None = None, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    def list(
+        self, workflow: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
         entries, _ = self.engine.list(workflow, status, limit)
         return [e.to_dict() for e in entries]
 
@@ -163,8 +185,12 @@ class LocalStack:
         self.cloud.advance(seconds)
         self.cloud.run_until_idle(auto_advance=False)
 
-    def run_until_done(self, id: str, on_progress: Callable[[dict[str, Any], int], None] | None = None,
-                       wall_timeout_s: float = 300.0) -> dict[str, Any]:
+    def run_until_done(
+        self,
+        id: str,
+        on_progress: Callable[[dict[str, Any], int], None] | None = None,
+        wall_timeout_s: float = 300.0,
+    ) -> dict[str, Any]:
         """Run (skipping idle time) until execution `id` ends; returns its description."""
         last: dict[str, Any] = {}
         seen = [-1]
@@ -183,9 +209,14 @@ class LocalStack:
         self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
         seen[0] = -1
         if not done():
-            waiting = [u for u, st in (last.get("steps") or {}).items() if st.get("status") not in
-                       ("SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED")]
-            raise OrbitError(f"execution {id} is {last['status']} and nothing more will happen on its own "
-                             f"(waiting: {', '.join(waiting) or '-'}); send the signal it waits for "
-                             "(orbit run --signal NAME=JSON) or cancel it")
+            waiting = [
+                u
+                for u, st in (last.get("steps") or {}).items()
+                if st.get("status") not in ("SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED")
+            ]
+            raise OrbitError(
+                f"execution {id} is {last['status']} and nothing more will happen on its own "
+                f"(waiting: {', '.join(waiting) or '-'}); send the signal it waits for "
+                "(orbit run --signal NAME=JSON) or cancel it"
+            )
         return last

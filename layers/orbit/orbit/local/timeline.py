@@ -74,8 +74,15 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
         elif kind == "StepAttemptFailed" and step:
             close(step, ts, "attempt failed  " + _error(ev.get("error")), ev.get("attempt"))
         elif kind == "RetryScheduled" and step:
-            out.append(Row(ts - t0, step, ev.get("next_attempt"), None,
-                           f"retry in {fmt_duration(ev.get('delay_ms'))}"))
+            out.append(
+                Row(
+                    ts - t0,
+                    step,
+                    ev.get("next_attempt"),
+                    None,
+                    f"retry in {fmt_duration(ev.get('delay_ms'))}",
+                )
+            )
         elif kind == "StepFailed" and step:
             close(step, ts, "FAILED  " + _error(ev.get("error")))
         elif kind == "StepSkipped" and step:
@@ -89,19 +96,39 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
         elif kind == "CancelRequested":
             out.append(Row(ts - t0, "execution", None, None, f"cancel requested ({ev.get('reason') or '-'})"))
         elif kind == "CompensationStarted":
-            out.append(Row(ts - t0, "compensation", None, None,
-                           f"started ({ev.get('reason')}): {', '.join(ev.get('steps') or [])}"))
+            out.append(
+                Row(
+                    ts - t0,
+                    "compensation",
+                    None,
+                    None,
+                    f"started ({ev.get('reason')}): {', '.join(ev.get('steps') or [])}",
+                )
+            )
         elif kind == "CompensationFailed":
             out.append(Row(ts - t0, "compensation", None, None, "failed  " + _error(ev.get("error"))))
         elif kind == "CompensationCompleted":
             out.append(Row(ts - t0, "compensation", None, None, "completed"))
         elif kind in ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut"):
-            status = {"WorkflowCompleted": "COMPLETED", "WorkflowFailed": "FAILED",
-                      "WorkflowCancelled": "CANCELLED", "WorkflowTimedOut": "TIMED_OUT"}[kind]
+            status = {
+                "WorkflowCompleted": "COMPLETED",
+                "WorkflowFailed": "FAILED",
+                "WorkflowCancelled": "CANCELLED",
+                "WorkflowTimedOut": "TIMED_OUT",
+            }[kind]
             extra = _error(ev.get("error"))
             comp = ev.get("compensation")
-            out.append(Row(ts - t0, "execution", None, ts - t0, status + (f"  {extra}" if extra else "")
-                           + (f"  (compensation {comp})" if comp and comp != "none" else "")))
+            out.append(
+                Row(
+                    ts - t0,
+                    "execution",
+                    None,
+                    ts - t0,
+                    status
+                    + (f"  {extra}" if extra else "")
+                    + (f"  (compensation {comp})" if comp and comp != "none" else ""),
+                )
+            )
     return out
 
 
@@ -112,6 +139,8 @@ def render(history: list[dict[str, Any]]) -> str:
     width = max(12, *(len(r.unit) for r in table))
     lines = [f"{'at':>9}  {'step':<{width}}  {'try':>3}  {'took':>8}  outcome"]
     for r in table:
-        lines.append(f"{fmt_duration(r.at_ms):>9}  {r.unit:<{width}}  "
-                     f"{(str(r.attempt) if r.attempt else ''):>3}  {fmt_duration(r.duration_ms):>8}  {r.outcome}")
+        lines.append(
+            f"{fmt_duration(r.at_ms):>9}  {r.unit:<{width}}  "
+            f"{(str(r.attempt) if r.attempt else ''):>3}  {fmt_duration(r.duration_ms):>8}  {r.outcome}"
+        )
     return "\n".join(lines)

@@ -10,9 +10,15 @@ ATTEMPTS: dict[str, int] = {}
 def handler(event, context):
     failures = []
     for record in event["Records"]:
-        SEEN.append({"body": record["body"], "count": int(record["attributes"]["ApproximateReceiveCount"]),
-                     "arn": record["eventSourceARN"], "greeting": os.environ["TOY_GREETING"],
-                     "context": context.function_name})
+        SEEN.append(
+            {
+                "body": record["body"],
+                "count": int(record["attributes"]["ApproximateReceiveCount"]),
+                "arn": record["eventSourceARN"],
+                "greeting": os.environ["TOY_GREETING"],
+                "context": context.function_name,
+            }
+        )
         body = record["body"]
         ATTEMPTS[body] = ATTEMPTS.get(body, 0) + 1
         if body.startswith("poison") or (body.startswith("fail-once") and ATTEMPTS[body] == 1):
