@@ -74,20 +74,20 @@ def test_duplicate_deliveries_change_nothing(cloud: Any, clients: Any) -> None:
 def test_result_before_started_is_handled(cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     start(cloud, "f-3")
     queues = aws.services().queues
-    real = queues.send_decision
+    real = queues.send_decisions
+
     held: list[dict[str, Any]] = []
 
-    def started_last(message: dict[str, Any], delay_s: int = 0) -> None:
-        if message.get("kind") == "started":
-            held.append(message)
-            return
-        real(message, delay_s)
-        if message.get("kind") == "result":
-            for m in held:
-                real(m, delay_s)
-            held.clear()
+    def started_last(messages: list[dict[str, Any]], delay_s: int = 0) -> None:
+        held.extend(m for m in messages if m.get("kind") == "started")
+        real([m for m in messages if m.get("kind") != "started"], delay_s)
+        for result in [m for m in messages if m.get("kind") == "result"]:
+            late = [m for m in held if m["token"] == result["token"]]
+            for m in late:  # a separate request, after the result
+                held.remove(m)
+                real([m], delay_s)
 
-    monkeypatch.setattr(queues, "send_decision", started_last)
+    monkeypatch.setattr(queues, "send_decisions", started_last)
     while cloud.pump("DefaultTaskQueue") or cloud.pump("DecisionQueue", max_messages=1):
         pass
     events = history("f-3")
@@ -140,7 +140,8 @@ RUNS: list[int] = []
 def fragile(input: Any, ctx: worker.TaskContext) -> dict[str, int]:
     RUNS.append(ctx.attempt)
     if len(RUNS) == 1:
-        raise Crash()
+        ctx.heartbeat({"half": "done"})  # a long task: it claimed its key and reported in...
+        raise Crash()  # ...then its process died
     return {"runs": len(RUNS)}
 
 

@@ -2,14 +2,17 @@
 
 A task message is a `DispatchTask` effect (`kind: dispatch_task`). For each one
 the worker:
-1. claims the step's idempotency key (one conditional write, see
-   adapters/dynamodb/idempotency.py). A key already COMPLETED answers with the
-   stored result without running the function again: a redelivered message, or
-   a dispatch re-sent from the commit log after a decider crash, costs no
-   second side effect. A key held by a live worker fails the record so SQS
-   redelivers it later;
+1. reads the step's idempotency key (adapters/dynamodb/idempotency.py). A key
+   already COMPLETED answers with the stored result without running the
+   function again: a redelivered message, or a dispatch re-sent from the
+   commit log after a decider crash, costs no second side effect. A key
+   claimed by a live worker fails the record so SQS redelivers it later. A
+   task still running after `started_grace_s` claims the key with a lease;
 2. reports `started` (which records StepDispatched; the session id is new for
-   every delivery, so the decider can tell a redelivery after a lost worker);
+   every delivery, so the decider can tell a redelivery after a lost worker).
+   A task that ends within `started_grace_s` sends `started` together with its
+   result, in one SQS request that usually lands in one decider batch (one
+   commit instead of two); a longer task sends it when the grace runs out;
 3. runs the function with a `TaskContext`, extending the message's visibility
    and the claim's lease in the background while it runs;
 4. stores a success, releases the key after a failure (retries must run), and
@@ -115,7 +118,8 @@ class Worker:
 
     def __init__(self, queues: Any, idempotency: Any, clock: Any,
                  tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
-                 lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0) -> None:
+                 lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0,
+                 started_grace_s: float = 1.0) -> None:
         self.queues = queues
         self.idempotency = idempotency
         self.clock = clock
@@ -125,6 +129,7 @@ class Worker:
         self.worker_id = worker_id or f"{stream}/{os.getpid()}"
         self.lease_ms = lease_ms
         self.heartbeat_interval_s = heartbeat_interval_s
+        self.started_grace_s = started_grace_s
 
     def tasks(self) -> Mapping[str, TaskFunction]:
         return self._tasks if self._tasks is not None else registered_tasks()
@@ -144,24 +149,40 @@ class Worker:
         lease = lease_ms or self.lease_ms
         d = effect
         if self.idempotency is not None:
-            claim = self.idempotency.claim(d.idempotency_key, d.token, lease)
+            claim = self.idempotency.peek(d.idempotency_key)
             if claim.outcome == "done":
-                self._report(d, output=(claim.result or {}).get("output"))
+                self._send(self._result(d, (claim.result or {}).get("output"), None))
                 return
             if claim.outcome == "busy":
                 raise TaskBusy(f"step {d.unit!r} of {d.execution_id!r} is running on another worker")
         session = uuid.uuid4().hex
-        self._send({"kind": "started", "execution_id": d.execution_id, "id": f"started:{d.token}:{session}",
-                    "unit": d.unit, "token": d.token, "worker_id": self.worker_id, "worker_session": session})
-        output, error = self._run(d, session, lease, extend_visibility)
+        started = _Once({"kind": "started", "execution_id": d.execution_id,
+                         "id": f"started:{d.token}:{session}", "unit": d.unit, "token": d.token,
+                         "worker_id": self.worker_id, "worker_session": session})
+        claimed = _Once({})
+
+        def running_long() -> None:
+            """Past the grace period (or at the first heartbeat): take the lease, report `started`."""
+            if claimed.take() and self.idempotency is not None:
+                # A rival claim would mean a concurrent duplicate; `complete` decides whose result counts.
+                self.idempotency.claim(d.idempotency_key, d.token, lease)
+            self._send(*started.take())
+
+        timer = threading.Timer(self.started_grace_s, running_long)
+        timer.daemon = True
+        timer.start()
+        try:
+            output, error = self._run(d, running_long, session, lease, extend_visibility)
+        finally:
+            timer.cancel()
         if self.idempotency is not None:
             if error is None:
-                self.idempotency.complete(d.idempotency_key, d.token, {"output": output})
+                output = self.idempotency.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
                 self.idempotency.release(d.idempotency_key, d.token)
-        self._report(d, output=output, error=error)
+        self._send(*started.take(), self._result(d, output, error))
 
-    def _run(self, d: DispatchTask, session: str, lease_ms: int,
+    def _run(self, d: DispatchTask, running_long: Callable[[], None], session: str, lease_ms: int,
              extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
         fn = self.tasks().get(d.task)
         if fn is None:
@@ -182,6 +203,7 @@ class Worker:
                 return False  # throttled: every heartbeat is a decision, keep them cheap
             last_beat[0] = now
             beats[0] += 1
+            running_long()
             self._send({"kind": "heartbeat", "execution_id": d.execution_id,
                         "id": f"heartbeat:{d.token}:{session}:{beats[0]}",
                         "unit": d.unit, "token": d.token, "details": details})
@@ -198,17 +220,39 @@ class Worker:
             log.exception("task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
             return None, TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
 
-    def _report(self, d: DispatchTask, output: Any = None, error: TaskError | None = None) -> None:
+    @staticmethod
+    def _result(d: DispatchTask, output: Any, error: TaskError | None) -> dict[str, Any]:
         msg: dict[str, Any] = {"kind": "result", "execution_id": d.execution_id, "id": f"result:{d.token}",
                                "unit": d.unit, "token": d.token}
         if error is None:
             msg["output"] = output
         else:
             msg["error"] = error.to_dict()
-        self._send(msg)
+        return msg
 
-    def _send(self, message: dict[str, Any]) -> None:
-        self.queues.send_decision(message)
+    def _send(self, *messages: dict[str, Any]) -> None:
+        """Several messages in one request where the Queues adapter can (SqsQueues.send_decisions)."""
+        if not messages:
+            return
+        many = getattr(self.queues, "send_decisions", None)
+        if many is not None:
+            many(list(messages))
+        else:
+            for m in messages:
+                self.queues.send_decision(m)
+
+
+class _Once:
+    """A message that must be sent exactly once, by whichever thread gets to it first."""
+
+    def __init__(self, message: dict[str, Any]) -> None:
+        self._message: dict[str, Any] | None = message
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[dict[str, Any], ...]:
+        with self._lock:
+            message, self._message = self._message, None
+        return (message,) if message is not None else ()
 
 
 # ---------------------------------------------------------------- Lambda and long polling

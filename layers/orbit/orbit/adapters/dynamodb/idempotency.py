@@ -3,6 +3,13 @@
     IDEM#<idempotency key> / IDEM          status IN_PROGRESS (with a lease) or COMPLETED (with the result)
     IDEM#cancel#<dispatch token> / IDEM    a CancelTask arrived for that token
 
+A short task (done within the worker's grace period) costs one strongly
+consistent read (`peek`) and one conditional write (`complete`); only a task
+that runs longer takes an IN_PROGRESS claim with a lease, so a duplicate
+delivery waits instead of running it a second time. (Two deliveries of the
+same short task arriving within the same second could both run; the first
+stored result is the one both report.)
+
 The same scheme as powertools' idempotency utility (one conditional PutItem,
 `ReturnValuesOnConditionCheckFailure=ALL_OLD` so the blocking record comes back
 in the same round trip, an in-progress expiry so a crashed worker does not
@@ -41,6 +48,17 @@ class IdempotencyStore:
     def _key(key: str) -> dict[str, Any]:
         return {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}
 
+    def peek(self, key: str) -> Claim:
+        """Read the key (strongly consistent): its cached result, a live claim ("busy"), or nothing."""
+        item = self._db.get_item(TableName=self.table, Key=self._key(key), ConsistentRead=True).get("Item")
+        if item is None:
+            return Claim("run")
+        if text(item, "status") == COMPLETED:
+            return Claim("done", decode(item, self._payloads))
+        if text(item, "status") == IN_PROGRESS and num(item, "lease_until") >= self._clock.now_ms():
+            return Claim("busy")
+        return Claim("run")
+
     def claim(self, key: str, token: str, lease_ms: int) -> Claim:
         """Take the key for this attempt: run it, return its cached result, or report it busy."""
         now = self._clock.now_ms()
@@ -70,11 +88,19 @@ class IdempotencyStore:
         except self._db.exceptions.ConditionalCheckFailedException:
             pass
 
-    def complete(self, key: str, token: str, result: dict[str, Any]) -> None:
+    def complete(self, key: str, token: str, result: dict[str, Any]) -> dict[str, Any]:
+        """Store a success unless one is stored already; returns the result that counts (first wins)."""
         now = self._clock.now_ms()
-        self._db.put_item(TableName=self.table, Item={
-            **self._key(key), "status": s(COMPLETED), "token": s(token), "completed_at": n(now),
-            "expires_at": n(now // 1000 + RESULT_TTL_S), **encode(result, self._payloads)})
+        item = {**self._key(key), "status": s(COMPLETED), "token": s(token), "completed_at": n(now),
+                "expires_at": n(now // 1000 + RESULT_TTL_S), **encode(result, self._payloads)}
+        try:
+            put_if(self._db, self.table, item, "attribute_not_exists(pk) OR #st <> :done",
+                   ExpressionAttributeNames={"#st": "status"},
+                   ExpressionAttributeValues={":done": s(COMPLETED)})
+        except ConditionFailed as e:
+            stored: dict[str, Any] = decode(e.old or {}, self._payloads)
+            return stored
+        return result
 
     def release(self, key: str, token: str) -> None:
         """Drop our in-progress claim after a failure so the next attempt (or redelivery) may run."""
