@@ -29,7 +29,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,6 +131,25 @@ class Worker:
         self.lease_ms = lease_ms
         self.heartbeat_interval_s = heartbeat_interval_s
         self.started_grace_s = started_grace_s
+        self._local = threading.local()  # the calling thread's held answers, inside `batch()`
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Hold the answers of quick tasks and send them in one request when the batch ends.
+
+        The Lambda handler wraps each SQS batch in it: ten quick tasks cost one
+        SendMessageBatch instead of ten requests. A task that runs long flushes
+        what is held first, so a slow record never delays the others' results
+        by more than the grace period. Records are reported done only after the
+        flush, so a failed send fails the batch and SQS redelivers it.
+        """
+        held = _Held()
+        self._local.held = held
+        try:
+            yield
+        finally:
+            self._local.held = None
+            self._send(*held.drain())
 
     def tasks(self) -> Mapping[str, TaskFunction]:
         return self._tasks if self._tasks is not None else registered_tasks()
@@ -151,7 +171,8 @@ class Worker:
         if self.idempotency is not None:
             claim = self.idempotency.peek(d.idempotency_key)
             if claim.outcome == "done":
-                self._send(self._result(d, (claim.result or {}).get("output"), None))
+                self._answer(getattr(self._local, "held", None),
+                             self._result(d, (claim.result or {}).get("output"), None))
                 return
             if claim.outcome == "busy":
                 raise TaskBusy(f"step {d.unit!r} of {d.execution_id!r} is running on another worker")
@@ -160,13 +181,14 @@ class Worker:
                          "id": f"started:{d.token}:{session}", "unit": d.unit, "token": d.token,
                          "worker_id": self.worker_id, "worker_session": session})
         claimed = _Once({})
+        held: _Held | None = getattr(self._local, "held", None)  # this batch's, even from the timer thread
 
         def running_long() -> None:
             """Past the grace period (or at the first heartbeat): take the lease, report `started`."""
             if claimed.take() and self.idempotency is not None:
                 # A rival claim would mean a concurrent duplicate; `complete` decides whose result counts.
                 self.idempotency.claim(d.idempotency_key, d.token, lease)
-            self._send(*started.take())
+            self._send(*(held.drain() if held is not None else ()), *started.take())
 
         timer = threading.Timer(self.started_grace_s, running_long)
         timer.daemon = True
@@ -180,7 +202,7 @@ class Worker:
                 output = self.idempotency.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
                 self.idempotency.release(d.idempotency_key, d.token)
-        self._send(*started.take(), self._result(d, output, error))
+        self._answer(held, *started.take(), self._result(d, output, error))
 
     def _run(self, d: DispatchTask, running_long: Callable[[], None], session: str, lease_ms: int,
              extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
@@ -230,6 +252,12 @@ class Worker:
             msg["error"] = error.to_dict()
         return msg
 
+    def _answer(self, held: _Held | None, *messages: dict[str, Any]) -> None:
+        if held is not None:
+            held.add(messages)
+        else:
+            self._send(*messages)
+
     def _send(self, *messages: dict[str, Any]) -> None:
         """Several messages in one request where the Queues adapter can (SqsQueues.send_decisions)."""
         if not messages:
@@ -240,6 +268,23 @@ class Worker:
         else:
             for m in messages:
                 self.queues.send_decision(m)
+
+
+class _Held:
+    """Answers waiting for the end of a batch; drained by the batch's thread or a task's timer."""
+
+    def __init__(self) -> None:
+        self._items: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def add(self, messages: tuple[dict[str, Any], ...]) -> None:
+        with self._lock:
+            self._items.extend(messages)
+
+    def drain(self) -> list[dict[str, Any]]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
 
 
 class _Once:
@@ -258,51 +303,11 @@ class _Once:
 # ---------------------------------------------------------------- Lambda and long polling
 
 
-def _queue_url(sqs: Any, arn: str, known: list[str]) -> str:
-    """The queue URL for an event source ARN (known URLs first: no request on the hot path)."""
-    name = arn.rsplit(":", 1)[-1]
-    for url in known:
-        if url.rstrip("/").rsplit("/", 1)[-1] == name:
-            return url
-    account = arn.split(":")[4]
-    url: str = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
-    known.append(url)
-    return url
-
-
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Lambda handler for a worker queue (SQS event source with ReportBatchItemFailures).
+    """Lambda handler for a worker queue (SQS event source with ReportBatchItemFailures)."""
+    from orbit.worker_runtime import lambda_batch
 
-    Each record is one task message; powertools' BatchProcessor reports the
-    records that raised (a busy key, a poison body) so SQS retries only those,
-    and sends them to the queue's DLQ after maxReceiveCount.
-    """
-    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
-    from orbit.adapters.sqs import decode_body
-    from orbit.aws import services
-
-    svc = services()
-    worker: Worker = svc.worker
-    known = [svc.settings.decision_url, svc.settings.default_task_url, *svc.settings.task_urls.values()]
-    # Our claim must outlive the invocation only if the function dies: lease = time left + a margin.
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    lease_ms = (remaining() + 10_000) if callable(remaining) else worker.lease_ms
-
-    def record_handler(record: SQSRecord) -> None:
-        url = _queue_url(svc.sqs, record.event_source_arn, known)
-
-        def extend(seconds: int) -> None:
-            svc.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=record.receipt_handle,
-                                              VisibilityTimeout=seconds)
-
-        worker.process(decode_body(record.body, svc.payloads), extend, lease_ms)
-
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    result: dict[str, Any] = process_partial_response(event=event, record_handler=record_handler,
-                                                      processor=processor, context=context)
-    return result
+    return lambda_batch(event, context)
 
 
 def run(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s: int = 20,
@@ -310,32 +315,10 @@ def run(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s:
         max_polls: int | None = None) -> int:
     """Long-poll a worker queue (a name from ORBIT_TASK_QUEUES, or a URL) outside Lambda.
 
-    A message is deleted only after its result was reported; a worker that dies
-    leaves it to reappear after `visibility_s` (the claim's lease is the same),
-    when another worker picks it up. Returns how many messages were handled;
-    stops when `stop` is set or after `max_polls` receives.
+    Returns how many messages were handled; stops when `stop` is set or after `max_polls`
+    receives. See orbit.worker_runtime.poll.
     """
-    from orbit.adapters.sqs import decode_body
-    from orbit.aws import build_services, services
+    from orbit.worker_runtime import poll
 
-    svc = services() if env is None else build_services(env)
-    worker: Worker = svc.worker
-    url = queue if "://" in queue else svc.queues.task_url(queue)
-    handled = polls = 0
-    while not (stop is not None and stop.is_set()) and (max_polls is None or polls < max_polls):
-        polls += 1
-        got = svc.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=max_messages, WaitTimeSeconds=wait_s,
-                                      VisibilityTimeout=visibility_s).get("Messages", [])
-        for m in got:
-            def extend(seconds: int, handle: str = m["ReceiptHandle"]) -> None:
-                svc.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle,
-                                                  VisibilityTimeout=seconds)
-
-            try:
-                worker.process(decode_body(m["Body"], svc.payloads), extend, visibility_s * 1000)
-            except Exception:  # left on the queue: SQS redelivers it, then moves it to the DLQ
-                log.exception("task message %s failed; it will be redelivered", m.get("MessageId"))
-                continue
-            svc.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-            handled += 1
-    return handled
+    return poll(queue, env=env, wait_s=wait_s, max_messages=max_messages, visibility_s=visibility_s,
+                stop=stop, max_polls=max_polls)
