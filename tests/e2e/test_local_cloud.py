@@ -107,3 +107,14 @@ def test_unknown_ref_names_the_place(tmp_path):
     where = "Worker.Properties.Environment.Variables.TOY_QUEUE_URL.*NoSuchQueue"
     with pytest.raises(TemplateError, match=where):
         c.start()
+
+
+def test_messages_past_retention_are_dropped_and_do_not_block_the_queue(cloud):
+    url = cloud.deployment.queues["WorkQueue"].url
+    sqs = boto3.client("sqs")
+    sqs.send_message(QueueUrl=url, MessageBody="old", DelaySeconds=900)  # not visible before it expires
+    cloud.advance(5 * 86_400)  # past the default 4-day retention period
+    sqs.send_message(QueueUrl=url, MessageBody="new")
+    cloud.run_until_idle()
+    assert [s["body"] for s in _app(cloud)["SEEN"]] == ["new"]
+    assert _depth(url) == {"visible": 0, "inflight": 0}

@@ -117,13 +117,23 @@ def visible_count(queue_name: str) -> int | None:
     """Messages receivable now in a queue (moto's backend, this process), or None if unknown.
 
     The pump asks before each ReceiveMessage: an empty receive costs a full
-    emulated request, and most polls of most queues find nothing.
+    emulated request, and most polls of most queues find nothing. It also drops
+    messages older than the queue's retention period, as SQS does: moto keeps
+    them, and its receive loop stops at the first one it meets, so once virtual
+    time jumps past the retention period (4 days by default) a queue would
+    otherwise return nothing ever again.
     """
     from moto.sqs.models import sqs_backends
 
     for _account, regions in sqs_backends.items():
         for _region, backend in regions.items():
             queue = backend.queues.get(queue_name)
-            if queue is not None:
-                return sum(1 for m in queue._messages if m.visible and not m.delayed)  # noqa: SLF001
+            if queue is None:
+                continue
+            oldest_kept = now_ms() - int(queue.message_retention_period) * 1000
+            expired = [m for m in queue._messages if m.sent_timestamp <= oldest_kept]  # noqa: SLF001
+            for m in expired:
+                queue._messages.remove(m)  # noqa: SLF001
+                queue.pending_messages.discard(m)
+            return sum(1 for m in queue._messages if m.visible and not m.delayed)  # noqa: SLF001
     return None
