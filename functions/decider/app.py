@@ -40,12 +40,16 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             logger.error("unreadable decision message", message_id=r.get("messageId"), error=str(e))
             errors[r["messageId"]] = e
     started = time.perf_counter()
-    for pos, error in svc.engine.handle_batch([body for _, body in parsed]):
+    with svc.queues.batched():  # every decision's sends leave in one SendMessageBatch per queue
+        failures = svc.engine.handle_batch([body for _, body in parsed])
+    executions = len({b.get("execution_id") for _, b in parsed}) or 1
+    logger.info("batch decided", messages=len(records), executions=executions,
+                failed=len(failures) + len(errors))
+    for pos, error in failures:
         message_id, body = parsed[pos]
         logger.warning("decision failed", execution_id=body.get("execution_id"), step=body.get("unit"),
                        kind=body.get("kind"), error=str(error))
         errors[message_id] = error
-    executions = len({b.get("execution_id") for _, b in parsed}) or 1
     metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds,
                        value=(time.perf_counter() - started) * 1000 / executions)
     publish(metrics)

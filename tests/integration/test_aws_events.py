@@ -79,8 +79,11 @@ def test_decider_events(cloud: Any, clients: Any) -> None:
     assert aws.services().engine.describe("hello-0002")["status"] == "RUNNING"
 
 
-def test_example_worker_event(cloud: Any, clients: Any) -> None:
+def test_example_worker_event(cloud: Any, clients: Any, capsys: Any) -> None:
     response = cloud.invoke("example_worker", load_event("example_worker_dispatch.json"))
+    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"level"')]
+    handled = [entry for entry in logs if entry["message"] == "task message handled"]
+    assert handled and handled[0]["execution_id"] == "hello-0001" and handled[0]["step"] == "greet"
     assert response == {"batchItemFailures": []}
     bodies = decision_bodies(cloud, clients)
     assert [b["kind"] for b in bodies] == ["started", "result"]

@@ -35,6 +35,7 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records that raised (a busy key, a poison body) so SQS retries only those,
     and sends them to the queue's DLQ after maxReceiveCount.
     """
+    from aws_lambda_powertools import Logger
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -43,6 +44,7 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     svc = services()
     worker: Worker = svc.worker
+    logger = Logger(child=True)  # shares the handler's powertools Logger (service, Lambda context)
     known = [svc.settings.decision_url, svc.settings.default_task_url, *svc.settings.task_urls.values()]
     # Our claim must outlive the invocation only if the function dies: lease = time left + a margin.
     remaining = getattr(context, "get_remaining_time_in_millis", None)
@@ -55,7 +57,15 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
             svc.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=record.receipt_handle,
                                               VisibilityTimeout=seconds)
 
-        worker.process(decode_body(record.body, svc.payloads), extend, lease_ms)
+        body = decode_body(record.body, svc.payloads)
+        # Every line logged while this record runs (the task's own included) names its execution and step.
+        logger.append_keys(execution_id=body.get("execution_id"), step=body.get("unit"),
+                           attempt=body.get("attempt"))
+        try:
+            worker.process(body, extend, lease_ms)
+            logger.info("task message handled", kind=body.get("kind"), task=body.get("task"))
+        finally:
+            logger.remove_keys(["execution_id", "step", "attempt"])
 
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     with worker.batch():
