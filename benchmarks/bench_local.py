@@ -110,6 +110,36 @@ def run_orbit(n: int, mode: str, acct: Accounting | None = None) -> float:
     return elapsed
 
 
+def run_fanout(n: int, mode: str) -> float:
+    """One execution whose `for` step fans out to n tasks (concurrency 100)."""
+    from orbit.local import LocalStack
+    from orbit.worker import task
+
+    task("bench.item")(lambda inp, ctx: {"v": inp["v"] * 2})
+    definition = {
+        "orbit": 1,
+        "name": "bench-fanout",
+        "version": "1",
+        "steps": {
+            "each": {
+                "for": "{% input.items %}",
+                "concurrency": 100,
+                "task": "bench.item",
+                "input": {"v": "{% item %}"},
+            }
+        },
+        "output": "{% $count(steps.each.output) %}",
+    }
+    with LocalStack(mode=mode) as stack:
+        stack.register(definition)
+        started = time.perf_counter()
+        eid = stack.start("bench-fanout", {"items": list(range(n))})
+        desc = stack.run_until_done(eid, wall_timeout_s=1800)
+        elapsed = time.perf_counter() - started
+    assert desc["status"] == "COMPLETED" and desc["output"] == n, desc["status"]
+    return elapsed
+
+
 def ensure_peers() -> str | None:
     py = PEERS_VENV / "bin" / "python"
     if not py.exists():
@@ -141,6 +171,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--fanout", type=int, default=1000, help="elements of the fan-out run (0: skip)")
     args = ap.parse_args()
     register_tasks()
     n = args.n
@@ -178,6 +209,12 @@ def main() -> None:
     for op, (count, t) in sorted(acct.calls.items(), key=lambda kv: -kv[1][1])[:8]:
         print(f"    {op:<36} {int(count):>6} calls {t:>7.2f} s  {1000 * t / max(1, count):6.1f} ms/call")
     print(f"  AWS calls per workflow: {sum(int(c) for c, _ in acct.calls.values()) / n:.1f}")
+    if args.fanout:
+        fan_s = run_fanout(args.fanout, "inprocess")
+        print(
+            f"\n{args.fanout}-element `for` fan-out (concurrency 100), in-process moto: {fan_s:.1f} s, "
+            f"{1000 * fan_s / args.fanout:.1f} ms per element"
+        )
 
 
 if __name__ == "__main__":
