@@ -79,9 +79,22 @@ def test_decider_events(cloud: Any, clients: Any) -> None:
     assert aws.services().engine.describe("hello-0002")["status"] == "RUNNING"
 
 
-def test_example_worker_event(cloud: Any, clients: Any, capsys: Any) -> None:
-    response = cloud.invoke("example_worker", load_event("example_worker_dispatch.json"))
-    logs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"level"')]
+def test_example_worker_event(cloud: Any, clients: Any) -> None:
+    import io
+    import logging
+
+    from harness import load_app
+
+    load_app("example_worker")  # its powertools Logger owns the "orbit" logger's handler
+    out = io.StringIO()
+    handlers = logging.getLogger("orbit").handlers
+    streams = [h.setStream(out) for h in handlers if isinstance(h, logging.StreamHandler)]
+    try:
+        response = cloud.invoke("example_worker", load_event("example_worker_dispatch.json"))
+    finally:
+        for h, stream in zip([h for h in handlers if isinstance(h, logging.StreamHandler)], streams):
+            h.setStream(stream)
+    logs = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith('{"level"')]
     handled = [entry for entry in logs if entry["message"] == "task message handled"]
     assert handled and handled[0]["execution_id"] == "hello-0001" and handled[0]["step"] == "greet"
     assert response == {"batchItemFailures": []}
