@@ -152,3 +152,12 @@ def test_api_commands_against_orbit_dev(cli, dev_server):
 def test_api_commands_say_when_orbit_dev_is_not_running(cli):
     res = cli("describe", "x", "--url", f"http://127.0.0.1:{_free_port()}")
     assert res.returncode == 1 and "is `orbit dev` running?" in res.stderr
+
+
+def test_run_a_code_workflow_file(cli):
+    res = cli("run", "examples/code/order_saga.py", "--workers", "examples/workers/orders.py",
+              "--input", "@examples/inputs/order.json", "--signal", SIGNAL, "--mode", "inprocess", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["execution"]["workflow"] == "order-fulfilment-code"
+    assert out["execution"]["output"]["shipments"] == ["TRK-A-1001-0", "TRK-A-1001-1", "TRK-A-1001-2"]

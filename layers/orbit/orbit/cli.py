@@ -90,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ) as stack:
         for extra in args.register or []:
             stack.register(extra)
-        name = stack.register(args.file)
+        name = _register_run_target(stack, args)
         exec_id = stack.start(name, inp, id=args.id)
         print(f"started {name} as {exec_id}", file=out)
         for sig_name, payload in signals:
@@ -109,6 +109,35 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"error:  {json.dumps(desc['error'])}", file=out)
         print("output: " + json.dumps(desc.get("output"), indent=2), file=out)
     return 0 if desc["status"] == "COMPLETED" else 1
+
+
+def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
+    """A definition file, or a .py file whose @orbit.workflow functions all register (--workflow picks)."""
+    if not args.file.endswith(".py"):
+        return str(stack.register(args.file))
+    from orbit.local import load_workers
+
+    module = load_workers(args.file)
+    found = {wf.name: wf for wf in vars(module).values() if _is_code_workflow(wf)}
+    if not found:
+        raise UsageError(f"{args.file}: no @orbit.workflow function in it")
+    for wf in found.values():
+        stack.register(wf)
+    if args.workflow:
+        if args.workflow not in found:
+            raise UsageError(f"--workflow {args.workflow}: {args.file} defines {', '.join(sorted(found))}")
+        return str(args.workflow)
+    if len(found) > 1:
+        raise UsageError(
+            f"{args.file} defines several workflows ({', '.join(sorted(found))}); pick one with --workflow"
+        )
+    return str(next(iter(found)))
+
+
+def _is_code_workflow(value: Any) -> bool:
+    return all(hasattr(value, a) for a in ("name", "version", "build")) and callable(
+        getattr(value, "fn", None)
+    )
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -219,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     sp = sub.add_parser("run", help="run one execution to completion on the local stack")
-    sp.add_argument("file")
+    sp.add_argument("file", help="a definition (.yaml/.json) or a Python file with @orbit.workflow functions")
+    sp.add_argument("--workflow", help="which code workflow of a .py FILE to run")
     sp.add_argument("--input", help="JSON or @file.json")
     sp.add_argument(
         "--signal", action="append", metavar="NAME=JSON", help="send a signal after start (repeatable)"

@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 from orbit.errors import OrbitError
@@ -44,7 +45,7 @@ def find_template(explicit: str | Path | None = None) -> Path:
     )
 
 
-def load_workers(spec: str) -> None:
+def load_workers(spec: str) -> ModuleType:
     """Import a workers module (dotted name or .py path) so its @task functions register."""
     path = Path(spec)
     if spec.endswith(".py"):
@@ -52,15 +53,15 @@ def load_workers(spec: str) -> None:
             raise OrbitError(f"--workers {spec}: file not found")
         name = "_orbit_workers_" + "_".join(path.resolve().with_suffix("").parts[-3:])
         if name in sys.modules:
-            return
+            return sys.modules[name]
         mod_spec = importlib.util.spec_from_file_location(name, path)
         assert mod_spec is not None and mod_spec.loader is not None
         module = importlib.util.module_from_spec(mod_spec)
         sys.modules[name] = module
         mod_spec.loader.exec_module(module)
-        return
+        return module
     try:
-        importlib.import_module(spec)
+        return importlib.import_module(spec)
     except ImportError as exc:
         raise OrbitError(
             f"--workers {spec}: cannot import it ({exc}); pass a module on sys.path or a .py file"
