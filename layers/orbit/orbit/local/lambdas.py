@@ -56,6 +56,29 @@ def function_env(fn: FunctionInfo) -> Iterator[None]:
                 os.environ[k] = v
 
 
+class EmfFilter:
+    """stdout that drops CloudWatch EMF metric lines (`{"_aws": ...}`).
+
+    On Lambda those lines become metrics; on a terminal they are noise. powertools
+    prints them even with POWERTOOLS_METRICS_DISABLED once 100 values pile up, so
+    the local stack filters them out. Everything else printed passes through.
+    """
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self._dropping = False  # print() writes the newline separately
+
+    def write(self, text: str) -> int:
+        if text.startswith('{"_aws"') or (self._dropping and text == "\n"):
+            self._dropping = text != "\n"
+            return len(text)
+        self._dropping = False
+        return int(self.target.write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+
 def load_handler(fn: FunctionInfo) -> Handler:
     module_name, _, attr = fn.handler.rpartition(".")
     path = fn.code_dir / (module_name.replace(".", "/") + ".py")

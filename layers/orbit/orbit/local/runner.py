@@ -55,6 +55,13 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Deployment:
+        import sys
+
+        from .lambdas import EmfFilter
+
+        if not isinstance(sys.stdout, EmfFilter):
+            self._stdout = sys.stdout
+            sys.stdout = EmfFilter(sys.stdout)  # type: ignore[assignment]
         self.emulator.start()
         try:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)
@@ -78,6 +85,11 @@ class LocalCloud:
         return self.deployment
 
     def stop(self) -> None:
+        import sys
+
+        if getattr(self, "_stdout", None) is not None:
+            sys.stdout = self._stdout
+            self._stdout = None
         if self.deployment is not None:
             import os
 
