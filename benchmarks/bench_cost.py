@@ -8,7 +8,7 @@ written (moto's ConsumedCapacity is a constant, so it cannot be used). Then it
 measures what one decision reads on a cold cache at 10 and at 10,000 events of
 history.
 
-    .venv/bin/python benchmarks/bench_cost.py [--workflows 20] [--steps 5] [--long 10000]
+    .venv/bin/python benchmarks/bench_cost.py [--workflows 20] [--steps 5] [--long 10000] [--no-dedupe]
 
 Prices used (us-east-1, list, on-demand, no free tier), per million:
   DynamoDB write request units $0.625, read request units $0.125 (standard table class)
@@ -35,9 +35,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "integration"), str(ROOT)]
-os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-                   "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_NAMESPACE": "Orbit",
-                   "POWERTOOLS_SERVICE_NAME": "orbit", "POWERTOOLS_LOG_LEVEL": "ERROR", "ORBIT_TIMERS": "table"})
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+        "POWERTOOLS_METRICS_NAMESPACE": "Orbit",
+        "POWERTOOLS_SERVICE_NAME": "orbit",
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+        "ORBIT_TIMERS": "table",
+    }
+)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 PRICE = {"wru": 0.625, "rru": 0.125, "sqs": 0.40, "s3_put": 5.00, "s3_get": 0.40, "lambda_req": 0.20}
@@ -51,7 +60,7 @@ def item_size(item: dict[str, Any]) -> int:
     size = 0
     for name, value in item.items():
         size += len(name.encode())
-        (kind, v), = value.items()
+        ((kind, v),) = value.items()
         if kind == "S":
             size += len(v.encode())
         elif kind == "B":
@@ -99,8 +108,9 @@ class Meter:
             context["orbit_old"] = old
             context["orbit_body"] = body
 
-    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any],
-               **_: Any) -> None:
+    def _after(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
         service, op = model.service_model.service_name, model.name
         self.requests[f"{service}:{op}"] += 1
         if service == "sqs":
@@ -143,27 +153,33 @@ def cost(meter: Meter, invocations: Counter[str]) -> dict[str, float]:
         "dynamodb": meter.wru * PRICE["wru"] / 1e6 + meter.rru * PRICE["rru"] / 1e6,
         "sqs": sqs * PRICE["sqs"] / 1e6,
         "s3": s3_put * PRICE["s3_put"] / 1e6 + s3_get * PRICE["s3_get"] / 1e6,
-        "lambda_decider": invocations["decider"] * (PRICE["lambda_req"] / 1e6
-                                                    + 0.5 * ASSUMED_DECIDER_MS / 1000 * GB_SECOND),
+        "lambda_decider": invocations["decider"]
+        * (PRICE["lambda_req"] / 1e6 + 0.5 * ASSUMED_DECIDER_MS / 1000 * GB_SECOND),
         "sqs_requests_billed": float(sqs),
     }
 
 
-def run_workflows(n: int, k: int) -> None:
-    from conftest import Clients
+def run_workflows(n: int, k: int, dedupe: bool = True) -> None:
+    from aws_resources import Clients, create_stack
     from harness import Cloud
     from moto import mock_aws
-
-    from aws_resources import create_stack
     from orbit import aws, worker
 
-    @worker.task("bench.step")
+    @worker.task("bench.step", dedupe=dedupe)
     def step(input: Any, ctx: worker.TaskContext) -> dict[str, int]:
         return {"n": int(input.get("prev") or 0) + 1}
 
-    steps = {f"s{j}": {"task": "bench.step", "input": {"prev": f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0}}
-             for j in range(1, k + 1)}
-    definition = {"orbit": 1, "name": "bench", "version": "1", "steps": steps, "output": f"{{% steps.s{k}.output %}}"}
+    steps = {
+        f"s{j}": {"task": "bench.step", "input": {"prev": f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0}}
+        for j in range(1, k + 1)
+    }
+    definition = {
+        "orbit": 1,
+        "name": "bench",
+        "version": "1",
+        "steps": steps,
+        "output": f"{{% steps.s{k}.output %}}",
+    }
     with mock_aws():
         harness_clients = Clients()  # the harness's own receive/delete: not counted
         stack = create_stack(harness_clients.dynamodb, harness_clients.sqs, harness_clients.s3)
@@ -181,7 +197,9 @@ def run_workflows(n: int, k: int) -> None:
         cloud.invocations.clear()
         started = time.perf_counter()
         for i in range(n):
-            status, body = cloud.api("POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}})
+            status, body = cloud.api(
+                "POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}}
+            )
             assert status == 201, body
         cloud.run_until_idle(max_rounds=10_000)
         elapsed = time.perf_counter() - started
@@ -189,54 +207,78 @@ def run_workflows(n: int, k: int) -> None:
         assert all(d["status"] == "COMPLETED" and d["output"] == {"n": k} for d in done), done[0]
         total_steps = n * k
         c = cost(meter, cloud.invocations)
-        print(f"\n== {n} workflows x {k} steps = {total_steps} steps through the handlers on moto "
-              f"({elapsed:.1f} s wall)")
+        print(
+            f"\n== {n} workflows x {k} steps = {total_steps} steps through the handlers on moto "
+            f"({elapsed:.1f} s wall; worker dedupe {'on' if dedupe else 'off: @task(dedupe=False)'})"
+        )
         print("requests by operation (per step):")
         for op, count in sorted(meter.requests.items()):
             print(f"  {op:32s} {count:6d}  {count / total_steps:6.2f}")
-        print(f"  {'all AWS API requests':32s} {sum(meter.requests.values()):6d}  "
-              f"{sum(meter.requests.values()) / total_steps:6.2f}")
-        print(f"  lambda invocations: {dict(cloud.invocations)} "
-              f"(event source mapping adds 2 SQS requests per SQS-triggered batch)")
-        print(f"DynamoDB capacity (estimated from item bytes): {meter.wru / total_steps:.2f} WRU and "
-              f"{meter.rru / total_steps:.2f} RRU per step; WRU per step by item: "
-              + ", ".join(f"{k} {v / total_steps:.2f}" for k, v in meter.wru_by.most_common()))
+        print(
+            f"  {'all AWS API requests':32s} {sum(meter.requests.values()):6d}  "
+            f"{sum(meter.requests.values()) / total_steps:6.2f}"
+        )
+        print(
+            f"  lambda invocations: {dict(cloud.invocations)} "
+            f"(event source mapping adds 2 SQS requests per SQS-triggered batch)"
+        )
+        print(
+            f"DynamoDB capacity (estimated from item bytes): {meter.wru / total_steps:.2f} WRU and "
+            f"{meter.rru / total_steps:.2f} RRU per step; WRU per step by item: "
+            + ", ".join(f"{k} {v / total_steps:.2f}" for k, v in meter.wru_by.most_common())
+        )
         print("$ per million steps (us-east-1 list prices):")
         orchestration = c["dynamodb"] + c["sqs"] + c["s3"]
         for name in ("dynamodb", "sqs", "s3", "lambda_decider"):
             print(f"  {name:16s} ${c[name] / total_steps * 1e6:8.2f}")
-        print(f"  {'orchestration':16s} ${orchestration / total_steps * 1e6:8.2f}   (DynamoDB + SQS + S3; target <= $2)")
-        print(f"  {'with decider':16s} ${(orchestration + c['lambda_decider']) / total_steps * 1e6:8.2f}   "
-              f"(+ decider Lambda at an assumed {ASSUMED_DECIDER_MS} ms x 512 MB per invocation)")
+        print(
+            f"  {'orchestration':16s} ${orchestration / total_steps * 1e6:8.2f}   "
+            "(DynamoDB + SQS + S3; target <= $2)"
+        )
+        print(
+            f"  {'with decider':16s} ${(orchestration + c['lambda_decider']) / total_steps * 1e6:8.2f}   "
+            f"(+ decider Lambda at an assumed {ASSUMED_DECIDER_MS} ms x 512 MB per invocation)"
+        )
         sfn = (k + 1) * SFN_PER_TRANSITION * n  # K task states + the terminal transition
-        print(f"  {'Step Functions':16s} ${sfn / total_steps * 1e6:8.2f}   (Standard, {k + 1} transitions "
-              f"per {k}-step workflow at $25/M)")
+        print(
+            f"  {'Step Functions':16s} ${sfn / total_steps * 1e6:8.2f}   (Standard, {k + 1} transitions "
+            f"per {k}-step workflow at $25/M)"
+        )
     aws.reset()
 
 
 def reads_per_decision(long: int) -> None:
-    from conftest import Clients
+    from aws_resources import Clients, create_stack
     from moto import mock_aws
-
-    from aws_resources import create_stack
     from orbit import aws
 
-    print(f"\n== one decision on a cold cache (a new decider instance), by history length")
+    print("\n== one decision on a cold cache (a new decider instance), by history length")
     with mock_aws():
         clients = Clients()
         stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
         os.environ.update(stack.env())
         aws.reset()
         svc = aws.services()
-        svc.registry.register(__import__("orbit.definition", fromlist=["parse_definition"]).parse_definition(
-            {"orbit": 1, "name": "held", "version": "1", "steps": {"work": {"task": "bench.held"}}}))
+        svc.registry.register(
+            __import__("orbit.definition", fromlist=["parse_definition"]).parse_definition(
+                {"orbit": 1, "name": "held", "version": "1", "steps": {"work": {"task": "bench.held"}}}
+            )
+        )
         for eid, target in (("short", 10), ("long", long)):
             svc.engine.start("held", None, {}, eid)
             token = svc.engine.load_state(eid).units["work"].token
             # Heartbeats: one event each and no new units (the history grows, the step count does not).
             for i in range(1, target - len(svc.engine.history(eid)) + 1):
-                svc.engine.handle({"kind": "heartbeat", "execution_id": eid, "id": f"hb-{i}", "unit": "work",
-                                   "token": token, "details": {"i": i}})
+                svc.engine.handle(
+                    {
+                        "kind": "heartbeat",
+                        "execution_id": eid,
+                        "id": f"hb-{i}",
+                        "unit": "work",
+                        "token": token,
+                        "details": {"i": i},
+                    }
+                )
             events = len(svc.engine.history(eid))
             cold = aws.build_services(os.environ)  # fresh engine: nothing cached
             cold.__dict__.update(dynamodb=svc.dynamodb, sqs=svc.sqs, s3=svc.s3)
@@ -244,17 +286,32 @@ def reads_per_decision(long: int) -> None:
             for client in (svc.dynamodb, svc.s3):
                 meter.params_hook(client)
                 meter.attach(client)
-            cold.engine.handle({"kind": "heartbeat", "execution_id": eid, "id": f"probe-{eid}", "unit": "work",
-                                "token": token, "details": {"probe": True}})
+            cold.engine.handle(
+                {
+                    "kind": "heartbeat",
+                    "execution_id": eid,
+                    "id": f"probe-{eid}",
+                    "unit": "work",
+                    "token": token,
+                    "details": {"probe": True},
+                }
+            )
             for client in (svc.dynamodb, svc.s3):
                 client.meta.events.unregister("before-call.*.*", meter._before)
                 client.meta.events.unregister("after-call.*.*", meter._after)
-            snap = clients.dynamodb.get_item(TableName=stack.table,
-                                             Key={"pk": {"S": f"EXEC#{eid}"}, "sk": {"S": "SNAP"}}).get("Item")
+            snap = clients.dynamodb.get_item(
+                TableName=stack.table, Key={"pk": {"S": f"EXEC#{eid}"}, "sk": {"S": "SNAP"}}
+            ).get("Item")
             snap_bytes = item_size(snap) if snap else 0
-            reads = {k: v for k, v in meter.requests.items() if k.split(":")[1] in ("Query", "GetItem", "GetObject")}
-            print(f"  {events:6d} events: reads {reads}, ~{meter.rru:.1f} RRU; snapshot item {snap_bytes} bytes"
-                  f"{' (spilled to S3)' if snap and 'ref' in snap else ''}")
+            reads = {
+                k: v
+                for k, v in meter.requests.items()
+                if k.split(":")[1] in ("Query", "GetItem", "GetObject")
+            }
+            print(
+                f"  {events:6d} events: reads {reads}, ~{meter.rru:.1f} RRU; snapshot item {snap_bytes} bytes"
+                f"{' (spilled to S3)' if snap and 'ref' in snap else ''}"
+            )
     aws.reset()
 
 
@@ -262,13 +319,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workflows", type=int, default=20)
     ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--long", type=int, default=10_000, help="events of the long history")
+    ap.add_argument("--long", type=int, default=10_000, help="events of the long history (0: skip)")
+    ap.add_argument("--no-dedupe", action="store_true", help="register the bench task with dedupe=False")
     args = ap.parse_args()
     import logging
 
     logging.disable(logging.WARNING)
-    run_workflows(args.workflows, args.steps)
-    reads_per_decision(args.long)
+    run_workflows(args.workflows, args.steps, dedupe=not args.no_dedupe)
+    if args.long:
+        reads_per_decision(args.long)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,20 @@ import sam  # noqa: E402
 _TEMPLATE = sam.load_template()
 
 
+class Clients:
+    """Session-wide clients (creating one costs 50-200 ms)."""
+
+    def __init__(self) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        self.sqs = boto3.client("sqs", region_name="us-east-1")
+        # As orbit.aws configures it (no per-upload CRC32: payloads are content-addressed).
+        self.s3 = boto3.client("s3", region_name="us-east-1", config=Config(
+            request_checksum_calculation="when_required", response_checksum_validation="when_required"))
+
+
 @dataclass
 class Stack:
     table: str

@@ -19,20 +19,8 @@ os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
                    "POWERTOOLS_METRICS_NAMESPACE": "Orbit", "POWERTOOLS_SERVICE_NAME": "orbit"})
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-import boto3  # noqa: E402
-from aws_resources import Stack, create_stack  # noqa: E402
+from aws_resources import Clients, Stack, create_stack  # noqa: E402
 from moto import mock_aws  # noqa: E402
-
-
-class Clients:
-    def __init__(self) -> None:
-        self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        self.sqs = boto3.client("sqs", region_name="us-east-1")
-        from botocore.config import Config
-
-        # As orbit.aws configures it (no per-upload CRC32: payloads are content-addressed).
-        self.s3 = boto3.client("s3", region_name="us-east-1", config=Config(
-            request_checksum_calculation="when_required", response_checksum_validation="when_required"))
 
 
 @pytest.fixture(scope="session")

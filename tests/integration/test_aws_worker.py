@@ -73,3 +73,26 @@ def test_long_polling_runner_handles_and_deletes(cloud: Any, clients: Any) -> No
     attrs = clients.sqs.get_queue_attributes(QueueUrl=url,
                                              AttributeNames=["ApproximateNumberOfMessagesNotVisible"])
     assert attrs["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+COUNTS: dict[str, int] = {}
+
+
+@worker.task("test.natural", dedupe=False)
+def natural(input: Any, ctx: worker.TaskContext) -> dict[str, int]:
+    COUNTS[ctx.idempotency_key] = COUNTS.get(ctx.idempotency_key, 0) + 1
+    return {"n": COUNTS[ctx.idempotency_key]}
+
+
+def test_dedupe_false_writes_no_record_and_reruns(cloud: Any, clients: Any) -> None:
+    url = cloud.stack.queues["DefaultTaskQueue"]
+    for _ in range(2):  # the same dispatch delivered twice
+        clients.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(dispatch("n", "test.natural")))
+        cloud.pump("DefaultTaskQueue")
+    assert COUNTS["w-1:n"] == 2
+    items = clients.dynamodb.scan(TableName=cloud.stack.table)["Items"]
+    assert not [i for i in items if i["pk"]["S"].startswith("IDEM#")]
+    clients.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(dispatch("q", "test.quick")))
+    cloud.pump("DefaultTaskQueue")
+    items = clients.dynamodb.scan(TableName=cloud.stack.table)["Items"]
+    assert [i["status"]["S"] for i in items if i["pk"]["S"] == "IDEM#w-1:q"] == ["COMPLETED"]

@@ -42,11 +42,17 @@ TaskFunction = Callable[[Any, "TaskContext"], Any]
 log = logging.getLogger("orbit.worker")
 
 _TASKS: dict[str, TaskFunction] = {}
+_NO_DEDUPE: set[str] = set()
 _TASKS_LOCK = threading.Lock()
 
 
-def task(name: str) -> Callable[[TaskFunction], TaskFunction]:
-    """Register `fn(input, ctx) -> output` as the worker for task `name` (process-wide)."""
+def task(name: str, *, dedupe: bool = True) -> Callable[[TaskFunction], TaskFunction]:
+    """Register `fn(input, ctx) -> output` as the worker for task `name` (process-wide).
+
+    `dedupe=False` is for tasks that are idempotent by nature (a read, an upsert
+    keyed by the idempotency key): no idempotency record is read or written,
+    which saves about a third of a step's table cost; a redelivery runs it again.
+    """
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("task name must be a non-empty string", "task")
 
@@ -55,6 +61,7 @@ def task(name: str) -> Callable[[TaskFunction], TaskFunction]:
             raise ValidationError(f"@task({name!r}) needs a function (input, ctx) -> output", "task")
         with _TASKS_LOCK:
             _TASKS[name] = fn
+            (_NO_DEDUPE.discard if dedupe else _NO_DEDUPE.add)(name)
         return fn
 
     return register
@@ -168,8 +175,10 @@ class Worker:
                                   "message.kind")
         lease = lease_ms or self.lease_ms
         d = effect
-        if self.idempotency is not None:
-            claim = self.idempotency.peek(d.idempotency_key)
+        with _TASKS_LOCK:
+            idem = None if d.task in _NO_DEDUPE else self.idempotency
+        if idem is not None:
+            claim = idem.peek(d.idempotency_key)
             if claim.outcome == "done":
                 self._answer(getattr(self._local, "held", None),
                              self._result(d, (claim.result or {}).get("output"), None))
@@ -185,26 +194,26 @@ class Worker:
 
         def running_long() -> None:
             """Past the grace period (or at the first heartbeat): take the lease, report `started`."""
-            if claimed.take() and self.idempotency is not None:
+            if claimed.take() and idem is not None:
                 # A rival claim would mean a concurrent duplicate; `complete` decides whose result counts.
-                self.idempotency.claim(d.idempotency_key, d.token, lease)
+                idem.claim(d.idempotency_key, d.token, lease)
             self._send(*(held.drain() if held is not None else ()), *started.take())
 
         timer = threading.Timer(self.started_grace_s, running_long)
         timer.daemon = True
         timer.start()
         try:
-            output, error = self._run(d, running_long, session, lease, extend_visibility)
+            output, error = self._run(d, idem, running_long, session, lease, extend_visibility)
         finally:
             timer.cancel()
-        if self.idempotency is not None:
+        if idem is not None:
             if error is None:
-                output = self.idempotency.complete(d.idempotency_key, d.token, {"output": output})["output"]
+                output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
-                self.idempotency.release(d.idempotency_key, d.token)
+                idem.release(d.idempotency_key, d.token)
         self._answer(held, *started.take(), self._result(d, output, error))
 
-    def _run(self, d: DispatchTask, running_long: Callable[[], None], session: str, lease_ms: int,
+    def _run(self, d: DispatchTask, idem: Any, running_long: Callable[[], None], session: str, lease_ms: int,
              extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
         fn = self.tasks().get(d.task)
         if fn is None:
@@ -216,8 +225,8 @@ class Worker:
         def extend() -> None:
             if extend_visibility is not None:
                 extend_visibility(max(1, lease_ms // 1000))
-            if self.idempotency is not None:
-                self.idempotency.extend(d.idempotency_key, d.token, lease_ms)
+            if idem is not None:
+                idem.extend(d.idempotency_key, d.token, lease_ms)
 
         def beat(details: Any) -> bool:
             now = time.monotonic()
