@@ -13,34 +13,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 
 
-class _CfnLoader(yaml.SafeLoader):
-    """YAML loader that turns short-form intrinsics (!Ref, !Sub ...) into long form."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
-    name = "Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}"
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-        if tag_suffix == "GetAtt":
-            value = str(value).split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _intrinsic)
-
-
 def load_template() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)  # noqa: S506 (safe loader subclass)
+    """template.yaml with short-form intrinsics in long form (the local stack's loader)."""
+    from orbit.local.cfn import load_template as load
+
+    data: dict[str, Any] = load(TEMPLATE)
     return data
 
 
