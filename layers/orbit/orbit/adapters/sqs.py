@@ -18,8 +18,10 @@ reaches the decider intact, nothing is truncated. `decode_body` reverses it.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from orbit.errors import OrbitError, ValidationError
@@ -78,6 +80,27 @@ class SqsQueues:
         self.default_task_url = default_task_url
         self._payloads = payloads
         self._inline_limit = inline_limit
+        self._local = threading.local()
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Hold this thread's sends and flush them as SendMessageBatch calls on exit.
+
+        A handler wraps one SQS batch in it: the effects of ten decisions (or the
+        answers of ten tasks) leave in one request per queue instead of ten. The
+        flush runs before the handler reports success, so a failed flush fails
+        the whole batch and SQS redelivers it; the commit log re-sends the effects.
+        """
+        if getattr(self._local, "held", None) is not None:
+            yield
+            return
+        self._local.held = {}
+        try:
+            yield
+        finally:
+            held, self._local.held = self._local.held, None
+            for (url, delay_s), bodies in held.items():
+                self._send_now(url, bodies, delay_s)
 
     def task_url(self, queue: str) -> str:
         """Queue name (task prefix before the first '.') -> URL; unmapped names use the default queue."""
@@ -95,6 +118,13 @@ class SqsQueues:
     def _send(self, url: str, bodies: list[dict[str, Any]], delay_s: int) -> None:
         if not 0 <= delay_s <= MAX_DELAY_S:
             raise ValidationError(f"delay {delay_s}s is outside SQS's 0..{MAX_DELAY_S}", "delay_s")
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held.setdefault((url, delay_s), []).extend(bodies)
+            return
+        self._send_now(url, bodies, delay_s)
+
+    def _send_now(self, url: str, bodies: list[dict[str, Any]], delay_s: int) -> None:
         texts = [encode_body(b, self._payloads, self._inline_limit) for b in bodies]
         # SendMessageBatch: 10 entries and INLINE_LIMIT bytes per call (one request instead of ten).
         batch: list[str] = []
