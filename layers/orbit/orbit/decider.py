@@ -52,7 +52,8 @@ from orbit.state import COMPENSATING, ExecutionState
 
 __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
 
-MAX_ROUNDS = 10_000  # a runtime that never settles is a bug; stop rather than spin
+MAX_ROUNDS = 10_000
+RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
 
 
 def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource) -> Decision:
@@ -72,7 +73,9 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage))):
-            ctx.effect(ArmTimer(state.id, wake))
+            # Everything due was handled above; a wake-up still in the past would fire again at
+            # once and spin, so it is retried at the schedule's pace instead.
+            ctx.effect(ArmTimer(state.id, wake if wake > now_ms else now_ms + RETRY_STUCK_WAKE_MS))
     return ctx.decision
 
 

@@ -250,6 +250,7 @@ def _failed(s: ExecutionState, e: StepFailed, ts: int) -> None:
         s.compensation_done += 1
         s.compensation_failed = True
     elif e.fatal and s.abort is None:
+        s.wakeups.pop(WORKFLOW_WAKE, None)  # the deadline is spent once winding down
         s.abort = {"kind": "failed", "reason": f"step {e.step!r} failed",
                    "error": e.error.replace(message=f"step {e.step!r} failed: {e.error.message}").to_dict()}
 

@@ -94,7 +94,7 @@ class Script:
 
 class Simulator:
     def __init__(self, start_ms: int = 1_700_000_000_000, seed: str = "sim", snapshot_every: int = 100,
-                 visibility_ms: int = 30_000, batch: int = 10) -> None:
+                 visibility_ms: int = 30_000, batch: int = 10, max_receives: int = 5) -> None:
         self.clock = ManualClock(start_ms)
         self.store = MemoryHistoryStore()
         self.queues = MemoryQueues()
@@ -105,6 +105,9 @@ class Simulator:
                              self.clock, SeededIds(seed), snapshot_every=snapshot_every)
         self.scripts: dict[str, Script] = {}
         self.visibility_ms = visibility_ms
+        self.max_receives = max_receives  # like an SQS redrive policy: then the message is dead-lettered
+        self.dead_letters: list[dict[str, Any]] = []
+        self._receives: dict[str, int] = {}
         self.batch = batch
         self.unserved: list[dict[str, Any]] = []  # tasks no worker serves (they queue-time-out)
         self.cancelled_tasks: list[dict[str, Any]] = []
@@ -203,7 +206,11 @@ class Simulator:
         if b.action == "hang":
             return
         if b.action == "crash":  # the message comes back after the visibility timeout
-            self.queues.send_task(body["queue"], body, delay_s=math.ceil(self.visibility_ms / 1000))
+            n = self._receives[body["token"]] = self._receives.get(body["token"], 0) + 1
+            if n < self.max_receives:
+                self.queues.send_task(body["queue"], body, delay_s=math.ceil(self.visibility_ms / 1000))
+            else:
+                self.dead_letters.append(body)
             return
         output, error = b.output, b.error
         if b.action == "call" and b.fn is not None:
