@@ -27,8 +27,8 @@ from orbit.state import COMPENSATING, RUNNING, compensation_key, parse_key
 def cleans_up(ctx: Ctx) -> bool:
     """Does the workflow run its own cleanup now? Code workflows (`cleanup_on_abort`) do after a
     cancel or timeout that is not forced: the engine withdraws the live units, records
-    CompensationStarted with no steps, then lets the runtime schedule cleanup work until it
-    sends a final command (see `execute.finish_cleanup`)."""
+    CompensationStarted (declared compensations run as usual, one at a time), then lets the
+    runtime schedule cleanup work until it sends a final command (see `execute.finish_cleanup`)."""
     a = ctx.state.abort
     return (a is not None and a.get("kind") in ("cancelled", "timed_out") and not a.get("force")
             and bool(getattr(ctx.workflow, "cleanup_on_abort", False)))
@@ -44,7 +44,7 @@ def progress_abort(ctx: Ctx) -> None:
         for key in [k for k in s.active if not parse_key(k)[0]]:
             cancel_unit(ctx, key, reason)
         if cleans_up(ctx):
-            ctx.emit(CompensationStarted(reason, []))
+            ctx.emit(CompensationStarted(reason, list(reversed(s.compensable))))
             return
         steps = [] if s.abort.get("force") else list(reversed(s.compensable))
         if steps:

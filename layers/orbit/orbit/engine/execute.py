@@ -130,7 +130,10 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
 
 def finish_cleanup(ctx: Ctx, c: Command) -> None:
     """A code workflow ended its cleanup: the execution ends as the abort said (CANCELLED or
-    TIMED_OUT); a failure during cleanup is recorded as a failed compensation."""
+    TIMED_OUT); a failure during cleanup is recorded as a failed compensation. Declared
+    compensations finish first (the runtime repeats its final command on every round)."""
+    if ctx.state.next_compensation() is not None:
+        return
     if isinstance(c, Fail):
         ctx.emit(CompensationFailed("cleanup", c.error))
     elif not isinstance(c, (Complete, Cancel, Timeout, ContinueAsNew)):
