@@ -187,3 +187,54 @@ def test_cancel_recorded_between_calls_is_raised_at_the_next_call():
     commands = CodeRuntime(registry=REG, cache_size=0).run(wf, state, 1000)
     assert [c.step.unit for c in commands if isinstance(c, C.ScheduleStep)] == ["3.a.cleanup"]
     assert commands[0].step.input == {"reason": "stop"}
+
+
+@workflow("declared", registry=REG, timeout="1h")
+def declared(ctx, input):
+    ctx.step("inventory.reserve", {"n": 1},
+             compensate=lambda out: ("inventory.release", {"undo": out["echo"]["n"]}))
+    ctx.step("payments.charge", {"n": 2}, compensate=("payments.refund", {"undo": 2}))
+    try:
+        ctx.step("shipping.ship", {}, retry={"max_attempts": 1})
+        return ctx.wait_for("done")
+    except Cancelled:
+        ctx.step("notify.send", {"cleanup": True})
+        raise
+
+
+DECLARED = {**WORKERS, "payments.refund": echo, "notify.send": echo}
+
+
+def test_declared_compensations_run_in_reverse_order_when_a_step_fails():
+    def broken(input, attempt):
+        raise TaskError("DOWN", "no trucks", retryable=False)
+
+    h = Harness(declared, workers={**DECLARED, "shipping.ship": broken})
+    h.start("declared")
+    d = h.describe()
+    assert d["status"] == "FAILED" and d["error"]["code"] == "DOWN" and d["compensation"] == "completed"
+    assert h.calls[-2:] == [("payments.refund", {"undo": 2}), ("inventory.release", {"undo": 1})]
+    assert "compensate:2.payments.charge" in d["steps"] and "compensate:1.inventory.reserve" in d["steps"]
+
+
+def test_cancel_runs_the_code_cleanup_and_the_declared_compensations():
+    h = Harness(declared, workers={**DECLARED, "shipping.ship": echo})
+    h.start("declared")
+    h.cancel("stop")
+    d = h.describe()
+    assert d["status"] == "CANCELLED" and d["compensation"] == "completed"
+    assert sorted(h.tasks()[-3:]) == ["inventory.release", "notify.send", "payments.refund"]
+    assert h.tasks().index("payments.refund") < h.tasks().index("inventory.release")
+    assert h.types()[-2:] == ["CompensationCompleted", "WorkflowCancelled"]
+
+
+def test_a_failing_declared_compensation_is_reported():
+    def broken(input, attempt):
+        raise TaskError("DOWN", "refunds down", retryable=False)
+
+    h = Harness(declared, workers={**DECLARED, "shipping.ship": echo, "payments.refund": broken})
+    h.start("declared")
+    h.cancel("stop")
+    d = h.describe()
+    assert d["status"] == "CANCELLED" and d["compensation"] == "failed"
+    assert "inventory.release" in h.tasks()  # the next compensation still ran

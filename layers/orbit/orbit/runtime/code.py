@@ -35,7 +35,7 @@ from orbit.errors import BuildMismatch
 from orbit.events import TaskError
 from orbit.runtime import commands as C
 from orbit.runtime.code_instance import Instance
-from orbit.state import ExecutionState
+from orbit.state import ExecutionState, compensation_key
 from orbit.workflow import REGISTRY, CodeRegistry, CodeWorkflow
 
 DEFAULT_CACHE_SIZE = 256
@@ -69,12 +69,28 @@ class CodeRuntime:
             inst = Instance(wf, state.id)
         else:
             self.stats["warm"] += 1
-        commands = inst.feed(state)
+        commands = inst.feed(state) + self._compensation(inst, state)
         if inst.finished or self.cache_size <= 0:
             inst.discard()
         else:
             self._put(state.id, inst)
         return commands
+
+    @staticmethod
+    def _compensation(inst: Instance, state: ExecutionState) -> list[C.Command]:
+        """While compensating, the command for the step the engine compensates now (one at a time,
+        in reverse order of success), from the `compensate=` the replay saw for that step."""
+        step = state.next_compensation()
+        if step is None:
+            return []
+        key = compensation_key(step)
+        spec = inst.replay.compensations.get(step)
+        if key in state.units or spec is None:
+            return []  # running already, or none declared: the engine records COMPENSATION_MISSING
+        try:
+            return [C.ScheduleStep(spec.command(key, on_exhausted=C.FAIL_RUN))]
+        except (TypeError, ValueError) as e:
+            return [C.FailStep(key, TaskError("WORKFLOW_ERROR", f"compensation of {step!r}: {e}", False))]
 
     def pinned(self, workflow: Any, state: ExecutionState) -> CodeWorkflow:
         """The build `state` was started with: `workflow` itself, or the same name/version from

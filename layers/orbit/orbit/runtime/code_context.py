@@ -45,15 +45,20 @@ class WorkflowContext:
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
-             queue: str | None = None) -> Any:
+             queue: str | None = None, compensate: Any = None) -> Any:
         """Run `task` on a worker and return its output.
 
         `retry` uses the definition format (`{"max_attempts": 3, "backoff": "1s", "multiplier": 2,
         "max_backoff": "1m", "jitter": "full", "non_retryable": ["CARD_DECLINED"]}`). When every
         attempt failed: `on_exhausted="fail_run"` fails the execution; `"continue_workflow"` raises
         `orbit.StepFailed` here (`.code` tells errors apart).
+
+        `compensate` (an `orbit.Step`, a `(task, input)` tuple, or a function of this step's
+        output returning one) is run by the engine if the execution later fails, is cancelled
+        or times out, for succeeded steps in reverse order of success, like a definition's.
         """
-        return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted))
+        return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
+                                      compensate))
 
     def parallel(self, *steps: Step | tuple[Any, ...], return_exceptions: bool = False) -> list[Any]:
         """Run several steps at once (one command); return their outputs in order.

@@ -68,6 +68,7 @@ class Replay:
         self.witness: list[tuple[Any, ...]] = []
         self.emitted_units: list[str] = []
         self.emitted_hooks: list[str] = []
+        self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
 
     # -- feeding ---------------------------------------------------------------------------
     def begin(self, state: ExecutionState) -> None:
@@ -195,8 +196,14 @@ class Replay:
             self._wait([])
 
     def step(self, spec: Step) -> Any:
-        return self.await_unit("task", spec.label, lambda key: C.ScheduleStep(spec.command(key)),
-                               spec.on_exhausted == C.FAIL_RUN, task=spec.task)
+        output = self.await_unit("task", spec.label, lambda key: C.ScheduleStep(spec.command(key)),
+                                 spec.on_exhausted == C.FAIL_RUN, task=spec.task)
+        self._compensable(f"{self.position}.{spec.label}", spec, output)
+        return output
+
+    def _compensable(self, key: str, spec: Step, output: Any) -> None:
+        if spec.compensate is not None:
+            self.compensations[key] = spec.compensation(output)
 
     # -- several units at once -------------------------------------------------------------
     def parallel(self, specs: Sequence[Step], return_exceptions: bool) -> list[Any]:
@@ -228,6 +235,7 @@ class Replay:
             for key, spec, u in zip(keys, specs, units):
                 try:
                     results.append(self._ended(key, u, spec.on_exhausted == C.FAIL_RUN))
+                    self._compensable(key, spec, results[-1])
                 except (StepFailed, Cancelled, FailRun) as e:
                     if return_exceptions and isinstance(e, StepFailed):
                         results.append(e)

@@ -67,6 +67,9 @@ class Step:
     timeout: Any = None
     queue_timeout: Any = None
     on_exhausted: str = FAIL_RUN
+    # Undo of this step when the execution fails, is cancelled or times out: a Step, a
+    # (task, input) tuple, or a function of the step's output returning one.
+    compensate: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task:
@@ -75,6 +78,13 @@ class Step:
             raise TypeError(f"on_exhausted must be one of {ON_EXHAUSTED}, got {self.on_exhausted!r}")
         if self.name is not None and (not isinstance(self.name, str) or not self.name or "[" in self.name):
             raise TypeError(f"step name must be a non-empty string without '[', got {self.name!r}")
+        if self.compensate is not None and not callable(self.compensate):
+            as_step(self.compensate)  # fail now, at the call, with the reason
+
+    def compensation(self, output: Any) -> Step:
+        """The compensating step for this step's `output`."""
+        spec = self.compensate(output) if callable(self.compensate) else self.compensate
+        return as_step(spec)
 
     @property
     def label(self) -> str:
@@ -87,7 +97,7 @@ class Step:
             retry=retry_policy(self.retry),
             timeout_ms=optional_ms(self.timeout, f"step {self.task!r} timeout"),
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),
-            on_exhausted=on_exhausted or self.on_exhausted)
+            on_exhausted=on_exhausted or self.on_exhausted, compensable=self.compensate is not None)
 
 
 def as_step(spec: Any) -> Step:
