@@ -242,3 +242,11 @@ def test_cache_is_bounded_lru(size):
         rt.run(wf, fold(f"e{i}", [Recorded(1, 1, created)]), 1)
     assert list(rt._cache) == [f"e{i}" for i in range(5 - size, 5)]
     rt.forget()
+
+
+def test_a_decider_that_knows_no_such_workflow_parks_instead_of_raising():
+    other = CodeRegistry()
+    stranger = workflow("stranger", build="s1", registry=other)(lambda ctx, input: None)
+    state = fold("y", [Recorded(1, 1, WorkflowCreated("vanished", "1", "v1", None, build="v1"))])
+    commands = CodeRuntime(registry=other).run(stranger, state, 1)
+    assert isinstance(commands[0], C.Park) and "vanished" in commands[0].error.message

@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from orbit.errors import BuildMismatch
+from orbit.errors import BuildMismatch, UnknownWorkflow
 from orbit.events import TaskError
 from orbit.runtime import commands as C
 from orbit.runtime.code_instance import Instance
@@ -56,7 +56,7 @@ class CodeRuntime:
             return []
         try:
             wf = self.pinned(workflow, state)
-        except BuildMismatch as e:
+        except (BuildMismatch, UnknownWorkflow) as e:
             return [C.Park(TaskError("BUILD_MISMATCH", str(e), retryable=False,
                                      details={"pinned": state.build, "workflow": state.workflow,
                                               "version": state.version}))]

@@ -92,7 +92,9 @@ class Replay:
         return self._index
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
-        self.index.setdefault(position, parse_key(keys[0])[1])
+        """Remember units this feed asks for: a cached instance is valid only once they exist."""
+        if position:
+            self.index.setdefault(position, parse_key(keys[0])[1])
         self.emitted_units.extend(keys)
         self.known_units += len(keys)
 
@@ -295,8 +297,7 @@ class Replay:
             return []
         items = parent.input if isinstance(parent.input, list) else []
         keys = [f"{base}[{i}]" for i in range(start, min(total, start + free))]
-        self.emitted_units.extend(keys)
-        self.known_units += len(keys)
+        self._emit_units(0, keys)  # elements of a map whose position is already indexed
         return [C.ScheduleStep(spec.command(k, items[start + n], C.CONTINUE_WORKFLOW))
                 for n, k in enumerate(keys)]
 
