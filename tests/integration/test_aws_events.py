@@ -50,6 +50,11 @@ def test_api_events(cloud: Any) -> None:
     token = aws.services().engine.load_state("hello-0001").hooks["approval"]["token"]
     status, body = api(cloud, "api_resume_hook.json", HOOK_TOKEN=token)
     assert (status, body) == (202, {"execution_id": "hello-0001"})
+    # Before the decider has seen it: a retry of the same request is accepted (idempotent),
+    # a second, different resume is refused by the token's conditional update.
+    assert api(cloud, "api_resume_hook.json", HOOK_TOKEN=token)[0] == 202
+    status, body = api(cloud, "api_resume_hook.json", body={"payload": {"approved": False}}, HOOK_TOKEN=token)
+    assert status == 409 and body["error"]["code"] == "CONFLICT"
     cloud.run_until_idle()
     assert aws.services().engine.describe("hello-0001")["status"] == "COMPLETED"
     assert api(cloud, "api_resume_hook.json", HOOK_TOKEN=token)[0] == 409  # resumable once

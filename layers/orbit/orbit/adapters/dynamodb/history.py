@@ -24,10 +24,11 @@ execution usually arrives right after its commit.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from typing import Any
 
-from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text
+from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
 from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.ports import Commit, HistoryPage, IndexEntry, Loaded
 from orbit.state import ExecutionState
@@ -218,6 +219,20 @@ class DynamoHistoryStore:
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
         self._db.put_item(TableName=self.table, Item={
             "pk": s(f"HOOK#{token}"), "sk": s("HOOK"), "execution_id": s(execution_id), "name": s(name)})
+
+    def claim_hook(self, token: str, payload: Any) -> bool:
+        """Resume-once, atomically: the first payload to claim the token wins; the same payload again
+        (a retried request) still gets True, so a crash between claim and send can be retried."""
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        digest = hashlib.sha256(canonical).hexdigest()
+        try:
+            update_if(self._db, self.table, {"pk": s(f"HOOK#{token}"), "sk": s("HOOK")},
+                      "SET resumed_with = :d",
+                      "attribute_exists(pk) AND (attribute_not_exists(resumed_with) OR resumed_with = :d)",
+                      ExpressionAttributeValues={":d": s(digest)})
+        except ConditionFailed:
+            return False
+        return True
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         item = self._db.get_item(TableName=self.table, ConsistentRead=True,
