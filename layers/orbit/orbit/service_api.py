@@ -64,6 +64,9 @@ class EngineApi:
         if hook.get("resumed"):
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
         self._check_payload(state, name, payload)
+        claim = getattr(self.store, "claim_hook", None)  # atomic resume-once where the store offers it
+        if claim is not None and not claim(token, payload):
+            raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
         self.queues.send_decision({"kind": "hook", "execution_id": execution_id, "id": f"hook:{token}",
                                    "token": token, "payload": payload})
         return execution_id
