@@ -138,6 +138,9 @@ class CodeRuntime:
         r = inst.replay
         if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
             return False
+        if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (
+                inst.origin[1] is state.input or inst.origin[1] == state.input)):
+            return False  # another execution under the same id (e.g. a second store in one process)
         if any(k not in state.units for k in r.emitted_units):
             return False
         if any(h not in state.hooks for h in r.emitted_hooks):

@@ -50,6 +50,7 @@ class Instance:
         self.replay = Replay(execution_id, self._block)
         self.ctx = WorkflowContext(self.replay, workflow)
         self.seen_seq = -1
+        self.origin: tuple[int, Any] | None = None  # (created_at_ms, input) of the execution it replays
         self.finished = False
         self._discarded = False
         self._thread: threading.Thread | None = None
@@ -63,6 +64,7 @@ class Instance:
             raise RuntimeError("a finished or discarded workflow instance cannot be fed")
         self.seen_seq = state.last_seq
         if self._thread is None:
+            self.origin = (state.created_at_ms, state.input)
             self.replay.begin(state)
             self._thread = threading.Thread(target=self._main, args=(state.input,), daemon=True,
                                             name=f"orbit-workflow-{state.id}")
