@@ -67,8 +67,21 @@ def bench_decisions_per_second(runs: int) -> tuple[float, float]:
 
 def history_of(length: int) -> tuple[Any, ExecutionState, ResultMessage]:
     """An execution whose history is about `length` events long, with one task in flight."""
-    wf = parse_definition({"orbit": 1, "name": "long", "version": "1", "steps": {
-        "work": {"for": "{% input.items %}", "concurrency": 1, "task": "w.item", "input": "{% item %}"}}})
+    wf = parse_definition(
+        {
+            "orbit": 1,
+            "name": "long",
+            "version": "1",
+            "steps": {
+                "work": {
+                    "for": "{% input.items %}",
+                    "concurrency": 1,
+                    "task": "w.item",
+                    "input": "{% item %}",
+                }
+            },
+        }
+    )
     s = ExecutionState("long")
     ids = SeededIds("h")
     now = T0
@@ -104,8 +117,21 @@ def bench_decision_cost(lengths: list[int], reps: int) -> dict[int, tuple[int, f
 
 def bench_for(n: int) -> float:
     sim = Simulator(start_ms=T0)
-    sim.register({"orbit": 1, "name": "fan", "version": "1", "steps": {
-        "ship": {"for": "{% input.items %}", "concurrency": 10, "task": "s.ship", "input": {"sku": "{% item %}"}}}})
+    sim.register(
+        {
+            "orbit": 1,
+            "name": "fan",
+            "version": "1",
+            "steps": {
+                "ship": {
+                    "for": "{% input.items %}",
+                    "concurrency": 10,
+                    "task": "s.ship",
+                    "input": {"sku": "{% item %}"},
+                }
+            },
+        }
+    )
     sim.worker("s.ship", succeed({"ok": True}))
     t = time.perf_counter()
     eid = sim.start("fan", {"items": list(range(n))}, id=f"fan{n}")
@@ -119,8 +145,10 @@ def bench_for(n: int) -> float:
 def main() -> None:
     quick = "--quick" in sys.argv
     pure, engine = bench_decisions_per_second(20 if quick else 200)
-    print(f"10-step workflow: {pure:,.0f} decisions/s (pure decide); {engine:,.0f} messages/s through the "
-          f"Engine (memory store, commits, effects)")
+    print(
+        f"10-step workflow: {pure:,.0f} decisions/s (pure decide); {engine:,.0f} messages/s through the "
+        f"Engine (memory store, commits, effects)"
+    )
     lengths = [10, 1_000, 10_000]
     costs = bench_decision_cost(lengths, 50 if quick else 300)
     for length, (seq, us) in costs.items():
@@ -129,9 +157,11 @@ def main() -> None:
     print(f"  cost at 10,000 / cost at 10 = {ratio:.2f}x")
     small = bench_for(100)
     big = bench_for(2_000 if quick else 10_000)
-    print(f"for step end to end (simulator, concurrency 10): 100 elements {small * 1e6:.0f} us/element; "
-          f"{2_000 if quick else 10_000:,} elements {big * 1e6:.0f} us/element; ratio {big / small:.2f}x "
-          f"(target <= 2x)")
+    print(
+        f"for step end to end (simulator, concurrency 10): 100 elements {small * 1e6:.0f} us/element; "
+        f"{2_000 if quick else 10_000:,} elements {big * 1e6:.0f} us/element; ratio {big / small:.2f}x "
+        f"(target <= 2x)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,13 +22,21 @@ def created(seq: int = 1) -> Recorded:
     return Recorded(seq, 1000, WorkflowCreated("wf", "1", "sha256:x", {"a": 1}))
 
 
-def commit_of(first: int, n: int, inbound: str | None = None, effects: list[Any] | None = None,
-              extra: tuple[str, ...] = ()) -> Commit:
+def commit_of(
+    first: int,
+    n: int,
+    inbound: str | None = None,
+    effects: list[Any] | None = None,
+    extra: tuple[str, ...] = (),
+) -> Commit:
     events = []
     for i in range(n):
         seq = first + i
-        ev = created(seq).event if seq == 1 else (
-            WorkflowStarted() if seq == 2 else StepSucceeded(f"s{seq}", 1, {"v": seq}))
+        ev = (
+            created(seq).event
+            if seq == 1
+            else (WorkflowStarted() if seq == 2 else StepSucceeded(f"s{seq}", 1, {"v": seq}))
+        )
         events.append(Recorded(seq, 1000 + seq, ev))
     return Commit(first, 1000 + first, inbound, events, effects or [], extra)
 
@@ -46,7 +54,10 @@ class HistoryStoreContract:
             store.load("nope")
 
     def test_commit_then_load_round_trips(self, store: Any) -> None:
-        eff = [DispatchTask("e", "a", "t.x", "t", {"k": [1, 2]}, 1, "tok", "e:a", None, False), ArmTimer("e", 5)]
+        eff = [
+            DispatchTask("e", "a", "t.x", "t", {"k": [1, 2]}, 1, "tok", "e:a", None, False),
+            ArmTimer("e", 5),
+        ]
         store.commit("e", commit_of(1, 2, "m1", eff))
         loaded = store.load("e")
         assert loaded.snapshot_seq == 0
@@ -146,7 +157,22 @@ class HistoryStoreContract:
         assert store.find_hook("t" * 32) == ("e", "approval")
 
     def test_scheduled_event_fields_survive(self, store: Any) -> None:
-        ev = StepScheduled("ship[3]", 2, {"sku": "x"}, "e:ship[3]", True, "tok", "task", "ship.it", "ship",
-                           {"max_attempts": 3}, 1000, None, 5000, "continue_workflow", True)
+        ev = StepScheduled(
+            "ship[3]",
+            2,
+            {"sku": "x"},
+            "e:ship[3]",
+            True,
+            "tok",
+            "task",
+            "ship.it",
+            "ship",
+            {"max_attempts": 3},
+            1000,
+            None,
+            5000,
+            "continue_workflow",
+            True,
+        )
         store.commit("e", Commit(1, 1, None, [created(1), Recorded(2, 1, ev)], []))
         assert store.history("e").records[1].event == ev

@@ -12,7 +12,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from orbit.adapters.memory import SeededIds
 from orbit.decider import decide
 from orbit.errors import ValidationError
@@ -21,12 +20,23 @@ from orbit.messages import message_from_dict
 from orbit.model import apply, fold
 from orbit.simulator import Behaviour, Simulator, answer_twice, crash, fail, hang, late, succeed
 from orbit.state import ExecutionState
+
 from tests.unit.dsl_harness import T0, definition
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-behaviours = st.sampled_from([succeed({"v": 1}), succeed(2), fail("BUSY"), fail("HARD", retryable=False), hang(),
-                              crash(), answer_twice(3), late(5_000, 4)])
+behaviours = st.sampled_from(
+    [
+        succeed({"v": 1}),
+        succeed(2),
+        fail("BUSY"),
+        fail("HARD", retryable=False),
+        hang(),
+        crash(),
+        answer_twice(3),
+        late(5_000, 4),
+    ]
+)
 
 
 @st.composite
@@ -40,12 +50,24 @@ def scenarios(draw: Any) -> tuple[dict[str, Any], dict[str, list[Behaviour]], li
         body: dict[str, Any]
         if kind in ("task", "for"):
             task = f"t.{name}"
-            body = {"task": task, "timeout": "10s", "input": {"i": i},
-                    "retry": {"max_attempts": draw(st.integers(1, 3)), "backoff": "1s",
-                              "jitter": draw(st.sampled_from(["none", "full"]))}}
+            body = {
+                "task": task,
+                "timeout": "10s",
+                "input": {"i": i},
+                "retry": {
+                    "max_attempts": draw(st.integers(1, 3)),
+                    "backoff": "1s",
+                    "jitter": draw(st.sampled_from(["none", "full"])),
+                },
+            }
             if kind == "for":
-                body.update({"for": "{% input.items %}", "concurrency": draw(st.integers(1, 3)),
-                             "tolerated_failures": draw(st.integers(0, 2))})
+                body.update(
+                    {
+                        "for": "{% input.items %}",
+                        "concurrency": draw(st.integers(1, 3)),
+                        "tolerated_failures": draw(st.integers(0, 2)),
+                    }
+                )
             if draw(st.booleans()):
                 body["compensate"] = {"task": "t.undo", "timeout": "10s"}
             scripts[task] = draw(st.lists(behaviours, min_size=1, max_size=4))
@@ -124,14 +146,27 @@ def test_decide_is_deterministic(scenario: Any, data: st.DataObject) -> None:
     state = fold("e1", recs[:k])
     wf = sim.registry.get("wf")
     units = sorted(state.units) or ["s0"]
-    msg = message_from_dict(data.draw(st.sampled_from([
-        {"kind": "wake", "execution_id": "e1", "id": "w"},
-        {"kind": "result", "execution_id": "e1", "id": "r", "unit": units[0],
-         "token": state.units[units[0]].token if units[0] in state.units and state.units[units[0]].token else "x",
-         "output": 1},
-        {"kind": "signal", "execution_id": "e1", "id": "s", "name": "go", "payload": 1},
-        {"kind": "cancel", "execution_id": "e1", "id": "c", "reason": "r"},
-    ])))
+    msg = message_from_dict(
+        data.draw(
+            st.sampled_from(
+                [
+                    {"kind": "wake", "execution_id": "e1", "id": "w"},
+                    {
+                        "kind": "result",
+                        "execution_id": "e1",
+                        "id": "r",
+                        "unit": units[0],
+                        "token": state.units[units[0]].token
+                        if units[0] in state.units and state.units[units[0]].token
+                        else "x",
+                        "output": 1,
+                    },
+                    {"kind": "signal", "execution_id": "e1", "id": "s", "name": "go", "payload": 1},
+                    {"kind": "cancel", "execution_id": "e1", "id": "c", "reason": "r"},
+                ]
+            )
+        )
+    )
     now = recs[k - 1].timestamp_ms + data.draw(st.integers(0, 10**9))
     s1, s2 = copy.deepcopy(state), copy.deepcopy(state)
     d1 = decide(wf, s1, msg, now, SeededIds("x"))
@@ -144,19 +179,51 @@ def test_decide_is_deterministic(scenario: Any, data: st.DataObject) -> None:
     assert replayed.to_dict() == s1.to_dict()  # decide's state is exactly the fold of its events
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                           lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-                           max_leaves=8)
-field_names = st.sampled_from(["step", "attempt", "token", "error", "items", "fire_at_ms", "deadline_ms", "name",
-                               "signal", "payload", "steps", "retry", "input", "output", "child_id", "reason",
-                               "next_attempt", "signal_id", "compensable", "fatal", "data"])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+    max_leaves=8,
+)
+field_names = st.sampled_from(
+    [
+        "step",
+        "attempt",
+        "token",
+        "error",
+        "items",
+        "fire_at_ms",
+        "deadline_ms",
+        "name",
+        "signal",
+        "payload",
+        "steps",
+        "retry",
+        "input",
+        "output",
+        "child_id",
+        "reason",
+        "next_attempt",
+        "signal_id",
+        "compensable",
+        "fatal",
+        "data",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(sorted(EVENT_TYPES) + ["Bogus"]),
-                          st.dictionaries(field_names, json_values | st.sampled_from(["s0", "s0[1]", "compensate:s0"]),
-                                          max_size=6)), max_size=25),
-       st.sampled_from(["wake", "cancel", "signal"]))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(EVENT_TYPES) + ["Bogus"]),
+            st.dictionaries(
+                field_names, json_values | st.sampled_from(["s0", "s0[1]", "compensate:s0"]), max_size=6
+            ),
+        ),
+        max_size=25,
+    ),
+    st.sampled_from(["wake", "cancel", "signal"]),
+)
 def test_apply_and_decide_are_total_on_arbitrary_events(raw: list[Any], kind: str) -> None:
     state = ExecutionState("e1")
     for seq, (typ, fields) in enumerate(raw, start=1):
@@ -168,7 +235,10 @@ def test_apply_and_decide_are_total_on_arbitrary_events(raw: list[Any], kind: st
     state.to_dict()
     state.describe()
     sim = Simulator(start_ms=T0)
-    wf = sim.register(definition({"s0": {"task": "t.x", "retry": {"max_attempts": 2}},
-                                  "s1": {"wait_for": "go", "timeout": "1h"}}))
+    wf = sim.register(
+        definition(
+            {"s0": {"task": "t.x", "retry": {"max_attempts": 2}}, "s1": {"wait_for": "go", "timeout": "1h"}}
+        )
+    )
     msg = message_from_dict({"kind": kind, "execution_id": "e1", "id": "m", "name": "go", "reason": "r"})
     decide(wf, state, msg, T0 + 10**9, SeededIds("x"))  # never raises on a garbled state either

@@ -13,12 +13,32 @@ from pathlib import Path
 import orbit
 
 PKG = Path(orbit.__file__).parent
-CORE = ["errors.py", "events.py", "state.py", "model.py", "effects.py", "messages.py", "decider.py",
-        "engine/*.py", "runtime/commands.py", "runtime/dsl.py", "definition/*.py", "expressions.py",
-        "contracts.py"]
+CORE = [
+    "errors.py",
+    "events.py",
+    "state.py",
+    "model.py",
+    "effects.py",
+    "messages.py",
+    "decider.py",
+    "engine/*.py",
+    "runtime/commands.py",
+    "runtime/dsl.py",
+    "definition/*.py",
+    "expressions.py",
+    "contracts.py",
+]
 BANNED_MODULES = {"boto3", "botocore", "random", "secrets", "uuid", "time", "aioboto3"}
-BANNED_ATTRS = {("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
-                ("os", "environ"), ("os", "getenv"), ("os", "urandom"), ("time", "time")}
+BANNED_ATTRS = {
+    ("datetime", "now"),
+    ("datetime", "utcnow"),
+    ("datetime", "today"),
+    ("date", "today"),
+    ("os", "environ"),
+    ("os", "getenv"),
+    ("os", "urandom"),
+    ("time", "time"),
+}
 
 
 def core_files() -> list[Path]:
@@ -40,8 +60,13 @@ def violations(path: Path) -> list[str]:
             if n.split(".")[0] in BANNED_MODULES:
                 out.append(f"{path.name}:{node.lineno}: imports {n}")
         if isinstance(node, ast.Attribute):
-            owner = node.value.id if isinstance(node.value, ast.Name) else \
-                node.value.attr if isinstance(node.value, ast.Attribute) else None
+            owner = (
+                node.value.id
+                if isinstance(node.value, ast.Name)
+                else node.value.attr
+                if isinstance(node.value, ast.Attribute)
+                else None
+            )
             if (owner, node.attr) in BANNED_ATTRS:
                 out.append(f"{path.name}:{node.lineno}: uses {owner}.{node.attr}")
     return out
@@ -54,9 +79,15 @@ def test_core_modules_are_pure() -> None:
 
 def test_the_scan_catches_what_it_bans(tmp_path: Path) -> None:
     bad = tmp_path / "probe.py"
-    src = "import boto3\nfrom random import random\nimport datetime\nx = datetime.datetime.now()\nimport os\n" \
-          "y = os.environ['A']\n"
+    src = (
+        "import boto3\nfrom random import random\nimport datetime\nx = datetime.datetime.now()\nimport os\n"
+        "y = os.environ['A']\n"
+    )
     bad.write_text(src)
     found = violations(bad)
-    assert [v.split(": ", 1)[1] for v in found] == ["imports boto3", "imports random", "uses datetime.now",
-                                                     "uses os.environ"]
+    assert [v.split(": ", 1)[1] for v in found] == [
+        "imports boto3",
+        "imports random",
+        "uses datetime.now",
+        "uses os.environ",
+    ]

@@ -10,18 +10,27 @@ from orbit.simulator import fail, hang, succeed
 from tests.unit.dsl_harness import T0, definition, events, sim_with, unit_types
 
 SAGA = {
-    "reserve": {"task": "inv.reserve", "compensate": {"task": "inv.release",
-                                                      "input": {"r": "{% steps.reserve.output %}"}}},
-    "charge": {"task": "pay.charge", "after": ["reserve"],
-               "compensate": {"task": "pay.refund", "input": {"c": "{% steps.charge.output %}"}}},
+    "reserve": {
+        "task": "inv.reserve",
+        "compensate": {"task": "inv.release", "input": {"r": "{% steps.reserve.output %}"}},
+    },
+    "charge": {
+        "task": "pay.charge",
+        "after": ["reserve"],
+        "compensate": {"task": "pay.refund", "input": {"c": "{% steps.charge.output %}"}},
+    },
     "ship": {"task": "ship.it", "after": ["charge"]},
 }
 
 
 def test_cancel_withdraws_queued_tells_running_and_compensates() -> None:
-    sim = sim_with({"a": {"task": "t.a", "compensate": {"task": "t.undo"}},
-                    "slow": {"task": "t.slow", "after": ["a"]},
-                    "queued": {"task": "nobody.serves", "after": ["a"]}})
+    sim = sim_with(
+        {
+            "a": {"task": "t.a", "compensate": {"task": "t.undo"}},
+            "slow": {"task": "t.slow", "after": ["a"]},
+            "queued": {"task": "nobody.serves", "after": ["a"]},
+        }
+    )
     sim.worker("t.a", succeed("A"))
     sim.worker("t.slow", hang())
     sim.worker("t.undo", succeed())
@@ -31,10 +40,18 @@ def test_cancel_withdraws_queued_tells_running_and_compensates() -> None:
     assert sim.describe(eid)["steps"]["queued"]["status"] == "SCHEDULED"
     sim.cancel(eid, "stop")
     sim.run()
-    tail = sim.types(eid)[sim.types(eid).index("CancelRequested"):]
-    assert tail == ["CancelRequested", "StepCancelled", "StepCancelled", "CompensationStarted",
-                    "StepScheduled", "StepDispatched", "StepSucceeded", "CompensationCompleted",
-                    "WorkflowCancelled"]
+    tail = sim.types(eid)[sim.types(eid).index("CancelRequested") :]
+    assert tail == [
+        "CancelRequested",
+        "StepCancelled",
+        "StepCancelled",
+        "CompensationStarted",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+        "CompensationCompleted",
+        "WorkflowCancelled",
+    ]
     assert {c["unit"] for c in sim.cancelled_tasks} == {"slow", "queued"}  # both told via CancelTask
     d = sim.describe(eid)
     assert d["status"] == "CANCELLED" and d["error"]["code"] == "CANCELLED"
@@ -43,7 +60,9 @@ def test_cancel_withdraws_queued_tells_running_and_compensates() -> None:
 
 
 def test_forced_cancel_skips_compensation() -> None:
-    sim = sim_with({"a": {"task": "t.a", "compensate": {"task": "t.undo"}}, "b": {"task": "t.b", "after": ["a"]}})
+    sim = sim_with(
+        {"a": {"task": "t.a", "compensate": {"task": "t.undo"}}, "b": {"task": "t.b", "after": ["a"]}}
+    )
     sim.worker("t.a", succeed())
     sim.worker("t.b", hang())
     eid = sim.start("wf", {}, id="e1")
@@ -84,28 +103,46 @@ def test_failed_compensation_is_recorded_and_the_rest_still_run() -> None:
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     types = sim.types(eid)
-    assert types[types.index("CompensationStarted"):] == [
+    assert types[types.index("CompensationStarted") :] == [
         "CompensationStarted",
-        "StepScheduled", "StepDispatched", "StepAttemptFailed", "StepFailed", "CompensationFailed",
-        "StepScheduled", "StepDispatched", "StepSucceeded",
-        "CompensationCompleted", "WorkflowFailed"]
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "StepFailed",
+        "CompensationFailed",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+        "CompensationCompleted",
+        "WorkflowFailed",
+    ]
     d = sim.describe(eid)
     assert d["compensation"] == "failed" and d["steps"]["compensate:reserve"]["status"] == "SUCCEEDED"
     assert events(sim, eid, "WorkflowFailed")[0]["compensation"] == "failed"
 
 
 def test_workflow_timeout_times_out_and_compensates() -> None:
-    sim = sim_with({"a": {"task": "t.a", "compensate": {"task": "t.undo"}}, "b": {"task": "t.b", "after": ["a"]}},
-                   timeout="2h")
+    sim = sim_with(
+        {"a": {"task": "t.a", "compensate": {"task": "t.undo"}}, "b": {"task": "t.b", "after": ["a"]}},
+        timeout="2h",
+    )
     sim.worker("t.a", succeed())
     sim.worker("t.b", hang())
     sim.worker("t.undo", succeed())
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     assert events(sim, eid, "WorkflowStarted")[0]["deadline_ms"] == T0 + 7_200_000
-    tail = sim.types(eid)[sim.types(eid).index("WorkflowTimeoutReached"):]
-    assert tail == ["WorkflowTimeoutReached", "StepCancelled", "CompensationStarted", "StepScheduled",
-                    "StepDispatched", "StepSucceeded", "CompensationCompleted", "WorkflowTimedOut"]
+    tail = sim.types(eid)[sim.types(eid).index("WorkflowTimeoutReached") :]
+    assert tail == [
+        "WorkflowTimeoutReached",
+        "StepCancelled",
+        "CompensationStarted",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+        "CompensationCompleted",
+        "WorkflowTimedOut",
+    ]
     d = sim.describe(eid)
     assert d["status"] == "TIMED_OUT" and d["error"]["code"] == "WORKFLOW_TIMEOUT"
     assert events(sim, eid, "WorkflowTimeoutReached")[0]["timestamp_ms"] == T0 + 7_200_000
@@ -121,17 +158,24 @@ def test_input_contract_violation_fails_at_start() -> None:
 
 
 def test_output_contract_violation_fails_at_the_end() -> None:
-    sim = sim_with({"a": {"compute": "{% 5 %}"}}, output="{% steps.a.output %}",
-                   output_schema={"type": "string"})
+    sim = sim_with(
+        {"a": {"compute": "{% 5 %}"}}, output="{% steps.a.output %}", output_schema={"type": "string"}
+    )
     eid = sim.start("wf", {}, id="e1")
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "StepSucceeded", "FailRequested",
-                              "WorkflowFailed"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "StepSucceeded",
+        "FailRequested",
+        "WorkflowFailed",
+    ]
     assert sim.describe(eid)["error"]["code"] == "OUTPUT_CONTRACT_VIOLATION"
 
 
 def test_expression_error_fails_the_step_without_retry() -> None:
-    sim = sim_with({"a": {"task": "t.a", "retry": {"max_attempts": 5},
-                          "input": {"n": "{% $number('not a number') %}"}}})
+    sim = sim_with(
+        {"a": {"task": "t.a", "retry": {"max_attempts": 5}, "input": {"n": "{% $number('not a number') %}"}}}
+    )
     eid = sim.start("wf", {}, id="e1")
     assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "StepFailed", "WorkflowFailed"]
     err = sim.describe(eid)["error"]
@@ -139,13 +183,23 @@ def test_expression_error_fails_the_step_without_retry() -> None:
 
 
 def test_http_error_is_retried_and_adapter_disabled_is_not() -> None:
-    sim = sim_with({"h": {"http": {"method": "GET", "url": "https://x.example"}, "retry": {"max_attempts": 3,
-                                                                                         "backoff": "1s"}},
-                    "off": {"http": {"method": "GET", "url": "http://127.0.0.1"}, "retry": {"max_attempts": 3},
-                            "on_failure": "continue"}})
+    sim = sim_with(
+        {
+            "h": {
+                "http": {"method": "GET", "url": "https://x.example"},
+                "retry": {"max_attempts": 3, "backoff": "1s"},
+            },
+            "off": {
+                "http": {"method": "GET", "url": "http://127.0.0.1"},
+                "retry": {"max_attempts": 3},
+                "on_failure": "continue",
+            },
+        }
+    )
 
     def http(inp, ctx):  # type: ignore[no-untyped-def]
         from orbit import TaskError
+
         if "127.0.0.1" in inp["url"]:
             raise TaskError("ADAPTER_DISABLED", "loopback not allowed", retryable=True)
         if ctx.attempt < 3:
@@ -155,7 +209,12 @@ def test_http_error_is_retried_and_adapter_disabled_is_not() -> None:
     sim.worker("orbit.http", http)
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    assert unit_types(sim, eid, "off") == ["StepScheduled", "StepDispatched", "StepAttemptFailed", "StepFailed"]
+    assert unit_types(sim, eid, "off") == [
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "StepFailed",
+    ]
     assert unit_types(sim, eid, "h").count("RetryScheduled") == 2
     d = sim.describe(eid)
     assert d["status"] == "COMPLETED" and d["steps"]["off"]["error"]["code"] == "ADAPTER_DISABLED"
@@ -176,10 +235,13 @@ def test_execution_finishes_on_the_version_it_started_with() -> None:
     sim.worker("t.a", hang())
     eid = sim.start("wf", {}, id="e1")
     sim.run_until_idle()
-    sim.register(definition({"a": {"task": "t.a"}, "extra": {"compute": "{% 1 %}"}}, version="2", output="v2"))
+    sim.register(
+        definition({"a": {"task": "t.a"}, "extra": {"compute": "{% 1 %}"}}, version="2", output="v2")
+    )
     token = events(sim, eid, "StepScheduled")[0]["token"]
-    sim.engine.handle({"kind": "result", "execution_id": eid, "id": "r", "unit": "a", "token": token,
-                       "output": 1})
+    sim.engine.handle(
+        {"kind": "result", "execution_id": eid, "id": "r", "unit": "a", "token": token, "output": 1}
+    )
     d = sim.describe(eid)
     assert d["version"] == "1" and d["output"] == "v1" and "extra" not in d["steps"]
     assert sim.describe(sim.start("wf", {}, id="e2"))["version"] == "2"

@@ -11,18 +11,36 @@ from tests.unit.dsl_harness import T0, events, sim_with, unit_types
 
 
 def test_retry_backoff_multiplier_and_cap() -> None:
-    sim = sim_with({"a": {"task": "t.a", "retry": {"max_attempts": 5, "backoff": "1s", "multiplier": 3,
-                                                    "max_backoff": "5s"}}})
+    sim = sim_with(
+        {
+            "a": {
+                "task": "t.a",
+                "retry": {"max_attempts": 5, "backoff": "1s", "multiplier": 3, "max_backoff": "5s"},
+            }
+        }
+    )
     sim.worker("t.a", fail("BUSY"), fail("BUSY"), fail("BUSY"), succeed("ok"))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     retries = events(sim, eid, "RetryScheduled")
     assert [(r["next_attempt"], r["delay_ms"]) for r in retries] == [(2, 1000), (3, 3000), (4, 5000)]
     assert unit_types(sim, eid, "a") == [
-        "StepScheduled", "StepDispatched", "StepAttemptFailed", "RetryScheduled",
-        "StepScheduled", "StepDispatched", "StepAttemptFailed", "RetryScheduled",
-        "StepScheduled", "StepDispatched", "StepAttemptFailed", "RetryScheduled",
-        "StepScheduled", "StepDispatched", "StepSucceeded"]
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "RetryScheduled",
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "RetryScheduled",
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "RetryScheduled",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+    ]
     sched = events(sim, eid, "StepScheduled")
     assert len({s["token"] for s in sched}) == 4  # a fresh token per dispatch
     assert {s["idempotency_key"] for s in sched} == {"e1:a"}  # one key across retries
@@ -50,23 +68,34 @@ def test_full_jitter_is_deterministic_and_bounded() -> None:
     assert len(set(draws)) > 1
 
     def delays() -> list[int]:
-        sim = sim_with({"a": {"task": "t.a", "retry": {"max_attempts": 4, "backoff": "1s", "jitter": "full"}}})
+        sim = sim_with(
+            {"a": {"task": "t.a", "retry": {"max_attempts": 4, "backoff": "1s", "jitter": "full"}}}
+        )
         sim.worker("t.a", fail("BUSY"), fail("BUSY"), fail("BUSY"), succeed())
         sim.start("wf", {}, id="e1")
         sim.run()
         return [r["delay_ms"] for r in events(sim, "e1", "RetryScheduled")]
 
-    assert delays() == delays() == [backoff_ms(RetryPolicy(4, 1000, 2.0, None, "full"), n, "e1", "a")
-                                    for n in (1, 2, 3)]
+    assert (
+        delays()
+        == delays()
+        == [backoff_ms(RetryPolicy(4, 1000, 2.0, None, "full"), n, "e1", "a") for n in (1, 2, 3)]
+    )
 
 
 def test_non_retryable_code_from_the_policy() -> None:
-    sim = sim_with({"charge": {"task": "p.charge", "retry": {"max_attempts": 5, "non_retryable": ["DECLINED"]}}})
+    sim = sim_with(
+        {"charge": {"task": "p.charge", "retry": {"max_attempts": 5, "non_retryable": ["DECLINED"]}}}
+    )
     sim.worker("p.charge", fail("DECLINED"))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    assert unit_types(sim, eid, "charge") == ["StepScheduled", "StepDispatched", "StepAttemptFailed",
-                                              "StepFailed"]
+    assert unit_types(sim, eid, "charge") == [
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "StepFailed",
+    ]
 
 
 def test_worker_marks_an_error_not_retryable() -> None:
@@ -84,8 +113,14 @@ def test_attempt_timeout_counts_from_dispatch_and_retries() -> None:
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     assert unit_types(sim, eid, "a") == [
-        "StepScheduled", "StepDispatched", "StepAttemptFailed", "RetryScheduled",
-        "StepScheduled", "StepDispatched", "StepSucceeded"]
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "RetryScheduled",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+    ]
     failed = events(sim, eid, "StepAttemptFailed")[0]
     assert failed["error"]["code"] == "TIMEOUT" and failed["timestamp_ms"] == T0 + 20_000
     assert events(sim, eid, "StepDispatched")[0]["deadline_ms"] == T0 + 20_000
@@ -104,8 +139,14 @@ def test_queue_timeout_when_no_worker_takes_the_task() -> None:
     sim = sim_with({"a": {"task": "nobody.serves", "queue_timeout": "5m"}})
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "StepScheduled", "StepAttemptFailed",
-                              "StepFailed", "WorkflowFailed"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "StepScheduled",
+        "StepAttemptFailed",
+        "StepFailed",
+        "WorkflowFailed",
+    ]
     failed = events(sim, eid, "StepAttemptFailed")[0]
     assert failed["error"]["code"] == "QUEUE_TIMEOUT" and failed["timestamp_ms"] == T0 + 300_000
     assert sim.unserved and sim.unserved[0]["task"] == "nobody.serves"
@@ -116,8 +157,15 @@ def test_answer_twice_applies_once_and_records_the_stale_one() -> None:
     sim.worker("t.a", answer_twice("ok"))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "StepScheduled", "StepDispatched",
-                              "StepSucceeded", "WorkflowCompleted", "StaleResultIgnored"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+        "WorkflowCompleted",
+        "StaleResultIgnored",
+    ]
     assert len(events(sim, eid, "StepSucceeded")) == 1
     stale = events(sim, eid, "StaleResultIgnored")[0]
     assert stale["step"] == "a" and stale["outcome"] == "succeeded"
@@ -129,8 +177,16 @@ def test_late_answer_for_a_timed_out_attempt_is_stale() -> None:
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     types = unit_types(sim, eid, "a")
-    assert types == ["StepScheduled", "StepDispatched", "StepAttemptFailed", "RetryScheduled",
-                     "StaleResultIgnored", "StepScheduled", "StepDispatched", "StepSucceeded"]
+    assert types == [
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "RetryScheduled",
+        "StaleResultIgnored",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+    ]
     assert sim.describe(eid)["output"] == {"a": "second"}
 
 
@@ -140,8 +196,14 @@ def test_redelivered_result_message_is_not_applied_twice() -> None:
     sim.worker("t.b", hang())
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    result = {"kind": "result", "execution_id": eid, "id": f"result:{events(sim, eid, 'StepScheduled')[0]['token']}",
-              "unit": "a", "token": events(sim, eid, "StepScheduled")[0]["token"], "output": 1}
+    result = {
+        "kind": "result",
+        "execution_id": eid,
+        "id": f"result:{events(sim, eid, 'StepScheduled')[0]['token']}",
+        "unit": "a",
+        "token": events(sim, eid, "StepScheduled")[0]["token"],
+        "output": 1,
+    }
     before = sim.history(eid)
     sent_before = len(sim.queues.tasks["t"])
     sim.engine.handle(result)  # the same message id again: the commit's effects are re-sent
@@ -156,8 +218,14 @@ def test_crashed_worker_makes_the_attempt_uncertain_and_it_is_redelivered() -> N
     sim.worker("t.a", crash(), succeed("ok"))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    assert unit_types(sim, eid, "a") == ["StepScheduled", "StepDispatched", "StepAttemptUncertain",
-                                         "StepScheduled", "StepDispatched", "StepSucceeded"]
+    assert unit_types(sim, eid, "a") == [
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptUncertain",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+    ]
     first, again = events(sim, eid, "StepScheduled")
     assert again["redelivery"] is True and again["attempt"] == 1
     assert again["idempotency_key"] == first["idempotency_key"] == "e1:a"

@@ -8,22 +8,33 @@ from tests.unit.dsl_harness import T0, events, scheduled_running_peak, sim_with,
 
 
 def test_sequential_tasks_default_queue_and_output() -> None:
-    sim = sim_with({
-        "reserve": {"task": "inventory.reserve", "input": {"items": "{% input.items %}"}},
-        "charge": {"task": "payments.charge", "after": ["reserve"], "queue": "cards"},
-    }, output={"r": "{% steps.reserve.output.id %}", "c": "{% steps.charge.output %}"})
+    sim = sim_with(
+        {
+            "reserve": {"task": "inventory.reserve", "input": {"items": "{% input.items %}"}},
+            "charge": {"task": "payments.charge", "after": ["reserve"], "queue": "cards"},
+        },
+        output={"r": "{% steps.reserve.output.id %}", "c": "{% steps.charge.output %}"},
+    )
     sim.worker("inventory.reserve", lambda inp, ctx: {"id": len(inp["items"])})
     sim.worker("payments.charge", succeed("ok"))
     eid = sim.start("wf", {"items": [1, 2]}, id="e1")
     sim.run()
     assert sim.types(eid) == [
-        "WorkflowCreated", "WorkflowStarted",
-        "StepScheduled", "StepDispatched", "StepSucceeded",
-        "StepScheduled", "StepDispatched", "StepSucceeded",
-        "WorkflowCompleted"]
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+        "StepScheduled",
+        "StepDispatched",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]
     sched = events(sim, eid, "StepScheduled")
-    assert [(e["task"], e["queue"]) for e in sched] == [("inventory.reserve", "inventory"),
-                                                        ("payments.charge", "cards")]
+    assert [(e["task"], e["queue"]) for e in sched] == [
+        ("inventory.reserve", "inventory"),
+        ("payments.charge", "cards"),
+    ]
     assert sched[0]["input"] == {"items": [1, 2]} and sched[0]["idempotency_key"] == "e1:reserve"
     d = sim.describe(eid)
     assert d["status"] == "COMPLETED" and d["output"] == {"r": 2, "c": "ok"}
@@ -31,11 +42,13 @@ def test_sequential_tasks_default_queue_and_output() -> None:
 
 
 def test_reference_creates_dependency_and_independent_steps_run_in_parallel() -> None:
-    sim = sim_with({
-        "a": {"task": "t.a"},
-        "b": {"task": "t.b"},
-        "c": {"task": "t.c", "input": {"x": "{% steps.b.output %}"}},
-    })
+    sim = sim_with(
+        {
+            "a": {"task": "t.a"},
+            "b": {"task": "t.b"},
+            "c": {"task": "t.c", "input": {"x": "{% steps.b.output %}"}},
+        }
+    )
     for t in ("t.a", "t.b", "t.c"):
         sim.worker(t, succeed(t))
     eid = sim.start("wf", {}, id="e1")
@@ -49,22 +62,38 @@ def test_reference_creates_dependency_and_independent_steps_run_in_parallel() ->
 
 
 def test_when_false_skips_and_skipped_counts_as_ended() -> None:
-    sim = sim_with({
-        "charge": {"task": "p.charge", "when": "{% input.total > 0 %}"},
-        "after_it": {"compute": "{% steps.charge.status %}", "after": ["charge"]},
-    }, output={"charge": "{% steps.charge.output %}", "s": "{% steps.after_it.output %}"})
+    sim = sim_with(
+        {
+            "charge": {"task": "p.charge", "when": "{% input.total > 0 %}"},
+            "after_it": {"compute": "{% steps.charge.status %}", "after": ["charge"]},
+        },
+        output={"charge": "{% steps.charge.output %}", "s": "{% steps.after_it.output %}"},
+    )
     eid = sim.start("wf", {"total": 0}, id="e1")
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "StepSkipped", "StepSucceeded",
-                              "WorkflowCompleted"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "StepSkipped",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]
     d = sim.describe(eid)
     assert d["steps"]["charge"]["status"] == "SKIPPED" and d["output"] == {"charge": None, "s": "SKIPPED"}
 
 
 def test_for_fans_out_with_concurrency_and_keeps_order() -> None:
-    sim = sim_with({"ship": {"for": "{% input.items %}", "concurrency": 2, "task": "s.ship",
-                             "input": {"sku": "{% item %}", "line": "{% index %}"}}},
-                   output="{% steps.ship.output %}")
+    sim = sim_with(
+        {
+            "ship": {
+                "for": "{% input.items %}",
+                "concurrency": 2,
+                "task": "s.ship",
+                "input": {"sku": "{% item %}", "line": "{% index %}"},
+            }
+        },
+        output="{% steps.ship.output %}",
+    )
     sim.worker("s.ship", lambda inp, ctx: f"{inp['sku']}#{inp['line']}")
     eid = sim.start("wf", {"items": ["a", "b", "c", "d", "e"]}, id="e1")
     sim.run()
@@ -76,8 +105,9 @@ def test_for_fans_out_with_concurrency_and_keeps_order() -> None:
 
 
 def test_for_tolerates_failures_up_to_the_limit() -> None:
-    steps = {"ship": {"for": "{% input.items %}", "tolerated_failures": 1, "task": "s.ship",
-                      "input": "{% item %}"}}
+    steps = {
+        "ship": {"for": "{% input.items %}", "tolerated_failures": 1, "task": "s.ship", "input": "{% item %}"}
+    }
     sim = sim_with(steps, output="{% steps.ship.output %}")
     sim.worker("s.ship", fail("NOPE", retryable=False), succeed("ok"))
     eid = sim.start("wf", {"items": [1, 2, 3]}, id="e1")
@@ -88,7 +118,9 @@ def test_for_tolerates_failures_up_to_the_limit() -> None:
 
 
 def test_for_fails_beyond_tolerated_failures() -> None:
-    steps = {"ship": {"for": "{% input.items %}", "tolerated_failures": 1, "concurrency": 1, "task": "s.ship"}}
+    steps = {
+        "ship": {"for": "{% input.items %}", "tolerated_failures": 1, "concurrency": 1, "task": "s.ship"}
+    }
     sim = sim_with(steps)
     sim.worker("s.ship", fail("NOPE", retryable=False))
     eid = sim.start("wf", {"items": [1, 2, 3]}, id="e1")
@@ -103,14 +135,21 @@ def test_empty_for_succeeds_with_empty_list() -> None:
     sim = sim_with({"ship": {"for": "{% input.items %}", "task": "s.ship"}}, output="{% steps.ship.output %}")
     eid = sim.start("wf", {"items": []}, id="e1")
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "StepFanOut", "StepSucceeded",
-                              "WorkflowCompleted"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "StepFanOut",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]
     assert sim.describe(eid)["output"] == []
 
 
 def test_compute_step_runs_inline() -> None:
-    sim = sim_with({"a": {"task": "t.a"}, "total": {"compute": "{% $sum(steps.a.output.costs) %}"}},
-                   output="{% steps.total.output %}")
+    sim = sim_with(
+        {"a": {"task": "t.a"}, "total": {"compute": "{% $sum(steps.a.output.costs) %}"}},
+        output="{% steps.total.output %}",
+    )
     sim.worker("t.a", succeed({"costs": [1, 2, 3.5]}))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
@@ -119,8 +158,13 @@ def test_compute_step_runs_inline() -> None:
 
 
 def test_http_step_is_a_task_on_the_http_queue() -> None:
-    sim = sim_with({"notify": {"http": {"method": "POST", "url": "https://example.com/x",
-                                        "body": {"id": "{% input.id %}"}}}})
+    sim = sim_with(
+        {
+            "notify": {
+                "http": {"method": "POST", "url": "https://example.com/x", "body": {"id": "{% input.id %}"}}
+            }
+        }
+    )
     sim.worker("orbit.http", lambda inp, ctx: {"status": 200, "headers": {}, "body": inp["body"]})
     eid = sim.start("wf", {"id": 7}, id="e1")
     sim.run()
@@ -131,12 +175,20 @@ def test_http_step_is_a_task_on_the_http_queue() -> None:
 
 
 def test_sleep_seven_days_takes_no_wall_time() -> None:
-    sim = sim_with({"cool": {"sleep": "7d"}, "then": {"compute": "{% $millis() %}", "after": ["cool"]}},
-                   output="{% steps.then.output %}")
+    sim = sim_with(
+        {"cool": {"sleep": "7d"}, "then": {"compute": "{% $millis() %}", "after": ["cool"]}},
+        output="{% steps.then.output %}",
+    )
     eid = sim.start("wf", {}, id="e1")
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "TimerStarted", "TimerFired",
-                              "StepSucceeded", "WorkflowCompleted"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "TimerStarted",
+        "TimerFired",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]
     assert events(sim, eid, "TimerStarted")[0]["fire_at_ms"] == T0 + 7 * 86_400_000
     assert sim.describe(eid)["output"] == T0 + 7 * 86_400_000  # $millis() is the decision time
     assert sim.describe(eid)["steps"]["cool"]["output"] == {}
@@ -159,10 +211,13 @@ def test_sleep_until_in_the_past_fires_at_once() -> None:
 
 
 def test_on_failure_continue_lets_the_execution_go_on() -> None:
-    sim = sim_with({
-        "optional": {"task": "t.opt", "on_failure": "continue"},
-        "next": {"compute": "{% steps.optional.error.code %}", "after": ["optional"]},
-    }, output="{% steps.next.output %}")
+    sim = sim_with(
+        {
+            "optional": {"task": "t.opt", "on_failure": "continue"},
+            "next": {"compute": "{% steps.optional.error.code %}", "after": ["optional"]},
+        },
+        output="{% steps.next.output %}",
+    )
     sim.worker("t.opt", fail("BROKEN", retryable=False))
     eid = sim.start("wf", {}, id="e1")
     sim.run()

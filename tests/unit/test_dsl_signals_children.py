@@ -12,22 +12,35 @@ SIGNALS = {"approval": {"schema": {"type": "object", "required": ["approved"]}}}
 
 
 def test_signal_after_the_wait_completes_it() -> None:
-    sim = sim_with({"approval": {"wait_for": "approval", "timeout": "7d"}},
-                   signals=SIGNALS, output="{% steps.approval.output %}")
+    sim = sim_with(
+        {"approval": {"wait_for": "approval", "timeout": "7d"}},
+        signals=SIGNALS,
+        output="{% steps.approval.output %}",
+    )
     eid = sim.start("wf", {}, id="e1")
     sim.run_until_idle()
     assert sim.describe(eid)["steps"]["approval"]["status"] == "WAITING"
     sim.signal(eid, "approval", {"approved": True})
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "HookCreated", "WaitStarted",
-                              "SignalReceived", "SignalConsumed", "StepSucceeded", "WorkflowCompleted"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "HookCreated",
+        "WaitStarted",
+        "SignalReceived",
+        "SignalConsumed",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]
     assert sim.describe(eid)["output"] == {"approved": True}
 
 
 def test_signal_before_the_wait_is_buffered() -> None:
-    sim = sim_with({"work": {"task": "t.work"},
-                    "approval": {"wait_for": "approval", "after": ["work"]}}, signals=SIGNALS,
-                   output="{% steps.approval.output %}")
+    sim = sim_with(
+        {"work": {"task": "t.work"}, "approval": {"wait_for": "approval", "after": ["work"]}},
+        signals=SIGNALS,
+        output="{% steps.approval.output %}",
+    )
     sim.worker("t.work", hang())
     eid = sim.start("wf", {}, id="e1")
     sim.run_until_idle()
@@ -35,8 +48,9 @@ def test_signal_before_the_wait_is_buffered() -> None:
     sim.run_until_idle()
     assert "approval" not in sim.describe(eid)["steps"]
     token = events(sim, eid, "StepScheduled")[0]["token"]
-    sim.engine.handle({"kind": "result", "execution_id": eid, "id": "r1", "unit": "work", "token": token,
-                       "output": 1})
+    sim.engine.handle(
+        {"kind": "result", "execution_id": eid, "id": "r1", "unit": "work", "token": token, "output": 1}
+    )
     sim.run()
     assert unit_types(sim, eid, "approval") == ["WaitStarted", "SignalConsumed", "StepSucceeded"]
     assert sim.describe(eid)["output"] == {"approved": "early"}
@@ -63,10 +77,14 @@ def test_wait_timeout_fails_the_step_with_timeout() -> None:
 
 
 def test_hook_token_known_from_start_resumes_once() -> None:
-    sim = sim_with({
-        "notify": {"compute": {"approve": "{% hooks.approval.token %}"}},
-        "approval": {"wait_for": "approval", "after": ["notify"]},
-    }, signals=SIGNALS, output="{% steps.approval.output %}")
+    sim = sim_with(
+        {
+            "notify": {"compute": {"approve": "{% hooks.approval.token %}"}},
+            "approval": {"wait_for": "approval", "after": ["notify"]},
+        },
+        signals=SIGNALS,
+        output="{% steps.approval.output %}",
+    )
     eid = sim.start("wf", {}, id="e1")
     sim.run_until_idle()
     token = sim.describe(eid)["steps"]["notify"]["output"]["approve"]
@@ -76,8 +94,10 @@ def test_hook_token_known_from_start_resumes_once() -> None:
     assert sim.resume_hook(token, {"approved": True}) == eid
     sim.run()
     assert sim.describe(eid)["output"] == {"approved": True}
-    assert [e["type"] for e in events(sim, eid, "HookResumed", "SignalConsumed")] == ["HookResumed",
-                                                                                      "SignalConsumed"]
+    assert [e["type"] for e in events(sim, eid, "HookResumed", "SignalConsumed")] == [
+        "HookResumed",
+        "SignalConsumed",
+    ]
     with pytest.raises(HookAlreadyResumed):
         sim.resume_hook(token, {"approved": False})
     with pytest.raises(NotFound):
@@ -85,8 +105,14 @@ def test_hook_token_known_from_start_resumes_once() -> None:
 
 
 def _parent_and_child(child_steps: dict, parent_extra: dict | None = None):  # type: ignore[no-untyped-def]
-    sim = sim_with({"invoice": {"workflow": "invoicing", "input": {"order": "{% input.order %}"}},
-                    **(parent_extra or {})}, name="orders", output="{% steps.invoice.output %}")
+    sim = sim_with(
+        {
+            "invoice": {"workflow": "invoicing", "input": {"order": "{% input.order %}"}},
+            **(parent_extra or {}),
+        },
+        name="orders",
+        output="{% steps.invoice.output %}",
+    )
     sim.register(definition(child_steps, name="invoicing", output="{% input.order & '-inv' %}"))
     return sim
 
@@ -96,8 +122,13 @@ def test_child_workflow_output_becomes_the_step_output() -> None:
     sim.worker("b.bill", succeed())
     eid = sim.start("orders", {"order": "o1"}, id="p1")
     sim.run()
-    assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "ChildStarted", "StepSucceeded",
-                              "WorkflowCompleted"]
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "ChildStarted",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]
     child = sim.describe("p1/invoice")  # deterministic child id
     assert child["status"] == "COMPLETED" and child["parent"] == {"execution_id": "p1", "step": "invoice"}
     assert sim.describe(eid)["output"] == "o1-inv"
@@ -123,8 +154,11 @@ def test_cancelling_the_parent_cancels_the_child() -> None:
     assert sim.types(eid)[-3:] == ["CancelRequested", "StepCancelled", "WorkflowCancelled"]
     child = sim.describe("p1/invoice")
     assert child["status"] == "CANCELLED"
-    assert [e["type"] for e in sim.history("p1/invoice")][-3:] == ["CancelRequested", "StepCancelled",
-                                                                    "WorkflowCancelled"]
+    assert [e["type"] for e in sim.history("p1/invoice")][-3:] == [
+        "CancelRequested",
+        "StepCancelled",
+        "WorkflowCancelled",
+    ]
     # the child's notice reaches a parent that has ended: ignored, nothing recorded
     assert sim.types(eid)[-1] == "WorkflowCancelled"
 

@@ -27,9 +27,15 @@ from tests.unit.dsl_harness import T0, definition, events, sim_with
 
 
 def engine_pair() -> tuple[Engine, Engine, MemoryQueues]:
-    store, queues, timers, reg, clock = MemoryHistoryStore(), MemoryQueues(), MemoryTimers(), MemoryRegistry(), \
-        ManualClock(T0)
+    store, queues, timers, reg, clock = (
+        MemoryHistoryStore(),
+        MemoryQueues(),
+        MemoryTimers(),
+        MemoryRegistry(),
+        ManualClock(T0),
+    )
     from orbit.definition import parse_definition
+
     reg.register(parse_definition(definition({"a": {"task": "t.a"}, "b": {"task": "t.b"}})))
     a = Engine(store, queues, timers, None, reg, clock, SeededIds("a"))
     b = Engine(store, queues, timers, None, reg, clock, SeededIds("b"))
@@ -43,10 +49,26 @@ def _token(engine: Engine, eid: str, unit: str) -> str:
 def test_a_stale_cached_state_conflicts_reloads_and_decides_again() -> None:
     a, b, _ = engine_pair()
     eid = a.start("wf", input={}, execution_id="e1")  # engine a caches the state at seq N
-    b.handle({"kind": "result", "execution_id": eid, "id": "r-a", "unit": "a", "token": _token(b, eid, "a"),
-              "output": 1})  # b commits behind a's back
-    a.handle({"kind": "result", "execution_id": eid, "id": "r-b", "unit": "b", "token": _token(b, eid, "b"),
-              "output": 2})
+    b.handle(
+        {
+            "kind": "result",
+            "execution_id": eid,
+            "id": "r-a",
+            "unit": "a",
+            "token": _token(b, eid, "a"),
+            "output": 1,
+        }
+    )  # b commits behind a's back
+    a.handle(
+        {
+            "kind": "result",
+            "execution_id": eid,
+            "id": "r-b",
+            "unit": "b",
+            "token": _token(b, eid, "b"),
+            "output": 2,
+        }
+    )
     state = a.load_state(eid)
     assert state.status == "COMPLETED" and state.output == {"a": 1, "b": 2}
     seqs = [e["seq"] for e in a.history(eid)]
@@ -57,8 +79,17 @@ def test_a_batch_for_one_execution_is_one_commit_listing_every_message() -> None
     a, _, _ = engine_pair()
     eid = a.start("wf", input={}, execution_id="e1")
     before = a.load_state(eid).last_seq
-    msgs = [{"kind": "result", "execution_id": eid, "id": f"r-{u}", "unit": u, "token": _token(a, eid, u),
-             "output": u} for u in ("a", "b")]
+    msgs = [
+        {
+            "kind": "result",
+            "execution_id": eid,
+            "id": f"r-{u}",
+            "unit": u,
+            "token": _token(a, eid, u),
+            "output": u,
+        }
+        for u in ("a", "b")
+    ]
     assert a.handle_batch(msgs) == []
     c = a.store.read_commit(eid, before + 1)
     assert c is not None and c.inbound_id == "r-a" and c.inbound_ids == ("r-b",)
@@ -68,7 +99,14 @@ def test_a_batch_for_one_execution_is_one_commit_listing_every_message() -> None
 def test_bad_messages_are_reported_by_position_and_the_rest_handled() -> None:
     a, _, _ = engine_pair()
     eid = a.start("wf", input={}, execution_id="e1")
-    good = {"kind": "result", "execution_id": eid, "id": "r", "unit": "a", "token": _token(a, eid, "a"), "output": 1}
+    good = {
+        "kind": "result",
+        "execution_id": eid,
+        "id": "r",
+        "unit": "a",
+        "token": _token(a, eid, "a"),
+        "output": 1,
+    }
     failures = a.handle_batch([{"kind": "result", "execution_id": eid}, good, {"kind": "bogus"}])
     assert [i for i, _ in failures] == [0, 2]
     assert all(isinstance(e, ValidationError) for _, e in failures)
@@ -93,6 +131,7 @@ def test_snapshots_are_taken_and_load_equals_the_full_fold() -> None:
     loaded = sim.store.load(eid)
     assert loaded.snapshot_seq > 0 and len(loaded.commits) < 3
     from orbit.model import recorded_from_dict
+
     full = fold(eid, [recorded_from_dict(e) for e in sim.history(eid)])
     got = loaded.fold().to_dict()
     got.pop("inbound")
@@ -153,6 +192,7 @@ def test_history_is_paged_through_the_store() -> None:
 @dataclass
 class ScriptedRuntime:
     """A tiny hand-written runtime: proves the command contract without the DSL."""
+
     plan: list[Any]
     calls: list[int] = field(default_factory=list)
 

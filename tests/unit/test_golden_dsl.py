@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from orbit.definition import definition_hash
 from orbit.model import fold, recorded_from_dict
 
@@ -47,6 +46,7 @@ def test_golden_history_replays_to_its_state(path: Path) -> None:
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 def test_the_engine_still_records_the_same_history(path: Path) -> None:
     import sys
+
     sys.path.insert(0, str(GOLDEN))
     try:
         import regenerate  # type: ignore[import-not-found]
@@ -61,7 +61,10 @@ def test_a_tampered_history_is_caught() -> None:
     golden = json.loads((GOLDEN / "saga.json").read_text())
     bad = copy.deepcopy(golden)
     # drop the compensation of `charge`: the replayed state no longer matches the record
-    bad["history"] = [e for e in bad["history"]
-                      if not (e["type"] == "StepSucceeded" and e.get("step") == "compensate:charge")]
+    bad["history"] = [
+        e
+        for e in bad["history"]
+        if not (e["type"] == "StepSucceeded" and e.get("step") == "compensate:charge")
+    ]
     problems = replay_problems(bad)
     assert problems and any("units" in p or "compensation" in p for p in problems)

@@ -37,9 +37,23 @@ _LAZY = {
     "load_definition": "orbit.definition",
 }
 
-__all__ = ["OrbitError", "ValidationError", "Problem", "ConflictError", "NotFound", "ExecutionExists",
-           "PayloadRefused", "NonDeterminismError", "BuildMismatch", "HookAlreadyResumed",
-           "UnknownWorkflow", "ExpressionError", "TaskError", "workflow", *_LAZY]
+__all__ = [
+    "OrbitError",
+    "ValidationError",
+    "Problem",
+    "ConflictError",
+    "NotFound",
+    "ExecutionExists",
+    "PayloadRefused",
+    "NonDeterminismError",
+    "BuildMismatch",
+    "HookAlreadyResumed",
+    "UnknownWorkflow",
+    "ExpressionError",
+    "TaskError",
+    "workflow",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:

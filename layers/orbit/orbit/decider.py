@@ -83,8 +83,17 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
     wf = ctx.workflow
     build = workflow_build(wf)
     timeout = getattr(wf, "timeout_ms", None)
-    ctx.emit(WorkflowCreated(workflow=wf.name, version=str(wf.version), definition_hash=build,
-                             input=m.input, parent=m.parent, build=build, execution_id=ctx.state.id))
+    ctx.emit(
+        WorkflowCreated(
+            workflow=wf.name,
+            version=str(wf.version),
+            definition_hash=build,
+            input=m.input,
+            parent=m.parent,
+            build=build,
+            execution_id=ctx.state.id,
+        )
+    )
     ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))
     for name in sorted(getattr(wf, "signals", None) or {}):
         create_hook(ctx, name)
@@ -173,6 +182,8 @@ def runtime_for(workflow: Any) -> Runtime:
         return rt() if isinstance(rt, type) else rt
     if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
         from orbit.runtime.dsl import DslRuntime
+
         return DslRuntime()
     from orbit.runtime import code  # the Python replayer (orbit/runtime/code.py)
+
     return code.runtime_for(workflow)  # type: ignore[attr-defined, no-any-return]

@@ -29,6 +29,7 @@ class Effect:
 @dataclass(frozen=True)
 class DispatchTask(Effect):
     """Send one attempt to a worker queue. Workers deduplicate on `idempotency_key`."""
+
     KIND: ClassVar[str] = "dispatch_task"
     execution_id: str
     unit: str
@@ -45,6 +46,7 @@ class DispatchTask(Effect):
 @dataclass(frozen=True)
 class CancelTask(Effect):
     """Tell the worker running `token` that its result is no longer wanted."""
+
     KIND: ClassVar[str] = "cancel_task"
     execution_id: str
     unit: str
@@ -55,6 +57,7 @@ class CancelTask(Effect):
 @dataclass(frozen=True)
 class ArmTimer(Effect):
     """Wake the execution at `fire_at_ms` (replaces the execution's earlier timer)."""
+
     KIND: ClassVar[str] = "arm_timer"
     execution_id: str
     fire_at_ms: int
@@ -81,6 +84,7 @@ class CancelChild(Effect):
 @dataclass(frozen=True)
 class NotifyParent(Effect):
     """A child ended: tell the parent's unit (`child_done` message)."""
+
     KIND: ClassVar[str] = "notify_parent"
     parent_id: str
     unit: str
@@ -93,6 +97,7 @@ class NotifyParent(Effect):
 @dataclass(frozen=True)
 class RegisterHook(Effect):
     """Make `token` resolvable to (execution, hook name) for `resume_hook`."""
+
     KIND: ClassVar[str] = "register_hook"
     token: str
     execution_id: str
@@ -102,6 +107,7 @@ class RegisterHook(Effect):
 @dataclass(frozen=True)
 class ContinueExecution(Effect):
     """Start the successor of an execution that continued as new."""
+
     KIND: ClassVar[str] = "continue_execution"
     execution_id: str
     new_execution_id: str
@@ -111,8 +117,17 @@ class ContinueExecution(Effect):
 
 
 EFFECT_TYPES: dict[str, type[Effect]] = {
-    c.KIND: c for c in (DispatchTask, CancelTask, ArmTimer, StartChild, CancelChild, NotifyParent,
-                        RegisterHook, ContinueExecution)
+    c.KIND: c
+    for c in (
+        DispatchTask,
+        CancelTask,
+        ArmTimer,
+        StartChild,
+        CancelChild,
+        NotifyParent,
+        RegisterHook,
+        ContinueExecution,
+    )
 }
 
 

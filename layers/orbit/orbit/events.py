@@ -25,10 +25,19 @@ CANCELLED = "CANCELLED"
 WORKFLOW_TIMEOUT = "WORKFLOW_TIMEOUT"
 ADAPTER_DISABLED = "ADAPTER_DISABLED"
 HTTP_ERROR = "HTTP_ERROR"
-RUNTIME_CODES = frozenset({
-    TIMEOUT, QUEUE_TIMEOUT, EXPRESSION_ERROR, INPUT_CONTRACT_VIOLATION, OUTPUT_CONTRACT_VIOLATION,
-    CANCELLED, WORKFLOW_TIMEOUT, ADAPTER_DISABLED, HTTP_ERROR,
-})
+RUNTIME_CODES = frozenset(
+    {
+        TIMEOUT,
+        QUEUE_TIMEOUT,
+        EXPRESSION_ERROR,
+        INPUT_CONTRACT_VIOLATION,
+        OUTPUT_CONTRACT_VIOLATION,
+        CANCELLED,
+        WORKFLOW_TIMEOUT,
+        ADAPTER_DISABLED,
+        HTTP_ERROR,
+    }
+)
 
 
 class TaskError(OrbitError):
@@ -62,8 +71,10 @@ class TaskError(OrbitError):
         return hash((self.code, self.message, self.retryable))
 
     def __repr__(self) -> str:
-        return (f"TaskError(code={self.code!r}, message={self.message!r}, "
-                f"retryable={self.retryable!r}, details={self.details!r})")
+        return (
+            f"TaskError(code={self.code!r}, message={self.message!r}, "
+            f"retryable={self.retryable!r}, details={self.details!r})"
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (TaskError, (self.code, self.message, self.retryable, self.details))
@@ -74,8 +85,12 @@ class TaskError(OrbitError):
         return TaskError(d["code"], d["message"], d["retryable"], d["details"])
 
     def to_dict(self) -> dict[str, JSON]:
-        return {"code": self.code, "message": self.message, "retryable": self.retryable,
-                "details": self.details}
+        return {
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "details": self.details,
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> TaskError:
@@ -85,8 +100,12 @@ class TaskError(OrbitError):
         if not isinstance(d, dict) or not isinstance(d.get("code"), str) or not d["code"]:
             raise ValidationError("error must be an object with a non-empty string `code`", "error")
         retryable = d.get("retryable", True)
-        return cls(d["code"], str(d.get("message") or ""), bool(retryable) if retryable is not None else True,
-                   d.get("details"))
+        return cls(
+            d["code"],
+            str(d.get("message") or ""),
+            bool(retryable) if retryable is not None else True,
+            d.get("details"),
+        )
 
 
 def _error_or_none(v: Any) -> TaskError | None:
@@ -149,6 +168,7 @@ class StepFanOut(Event):
 @event
 class StepScheduled(Event):
     """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
+
     step: str
     attempt: int
     input: JSON = None
@@ -175,6 +195,7 @@ class StepSkipped(Event):
 @event
 class StepDispatched(Event):
     """A worker took the attempt (`started` message)."""
+
     step: str
     attempt: int
     token: str
@@ -222,6 +243,7 @@ class RetryScheduled(Event):
 @event
 class StepFailed(Event):
     """The unit ended failed. `fatal` False: on_failure continue / fan-out element."""
+
     step: str
     error: TaskError
     fatal: bool = True
@@ -260,6 +282,7 @@ class CancelRequested(Event):
 @event
 class FailRequested(Event):
     """The runtime failed the workflow (not a step): e.g. output contract, code raised."""
+
     error: TaskError
 
 
@@ -317,6 +340,7 @@ class SignalReceived(Event):
 @event
 class SignalConsumed(Event):
     """A buffered signal (or hook payload) was handed to the waiting unit `step`."""
+
     step: str
     name: str
     signal_id: str = ""
@@ -367,12 +391,14 @@ class WorkflowContinuedAsNew(Event):
 @event
 class ExecutionParked(Event):
     """Replay cannot go on (non-determinism, build mismatch); waits for an operator."""
+
     error: TaskError
 
 
 @dataclass(frozen=True)
 class UnknownEvent(Event):
     """An event type this code does not know; kept verbatim, ignored by `apply`."""
+
     data: dict[str, JSON] = field(default_factory=dict)
 
     @property

@@ -36,8 +36,11 @@ class Message:
 class StartMessage(Message):
     KIND: ClassVar[str] = "start"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
-        "workflow": (str, True), "version": ((str, type(None)), False), "input": (_ANY, False),
-        "parent": ((dict, type(None)), False)}
+        "workflow": (str, True),
+        "version": ((str, type(None)), False),
+        "input": (_ANY, False),
+        "parent": ((dict, type(None)), False),
+    }
     workflow: str = ""
     version: str | None = None
     input: JSON = None
@@ -47,9 +50,14 @@ class StartMessage(Message):
 @dataclass(frozen=True)
 class StartedMessage(Message):
     """A worker took a task: records StepDispatched."""
+
     KIND: ClassVar[str] = "started"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
-        "unit": (str, True), "token": (str, True), "worker_id": (str, False), "worker_session": (str, False)}
+        "unit": (str, True),
+        "token": (str, True),
+        "worker_id": (str, False),
+        "worker_session": (str, False),
+    }
     unit: str = ""
     token: str = ""
     worker_id: str = ""
@@ -59,10 +67,14 @@ class StartedMessage(Message):
 @dataclass(frozen=True)
 class ResultMessage(Message):
     """A worker's answer: `output`, or `error` (a TaskError) when it failed."""
+
     KIND: ClassVar[str] = "result"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
-        "unit": (str, True), "token": (str, True), "output": (_ANY, False),
-        "error": ((dict, type(None)), False)}
+        "unit": (str, True),
+        "token": (str, True),
+        "output": (_ANY, False),
+        "error": ((dict, type(None)), False),
+    }
     unit: str = ""
     token: str = ""
     output: JSON = None
@@ -72,8 +84,11 @@ class ResultMessage(Message):
 @dataclass(frozen=True)
 class HeartbeatMessage(Message):
     KIND: ClassVar[str] = "heartbeat"
-    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"unit": (str, True), "token": (str, True),
-                                                   "details": (_ANY, False)}
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "unit": (str, True),
+        "token": (str, True),
+        "details": (_ANY, False),
+    }
     unit: str = ""
     token: str = ""
     details: JSON = None
@@ -106,6 +121,7 @@ class CancelMessage(Message):
 @dataclass(frozen=True)
 class WakeMessage(Message):
     """A timer came due (sleep, retry backoff, attempt/queue/workflow deadline)."""
+
     KIND: ClassVar[str] = "wake"
 
 
@@ -113,8 +129,12 @@ class WakeMessage(Message):
 class ChildDoneMessage(Message):
     KIND: ClassVar[str] = "child_done"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
-        "unit": (str, True), "child_id": (str, True), "status": (str, True), "output": (_ANY, False),
-        "error": ((dict, type(None)), False)}
+        "unit": (str, True),
+        "child_id": (str, True),
+        "status": (str, True),
+        "output": (_ANY, False),
+        "error": ((dict, type(None)), False),
+    }
     unit: str = ""
     child_id: str = ""
     status: str = ""
@@ -123,8 +143,18 @@ class ChildDoneMessage(Message):
 
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
-    c.KIND: c for c in (StartMessage, StartedMessage, ResultMessage, HeartbeatMessage, SignalMessage,
-                        HookMessage, CancelMessage, WakeMessage, ChildDoneMessage)
+    c.KIND: c
+    for c in (
+        StartMessage,
+        StartedMessage,
+        ResultMessage,
+        HeartbeatMessage,
+        SignalMessage,
+        HookMessage,
+        CancelMessage,
+        WakeMessage,
+        ChildDoneMessage,
+    )
 }
 
 
@@ -134,8 +164,9 @@ def message_from_dict(d: Any) -> Message:
         raise ValidationError("message must be a JSON object", "message")
     cls = MESSAGE_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
     if cls is None:
-        raise ValidationError(f"unknown kind {d.get('kind')!r}; expected one of {sorted(MESSAGE_TYPES)}",
-                              "message.kind")
+        raise ValidationError(
+            f"unknown kind {d.get('kind')!r}; expected one of {sorted(MESSAGE_TYPES)}", "message.kind"
+        )
     problems: list[Problem] = []
     spec = {"execution_id": (str, True), "id": (str, True), **cls.SPEC}
     for name, (typ, required) in spec.items():

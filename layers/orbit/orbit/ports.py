@@ -41,18 +41,27 @@ class Commit:
         return self.first_seq + len(self.events) - 1
 
     def to_dict(self) -> dict[str, JSON]:
-        return {"first_seq": self.first_seq, "timestamp_ms": self.timestamp_ms,
-                "inbound_id": self.inbound_id, "events": [r.to_dict() for r in self.events],
-                "effects": [e.to_dict() for e in self.effects], "inbound_ids": list(self.inbound_ids)}
+        return {
+            "first_seq": self.first_seq,
+            "timestamp_ms": self.timestamp_ms,
+            "inbound_id": self.inbound_id,
+            "events": [r.to_dict() for r in self.events],
+            "effects": [e.to_dict() for e in self.effects],
+            "inbound_ids": list(self.inbound_ids),
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> Commit:
         if not isinstance(d, dict) or not isinstance(d.get("first_seq"), int):
             raise ValidationError("commit needs an integer `first_seq`", "commit")
-        return cls(d["first_seq"], int(d.get("timestamp_ms") or 0), d.get("inbound_id"),
-                   [recorded_from_dict(r) for r in d.get("events") or []],
-                   [effect_from_dict(e) for e in d.get("effects") or []],
-                   tuple(d.get("inbound_ids") or ()))
+        return cls(
+            d["first_seq"],
+            int(d.get("timestamp_ms") or 0),
+            d.get("inbound_id"),
+            [recorded_from_dict(r) for r in d.get("events") or []],
+            [effect_from_dict(e) for e in d.get("effects") or []],
+            tuple(d.get("inbound_ids") or ()),
+        )
 
 
 @dataclass
@@ -118,8 +127,13 @@ class HistoryStore(Protocol):
 
     def put_index(self, entry: IndexEntry) -> None: ...
 
-    def list_executions(self, workflow: str | None = None, status: str | None = None, limit: int = 50,
-                        cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+    def list_executions(
+        self,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[IndexEntry], str | None]:
         """Newest first. Returns (entries, next cursor or None)."""
         ...
 

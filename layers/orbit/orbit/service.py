@@ -32,7 +32,17 @@ from orbit.effects import (
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
 from orbit.events import ExecutionParked, Recorded, TaskError
 from orbit.messages import Message, StartMessage, message_from_dict
-from orbit.ports import Clock, Commit, HistoryStore, IdSource, IndexEntry, PayloadStore, Queues, Registry, Timers
+from orbit.ports import (
+    Clock,
+    Commit,
+    HistoryStore,
+    IdSource,
+    IndexEntry,
+    PayloadStore,
+    Queues,
+    Registry,
+    Timers,
+)
 from orbit.service_api import EngineApi
 from orbit.state import ExecutionState
 
@@ -42,9 +52,18 @@ MAX_CONFLICT_RETRIES = 8
 
 
 class Engine(EngineApi):
-    def __init__(self, store: HistoryStore, queues: Queues, timers: Timers, payloads: PayloadStore | None,
-                 registry: Registry, clock: Clock, ids: IdSource, snapshot_every: int = 100,
-                 cache_size: int = 512) -> None:
+    def __init__(
+        self,
+        store: HistoryStore,
+        queues: Queues,
+        timers: Timers,
+        payloads: PayloadStore | None,
+        registry: Registry,
+        clock: Clock,
+        ids: IdSource,
+        snapshot_every: int = 100,
+        cache_size: int = 512,
+    ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
         self.registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
@@ -53,8 +72,14 @@ class Engine(EngineApi):
         self._cache_size = cache_size
 
     # ------------------------------------------------------------------ start
-    def start(self, workflow: str, version: str | None = None, input: Any = None,
-              execution_id: str | None = None, parent: dict[str, str] | None = None) -> str:
+    def start(
+        self,
+        workflow: str,
+        version: str | None = None,
+        input: Any = None,
+        execution_id: str | None = None,
+        parent: dict[str, str] | None = None,
+    ) -> str:
         """Start an execution now and return its id.
 
         Same id and same workflow/input: returns the existing execution.
@@ -68,9 +93,12 @@ class Engine(EngineApi):
 
     def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
         if state.workflow != m.workflow or state.input != m.input:
-            raise ExecutionExists(state.id, f"execution {state.id!r} already exists "
-                                  f"({state.workflow} v{state.version}) with a different "
-                                  f"{'workflow' if state.workflow != m.workflow else 'input'}")
+            raise ExecutionExists(
+                state.id,
+                f"execution {state.id!r} already exists "
+                f"({state.workflow} v{state.version}) with a different "
+                f"{'workflow' if state.workflow != m.workflow else 'input'}",
+            )
 
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
@@ -138,8 +166,16 @@ class Engine(EngineApi):
                 wf = self._workflow_for(state, m)
             except UnknownWorkflow as e:
                 if isinstance(m, StartMessage) and m.parent:  # a child that cannot start fails its step
-                    effects.append(NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), eid,
-                                                "FAILED", None, TaskError("UNKNOWN_WORKFLOW", str(e), False)))
+                    effects.append(
+                        NotifyParent(
+                            m.parent.get("execution_id", ""),
+                            m.parent.get("step", ""),
+                            eid,
+                            "FAILED",
+                            None,
+                            TaskError("UNKNOWN_WORKFLOW", str(e), False),
+                        )
+                    )
                     continue
                 raise
             d = decide(wf, state, m, now, self.ids) if not state.parked else None
@@ -157,9 +193,17 @@ class Engine(EngineApi):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
                 since_snapshot = 0
             if (state.status, state.created) != was:
-                self.store.put_index(IndexEntry(eid, state.workflow, state.version, state.status,
-                                                state.created_at_ms, state.updated_at_ms,
-                                                (state.parent or {}).get("execution_id")))
+                self.store.put_index(
+                    IndexEntry(
+                        eid,
+                        state.workflow,
+                        state.version,
+                        state.status,
+                        state.created_at_ms,
+                        state.updated_at_ms,
+                        (state.parent or {}).get("execution_id"),
+                    )
+                )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
             self._carry_out(c.effects)
@@ -201,25 +245,56 @@ class Engine(EngineApi):
             elif isinstance(e, RegisterHook):
                 self.store.put_hook(e.token, e.execution_id, e.name)
             elif isinstance(e, StartChild):
-                self.queues.send_decision(self._start_body(
-                    e.child_id, e.workflow, e.version, e.input, {"execution_id": e.parent_id, "step": e.unit}))
+                self.queues.send_decision(
+                    self._start_body(
+                        e.child_id,
+                        e.workflow,
+                        e.version,
+                        e.input,
+                        {"execution_id": e.parent_id, "step": e.unit},
+                    )
+                )
             elif isinstance(e, ContinueExecution):
-                self.queues.send_decision(self._start_body(e.new_execution_id, e.workflow, e.version, e.input,
-                                                           None))
+                self.queues.send_decision(
+                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, None)
+                )
             elif isinstance(e, CancelChild):
-                self.queues.send_decision({"kind": "cancel", "execution_id": e.child_id,
-                                           "id": f"cancel:{e.child_id}", "reason": e.reason, "force": False})
+                self.queues.send_decision(
+                    {
+                        "kind": "cancel",
+                        "execution_id": e.child_id,
+                        "id": f"cancel:{e.child_id}",
+                        "reason": e.reason,
+                        "force": False,
+                    }
+                )
             elif isinstance(e, NotifyParent):
-                self.queues.send_decision({
-                    "kind": "child_done", "execution_id": e.parent_id, "id": f"child_done:{e.child_id}",
-                    "unit": e.unit, "child_id": e.child_id, "status": e.status, "output": e.output,
-                    "error": e.error.to_dict() if e.error else None})
+                self.queues.send_decision(
+                    {
+                        "kind": "child_done",
+                        "execution_id": e.parent_id,
+                        "id": f"child_done:{e.child_id}",
+                        "unit": e.unit,
+                        "child_id": e.child_id,
+                        "status": e.status,
+                        "output": e.output,
+                        "error": e.error.to_dict() if e.error else None,
+                    }
+                )
 
     @staticmethod
-    def _start_body(eid: str, workflow: str, version: str | None, input: Any,
-                    parent: dict[str, str] | None) -> dict[str, Any]:
-        return {"kind": "start", "execution_id": eid, "id": f"start:{eid}", "workflow": workflow,
-                "version": version, "input": input, "parent": parent}
+    def _start_body(
+        eid: str, workflow: str, version: str | None, input: Any, parent: dict[str, str] | None
+    ) -> dict[str, Any]:
+        return {
+            "kind": "start",
+            "execution_id": eid,
+            "id": f"start:{eid}",
+            "workflow": workflow,
+            "version": version,
+            "input": input,
+            "parent": parent,
+        }
 
     # ----------------------------------------------------------------- timers
     def fire_timers(self, now_ms: int | None = None, limit: int = 100) -> int:
@@ -241,6 +316,7 @@ class _Parker:
 
     def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[Any]:
         from orbit.runtime.commands import Park
+
         return [Park(TaskError("BUILD_MISMATCH", self.reason, retryable=False))]
 
 

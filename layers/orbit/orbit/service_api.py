@@ -28,18 +28,27 @@ class EngineApi:
     def describe(self, execution_id: str) -> dict[str, Any]:
         return self.load_state(execution_id).describe()
 
-    def history(self, execution_id: str, after_seq: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+    def history(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`)."""
         out: list[dict[str, Any]] = []
         cursor: int | None = after_seq
         while cursor is not None and (limit is None or len(out) < limit):
-            page = self.store.history(execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out)))
+            page = self.store.history(
+                execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
+            )
             out.extend(r.to_dict() for r in page.records)
             cursor = page.next_after_seq
         return out
 
-    def list(self, workflow: str | None = None, status: str | None = None, limit: int = 50,
-             cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+    def list(
+        self,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[IndexEntry], str | None]:
         return self.store.list_executions(workflow, status, limit, cursor)
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
@@ -47,8 +56,9 @@ class EngineApi:
         state = self.load_state(execution_id)
         self._check_payload(state, name, payload)
         mid = signal_id or f"signal:{self.ids.token()}"
-        self.queues.send_decision({"kind": "signal", "execution_id": execution_id, "id": mid, "name": name,
-                                   "payload": payload})
+        self.queues.send_decision(
+            {"kind": "signal", "execution_id": execution_id, "id": mid, "name": name, "payload": payload}
+        )
         return mid
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
@@ -67,15 +77,28 @@ class EngineApi:
         claim = getattr(self.store, "claim_hook", None)  # atomic resume-once where the store offers it
         if claim is not None and not claim(token, payload):
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
-        self.queues.send_decision({"kind": "hook", "execution_id": execution_id, "id": f"hook:{token}",
-                                   "token": token, "payload": payload})
+        self.queues.send_decision(
+            {
+                "kind": "hook",
+                "execution_id": execution_id,
+                "id": f"hook:{token}",
+                "token": token,
+                "payload": payload,
+            }
+        )
         return execution_id
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         self.load_state(execution_id)  # NotFound for an unknown id
-        self.queues.send_decision({"kind": "cancel", "execution_id": execution_id,
-                                   "id": f"cancel:{self.ids.token()}", "reason": reason or "cancelled",
-                                   "force": force})
+        self.queues.send_decision(
+            {
+                "kind": "cancel",
+                "execution_id": execution_id,
+                "id": f"cancel:{self.ids.token()}",
+                "reason": reason or "cancelled",
+                "force": force,
+            }
+        )
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
         try:
@@ -84,11 +107,15 @@ class EngineApi:
             return
         signals = getattr(wf, "signals", None) or {}
         spec = signals.get(name)
-        schema = getattr(spec, "schema", spec) if not isinstance(spec, dict) or "schema" not in spec \
+        schema = (
+            getattr(spec, "schema", spec)
+            if not isinstance(spec, dict) or "schema" not in spec
             else spec["schema"]
+        )
         if schema is None:
             return
         from orbit.contracts import check_schema
+
         err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)

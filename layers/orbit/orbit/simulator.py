@@ -93,16 +93,31 @@ class Script:
 
 
 class Simulator:
-    def __init__(self, start_ms: int = 1_700_000_000_000, seed: str = "sim", snapshot_every: int = 100,
-                 visibility_ms: int = 30_000, batch: int = 10, max_receives: int = 5) -> None:
+    def __init__(
+        self,
+        start_ms: int = 1_700_000_000_000,
+        seed: str = "sim",
+        snapshot_every: int = 100,
+        visibility_ms: int = 30_000,
+        batch: int = 10,
+        max_receives: int = 5,
+    ) -> None:
         self.clock = ManualClock(start_ms)
         self.store = MemoryHistoryStore()
         self.queues = MemoryQueues()
         self.queues.bind_clock(self.clock)
         self.timers = MemoryTimers()
         self.registry = MemoryRegistry()
-        self.engine = Engine(self.store, self.queues, self.timers, MemoryPayloadStore(), self.registry,
-                             self.clock, SeededIds(seed), snapshot_every=snapshot_every)
+        self.engine = Engine(
+            self.store,
+            self.queues,
+            self.timers,
+            MemoryPayloadStore(),
+            self.registry,
+            self.clock,
+            SeededIds(seed),
+            snapshot_every=snapshot_every,
+        )
         self.scripts: dict[str, Script] = {}
         self.visibility_ms = visibility_ms
         self.max_receives = max_receives  # like an SQS redrive policy: then the message is dead-lettered
@@ -118,6 +133,7 @@ class Simulator:
         """A Definition, a definition dict/text/path, or a code workflow."""
         if isinstance(workflow, (str, dict)):
             from orbit.definition import load_definition, parse_definition
+
             workflow = parse_definition(workflow) if isinstance(workflow, dict) else load_definition(workflow)
         self.registry.register(workflow)
         return workflow
@@ -128,7 +144,9 @@ class Simulator:
         return self.scripts[task]
 
     # ---------------------------------------------------------- operations
-    def start(self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None) -> str:
+    def start(
+        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
+    ) -> str:
         return self.engine.start(workflow, version, input, execution_id=id)
 
     def signal(self, execution_id: str, name: str, payload: Any = None) -> str:
@@ -201,8 +219,15 @@ class Simulator:
         self._sessions += 1
         session = f"session-{self._sessions}"
         base = {"execution_id": body["execution_id"], "unit": body["unit"], "token": body["token"]}
-        self._send({**base, "kind": "started", "id": f"started:{body['token']}:{session}",
-                    "worker_id": f"worker-{body['queue']}", "worker_session": session})
+        self._send(
+            {
+                **base,
+                "kind": "started",
+                "id": f"started:{body['token']}:{session}",
+                "worker_id": f"worker-{body['queue']}",
+                "worker_session": session,
+            }
+        )
         if b.action == "hang":
             return
         if b.action == "crash":  # the message comes back after the visibility timeout
@@ -214,14 +239,25 @@ class Simulator:
             return
         output, error = b.output, b.error
         if b.action == "call" and b.fn is not None:
-            ctx = TaskContext(body["execution_id"], body["unit"], body["attempt"], body["idempotency_key"],
-                              body["token"], body.get("redelivery", False))
+            ctx = TaskContext(
+                body["execution_id"],
+                body["unit"],
+                body["attempt"],
+                body["idempotency_key"],
+                body["token"],
+                body.get("redelivery", False),
+            )
             try:
                 output = b.fn(json.loads(json.dumps(body["input"])), ctx)
             except TaskError as e:
                 error = e
-        answer = {**base, "kind": "result", "id": f"result:{body['token']}", "output": output,
-                  "error": error.to_dict() if error else None}
+        answer = {
+            **base,
+            "kind": "result",
+            "id": f"result:{body['token']}",
+            "output": output,
+            "error": error.to_dict() if error else None,
+        }
         if b.action == "late":
             self._send(answer, delay_ms=b.delay_ms)
             return

@@ -50,7 +50,7 @@ def compensation_key(step: str) -> str:
 def parse_key(key: str) -> tuple[bool, str, int | None]:
     """`[compensate:]step[[i]]` -> (is_compensation, step, index or None)."""
     comp = key.startswith(COMPENSATE_PREFIX)
-    rest = key[len(COMPENSATE_PREFIX):] if comp else key
+    rest = key[len(COMPENSATE_PREFIX) :] if comp else key
     if rest.endswith("]") and "[" in rest:
         base, _, num = rest[:-1].rpartition("[")
         if num.isdigit():
@@ -231,8 +231,12 @@ class ExecutionState:
             "output": self.output,
             "error": self.error.to_dict() if self.error else None,
             "steps": {
-                k: {"status": u.status, "attempt": u.attempt, "output": u.output,
-                    "error": u.error.to_dict() if u.error else None}
+                k: {
+                    "status": u.status,
+                    "attempt": u.attempt,
+                    "output": u.output,
+                    "error": u.error.to_dict() if u.error else None,
+                }
                 for k, u in self.units.items()
             },
             "progress": self.progress,

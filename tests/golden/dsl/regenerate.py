@@ -21,12 +21,25 @@ T0 = 1_700_000_000_000
 
 
 def scenario_saga() -> tuple[dict[str, Any], Simulator, str]:
-    d = {"orbit": 1, "name": "saga", "version": "1", "steps": {
-        "reserve": {"task": "inventory.reserve", "input": {"items": "{% input.items %}"},
-                    "compensate": {"task": "inventory.release", "input": {"r": "{% steps.reserve.output %}"}}},
-        "charge": {"task": "payments.charge", "after": ["reserve"], "retry": {"max_attempts": 3, "backoff": "1s"},
-                   "compensate": {"task": "payments.refund"}},
-        "ship": {"task": "shipping.ship", "after": ["charge"], "timeout": "30s"}}}
+    d = {
+        "orbit": 1,
+        "name": "saga",
+        "version": "1",
+        "steps": {
+            "reserve": {
+                "task": "inventory.reserve",
+                "input": {"items": "{% input.items %}"},
+                "compensate": {"task": "inventory.release", "input": {"r": "{% steps.reserve.output %}"}},
+            },
+            "charge": {
+                "task": "payments.charge",
+                "after": ["reserve"],
+                "retry": {"max_attempts": 3, "backoff": "1s"},
+                "compensate": {"task": "payments.refund"},
+            },
+            "ship": {"task": "shipping.ship", "after": ["charge"], "timeout": "30s"},
+        },
+    }
     sim = Simulator(start_ms=T0, seed="golden")
     sim.register(d)
     sim.worker("inventory.reserve", succeed("R-1"))
@@ -38,27 +51,49 @@ def scenario_saga() -> tuple[dict[str, Any], Simulator, str]:
 
 
 def scenario_fanout() -> tuple[dict[str, Any], Simulator, str]:
-    d = {"orbit": 1, "name": "fan", "version": "1", "steps": {
-        "ship": {"for": "{% input.items %}", "concurrency": 2, "tolerated_failures": 1, "task": "s.ship",
-                 "input": {"sku": "{% item %}", "line": "{% index %}"}},
-        "skipped": {"when": "{% false %}", "task": "s.never"},
-        "total": {"compute": "{% $count(steps.ship.output) %}", "after": ["skipped"]},
-        "cool": {"sleep": "7d", "after": ["ship"]}},
-        "output": {"shipped": "{% steps.ship.output %}", "n": "{% steps.total.output %}"}}
+    d = {
+        "orbit": 1,
+        "name": "fan",
+        "version": "1",
+        "steps": {
+            "ship": {
+                "for": "{% input.items %}",
+                "concurrency": 2,
+                "tolerated_failures": 1,
+                "task": "s.ship",
+                "input": {"sku": "{% item %}", "line": "{% index %}"},
+            },
+            "skipped": {"when": "{% false %}", "task": "s.never"},
+            "total": {"compute": "{% $count(steps.ship.output) %}", "after": ["skipped"]},
+            "cool": {"sleep": "7d", "after": ["ship"]},
+        },
+        "output": {"shipped": "{% steps.ship.output %}", "n": "{% steps.total.output %}"},
+    }
     sim = Simulator(start_ms=T0, seed="golden")
     sim.register(d)
-    sim.worker("s.ship", succeed("a"), fail("GONE", retryable=False), crash(), late(5000, "late"), succeed("b"))
+    sim.worker(
+        "s.ship", succeed("a"), fail("GONE", retryable=False), crash(), late(5000, "late"), succeed("b")
+    )
     return d, sim, sim.start("fan", {"items": ["x", "y", "z", "w"]}, id="fan-1")
 
 
 def scenario_signals() -> tuple[dict[str, Any], Simulator, str]:
-    d = {"orbit": 1, "name": "approve", "version": "1", "timeout": "30d",
-         "signals": {"approval": {"schema": {"type": "object", "required": ["approved"]}},
-                     "note": {"schema": {"type": "string"}}},
-         "steps": {"ask": {"compute": {"token": "{% hooks.approval.token %}"}},
-                   "note": {"wait_for": "note", "timeout": "1d"},
-                   "approval": {"wait_for": "approval", "after": ["ask"], "timeout": "7d"}},
-         "output": "{% steps.approval.output %}"}
+    d = {
+        "orbit": 1,
+        "name": "approve",
+        "version": "1",
+        "timeout": "30d",
+        "signals": {
+            "approval": {"schema": {"type": "object", "required": ["approved"]}},
+            "note": {"schema": {"type": "string"}},
+        },
+        "steps": {
+            "ask": {"compute": {"token": "{% hooks.approval.token %}"}},
+            "note": {"wait_for": "note", "timeout": "1d"},
+            "approval": {"wait_for": "approval", "after": ["ask"], "timeout": "7d"},
+        },
+        "output": "{% steps.approval.output %}",
+    }
     sim = Simulator(start_ms=T0, seed="golden")
     sim.register(d)
     eid = sim.start("approve", {}, id="approve-1")
@@ -70,10 +105,16 @@ def scenario_signals() -> tuple[dict[str, Any], Simulator, str]:
 
 
 def scenario_cancel() -> tuple[dict[str, Any], Simulator, str]:
-    d = {"orbit": 1, "name": "cancel", "version": "1", "steps": {
-        "a": {"task": "t.a", "compensate": {"task": "t.undo"}},
-        "b": {"task": "t.b", "after": ["a"]}, "c": {"task": "nobody.serves", "after": ["a"],
-                                                    "queue_timeout": "1h"}}}
+    d = {
+        "orbit": 1,
+        "name": "cancel",
+        "version": "1",
+        "steps": {
+            "a": {"task": "t.a", "compensate": {"task": "t.undo"}},
+            "b": {"task": "t.b", "after": ["a"]},
+            "c": {"task": "nobody.serves", "after": ["a"], "queue_timeout": "1h"},
+        },
+    }
     sim = Simulator(start_ms=T0, seed="golden")
     sim.register(d)
     sim.worker("t.a", succeed(1))
@@ -85,20 +126,30 @@ def scenario_cancel() -> tuple[dict[str, Any], Simulator, str]:
     return d, sim, eid
 
 
-SCENARIOS = {"saga": scenario_saga, "fanout": scenario_fanout, "signals": scenario_signals,
-             "cancel": scenario_cancel}
+SCENARIOS = {
+    "saga": scenario_saga,
+    "fanout": scenario_fanout,
+    "signals": scenario_signals,
+    "cancel": scenario_cancel,
+}
 
 
 def golden(name: str) -> dict[str, Any]:
     from orbit.model import fold, recorded_from_dict
+
     d, sim, eid = SCENARIOS[name]()
     sim.run()
     history = sim.history(eid)
     state = fold(eid, [recorded_from_dict(e) for e in history])
     folded = state.to_dict()
     folded.pop("inbound")
-    return {"definition": d, "execution_id": eid, "history": history, "describe": state.describe(),
-            "state": folded}
+    return {
+        "definition": d,
+        "execution_id": eid,
+        "history": history,
+        "describe": state.describe(),
+        "state": folded,
+    }
 
 
 def main() -> None:

@@ -37,8 +37,9 @@ class MemoryHistoryStore:
                 raise NotFound(f"execution {execution_id!r} not found")
             seq, snap = self._snapshots.get(execution_id, (0, None))  # type: ignore[assignment]
             state = ExecutionState.from_dict(snap) if snap is not None else ExecutionState(execution_id)
-            commits = [self._commits[execution_id][f] for f in self._order[execution_id]
-                       if f > seq]  # commits are whole: a snapshot always ends on a commit boundary
+            commits = [
+                self._commits[execution_id][f] for f in self._order[execution_id] if f > seq
+            ]  # commits are whole: a snapshot always ends on a commit boundary
             return Loaded(state, seq, commits)
 
     def commit(self, execution_id: str, commit: Commit) -> None:
@@ -47,8 +48,9 @@ class MemoryHistoryStore:
             if commit.first_seq <= last:
                 raise ConflictError(execution_id, commit.first_seq)
             if commit.first_seq != last + 1 or not commit.events:
-                raise ConflictError(execution_id, commit.first_seq,
-                                    f"commit must start at seq {last + 1} and hold events")
+                raise ConflictError(
+                    execution_id, commit.first_seq, f"commit must start at seq {last + 1} and hold events"
+                )
             self._commits.setdefault(execution_id, {})[commit.first_seq] = commit
             self._order.setdefault(execution_id, []).append(commit.first_seq)
             self._last[execution_id] = commit.last_seq
@@ -84,14 +86,22 @@ class MemoryHistoryStore:
         with self._lock:
             self._index[entry.execution_id] = entry
 
-    def list_executions(self, workflow: str | None = None, status: str | None = None, limit: int = 50,
-                        cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+    def list_executions(
+        self,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[IndexEntry], str | None]:
         with self._lock:
             rows = sorted(self._index.values(), key=lambda e: (-e.created_at_ms, e.execution_id))
-        rows = [e for e in rows if (workflow is None or e.workflow == workflow)
-                and (status is None or e.status == status)]
+        rows = [
+            e
+            for e in rows
+            if (workflow is None or e.workflow == workflow) and (status is None or e.status == status)
+        ]
         start = int(cursor) if cursor else 0
-        page = rows[start:start + limit]
+        page = rows[start : start + limit]
         return page, (str(start + limit) if start + limit < len(rows) else None)
 
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
@@ -210,6 +220,7 @@ class MemoryRegistry:
 
     def register(self, workflow: Any) -> None:
         from orbit.decider import workflow_build
+
         name, version = workflow.name, str(workflow.version)
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
         self._latest[name] = version
@@ -230,8 +241,10 @@ class MemoryRegistry:
             return builds[build]
         if not builds:
             raise UnknownWorkflow(f"workflow {name!r} version {version!r} is not registered")
-        raise BuildMismatch(f"workflow {name!r} version {version!r}: build {build!r} is not registered "
-                            f"(have {sorted(builds)})")
+        raise BuildMismatch(
+            f"workflow {name!r} version {version!r}: build {build!r} is not registered "
+            f"(have {sorted(builds)})"
+        )
 
 
 class ManualClock:

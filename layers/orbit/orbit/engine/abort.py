@@ -30,8 +30,12 @@ def cleans_up(ctx: Ctx) -> bool:
     CompensationStarted (declared compensations run as usual, one at a time), then lets the
     runtime schedule cleanup work until it sends a final command (see `execute.finish_cleanup`)."""
     a = ctx.state.abort
-    return (a is not None and a.get("kind") in ("cancelled", "timed_out") and not a.get("force")
-            and bool(getattr(ctx.workflow, "cleanup_on_abort", False)))
+    return (
+        a is not None
+        and a.get("kind") in ("cancelled", "timed_out")
+        and not a.get("force")
+        and bool(getattr(ctx.workflow, "cleanup_on_abort", False))
+    )
 
 
 def progress_abort(ctx: Ctx) -> None:
@@ -61,9 +65,13 @@ def compensation_unanswered(ctx: Ctx) -> None:
     """The runtime gave nothing for the current compensation: fail it so the wind-down goes on."""
     step = ctx.state.next_compensation()
     if step is not None and compensation_key(step) not in ctx.state.units:
-        fail(ctx, compensation_key(step), TaskError("COMPENSATION_MISSING",
-                                                    f"the runtime has no compensation for step {step!r}",
-                                                    retryable=False))
+        fail(
+            ctx,
+            compensation_key(step),
+            TaskError(
+                "COMPENSATION_MISSING", f"the runtime has no compensation for step {step!r}", retryable=False
+            ),
+        )
 
 
 def finish(ctx: Ctx, compensation: str) -> None:
@@ -87,6 +95,13 @@ def notify_parent(ctx: Ctx) -> None:
     error = s.error
     if s.status == "CANCELLED" and error is None:
         error = TaskError(CANCELLED, "child cancelled", retryable=False)
-    ctx.effect(NotifyParent(s.parent.get("execution_id", ""), s.parent.get("step", ""), s.id, s.status,
-                            s.output if s.status == "COMPLETED" else None,
-                            None if s.status == "COMPLETED" else error))
+    ctx.effect(
+        NotifyParent(
+            s.parent.get("execution_id", ""),
+            s.parent.get("step", ""),
+            s.id,
+            s.status,
+            s.output if s.status == "COMPLETED" else None,
+            None if s.status == "COMPLETED" else error,
+        )
+    )

@@ -41,8 +41,16 @@ from orbit.state import (
 )
 
 # Codes the engine never retries, whatever the policy says.
-NEVER_RETRIED = frozenset({EXPRESSION_ERROR, "INPUT_CONTRACT_VIOLATION", "OUTPUT_CONTRACT_VIOLATION",
-                           "CANCELLED", "WORKFLOW_TIMEOUT", "ADAPTER_DISABLED"})
+NEVER_RETRIED = frozenset(
+    {
+        EXPRESSION_ERROR,
+        "INPUT_CONTRACT_VIOLATION",
+        "OUTPUT_CONTRACT_VIOLATION",
+        "CANCELLED",
+        "WORKFLOW_TIMEOUT",
+        "ADAPTER_DISABLED",
+    }
+)
 
 
 def schedule(ctx: Ctx, cmd: StepCommand) -> None:
@@ -56,17 +64,29 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
     elif cmd.timeout_ms is not None:
         deadline = ctx.now + cmd.timeout_ms  # nobody reported `started`: count from the send
     token = ctx.token()
-    ctx.emit(StepScheduled(
-        step=cmd.unit, attempt=1, input=cmd.input, idempotency_key=ctx.idempotency_key(cmd.unit),
-        redelivery=False, token=token, kind=cmd.kind, task=cmd.task, queue=cmd.queue,
-        retry=RetryPolicy.of(cmd.retry).to_dict(), timeout_ms=cmd.timeout_ms,
-        queue_timeout_ms=cmd.queue_timeout_ms, deadline_ms=deadline, on_exhausted=cmd.on_exhausted,
-        compensable=cmd.compensable))
+    ctx.emit(
+        StepScheduled(
+            step=cmd.unit,
+            attempt=1,
+            input=cmd.input,
+            idempotency_key=ctx.idempotency_key(cmd.unit),
+            redelivery=False,
+            token=token,
+            kind=cmd.kind,
+            task=cmd.task,
+            queue=cmd.queue,
+            retry=RetryPolicy.of(cmd.retry).to_dict(),
+            timeout_ms=cmd.timeout_ms,
+            queue_timeout_ms=cmd.queue_timeout_ms,
+            deadline_ms=deadline,
+            on_exhausted=cmd.on_exhausted,
+            compensable=cmd.compensable,
+        )
+    )
     _dispatch(ctx, cmd.unit)
 
 
-def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None,
-               send: bool = True) -> None:
+def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None, send: bool = True) -> None:
     """Queue the unit's current attempt again (retry or redelivery), same idempotency key."""
     u = ctx.state.units[unit]
     deadline = None
@@ -74,28 +94,55 @@ def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None,
         deadline = ctx.now + u.queue_timeout_ms
     elif u.timeout_ms is not None:
         deadline = ctx.now + u.timeout_ms
-    ctx.emit(StepScheduled(
-        step=unit, attempt=u.attempt, input=u.input, idempotency_key=u.idempotency_key or
-        ctx.idempotency_key(unit), redelivery=redelivery, token=token or ctx.token(), kind=u.kind,
-        task=u.task, queue=u.queue, retry=u.retry, timeout_ms=u.timeout_ms,
-        queue_timeout_ms=u.queue_timeout_ms, deadline_ms=deadline, on_exhausted=u.on_exhausted,
-        compensable=u.compensable))
+    ctx.emit(
+        StepScheduled(
+            step=unit,
+            attempt=u.attempt,
+            input=u.input,
+            idempotency_key=u.idempotency_key or ctx.idempotency_key(unit),
+            redelivery=redelivery,
+            token=token or ctx.token(),
+            kind=u.kind,
+            task=u.task,
+            queue=u.queue,
+            retry=u.retry,
+            timeout_ms=u.timeout_ms,
+            queue_timeout_ms=u.queue_timeout_ms,
+            deadline_ms=deadline,
+            on_exhausted=u.on_exhausted,
+            compensable=u.compensable,
+        )
+    )
     if send:
         _dispatch(ctx, unit)
 
 
 def _dispatch(ctx: Ctx, unit: str) -> None:
     u = ctx.state.units[unit]
-    ctx.effect(DispatchTask(
-        execution_id=ctx.state.id, unit=unit, task=u.task, queue=u.queue, input=u.input, attempt=u.attempt,
-        token=u.token or "", idempotency_key=u.idempotency_key, deadline_ms=u.deadline_ms,
-        redelivery=u.redelivery))
+    ctx.effect(
+        DispatchTask(
+            execution_id=ctx.state.id,
+            unit=unit,
+            task=u.task,
+            queue=u.queue,
+            input=u.input,
+            attempt=u.attempt,
+            token=u.token or "",
+            idempotency_key=u.idempotency_key,
+            deadline_ms=u.deadline_ms,
+            redelivery=u.redelivery,
+        )
+    )
 
 
 def _current(u: UnitState | None, token: str) -> bool:
     """Is `token` one of the live attempt's tokens? (redelivery keeps older tokens of the attempt valid)"""
-    return (u is not None and not u.terminal and u.status in (SCHEDULED, DISPATCHED)
-            and u.tokens.get(token) == u.attempt)
+    return (
+        u is not None
+        and not u.terminal
+        and u.status in (SCHEDULED, DISPATCHED)
+        and u.tokens.get(token) == u.attempt
+    )
 
 
 def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> None:
@@ -108,9 +155,14 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
             return  # duplicate delivery of the same `started`
         # Another worker took the same message: the first one was lost mid-attempt, so
         # the outcome is uncertain. The queue already redelivered it (same token, same key).
-        ctx.emit(StepAttemptUncertain(unit, u.attempt,
-                                      f"worker {u.worker_id}/{u.worker_session} lost the attempt; "
-                                      f"redelivered to {worker_id}/{session}"))
+        ctx.emit(
+            StepAttemptUncertain(
+                unit,
+                u.attempt,
+                f"worker {u.worker_id}/{u.worker_session} lost the attempt; "
+                f"redelivered to {worker_id}/{session}",
+            )
+        )
         redispatch(ctx, unit, redelivery=True, token=token, send=False)
     deadline = ctx.now + u.timeout_ms if u.timeout_ms is not None else None
     ctx.emit(StepDispatched(unit, u.attempt, token, worker_id, session, deadline))
@@ -139,8 +191,14 @@ def attempt_failed(ctx: Ctx, unit: str, error: TaskError) -> None:
     u = ctx.state.units[unit]
     ctx.emit(StepAttemptFailed(unit, u.attempt, error))
     policy = RetryPolicy.of(u.retry)
-    retry = (error.retryable and error.code not in NEVER_RETRIED and error.code not in policy.non_retryable
-             and u.attempt < policy.max_attempts and ctx.state.abort is None and u.kind in ("task", "http"))
+    retry = (
+        error.retryable
+        and error.code not in NEVER_RETRIED
+        and error.code not in policy.non_retryable
+        and u.attempt < policy.max_attempts
+        and ctx.state.abort is None
+        and u.kind in ("task", "http")
+    )
     if not retry:
         fail(ctx, unit, error)
         return
@@ -222,11 +280,21 @@ def _wake_unit(ctx: Ctx, key: str, u: UnitState) -> None:
     elif u.status == WAITING and u.signal is None:
         ctx.emit(TimerFired(key))
     elif u.status == WAITING:
-        attempt_failed(ctx, key, TaskError(TIMEOUT, f"no signal {u.signal!r} before the timeout",
-                                           retryable=False))
+        attempt_failed(
+            ctx, key, TaskError(TIMEOUT, f"no signal {u.signal!r} before the timeout", retryable=False)
+        )
     elif u.status == SCHEDULED and u.queue_timeout_ms is not None and u.dispatched_at_ms is None:
-        attempt_failed(ctx, key, TaskError(QUEUE_TIMEOUT, f"no worker took {u.task!r} from queue "
-                                           f"{u.queue!r} within {u.queue_timeout_ms} ms"))
+        attempt_failed(
+            ctx,
+            key,
+            TaskError(
+                QUEUE_TIMEOUT,
+                f"no worker took {u.task!r} from queue {u.queue!r} within {u.queue_timeout_ms} ms",
+            ),
+        )
     elif u.status in (SCHEDULED, DISPATCHED):
-        attempt_failed(ctx, key, TaskError(TIMEOUT, f"attempt {u.attempt} of {u.task!r} did not finish "
-                                           f"within {u.timeout_ms} ms"))
+        attempt_failed(
+            ctx,
+            key,
+            TaskError(TIMEOUT, f"attempt {u.attempt} of {u.task!r} did not finish within {u.timeout_ms} ms"),
+        )

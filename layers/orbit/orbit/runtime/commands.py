@@ -76,9 +76,14 @@ class RetryPolicy:
         )
 
     def to_dict(self) -> dict[str, JSON]:
-        return {"max_attempts": self.max_attempts, "backoff_ms": self.backoff_ms,
-                "multiplier": self.multiplier, "max_backoff_ms": self.max_backoff_ms,
-                "jitter": self.jitter, "non_retryable": list(self.non_retryable)}
+        return {
+            "max_attempts": self.max_attempts,
+            "backoff_ms": self.backoff_ms,
+            "multiplier": self.multiplier,
+            "max_backoff_ms": self.max_backoff_ms,
+            "jitter": self.jitter,
+            "non_retryable": list(self.non_retryable),
+        }
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class Fail(Command):
 @dataclass(frozen=True)
 class Cancel(Command):
     """The workflow asks to be cancelled (compensation runs like an external cancel)."""
+
     reason: str = ""
 
 
@@ -138,6 +144,7 @@ class RecordProgress(Command):
 @dataclass(frozen=True)
 class LinkChild(Command):
     """Start a child execution for `unit`; its output becomes the unit's output."""
+
     unit: str
     child_id: str
     workflow: str
@@ -159,6 +166,7 @@ class ScheduleSteps(Command):
 @dataclass(frozen=True)
 class WaitUntil(Command):
     """A durable timer: the unit succeeds with `{}` at `fire_at_ms`."""
+
     unit: str
     fire_at_ms: int
 
@@ -166,6 +174,7 @@ class WaitUntil(Command):
 @dataclass(frozen=True)
 class CreateHook(Command):
     """Create hook `hook_id` (a signal name). Empty `token`: the engine draws one (>= 128 bits)."""
+
     hook_id: str
     token: str = ""
     metadata: JSON = None
@@ -179,6 +188,7 @@ class ContinueAsNew(Command):
 @dataclass(frozen=True)
 class WaitForSignal(Command):
     """The unit waits for signal `name` (or its hook); output = the payload. Timeout -> TIMEOUT."""
+
     unit: str
     name: str
     timeout_ms: int | None = None
@@ -194,6 +204,7 @@ class SkipStep(Command):
 @dataclass(frozen=True)
 class FanOut(Command):
     """Expand `step` into one unit per item (`step[0]` ...); schedule them with ScheduleStep(s)."""
+
     step: str
     items: list[JSON]
 
@@ -201,6 +212,7 @@ class FanOut(Command):
 @dataclass(frozen=True)
 class RecordResult(Command):
     """An inline unit (compute, a finished `for` step) succeeded with `output`."""
+
     unit: str
     output: JSON = None
 
@@ -208,6 +220,7 @@ class RecordResult(Command):
 @dataclass(frozen=True)
 class FailStep(Command):
     """An inline unit failed (EXPRESSION_ERROR, too many `for` failures). Not retried."""
+
     unit: str
     error: TaskError
     continue_workflow: bool = False
@@ -216,6 +229,7 @@ class FailStep(Command):
 @dataclass(frozen=True)
 class Park(Command):
     """Replay cannot continue (non-determinism, build mismatch): stop deciding, keep history."""
+
     error: TaskError
 
 

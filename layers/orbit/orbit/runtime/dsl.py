@@ -45,8 +45,11 @@ HTTP_QUEUE = "http"
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def default_queue(task: str) -> str:
@@ -56,6 +59,7 @@ def default_queue(task: str) -> str:
 
 def _evaluate(template: Any, root: dict[str, Any], now_ms: int) -> Any:
     from orbit.expressions import evaluate
+
     return evaluate(template, root, now_ms)
 
 
@@ -82,11 +86,17 @@ class _Run:
             for name in self.d.steps:
                 u = self.s.units.get(name)
                 if u is not None:
-                    self._steps_root[name] = {"output": u.output, "status": u.status,
-                                              "error": u.error.to_dict() if u.error else None}
-        r = {"input": self.s.input, "steps": self._steps_root,
-             "execution": {"id": self.s.id, "started_at": iso(self.s.created_at_ms)},
-             "hooks": {n: {"token": h["token"]} for n, h in self.s.hooks.items()}}
+                    self._steps_root[name] = {
+                        "output": u.output,
+                        "status": u.status,
+                        "error": u.error.to_dict() if u.error else None,
+                    }
+        r = {
+            "input": self.s.input,
+            "steps": self._steps_root,
+            "execution": {"id": self.s.id, "started_at": iso(self.s.created_at_ms)},
+            "hooks": {n: {"token": h["token"]} for n, h in self.s.hooks.items()},
+        }
         r.update(extra)
         return r
 
@@ -127,6 +137,7 @@ class _Run:
         if schema is None:
             return None
         from orbit.contracts import check_schema
+
         return check_schema(schema, value, code)
 
     # -- one step becoming ready --
@@ -146,30 +157,67 @@ class _Run:
             if not isinstance(items, list):
                 items = [] if items is None else [items]  # JSONata gives a lone value for 1-element results
             return [FanOut(name, items)]
-        return self.unit_commands(step, name, self.root(), FAIL_RUN if not continue_ else CONTINUE_WORKFLOW,
-                                  compensable=step.compensate is not None)
+        return self.unit_commands(
+            step,
+            name,
+            self.root(),
+            FAIL_RUN if not continue_ else CONTINUE_WORKFLOW,
+            compensable=step.compensate is not None,
+        )
 
-    def unit_commands(self, step: Any, unit: str, root: dict[str, Any], on_exhausted: str,
-                      compensable: bool = False) -> list[Command]:
+    def unit_commands(
+        self, step: Any, unit: str, root: dict[str, Any], on_exhausted: str, compensable: bool = False
+    ) -> list[Command]:
         """The command that runs one unit of `step` (a whole step, an element or a compensation)."""
         continue_ = on_exhausted == CONTINUE_WORKFLOW
         kind = step.kind
         try:
             if kind == "task":
                 task = step.task
-                return [ScheduleStep(StepCommand(
-                    unit, task, step.queue or default_queue(task), _evaluate(step.input, root, self.now),
-                    "task",
-                    RetryPolicy.of(step.retry), step.timeout_ms, step.queue_timeout_ms, on_exhausted,
-                    compensable))]
+                return [
+                    ScheduleStep(
+                        StepCommand(
+                            unit,
+                            task,
+                            step.queue or default_queue(task),
+                            _evaluate(step.input, root, self.now),
+                            "task",
+                            RetryPolicy.of(step.retry),
+                            step.timeout_ms,
+                            step.queue_timeout_ms,
+                            on_exhausted,
+                            compensable,
+                        )
+                    )
+                ]
             if kind == "http":
-                return [ScheduleStep(StepCommand(
-                    unit, HTTP_TASK, step.queue or HTTP_QUEUE, _evaluate(step.http, root, self.now), "http",
-                    RetryPolicy.of(step.retry), step.timeout_ms, step.queue_timeout_ms, on_exhausted,
-                    compensable))]
+                return [
+                    ScheduleStep(
+                        StepCommand(
+                            unit,
+                            HTTP_TASK,
+                            step.queue or HTTP_QUEUE,
+                            _evaluate(step.http, root, self.now),
+                            "http",
+                            RetryPolicy.of(step.retry),
+                            step.timeout_ms,
+                            step.queue_timeout_ms,
+                            on_exhausted,
+                            compensable,
+                        )
+                    )
+                ]
             if kind == "workflow":
-                return [LinkChild(unit, f"{self.s.id}/{unit}", step.workflow, None,
-                                  _evaluate(step.input, root, self.now), on_exhausted)]
+                return [
+                    LinkChild(
+                        unit,
+                        f"{self.s.id}/{unit}",
+                        step.workflow,
+                        None,
+                        _evaluate(step.input, root, self.now),
+                        on_exhausted,
+                    )
+                ]
             if kind == "compute":
                 return [RecordResult(unit, _evaluate(step.compute, root, self.now))]
             if kind == "sleep":
@@ -187,10 +235,19 @@ class _Run:
         name, fo = step.name, self.s.fanouts[step.name]
         continue_ = step.on_failure == "continue"
         if fo.failed > step.tolerated_failures:
-            return [FailStep(name, TaskError(
-                "TOO_MANY_FAILURES", f"{fo.failed} of {fo.total} elements of {name!r} failed "
-                f"(tolerated: {step.tolerated_failures})", retryable=False,
-                details={"failed": fo.failed, "total": fo.total}), continue_)]
+            return [
+                FailStep(
+                    name,
+                    TaskError(
+                        "TOO_MANY_FAILURES",
+                        f"{fo.failed} of {fo.total} elements of {name!r} failed "
+                        f"(tolerated: {step.tolerated_failures})",
+                        retryable=False,
+                        details={"failed": fo.failed, "total": fo.total},
+                    ),
+                    continue_,
+                )
+            ]
         if fo.ended >= fo.total:
             outputs = [self.element_output(name, i) for i in range(fo.total)]
             return [RecordResult(name, outputs)]
@@ -200,8 +257,11 @@ class _Run:
         root = self.root()
         for i in range(fo.next_index, min(fo.total, fo.next_index + max(slots, 0))):
             root_i = dict(root, item=items[i], index=i)
-            out.extend(self.unit_commands(step, f"{name}[{i}]", root_i, CONTINUE_WORKFLOW,
-                                          compensable=step.compensate is not None))
+            out.extend(
+                self.unit_commands(
+                    step, f"{name}[{i}]", root_i, CONTINUE_WORKFLOW, compensable=step.compensate is not None
+                )
+            )
         return out
 
     def element_output(self, step: str, i: int) -> Any:
