@@ -52,6 +52,7 @@ class LocalCloud:
         self.errors: list[tuple[str, BaseException]] = []
         self.on_poll: Callable[[QueuePoller, PollResult], None] | None = None
         self.stats = {"polls": 0, "messages": 0, "jumps": 0, "skipped_ms": 0}
+        self.idle = False
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Deployment:
@@ -159,8 +160,12 @@ class LocalCloud:
                 raise TimeoutError(
                     f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time"
                 )
+            self.idle = False
             if self.pump_once():
                 continue
+            self.idle = True  # lets `until` know this is the last look before stopping or jumping
+            if until is not None and until():
+                return
             if not auto_advance:
                 return
             wake = self.next_wake_ms()
