@@ -1,0 +1,93 @@
+"""orbit.Client: SigV4-signed requests for deployed stacks, plain ones for loopback, --stack lookup."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from orbit.client import ApiError, Client, stack_api_url
+
+
+@pytest.fixture
+def recorder():
+    seen: list[dict] = []
+
+    class Rec(BaseHTTPRequestHandler):
+        def _answer(self):
+            length = int(self.headers.get("content-length") or 0)
+            seen.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "headers": dict(self.headers),
+                    "body": self.rfile.read(length).decode() if length else "",
+                }
+            )
+            status = 404 if "missing" in self.path else 200
+            body = json.dumps(
+                {"error": {"code": "NOT_FOUND", "message": "no such execution"}}
+                if status == 404
+                else {"id": "e-1", "status": "RUNNING"}
+            ).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer  # noqa: N815
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Rec)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_loopback_requests_are_not_signed(recorder):
+    url, seen = recorder
+    Client(url=url).start("wf", {"a": 1}, id="e-1")
+    assert seen[0]["method"] == "POST" and seen[0]["path"] == "/executions"
+    assert json.loads(seen[0]["body"]) == {"workflow": "wf", "input": {"a": 1}, "id": "e-1"}
+    assert "Authorization" not in seen[0]["headers"]
+
+
+def test_deployed_stack_requests_are_sigv4_signed(recorder, monkeypatch):
+    url, seen = recorder
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    Client(url=url, region="eu-west-1", sign=True).signal("e 1", "approval", {"ok": True})
+    auth = seen[0]["headers"]["Authorization"]
+    assert auth.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+    assert "/eu-west-1/execute-api/aws4_request" in auth
+    assert seen[0]["path"] == "/executions/e%201/signals/approval"
+    assert Client(url="https://abc.execute-api.us-east-1.amazonaws.com").sign is True
+
+
+def test_api_errors_carry_status_and_code(recorder):
+    url, _ = recorder
+    with pytest.raises(ApiError, match="HTTP 404: NOT_FOUND: no such execution") as err:
+        Client(url=url).describe("missing")
+    assert err.value.status == 404
+
+
+@mock_aws
+def test_stack_name_resolves_the_api_url_output():
+    cfn = boto3.client("cloudformation", region_name="us-east-1")
+    template = {
+        "Resources": {"Q": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"ApiUrl": {"Value": "https://abc123.execute-api.us-east-1.amazonaws.com"}},
+    }
+    cfn.create_stack(StackName="orbit-prod", TemplateBody=json.dumps(template))
+    assert stack_api_url("orbit-prod", "us-east-1") == "https://abc123.execute-api.us-east-1.amazonaws.com"
+    with pytest.raises(Exception, match="cannot read stack 'nope'"):
+        stack_api_url("nope", "us-east-1")
