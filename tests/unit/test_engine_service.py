@@ -251,3 +251,15 @@ def test_park_stops_deciding_and_build_mismatch_parks() -> None:
     assert sim2.types(eid2)[-1] == "ExecutionParked"
     assert sim2.describe(eid2)["parked"]["code"] == "BUILD_MISMATCH"
     assert events(sim2, eid2, "ExecutionParked")[0]["error"]["retryable"] is False
+
+
+def test_a_parked_execution_records_answers_and_can_be_cancelled() -> None:
+    sim = Simulator(start_ms=T0)
+    sim.register(CodeLike("k", ScriptedRuntime([Park(TaskError("NON_DETERMINISM", "x", False))])))
+    eid = sim.start("k", {}, id="e1")
+    sim.engine.handle({"kind": "signal", "execution_id": eid, "id": "s1", "name": "go", "payload": 1})
+    assert sim.types(eid)[-1] == "SignalReceived"
+    sim.cancel(eid, "operator gave up", force=False)
+    sim.run()
+    assert sim.types(eid)[-2:] == ["CancelRequested", "WorkflowCancelled"]
+    assert sim.describe(eid)["status"] == "CANCELLED" and sim.describe(eid)["compensation"] == "none"

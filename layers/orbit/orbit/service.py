@@ -178,10 +178,10 @@ class Engine(EngineApi):
                     )
                     continue
                 raise
-            d = decide(wf, state, m, now, self.ids) if not state.parked else None
-            if d is not None:
-                events.extend(d.events)
-                effects.extend(d.effects)
+            # A parked execution still records results, signals and cancels; its runtime is not run.
+            d = decide(wf, state, m, now, self.ids)
+            events.extend(d.events)
+            effects.extend(d.effects)
             handled.append(m.id)
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))

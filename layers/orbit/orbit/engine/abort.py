@@ -35,6 +35,7 @@ def cleans_up(ctx: Ctx) -> bool:
         and a.get("kind") in ("cancelled", "timed_out")
         and not a.get("force")
         and bool(getattr(ctx.workflow, "cleanup_on_abort", False))
+        and ctx.state.parked is None
     )
 
 
@@ -50,7 +51,8 @@ def progress_abort(ctx: Ctx) -> None:
         if cleans_up(ctx):
             ctx.emit(CompensationStarted(reason, list(reversed(s.compensable))))
             return
-        steps = [] if s.abort.get("force") else list(reversed(s.compensable))
+        # a parked execution cannot run its runtime, so it cannot compensate: it ends at once
+        steps = [] if s.abort.get("force") or s.parked else list(reversed(s.compensable))
         if steps:
             ctx.emit(CompensationStarted(reason, steps))
         else:
