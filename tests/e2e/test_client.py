@@ -9,7 +9,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import boto3
 import pytest
 from moto import mock_aws
-
 from orbit.client import ApiError, Client, stack_api_url
 
 
