@@ -32,7 +32,7 @@ from orbit.runtime.code_errors import (
     Suspended,
     WorkflowTimedOut,
 )
-from orbit.runtime.code_replay import Replay
+from orbit.runtime.code_replay import Replay, private
 from orbit.state import ExecutionState
 
 WORKFLOW_ERROR = "WORKFLOW_ERROR"  # code raised something that is not a TaskError
@@ -66,7 +66,7 @@ class Instance:
         if self._thread is None:
             self.origin = (state.created_at_ms, state.input)
             self.replay.begin(state)
-            self._thread = threading.Thread(target=self._main, args=(state.input,), daemon=True,
+            self._thread = threading.Thread(target=self._main, args=(private(state.input),), daemon=True,
                                             name=f"orbit-workflow-{state.id}")
             self._thread.start()
         else:

@@ -20,6 +20,7 @@ next state (see `code.py`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import sys
 from collections.abc import Callable, Sequence
@@ -32,6 +33,11 @@ from orbit.runtime.code_specs import Step
 from orbit.state import CANCELLED, FAILED, SKIPPED, SUCCEEDED, ExecutionState, UnitState, parse_key
 
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
+
+
+def private(value: Any) -> Any:
+    """A copy the workflow may mutate: values handed to code must never alias the state."""
+    return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
 
 
 def position_of(key: str) -> int | None:
@@ -169,7 +175,7 @@ class Replay:
         """Value of an ended unit, or the exception the workflow sees."""
         self._consume(key, u)
         if u.status in (SUCCEEDED, SKIPPED):
-            return u.output
+            return private(u.output)
         if u.status == CANCELLED:
             raise self._cancel_exception()
         error = u.error or TaskError("FAILED", f"unit {key!r} failed", retryable=False)
