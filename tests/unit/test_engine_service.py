@@ -263,3 +263,32 @@ def test_a_parked_execution_records_answers_and_can_be_cancelled() -> None:
     sim.run()
     assert sim.types(eid)[-2:] == ["CancelRequested", "WorkflowCancelled"]
     assert sim.describe(eid)["status"] == "CANCELLED" and sim.describe(eid)["compensation"] == "none"
+
+
+class CountingRuntime:
+    """Continues as new until input.n reaches 3, then completes with n."""
+
+    def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[Any]:
+        n = state.input["n"]
+        return [Complete(n)] if n >= 3 else [ContinueAsNew({"n": n + 1})]
+
+
+def test_a_child_that_continues_as_new_answers_its_parent_from_the_last_run() -> None:
+    sim = Simulator(start_ms=T0)
+    sim.register(CodeLike("counter", CountingRuntime()))  # type: ignore[arg-type]
+    sim.register(
+        definition({"count": {"workflow": "counter", "input": {"n": 1}}}, output="{% steps.count.output %}")
+    )
+    eid = sim.start("wf", {}, id="p")
+    sim.run()
+    assert sim.describe("p/count")["continued_as"] == "p/count~1"
+    assert sim.describe("p/count~2")["parent"] == {"execution_id": "p", "step": "count"}
+    d = sim.describe(eid)
+    assert d["status"] == "COMPLETED" and d["output"] == 3
+    assert sim.types(eid) == [
+        "WorkflowCreated",
+        "WorkflowStarted",
+        "ChildStarted",
+        "StepSucceeded",
+        "WorkflowCompleted",
+    ]

@@ -138,7 +138,9 @@ def _overdue(s: ExecutionState, now: int) -> bool:
 
 def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     u = ctx.state.units.get(m.unit)
-    if u is None or u.terminal or u.child_id != m.child_id:
+    # A child that continued as new answers from its successor (`child~1`, `child~2`, ...).
+    ours = u is not None and (m.child_id == u.child_id or m.child_id.startswith(f"{u.child_id}~"))
+    if u is None or u.terminal or not ours:
         ctx.emit(StaleResultIgnored(m.unit, m.child_id, f"child {m.status.lower()}"))
         return
     if m.status == "COMPLETED":

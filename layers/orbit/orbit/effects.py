@@ -114,6 +114,7 @@ class ContinueExecution(Effect):
     workflow: str
     version: str
     input: JSON
+    parent: dict[str, str] | None = None  # a child's successor still answers its parent
 
 
 EFFECT_TYPES: dict[str, type[Effect]] = {

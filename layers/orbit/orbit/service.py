@@ -256,7 +256,7 @@ class Engine(EngineApi):
                 )
             elif isinstance(e, ContinueExecution):
                 self.queues.send_decision(
-                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, None)
+                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
                 )
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(

@@ -124,8 +124,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, ContinueAsNew):
         new_id = next_execution_id(s.id)
         ctx.emit(WorkflowContinuedAsNew(c.input, new_id))
-        ctx.effect(ContinueExecution(s.id, new_id, s.workflow, s.version, c.input))
-        notify_parent(ctx)
+        # The parent (if any) hears from the last execution of the chain, not from this one.
+        ctx.effect(ContinueExecution(s.id, new_id, s.workflow, s.version, c.input, s.parent))
 
 
 def finish_cleanup(ctx: Ctx, c: Command) -> None:
