@@ -317,3 +317,24 @@ def test_bad_arguments_fail_the_execution_with_a_clear_error(bad):
     d = h.describe()
     assert d["status"] == "FAILED" and d["error"]["code"] == "WORKFLOW_ERROR"
     assert d["error"]["message"]
+
+
+def test_values_that_are_not_json_fail_at_the_call_that_passed_them():
+    @workflow("ctx-not-json", registry=REG)
+    def wf(ctx, input):
+        return ctx.step("a.b", {"when": datetime(2024, 1, 1)})
+
+    h = Harness(wf)
+    h.start("ctx-not-json")
+    d = h.describe()
+    assert d["status"] == "FAILED" and d["error"]["code"] == "WORKFLOW_ERROR"
+    assert "the input of step '1.a.b' must be JSON data" in d["error"]["message"]
+    assert not h.calls
+
+    @workflow("ctx-output-not-json", registry=REG)
+    def out(ctx, input):
+        return {1, 2}
+
+    h = Harness(out)
+    h.start("ctx-output-not-json")
+    assert "output must be JSON data" in h.describe()["error"]["message"]

@@ -16,7 +16,7 @@ from orbit.definition.durations import parse_duration
 from orbit.runtime import commands as C
 from orbit.runtime.code_errors import ContinuedAsNew
 from orbit.runtime.code_replay import Replay
-from orbit.runtime.code_specs import Step, as_step, optional_ms
+from orbit.runtime.code_specs import Step, as_json, as_step, optional_ms
 
 
 def _epoch_ms(when: Any) -> int:
@@ -137,7 +137,8 @@ class WorkflowContext:
         if not isinstance(workflow, str) or not workflow:
             raise TypeError(f"child needs a workflow name, got {workflow!r}")
         def command(key: str) -> C.Command:
-            return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version, input, on_exhausted)
+            return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version,
+                               as_json(input, f"the input of child {key!r}"), on_exhausted)
         return self._replay.await_unit("workflow", f"child({workflow})", command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
 
@@ -160,4 +161,4 @@ class WorkflowContext:
 
     def continue_as_new(self, input: Any = None) -> None:
         """End this run and start the workflow again with `input` and an empty history."""
-        raise ContinuedAsNew(input)
+        raise ContinuedAsNew(as_json(input, "the continue_as_new input"))

@@ -33,6 +33,7 @@ from orbit.runtime.code_errors import (
     WorkflowTimedOut,
 )
 from orbit.runtime.code_replay import Replay, private
+from orbit.runtime.code_specs import as_json
 from orbit.state import ExecutionState
 
 WORKFLOW_ERROR = "WORKFLOW_ERROR"  # code raised something that is not a TaskError
@@ -108,12 +109,13 @@ class Instance:
         try:
             output = self.workflow.fn(self.ctx, input)
             r.check_finished()
+            final = self._after_return(output)
         except Diverged as e:
             details = {"position": e.position, "recorded": e.recorded, "requested": e.requested}
             return r.take_outbox() + [C.Park(TaskError("NON_DETERMINISM", str(e.error), False, details))]
         except (ContinuedAsNew, FailRun, Exception) as e:  # noqa: BLE001 - every way out becomes a command
             return r.take_outbox() + [self._raised(e)]
-        return r.take_outbox() + self._after_return(output)
+        return r.take_outbox() + final
 
     def _raised(self, e: BaseException) -> C.Command:
         if isinstance(e, ContinuedAsNew):
@@ -140,7 +142,7 @@ class Instance:
             return [C.Cancel(str((self.replay.state.abort or {}).get("reason") or ""))]
         if kind == "timed_out":
             return [C.Timeout("workflow timed out")]
-        return [C.Complete(output)]
+        return [C.Complete(as_json(output, "the workflow's output"))]
 
     def _stopped(self, e: Cancelled) -> C.Command:
         if isinstance(e, WorkflowTimedOut) or self.replay.abort_kind() == "timed_out":

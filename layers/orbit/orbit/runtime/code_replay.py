@@ -29,7 +29,7 @@ from typing import Any
 from orbit.events import TaskError
 from orbit.runtime import commands as C
 from orbit.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
-from orbit.runtime.code_specs import Step
+from orbit.runtime.code_specs import Step, as_json
 from orbit.state import CANCELLED, FAILED, SKIPPED, SUCCEEDED, ExecutionState, UnitState, parse_key
 
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
@@ -273,7 +273,8 @@ class Replay:
                          for i, item in enumerate(items[:limit])]
                 self._emit_units(position, [base] + [f"{base}[{i}]" for i in range(len(first))])
                 done: list[C.Command] = [C.RecordResult(base, [])] if not items else []
-                self._wait([C.FanOut(base, list(items)), *first, *done])
+                fan_out = C.FanOut(base, as_json(list(items), f"the items of map {base!r}"))
+                self._wait([fan_out, *first, *done])
                 continue
             self._check_present(position, base, parent, requested)
             if parent.terminal:
@@ -324,7 +325,7 @@ class Replay:
         self.last_progress = data
         self.progress_made += 1
         if self.progress_made > getattr(self.state, "progress_count", 0):
-            self.outbox.append(C.RecordProgress(data))
+            self.outbox.append(C.RecordProgress(as_json(data, "progress data")))
 
     def draw(self, purpose: str) -> bytes:
         self.draws += 1

@@ -6,6 +6,7 @@ definition format, durations, `on_exhausted`) reads as one idea.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,20 @@ from orbit.runtime.commands import CONTINUE_WORKFLOW, FAIL_RUN, RetryPolicy, Ste
 from orbit.runtime.dsl import default_queue  # one rule for both runtimes: prefix before the first "."
 
 ON_EXHAUSTED = (FAIL_RUN, CONTINUE_WORKFLOW)
+
+
+def as_json(value: Any, what: str) -> Any:
+    """`value` as history will store it (a private JSON copy), or TypeError naming `what`.
+
+    Checking here fails the workflow at the call that passed the value, not later in a store,
+    and the code can never alias (and later mutate) what was recorded.
+    """
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{what} must be JSON data: {e}") from None
 
 
 def retry_policy(retry: Any) -> RetryPolicy:
@@ -93,7 +108,7 @@ class Step:
     def command(self, unit: str, input: Any = None, on_exhausted: str | None = None) -> StepCommand:
         return StepCommand(
             unit=unit, task=self.task, queue=self.queue or default_queue(self.task),
-            input=self.input if input is None else input, kind="task",
+            input=as_json(self.input if input is None else input, f"the input of step {unit!r}"), kind="task",
             retry=retry_policy(self.retry),
             timeout_ms=optional_ms(self.timeout, f"step {self.task!r} timeout"),
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),
