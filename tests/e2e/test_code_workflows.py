@@ -45,23 +45,6 @@ def stack():
         yield st
 
 
-def test_code_workflow_sleeps_a_week_and_resumes_by_hook(stack):
-    # First in this module on purpose: a multi-day `advance` while other executions have due timers
-    # currently leaves timers unfired on the local stack (DSL executions too; reported).
-    stack.register(nap)
-    eid = stack.start("code-e2e-nap", {})
-    stack.run_until_idle()
-    stack.advance(7 * 86_400 + 120)
-    desc = stack.describe(eid)
-    assert desc["progress"] == {"token_known": True}
-    token = next(e["token"] for e in stack.history(eid) if e["type"] == "HookCreated")
-    stack.resume_hook(token, {"good": "morning"})
-    desc = stack.run_until_done(eid)
-    assert desc["status"] == "COMPLETED"
-    assert desc["output"]["payload"] == {"good": "morning"}
-    assert desc["output"]["slept_ms"] >= 7 * 86_400_000
-
-
 def test_code_saga_completes_after_approval(stack):
     eid = stack.start("order-fulfilment-code", ORDER)
     stack.run_until_idle()
@@ -90,3 +73,18 @@ def test_code_saga_cancel_mid_run_compensates(stack):
     assert desc["status"] == "CANCELLED" and desc["compensation"] == "completed"
     assert desc["steps"]["compensate:1.reserve"]["status"] == "SUCCEEDED"
     assert desc["steps"]["2.wait_for(approval)"]["status"] == "CANCELLED"
+
+
+def test_code_workflow_sleeps_a_week_and_resumes_by_hook(stack):
+    stack.register(nap)
+    eid = stack.start("code-e2e-nap", {})
+    stack.run_until_idle()
+    stack.advance(7 * 86_400 + 120)
+    desc = stack.describe(eid)
+    assert desc["progress"] == {"token_known": True}
+    token = next(e["token"] for e in stack.history(eid) if e["type"] == "HookCreated")
+    stack.resume_hook(token, {"good": "morning"})
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "COMPLETED"
+    assert desc["output"]["payload"] == {"good": "morning"}
+    assert desc["output"]["slept_ms"] >= 7 * 86_400_000
