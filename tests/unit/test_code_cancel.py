@@ -238,3 +238,17 @@ def test_a_failing_declared_compensation_is_reported():
     d = h.describe()
     assert d["status"] == "CANCELLED" and d["compensation"] == "failed"
     assert "inventory.release" in h.tasks()  # the next compensation still ran
+
+
+def test_workflow_can_cancel_itself():
+    @workflow("self-cancel", registry=REG)
+    def wf(ctx, input):
+        stock = ctx.step("inventory.reserve", {})
+        if stock["echo"] == {}:
+            raise Cancelled("nothing in stock")
+        return stock
+
+    h = Harness(wf, workers=WORKERS)
+    h.start("self-cancel")
+    d = h.describe()
+    assert d["status"] == "CANCELLED" and d["error"]["message"] == "nothing in stock"
