@@ -71,3 +71,23 @@ class TestDynamoHistoryStore(HistoryStoreContract):
                                          Key={"pk": {"S": "EXEC#e"}, "sk": {"S": "C#000000000001"}})["Item"]
         assert "ref" in item and "z" not in item
         assert store.read_commit("e", 1).events[0].event.output == {"blob": blob}
+
+    def test_index_lists_current_status_by_workflow_and_by_both(self, store: Any) -> None:
+        # gsi1 (by workflow) projects only the fixed part of a row: the status must come from the row.
+        from orbit.ports import IndexEntry
+
+        store.put_index(IndexEntry("a", "w1", "1", "RUNNING", 1000, 1000, "p"))
+        store.put_index(IndexEntry("b", "w1", "1", "RUNNING", 1001, 1001))
+        store.put_index(IndexEntry("c", "w2", "1", "RUNNING", 1002, 1002))
+        store.put_index(IndexEntry("a", "w1", "1", "COMPLETED", 1000, 3000, "p"))
+        store.put_index(IndexEntry("a", "w1", "1", "RUNNING", 1000, 2000, "p"))  # late, older: ignored
+        rows, _ = store.list_executions(workflow="w1")
+        assert [(r.execution_id, r.status, r.updated_at_ms, r.parent_id) for r in rows] == [
+            ("b", "RUNNING", 1001, None), ("a", "COMPLETED", 3000, "p")]
+        rows, _ = store.list_executions(workflow="w1", status="RUNNING")
+        assert [r.execution_id for r in rows] == ["b"]
+        rows, _ = store.list_executions(workflow="w2", status="COMPLETED")
+        assert rows == []
+        first, cursor = store.list_executions(workflow="w1", limit=1)
+        rest, end = store.list_executions(workflow="w1", limit=1, cursor=cursor)
+        assert [r.execution_id for r in first + rest] == ["b", "a"] and end is None
