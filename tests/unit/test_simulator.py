@@ -1,0 +1,49 @@
+"""The simulator itself: manual time, jumping to the next wake-up, dead-lettering crashes."""
+
+from __future__ import annotations
+
+import time
+
+from orbit.simulator import crash, succeed
+
+from tests.unit.dsl_harness import T0, sim_with
+
+
+def test_advance_moves_time_only_when_asked() -> None:
+    sim = sim_with({"nap": {"sleep": "1h"}})
+    eid = sim.start("wf", {}, id="e1")
+    sim.advance(59 * 60_000)
+    assert sim.describe(eid)["status"] == "RUNNING" and sim.clock.now_ms() == T0 + 59 * 60_000
+    sim.advance(60_000)
+    assert sim.describe(eid)["status"] == "COMPLETED"
+
+
+def test_run_jumps_over_a_week_in_milliseconds() -> None:
+    sim = sim_with({"a": {"sleep": "7d"}, "b": {"sleep": "7d", "after": ["a"]}})
+    eid = sim.start("wf", {}, id="e1")
+    t = time.perf_counter()
+    sim.run()
+    assert time.perf_counter() - t < 2.0
+    assert sim.describe(eid)["status"] == "COMPLETED" and sim.clock.now_ms() == T0 + 14 * 86_400_000
+
+
+def test_a_worker_that_always_crashes_is_dead_lettered() -> None:
+    sim = sim_with({"a": {"task": "t.a", "timeout": "10m"}})
+    sim.max_receives = 3
+    sim.worker("t.a", crash())
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    assert len(sim.dead_letters) == 1 and sim.scripts["t.a"].deliveries == 3
+    assert sim.types(eid).count("StepAttemptUncertain") == 2
+    assert sim.describe(eid)["error"]["code"] == "TIMEOUT"
+
+
+def test_function_workers_see_the_task_context() -> None:
+    seen = []
+    sim = sim_with({"a": {"task": "t.a", "input": {"x": 1}}})
+    sim.worker("t.a", lambda inp, ctx: seen.append((inp, ctx.step, ctx.attempt, ctx.idempotency_key)) or "ok")
+    sim.start("wf", {}, id="e1")
+    sim.run()
+    assert seen == [({"x": 1}, "a", 1, "e1:a")]
+    assert sim.scripts["t.a"].seen[0]["queue"] == "t"
+    assert succeed(1).output == 1
