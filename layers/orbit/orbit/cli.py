@@ -330,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `orbit history ID | head`: the reader left, nothing more to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown from flushing again
+        return 141  # what a shell reports for a command killed by SIGPIPE
     except OrbitError as exc:
         print(f"orbit {args.command}: {exc}", file=sys.stderr)
         return 1
