@@ -128,7 +128,10 @@ def test_decider_partial_batch_failure_redelivery_and_dlq(stack):
     )
     try:
         stack.run_until_idle()
-        assert batches[0] == ("DecisionQueue", 2, 1)  # partial failure: the signal went through
+        # partial failure: one record of the batch failed, the signal in it went through
+        # (an older execution's stale delayed wake may share the batch, hence >= 2)
+        queue_id, received, failed = batches[0]
+        assert (queue_id, failed) == ("DecisionQueue", 1) and received >= 2
         assert stack.describe(eid)["steps"]["approval"]["status"] == "SUCCEEDED"
         for _ in range(queue.max_receive_count + 2):  # each redelivery waits out the visibility timeout
             stack.advance(queue.visibility_timeout + 1)
