@@ -11,6 +11,8 @@ so waits cost no wall time.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -19,7 +21,7 @@ import boto3
 
 from . import clock
 from .emulator import Emulator, Mode
-from .lambdas import load_handler
+from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
 from .resources import Deployment, deploy
 from .scheduler import Scheduler
@@ -53,13 +55,10 @@ class LocalCloud:
         self.on_poll: Callable[[QueuePoller, PollResult], None] | None = None
         self.stats = {"polls": 0, "messages": 0, "jumps": 0, "skipped_ms": 0}
         self.idle = False
+        self._stdout: Any = None
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Deployment:
-        import sys
-
-        from .lambdas import EmfFilter
-
         if not isinstance(sys.stdout, EmfFilter):
             self._stdout = sys.stdout
             sys.stdout = EmfFilter(sys.stdout)  # type: ignore[assignment]
@@ -68,8 +67,6 @@ class LocalCloud:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)
             for fn in self.deployment.functions.values():
                 fn.env.update(self.env_overrides)
-            import os
-
             os.environ.update(self.deployment.env())  # clients built outside handlers see the stack too
             sqs = boto3.client("sqs")
             for fn in self.deployment.functions.values():
@@ -81,19 +78,15 @@ class LocalCloud:
                 [(r, self.handlers[r.function.logical_id]) for r in self.deployment.schedules], clock.now_ms()
             )
         except BaseException:
-            self.emulator.stop()
+            self.stop()  # emulator down, stdout and environment restored
             raise
         return self.deployment
 
     def stop(self) -> None:
-        import sys
-
-        if getattr(self, "_stdout", None) is not None:
+        if self._stdout is not None:
             sys.stdout = self._stdout
             self._stdout = None
         if self.deployment is not None:
-            import os
-
             for key in self.deployment.env():
                 os.environ.pop(key, None)
         self.emulator.stop()
