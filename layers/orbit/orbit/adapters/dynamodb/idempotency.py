@@ -3,8 +3,10 @@
     IDEM#<idempotency key> / IDEM          status IN_PROGRESS (with a lease) or COMPLETED (with the result)
     IDEM#cancel#<dispatch token> / IDEM    a CancelTask arrived for that token
 
-A short task (done within the worker's grace period) costs one strongly
-consistent read (`peek`) and one conditional write (`complete`); only a task
+A short task (done within the worker's grace period) costs one eventually
+consistent read (`peek`, half a read unit) and one conditional write
+(`complete`, the floor: a later duplicate can only find what was written);
+only a task
 that runs longer takes an IN_PROGRESS claim with a lease, so a duplicate
 delivery waits instead of running it a second time. (Two deliveries of the
 same short task arriving within the same second could both run; the first
@@ -49,8 +51,18 @@ class IdempotencyStore:
         return {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}
 
     def peek(self, key: str) -> Claim:
-        """Read the key (strongly consistent): its cached result, a live claim ("busy"), or nothing."""
-        item = self._db.get_item(TableName=self.table, Key=self._key(key), ConsistentRead=True).get("Item")
+        """Read the key: its cached result, a live claim ("busy"), or nothing.
+
+        Eventually consistent (half the price): a duplicate that matters comes after a visibility
+        timeout (a redelivery) or after a decision was redelivered (a re-sent dispatch), tens of
+        seconds after the write it must see, while replicas lag well under a second. A duplicate
+        racing the first delivery within that second could run twice either way (see above); the
+        conditional `complete` still makes both report the first stored result.
+        Why not a conditional put first (ALL_OLD returns the cached result on the duplicate path):
+        that is a write unit on every step (4x a consistent read, 8x this one) and `complete`
+        would still have to write the result.
+        """
+        item = self._db.get_item(TableName=self.table, Key=self._key(key)).get("Item")
         if item is None:
             return Claim("run")
         if text(item, "status") == COMPLETED:
