@@ -34,3 +34,15 @@ def test_json_output_and_missing_file(cli):
     assert body["valid"] is False and len(body["problems"]) == 3
     missing = cli("validate", "nope.yaml")
     assert missing.returncode == 2 and "nope.yaml: file not found" in missing.stderr
+
+
+def test_run_refuses_a_broken_definition_listing_every_problem(cli):
+    res = cli("run", "tests/e2e/fixtures/broken.yaml")
+    assert res.returncode == 1
+    lines = res.stderr.splitlines()
+    assert lines[0] == "orbit run: 3 problem(s):"
+    assert [ln.split(": ")[1] for ln in lines[1:]] == [
+        "steps.charge.retry.max_attempts",
+        "steps.ship.after[0]",
+        "steps.wait.sleep",
+    ]

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orbit.errors import OrbitError
+from orbit.errors import OrbitError, ValidationError
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -85,6 +85,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     signals = [parse_signal_arg(s) for s in args.signal or []]
     out = sys.stderr if args.json else sys.stdout
+    from orbit.definition import load_definition
+
+    for path in [*(args.register or []), *([] if args.file.endswith(".py") else [args.file])]:
+        load_definition(path)  # fail fast, before the local stack starts, with every problem listed
     with LocalStack(
         template=args.template, mode=args.mode, workers=args.workers or [], auto_advance=not args.real_time
     ) as stack:
@@ -333,6 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `orbit history ID | head`: the reader left, nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown from flushing again
         return 141  # what a shell reports for a command killed by SIGPIPE
+    except ValidationError as exc:
+        # one problem per line, each with its path (and file, when the error knows it)
+        prefix = f"{exc.source}: " if getattr(exc, "source", None) else ""
+        print(f"orbit {args.command}: {len(exc.problems)} problem(s):", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {prefix}{problem}", file=sys.stderr)
+        return 1
     except OrbitError as exc:
         print(f"orbit {args.command}: {exc}", file=sys.stderr)
         return 1
