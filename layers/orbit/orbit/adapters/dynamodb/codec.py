@@ -1,7 +1,8 @@
 """Item bodies and the one conditional-write helper shared by the DynamoDB adapters.
 
 Bodies (a commit's events + effects, a snapshot) are JSON compressed with zlib
-and stored as a binary attribute `z`: on-demand writes are billed per started
+and stored as a binary attribute `zd` (small bodies, with the preset dictionary
+of zdict.py) or `z` (plain zlib): on-demand writes are billed per started
 KB, and event JSON compresses 4-8x, so a typical commit stays at one write unit.
 A compressed body above `SPILL_LIMIT` goes to the PayloadStore (S3) and the item
 keeps `ref` instead: DynamoDB refuses items over 400 KB, and nothing may be
@@ -16,8 +17,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from orbit.adapters.dynamodb.zdict import DICT_V1
+
 SPILL_LIMIT = 300_000
 FAST_ABOVE = 1_000_000
+DICT_BELOW = 64_000  # past this the dictionary's 3 KB window no longer matters
 
 
 class ConditionFailed(Exception):
@@ -59,6 +63,12 @@ def encode(value: Any, payloads: Any, spill_limit: int = SPILL_LIMIT) -> dict[st
     if len(raw) >= FAST_ABOVE and _incompressible(raw):
         # Already dense (encoded or random data): compressing 50 MB would cost seconds for nothing.
         return {"ref": {"S": payloads.put(raw)}, "raw": {"BOOL": True}}
+    if len(raw) <= DICT_BELOW:
+        # Small bodies (most commits): the preset dictionary holds their keys, so a ~1 KB commit
+        # compresses to well under half of what plain zlib gives (fewer read units per load,
+        # and more decisions stay inside one write unit).
+        packer = zlib.compressobj(9, zdict=DICT_V1)
+        return {"zd": {"B": packer.compress(raw) + packer.flush()}}
     # Level 6 keeps small items small (billed per KB); past a megabyte the body goes to S3 anyway
     # and level 1 is ~5x faster.
     data = zlib.compress(raw, 6 if len(raw) < FAST_ABOVE else 1)
@@ -72,6 +82,9 @@ def _incompressible(raw: bytes, sample: int = 65_536) -> bool:
 
 
 def decode(item: dict[str, Any], payloads: Any) -> Any:
+    if "zd" in item:
+        unpacker = zlib.decompressobj(zdict=DICT_V1)
+        return json.loads(unpacker.decompress(item["zd"]["B"]) + unpacker.flush())
     data = payloads.get(item["ref"]["S"]) if "ref" in item else item["z"]["B"]
     return json.loads(data if item.get("raw", {}).get("BOOL") else zlib.decompress(data))
 
