@@ -2,29 +2,41 @@
 
 Runs N workflows of K sequential task steps on moto (in process) through the
 real Lambda handlers (API start -> decider -> example-worker queue -> decider
-...), counting every AWS request by service and operation with botocore event
-hooks, and estimating DynamoDB capacity from the bytes of every item read and
-written (moto's ConsumedCapacity is a constant, so it cannot be used). Then it
-measures what one decision reads on a cold cache at 10 and at 10,000 events of
-history.
+...), counting every AWS request by service, operation and item kind with
+botocore event hooks, and estimating DynamoDB capacity from the items
+themselves (benchmarks/cost_meter.py; moto's ConsumedCapacity is a constant).
+Then it measures what one decision reads on a cold cache at 10 and at 10,000
+events of history.
 
     .venv/bin/python benchmarks/bench_cost.py [--workflows 20] [--steps 5] [--long 10000] [--no-dedupe]
 
-Prices used (us-east-1, list, on-demand, no free tier), per million:
-  DynamoDB write request units $0.625, read request units $0.125 (standard table class)
-  SQS standard requests $0.40 (each 64 KB chunk of a request is billed as one request)
-  S3 PUT $5.00, GET $0.40
-  Lambda requests $0.20; duration $0.0000133334 per GB-second (arm64)
-  Step Functions Standard: $25.00 per million state transitions
-The Lambda event source mapping's own SQS calls (one ReceiveMessage and one
-DeleteMessageBatch per batch delivered) are added per invocation; its empty
-long polls on idle queues (a fixed monthly cost, not per step) are not.
+What is counted as orchestration (the issue's "decider, queues, table"): the
+table's items (commits, snapshots, index rows, timers, definitions), the worker
+SDK's dedupe records (shown on their own line: `@task(dedupe=False)` drops
+them), every SQS request (our sends, and the Lambda event source mapping's
+ReceiveMessage + DeleteMessageBatch, one each per batch it delivers: those are
+billed to the queue owner like any other request), S3, and the decider
+Lambda. Not counted: the worker Lambda (the user's task code, billed with
+Step Functions too), the API (one start request per execution; Step Functions
+does not bill StartExecution either), the mapping's empty long polls on idle
+queues and the timers function's once-a-minute tick (fixed monthly costs, not
+per step).
+
+Batching: the harness hands a function what is visible, up to 10 records, as
+the mapping does under load. N concurrent workflows fill batches; with
+--workflows 1 each batch holds one execution's messages (sparse traffic): the
+average batch is printed, and the figure depends on it.
+
+The decider Lambda's duration is a model, not a measurement: its own CPU time
+here (thread time outside AWS calls) x CPU_SHARE (a 512 MB function gets about
+512/1769 of a vCPU) + an assumed in-region latency per AWS request it makes.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import io
 import math
 import os
 import sys
@@ -34,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "integration"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "tests" / "integration"), str(ROOT), str(ROOT / "benchmarks")]
 os.environ.update(
     {
         "AWS_ACCESS_KEY_ID": "bench",
@@ -49,117 +61,76 @@ os.environ.update(
 )
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-PRICE = {"wru": 0.625, "rru": 0.125, "sqs": 0.40, "s3_put": 5.00, "s3_get": 0.40, "lambda_req": 0.20}
-GB_SECOND = 0.0000133334
-SFN_PER_TRANSITION = 25.0 / 1e6
-ASSUMED_DECIDER_MS = 25  # per invocation at 512 MB: an assumption, moto's timings say nothing about Lambda's
+from cost_meter import Meter, item_size  # noqa: E402
+
+# us-east-1 list prices, on-demand, no free tier, $ per million (checked Nov 2026).
+PRICE = {
+    "wru": 0.625,  # DynamoDB on-demand write request unit (standard table class)
+    "rru": 0.125,  # DynamoDB on-demand read request unit
+    "sqs": 0.40,  # SQS standard queue request (per 64 KB chunk)
+    "s3_put": 5.00,  # S3 Standard PUT
+    "s3_get": 0.40,  # S3 Standard GET
+    "lambda_req": 0.20,  # Lambda request
+}
+GB_SECOND = 0.0000133334  # Lambda arm64 duration, $ per GB-second
+DECIDER_GB = 0.5  # template.yaml: MemorySize 512
+CPU_SHARE = 512 / 1769  # Lambda gives one full vCPU at 1769 MB
+LATENCY_MS = {"dynamodb": 6.0, "sqs": 12.0, "s3": 25.0}  # assumed per request, in-region
+SFN_PER_MILLION = 25.0  # Step Functions Standard, $ per million state transitions
+TARGET = 2.0
 
 
-def item_size(item: dict[str, Any]) -> int:
-    """DynamoDB's item size: attribute names plus values (numbers approximated as digits/2 + 1)."""
-    size = 0
-    for name, value in item.items():
-        size += len(name.encode())
-        ((kind, v),) = value.items()
-        if kind == "S":
-            size += len(v.encode())
-        elif kind == "B":
-            size += len(v)
-        elif kind == "N":
-            size += len(v) // 2 + 1
-        elif kind in ("BOOL", "NULL"):
-            size += 1
-        else:
-            size += len(json.dumps(v))
-    return size
-
-
-def kind_of(item: dict[str, Any]) -> str:
-    """Which kind of item (adapters/dynamodb): commit, snapshot, index row, idempotency record..."""
-    pk, sk = item.get("pk", {}).get("S", ""), item.get("sk", {}).get("S", "")
-    if pk.startswith("EXEC#"):
-        return {"C#": "commit", "SN": "snapshot", "A#": "index row (+GSIs)"}.get(sk[:2], sk)
-    return pk.split("#", 1)[0].lower() + " items"
-
-
-class Meter:
-    """botocore hooks on the handlers' clients: requests by operation, capacity and SQS chunks."""
-
-    def __init__(self, raw_dynamodb: Any) -> None:
-        self.raw = raw_dynamodb  # an un-hooked client to read an item's old size (not counted)
-        self.requests: Counter[str] = Counter()
-        self.wru = 0.0
-        self.rru = 0.0
-        self.sqs_billed = 0
-        self.wru_by: Counter[str] = Counter()
-
-    def attach(self, client: Any) -> None:
-        client.meta.events.register("before-call.*.*", self._before)
-        client.meta.events.register("after-call.*.*", self._after)
-
-    def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        op = model.name
-        if model.service_model.service_name == "dynamodb" and op in ("UpdateItem", "DeleteItem", "PutItem"):
-            body = params.get("body") or {}
-            if isinstance(body, (bytes, str)):
-                body = json.loads(body or "{}")
-            key = body.get("Key") or {k: body["Item"][k] for k in ("pk", "sk")}
-            old = self.raw.get_item(TableName=body["TableName"], Key=key).get("Item")
-            context["orbit_old"] = old
-            context["orbit_body"] = body
-
-    def _after(
-        self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
-    ) -> None:
-        service, op = model.service_model.service_name, model.name
-        self.requests[f"{service}:{op}"] += 1
-        if service == "sqs":
-            body = context.get("orbit_sqs_bytes", 0)
-            self.sqs_billed += max(1, math.ceil(body / 65536)) if body else 1
-        if service != "dynamodb":
-            return
-        if op in ("Query", "GetItem"):
-            items = parsed.get("Items") or ([parsed["Item"]] if parsed.get("Item") else [])
-            size = sum(item_size(i) for i in items)
-            consistent = context.get("orbit_consistent", False)
-            self.rru += max(1, math.ceil(size / 4096)) * (1.0 if consistent else 0.5)
-        elif op in ("PutItem", "UpdateItem", "DeleteItem"):
-            body, old = context.get("orbit_body", {}), context.get("orbit_old")
-            new = body.get("Item") or old or {}
-            size = max(item_size(new), item_size(old or {}))
-            units = max(1, math.ceil(size / 1024))
-            for gsi in ("gsi1pk", "gsi2pk"):  # index rows also write each GSI (a key change: delete + put)
-                if gsi in new or (old and gsi in old):
-                    units += 2 if old and new and old.get(gsi) != new.get(gsi) else 1
-            self.wru += units
-            self.wru_by[kind_of(new or old or {})] += units
-
-    def params_hook(self, client: Any) -> None:
-        def note(params: dict[str, Any], context: dict[str, Any], model: Any, **_: Any) -> None:
-            context["orbit_consistent"] = bool(params.get("ConsistentRead"))
-            if model.service_model.service_name == "sqs":
-                entries = params.get("Entries") or [params]
-                context["orbit_sqs_bytes"] = sum(len(e.get("MessageBody", "").encode()) for e in entries)
-
-        client.meta.events.register("provide-client-params.*.*", note)
-
-
-def cost(meter: Meter, invocations: Counter[str]) -> dict[str, float]:
-    esm_batches = sum(v for k, v in invocations.items() if k != "api" and k != "timers")
-    sqs = meter.sqs_billed + 2 * esm_batches  # + the event source mapping's receive and delete per batch
-    s3_put = meter.requests["s3:PutObject"]
-    s3_get = meter.requests["s3:GetObject"]
+def cost(meter: Meter, invocations: Counter[str], decider_ms: float) -> dict[str, float]:
+    esm_batches = sum(v for k, v in invocations.items() if k not in ("api", "timers"))
+    esm = 2 * esm_batches  # the mapping's ReceiveMessage + DeleteMessageBatch per batch
+    dedupe = meter.wru_by["worker dedupe"] * PRICE["wru"] + meter.rru_by["worker dedupe"] * PRICE["rru"]
+    table = meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"] - dedupe
     return {
-        "dynamodb": meter.wru * PRICE["wru"] / 1e6 + meter.rru * PRICE["rru"] / 1e6,
-        "sqs": sqs * PRICE["sqs"] / 1e6,
-        "s3": s3_put * PRICE["s3_put"] / 1e6 + s3_get * PRICE["s3_get"] / 1e6,
-        "lambda_decider": invocations["decider"]
-        * (PRICE["lambda_req"] / 1e6 + 0.5 * ASSUMED_DECIDER_MS / 1000 * GB_SECOND),
-        "sqs_requests_billed": float(sqs),
+        "table": table / 1e6,
+        "worker dedupe": dedupe / 1e6,
+        "sqs sends": meter.sqs_billed * PRICE["sqs"] / 1e6,
+        "sqs mapping": esm * PRICE["sqs"] / 1e6,
+        "s3": (meter.requests["s3:PutObject"] * PRICE["s3_put"] + meter.requests["s3:GetObject"] * PRICE["s3_get"])
+        / 1e6,
+        "decider lambda": invocations["decider"] * PRICE["lambda_req"] / 1e6
+        + decider_ms / 1000 * DECIDER_GB * GB_SECOND,
     }
 
 
-def run_workflows(n: int, k: int, dedupe: bool = True) -> None:
+class TimedCloud:
+    """Wraps the harness's Cloud: counts records per batch and models each decider invocation's duration."""
+
+    def __init__(self, cloud: Any, meter: Meter, cold: Any = None) -> None:
+        self.cloud, self.meter, self.cold = cloud, meter, cold
+        self.records: Counter[str] = Counter()
+        self.decider_ms = 0.0
+        self._invoke = cloud.invoke
+        cloud.invoke = self.invoke
+
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        self.records[function] += len(event.get("Records", [])) or 1
+        if self.cold is not None and function == "decider":
+            self.cold()  # this batch lands on a fresh decider instance: nothing cached
+        cpu0, aws0, calls0 = time.thread_time(), self.meter.aws_cpu_s, Counter(self.meter.calls)
+        try:
+            return self._invoke(function, event)
+        finally:
+            if function == "decider":
+                own_cpu = (time.thread_time() - cpu0) - (self.meter.aws_cpu_s - aws0)
+                waits = sum(LATENCY_MS[s] * n for s, n in (self.meter.calls - calls0).items())
+                self.decider_ms += math.ceil(own_cpu * 1000 / CPU_SHARE + waits)  # billed per 1 ms
+
+
+def bench_definition(k: int) -> dict[str, Any]:
+    steps = {
+        f"s{j}": {"task": "bench.step", "input": {"prev": f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0}}
+        for j in range(1, k + 1)
+    }
+    return {"orbit": 1, "name": "bench", "version": "1", "steps": steps, "output": f"{{% steps.s{k}.output %}}"}
+
+
+def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False) -> float:
+    """Run the workflows, print the breakdown; returns the orchestration $ per million steps."""
     from aws_resources import Clients, create_stack
     from harness import Cloud
     from moto import mock_aws
@@ -169,82 +140,76 @@ def run_workflows(n: int, k: int, dedupe: bool = True) -> None:
     def step(input: Any, ctx: worker.TaskContext) -> dict[str, int]:
         return {"n": int(input.get("prev") or 0) + 1}
 
-    steps = {
-        f"s{j}": {"task": "bench.step", "input": {"prev": f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0}}
-        for j in range(1, k + 1)
-    }
-    definition = {
-        "orbit": 1,
-        "name": "bench",
-        "version": "1",
-        "steps": steps,
-        "output": f"{{% steps.s{k}.output %}}",
-    }
     with mock_aws():
-        harness_clients = Clients()  # the harness's own receive/delete: not counted
+        harness_clients = Clients()  # the harness's own receive/delete: not counted (modelled per batch)
         stack = create_stack(harness_clients.dynamodb, harness_clients.sqs, harness_clients.s3)
         os.environ.update(stack.env())
         aws.reset()
         svc = aws.services()
-        meter = Meter(harness_clients.dynamodb)
+        meter = Meter(harness_clients.dynamodb, stack.table)
         for client in (svc.dynamodb, svc.sqs, svc.s3):
-            meter.params_hook(client)
             meter.attach(client)
         cloud = Cloud(stack, harness_clients.sqs)
-        cloud.api("POST", "/definitions", definition)
-        meter.requests.clear()
-        meter.wru = meter.rru = meter.sqs_billed = 0
+        cloud.api("POST", "/definitions", bench_definition(k))
+        # The engine's per-process state cache (service.Engine._cache, read-only use here): with
+        # --cold every decider batch starts without it, as on a fleet of decider instances.
+        timed = TimedCloud(cloud, meter, svc.engine._cache.clear if cold else None)
+        meter.reset()
         cloud.invocations.clear()
         started = time.perf_counter()
-        for i in range(n):
-            status, body = cloud.api(
-                "POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}}
-            )
-            assert status == 201, body
-        cloud.run_until_idle(max_rounds=10_000)
+        emf = io.StringIO()  # powertools prints EMF metric lines to stdout: keep them out of the report
+        with contextlib.redirect_stdout(emf):
+            for i in range(n):
+                status, body = cloud.api("POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}})
+                assert status == 201, body
+            cloud.run_until_idle(max_rounds=10_000)
         elapsed = time.perf_counter() - started
+        for client in (svc.dynamodb, svc.sqs, svc.s3):
+            meter.detach(client)  # the checks below are the benchmark's, not the workflows'
         done = [svc.engine.describe(f"b-{i}") for i in range(n)]
         assert all(d["status"] == "COMPLETED" and d["output"] == {"n": k} for d in done), done[0]
-        total_steps = n * k
-        c = cost(meter, cloud.invocations)
-        print(
-            f"\n== {n} workflows x {k} steps = {total_steps} steps through the handlers on moto "
-            f"({elapsed:.1f} s wall; worker dedupe {'on' if dedupe else 'off: @task(dedupe=False)'})"
-        )
-        print("requests by operation (per step):")
-        for op, count in sorted(meter.requests.items()):
-            print(f"  {op:32s} {count:6d}  {count / total_steps:6.2f}")
-        print(
-            f"  {'all AWS API requests':32s} {sum(meter.requests.values()):6d}  "
-            f"{sum(meter.requests.values()) / total_steps:6.2f}"
-        )
-        print(
-            f"  lambda invocations: {dict(cloud.invocations)} "
-            f"(event source mapping adds 2 SQS requests per SQS-triggered batch)"
-        )
-        print(
-            f"DynamoDB capacity (estimated from item bytes): {meter.wru / total_steps:.2f} WRU and "
-            f"{meter.rru / total_steps:.2f} RRU per step; WRU per step by item: "
-            + ", ".join(f"{k} {v / total_steps:.2f}" for k, v in meter.wru_by.most_common())
-        )
-        print("$ per million steps (us-east-1 list prices):")
-        orchestration = c["dynamodb"] + c["sqs"] + c["s3"]
-        for name in ("dynamodb", "sqs", "s3", "lambda_decider"):
-            print(f"  {name:16s} ${c[name] / total_steps * 1e6:8.2f}")
-        print(
-            f"  {'orchestration':16s} ${orchestration / total_steps * 1e6:8.2f}   "
-            "(DynamoDB + SQS + S3; target <= $2)"
-        )
-        print(
-            f"  {'with decider':16s} ${(orchestration + c['lambda_decider']) / total_steps * 1e6:8.2f}   "
-            f"(+ decider Lambda at an assumed {ASSUMED_DECIDER_MS} ms x 512 MB per invocation)"
-        )
-        sfn = (k + 1) * SFN_PER_TRANSITION * n  # K task states + the terminal transition
-        print(
-            f"  {'Step Functions':16s} ${sfn / total_steps * 1e6:8.2f}   (Standard, {k + 1} transitions "
-            f"per {k}-step workflow at $25/M)"
-        )
+        total = report(meter, timed, n, k, dedupe, elapsed, cold)
     aws.reset()
+    return total
+
+
+def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapsed: float, cold: bool) -> float:
+    steps = n * k
+    inv = Counter(timed.cloud.invocations)
+    c = cost(meter, inv, timed.decider_ms)
+    print(
+        f"\n== {n} workflows x {k} steps = {steps} steps through the handlers on moto ({elapsed:.1f} s wall; "
+        f"worker dedupe {'on' if dedupe else 'off: @task(dedupe=False)'}; decider cache "
+        f"{'cold: every batch loads' if cold else 'warm: one process, as one busy decider instance'})"
+    )
+    print("requests by operation and item (count, per step):")
+    for op, count in sorted(meter.requests.items()):
+        print(f"  {op:48s} {count:6d} {count / steps:6.2f}")
+    esm = 2 * sum(v for f, v in inv.items() if f not in ("api", "timers"))
+    print(f"  {'sqs: event source mapping receive + delete':48s} {esm:6d} {esm / steps:6.2f}")
+    batches = ", ".join(f"{f} {inv[f]} ({timed.records[f] / inv[f]:.1f} records each)" for f in sorted(inv))
+    print(f"lambda invocations: {batches}")
+    print(
+        f"DynamoDB (estimated from item bytes), per step: {meter.wru / steps:.2f} WRU ("
+        + ", ".join(f"{kind} {v / steps:.2f}" for kind, v in meter.wru_by.most_common())
+        + f"), {meter.rru / steps:.2f} RRU ("
+        + ", ".join(f"{kind} {v / steps:.2f}" for kind, v in meter.rru_by.most_common())
+        + ")"
+    )
+    per_inv = timed.decider_ms / max(1, inv["decider"])
+    print(f"decider Lambda: modelled {per_inv:.0f} ms per invocation at 512 MB (see the module docstring)")
+    print("$ per million steps (us-east-1 list prices):")
+    for name, value in c.items():
+        print(f"  {name:16s} ${value / steps * 1e6:6.2f}")
+    total = sum(c.values()) / steps * 1e6
+    without = total - c["worker dedupe"] / steps * 1e6
+    sfn = (k + 1) * SFN_PER_MILLION / k  # K task states + the terminal transition, per step
+    verdict = "meets" if total <= TARGET else "misses"
+    print(f"  {'orchestration':16s} ${total:6.2f}   ({verdict} the ${TARGET:.2f} target; "
+          f"${without:.2f} without the worker's dedupe records)")
+    print(f"  {'Step Functions':16s} ${sfn:6.2f}   (Standard: {k + 1} transitions per {k}-step workflow at "
+          f"${SFN_PER_MILLION:.0f}/M; Orbit is {sfn / total:.0f}x cheaper)")
+    return total
 
 
 def reads_per_decision(long: int) -> None:
@@ -282,9 +247,8 @@ def reads_per_decision(long: int) -> None:
             events = len(svc.engine.history(eid))
             cold = aws.build_services(os.environ)  # fresh engine: nothing cached
             cold.__dict__.update(dynamodb=svc.dynamodb, sqs=svc.sqs, s3=svc.s3)
-            meter = Meter(clients.dynamodb)
+            meter = Meter(clients.dynamodb, stack.table)
             for client in (svc.dynamodb, svc.s3):
-                meter.params_hook(client)
                 meter.attach(client)
             cold.engine.handle(
                 {
@@ -297,8 +261,7 @@ def reads_per_decision(long: int) -> None:
                 }
             )
             for client in (svc.dynamodb, svc.s3):
-                client.meta.events.unregister("before-call.*.*", meter._before)
-                client.meta.events.unregister("after-call.*.*", meter._after)
+                meter.detach(client)
             snap = clients.dynamodb.get_item(
                 TableName=stack.table, Key={"pk": {"S": f"EXEC#{eid}"}, "sk": {"S": "SNAP"}}
             ).get("Item")
@@ -306,7 +269,7 @@ def reads_per_decision(long: int) -> None:
             reads = {
                 k: v
                 for k, v in meter.requests.items()
-                if k.split(":")[1] in ("Query", "GetItem", "GetObject")
+                if k.split(":")[1].split(" ")[0] in ("Query", "GetItem", "GetObject")
             }
             print(
                 f"  {events:6d} events: reads {reads}, ~{meter.rru:.1f} RRU; snapshot item {snap_bytes} bytes"
@@ -321,11 +284,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--long", type=int, default=10_000, help="events of the long history (0: skip)")
     ap.add_argument("--no-dedupe", action="store_true", help="register the bench task with dedupe=False")
+    ap.add_argument("--cold", action="store_true", help="every decider batch starts with an empty state cache")
     args = ap.parse_args()
     import logging
+    import warnings
 
     logging.disable(logging.WARNING)
-    run_workflows(args.workflows, args.steps, dedupe=not args.no_dedupe)
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    run_workflows(args.workflows, args.steps, dedupe=not args.no_dedupe, cold=args.cold)
     if args.long:
         reads_per_decision(args.long)
 
