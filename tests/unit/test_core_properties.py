@@ -110,7 +110,7 @@ def records(sim: Simulator) -> list[Recorded]:
 
 def without_inbound(state: ExecutionState) -> dict[str, Any]:
     d = state.to_dict()
-    d.pop("inbound")
+    d.pop("inbound_log")
     return d
 
 

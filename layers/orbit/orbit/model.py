@@ -25,6 +25,7 @@ from orbit.state import (
     ExecutionState,
     FanOut,
     UnitState,
+    remember_inbound,
 )
 
 __all__ = [
@@ -67,10 +68,20 @@ def fold(execution_id: str, records: Iterable[Recorded]) -> ExecutionState:
 
 
 def apply_commit(
-    state: ExecutionState, records: Iterable[Recorded], inbound_id: str | None, first_seq: int
+    state: ExecutionState,
+    records: Iterable[Recorded],
+    inbound_id: str | None,
+    first_seq: int,
+    timestamp_ms: int | None = None,
+    more_inbound: Iterable[str] = (),
 ) -> None:
-    """Apply one commit's events and remember which inbound message it handled."""
+    """Apply one commit's events and remember which inbound messages it handled.
+
+    `timestamp_ms` is the commit's (default: its last event's); it also ages out the
+    remembered ids past `INBOUND_WINDOW_MS` (`state.remember_inbound`).
+    """
     for r in records:
         apply(state, r)
-    if inbound_id:
-        state.inbound[inbound_id] = first_seq
+    ts = state.updated_at_ms if timestamp_ms is None else timestamp_ms
+    ids = ([inbound_id] if inbound_id else []) + [i for i in more_inbound if i]
+    remember_inbound(state, ids, first_seq, ts)

@@ -77,9 +77,7 @@ class Loaded:
         from orbit.model import apply_commit
 
         for c in self.commits:
-            apply_commit(self.state, c.events, None, c.first_seq)
-            for inbound in c.all_inbound:
-                self.state.inbound[inbound] = c.first_seq
+            apply_commit(self.state, c.events, c.inbound_id, c.first_seq, c.timestamp_ms, c.inbound_ids)
         self.commits = []
         return self.state
 

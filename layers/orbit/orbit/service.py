@@ -44,7 +44,7 @@ from orbit.ports import (
     Timers,
 )
 from orbit.service_api import EngineApi
-from orbit.state import ExecutionState
+from orbit.state import ExecutionState, remember_inbound
 
 log = logging.getLogger("orbit.engine")
 
@@ -186,8 +186,7 @@ class Engine(EngineApi):
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
             self.store.commit(eid, commit)
-            for i in handled:
-                state.inbound[i] = first_seq
+            remember_inbound(state, handled, first_seq, now)  # exactly what `Loaded.fold` does
             since_snapshot += 1
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)

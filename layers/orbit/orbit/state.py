@@ -5,12 +5,18 @@ touches only what changed, never all units or all history:
 `active` (non-terminal units), `wakeups` (unit -> next wake ms),
 `fanouts` (per `for` step counters and the next-index cursor), buffered
 `signals`, `waiters`, `hooks`, `children`, and `inbound` (message id ->
-first seq of the commit that handled it; filled by `apply_commit`).
+first seq of the commit that handled it; filled by `remember_inbound`).
+
+`inbound` is bounded: `inbound_log` keeps the handled ids per commit, in commit
+order with the commit's timestamp, and an id is forgotten once its commit is
+older than `INBOUND_WINDOW_MS` before the newest commit (see there why that is
+safe). The snapshot stores only the log; `inbound` is its index.
 """
 
 from __future__ import annotations
 
 import copy
+from collections import deque
 from dataclasses import asdict, dataclass, field, fields
 
 from orbit.events import JSON, TaskError
@@ -37,6 +43,26 @@ SKIPPED = "SKIPPED"
 TERMINAL_UNIT = frozenset({SUCCEEDED, SKIPPED, FAILED, CANCELLED})
 COMPENSATE_PREFIX = "compensate:"
 WORKFLOW_WAKE = "$workflow"  # wakeups key of the whole-execution deadline
+
+_DAY_MS = 86_400_000
+# How long a handled inbound message id is remembered, measured from its commit to the newest
+# commit (commit timestamps, never a clock: the fold stays deterministic). The id is needed only
+# while the queue can deliver that message again. A message is sent before the commit that
+# handles it, and SQS deletes a standard-queue message once it is older than the queue's
+# retention, counted from its *original* enqueue time even after it moved to the dead-letter
+# queue. So automatic redelivery ends 4 days after sending (the decision queue keeps the SQS
+# default, 345,600 s) and a dead-lettered message is gone after the DLQ's 14 days (1,209,600 s);
+# a redrive out of the DLQ is a new message that the decision queue keeps 4 more days. 14 + 4
+# days covers a redrive at the last moment; one more day absorbs clock skew between deciders.
+# tests/unit/test_inbound_window.py checks the template against this figure.
+# Past the window, a message seen again (a second redrive of the same dead letter, or a client
+# reusing a signal id weeks later) is decided afresh. Every kind but one is idempotent on the
+# state itself: `start` (already created), `started`/`result` (token no longer live: ignored or
+# StaleResultIgnored, never applied twice), `child_done` (unit finished), `hook` (resumed at most
+# once), `cancel` (abort already set), `wake` (acts only on what is due); a `heartbeat` for a
+# still-running attempt would at worst show its older details until the next one. A `signal`
+# would be buffered again: a signal id is an idempotency key for this window, no longer.
+INBOUND_WINDOW_MS = (14 + 4 + 1) * _DAY_MS
 
 
 def element_key(step: str, index: int) -> str:
@@ -167,7 +193,9 @@ class ExecutionState:
     parked: TaskError | None = None
     continued_as: str | None = None
     last_seq: int = 0
-    inbound: dict[str, int] = field(default_factory=dict)
+    inbound: dict[str, int] = field(default_factory=dict)  # index of inbound_log; not serialised
+    # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order
+    inbound_log: deque[tuple[int, int, tuple[str, ...]]] = field(default_factory=deque)
 
     @property
     def terminal(self) -> bool:
@@ -202,6 +230,10 @@ class ExecutionState:
                 v = {k: asdict(c) for k, c in v.items()}
             elif f.name == "active":
                 v = list(v)
+            elif f.name == "inbound":
+                continue  # rebuilt from inbound_log
+            elif f.name == "inbound_log":
+                v = [[seq, ts, list(ids)] for seq, ts, ids in v]
             elif isinstance(v, TaskError):
                 v = v.to_dict()
             else:
@@ -216,6 +248,16 @@ class ExecutionState:
         s.units = {k: UnitState.from_dict(u) for k, u in (d.get("units") or {}).items()}
         s.fanouts = {k: FanOut(**c) for k, c in (d.get("fanouts") or {}).items()}
         s.active = dict.fromkeys(d.get("active") or [])
+        s.inbound, s.inbound_log = {}, deque()
+        if d.get("inbound_log") is not None:
+            for seq, ts, ids in d["inbound_log"]:
+                _remember(s, int(seq), int(ts), tuple(ids))
+        else:  # a snapshot from before the log: its commit times are unknown, count them as newest
+            by_seq: dict[int, list[str]] = {}
+            for mid, seq in (d.get("inbound") or {}).items():
+                by_seq.setdefault(int(seq), []).append(mid)
+            for seq in sorted(by_seq):
+                _remember(s, seq, s.updated_at_ms, tuple(by_seq[seq]))
         for k in ("error", "parked"):
             s.__dict__[k] = TaskError.from_dict(d[k]) if d.get(k) else None
         return s
@@ -247,3 +289,27 @@ class ExecutionState:
             "parked": self.parked.to_dict() if self.parked else None,
             "continued_as": self.continued_as,
         }
+
+
+def remember_inbound(
+    state: ExecutionState, ids: list[str] | tuple[str, ...], first_seq: int, timestamp_ms: int
+) -> None:
+    """Record the message ids a commit handled, then forget those past `INBOUND_WINDOW_MS`.
+
+    Amortised O(1) per commit: each commit's entry is appended once and popped once.
+    """
+    if ids:
+        _remember(state, first_seq, timestamp_ms, tuple(ids))
+    horizon = timestamp_ms - INBOUND_WINDOW_MS
+    log = state.inbound_log
+    while log and log[0][1] < horizon:
+        seq, _, old = log.popleft()
+        for mid in old:
+            if state.inbound.get(mid) == seq:
+                del state.inbound[mid]
+
+
+def _remember(state: ExecutionState, first_seq: int, timestamp_ms: int, ids: tuple[str, ...]) -> None:
+    state.inbound_log.append((first_seq, timestamp_ms, ids))
+    for mid in ids:
+        state.inbound[mid] = first_seq

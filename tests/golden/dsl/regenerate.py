@@ -142,7 +142,7 @@ def golden(name: str) -> dict[str, Any]:
     history = sim.history(eid)
     state = fold(eid, [recorded_from_dict(e) for e in history])
     folded = state.to_dict()
-    folded.pop("inbound")
+    folded.pop("inbound_log")
     return {
         "definition": d,
         "execution_id": eid,
