@@ -7,7 +7,7 @@ import time
 
 import boto3
 import pytest
-from orbit.local import LocalStack, load_workers
+from orbit.local import LocalStack, clock, load_workers
 
 ORDER = {
     "order_id": "A-1",
@@ -142,3 +142,40 @@ def test_decider_partial_batch_failure_redelivery_and_dlq(stack):
     moved = sqs.receive_message(QueueUrl=dlq.url, MaxNumberOfMessages=10).get("Messages", [])
     assert [m["Body"] for m in moved] == ["this is not a decision message"]
     assert stack.describe(eid)["status"] == "COMPLETED"
+
+
+def test_fan_out_of_150_with_concurrency_20(stack):
+    from orbit.worker import task
+
+    task("e2e.double")(lambda inp, ctx: {"v": inp["v"] * 2})
+    stack.register(
+        {
+            "orbit": 1,
+            "name": "e2e-fan",
+            "version": "1",
+            "steps": {
+                "each": {
+                    "for": "{% input.items %}",
+                    "concurrency": 20,
+                    "task": "e2e.double",
+                    "input": {"v": "{% item %}"},
+                }
+            },
+            "output": "{% $sum(steps.each.output.v) %}",
+        }
+    )
+    depths: list[int] = []
+    default_queue = stack.cloud.deployment.queues["DefaultTaskQueue"]
+
+    def record_depth(poller, result) -> None:  # waiting tasks, plus the batch being handled
+        taken = result.received if poller.mapping.queue is default_queue else 0
+        depths.append(clock.visible_count(default_queue.name) + taken)
+
+    stack.cloud.on_poll = record_depth
+    try:
+        desc = stack.run_until_done(stack.start("e2e-fan", {"items": list(range(150))}))
+    finally:
+        stack.cloud.on_poll = None
+    assert desc["status"] == "COMPLETED" and desc["output"] == 2 * sum(range(150))
+    assert sum(1 for unit in desc["steps"] if unit.startswith("each[")) == 150
+    assert max(depths) <= 20  # the concurrency limit keeps the worker queue shallow
