@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from orbit.errors import OrbitError
+
 from .stack import LocalStack
 
 
@@ -101,7 +103,12 @@ def serve(port: int, template: str | None, workers: list[str], definitions: list
     signal.signal(signal.SIGTERM, on_term)
     with LocalStack(template=template, mode="server", workers=workers) as stack:
         names = [stack.register(Path(d)) for d in definitions]
-        dev = DevServer(stack, port)
+        try:
+            dev = DevServer(stack, port)
+        except OSError as exc:
+            raise OrbitError(
+                f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port"
+            ) from None
         print(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})", flush=True)
         if names:
             print(f"registered: {', '.join(names)}", flush=True)
