@@ -100,7 +100,14 @@ def test_message_types_and_errors_are_checked() -> None:
     with pytest.raises(ValidationError, match="unknown kind"):
         message_from_dict({"kind": "nope"})
     m = message_from_dict({"kind": "cancel", "execution_id": "e", "id": "1", "force": True, "extra": 1})
-    assert m.to_dict() == {"kind": "cancel", "execution_id": "e", "id": "1", "reason": "", "force": True}
+    assert m.to_dict() == {
+        "kind": "cancel",
+        "execution_id": "e",
+        "id": "1",
+        "reason": "",
+        "force": True,
+        "parent_id": None,
+    }
 
 
 @pytest.mark.parametrize("kind", sorted(EFFECT_TYPES))

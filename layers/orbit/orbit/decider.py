@@ -65,6 +65,15 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
             return ctx.decision  # idempotent start is the service's business
         _start(ctx, inbound)
     elif not state.created:
+        if isinstance(inbound, CancelMessage) and inbound.parent_id and state.abort is None:
+            # A parent's cancel that overtook its child's start. It is recorded as the child's
+            # first commit (a tombstone: CancelRequested before WorkflowCreated); the start then
+            # creates the execution with the abort already set and winds it down before the
+            # runtime runs, so the child ends CANCELLED without running a step. One conditional
+            # write per commit still orders the two: whichever commits second sees the other.
+            # The alternative, the child's start reading its parent's state, would cost every
+            # child start a second execution load for a rare race.
+            ctx.emit(CancelRequested(inbound.reason or "cancelled", inbound.force))
         return ctx.decision
     else:
         _inbound(ctx, inbound)

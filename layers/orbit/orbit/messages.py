@@ -112,10 +112,19 @@ class HookMessage(Message):
 
 @dataclass(frozen=True)
 class CancelMessage(Message):
+    """Cancel an execution. `parent_id` is set when a parent cancels its child (CancelChild):
+    such a cancel may overtake the child's `start` on the standard queue, so it is recorded
+    even before the child exists, and the start honours it (see `decider.decide`)."""
+
     KIND: ClassVar[str] = "cancel"
-    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"reason": (str, False), "force": (bool, False)}
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "reason": (str, False),
+        "force": (bool, False),
+        "parent_id": ((str, type(None)), False),
+    }
     reason: str = ""
     force: bool = False
+    parent_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from orbit.effects import (
 )
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
 from orbit.events import ExecutionParked, Recorded, TaskError
-from orbit.messages import Message, StartMessage, message_from_dict
+from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
 from orbit.ports import (
     Clock,
     Commit,
@@ -142,7 +142,14 @@ class Engine(EngineApi):
         raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
 
     def _decide_and_commit(self, eid: str, msgs: list[Message]) -> None:
-        state, since_snapshot = self._state(eid, create=any(isinstance(m, StartMessage) for m in msgs))
+        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
+        # write to an execution that does not exist yet; anything else is NotFound.
+        state, since_snapshot = self._state(
+            eid,
+            create=any(
+                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
+            ),
+        )
         now = self.clock.now_ms()
         first_seq = state.last_seq + 1
         events: list[Recorded] = []
@@ -191,7 +198,7 @@ class Engine(EngineApi):
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
                 since_snapshot = 0
-            if (state.status, state.created) != was:
+            if state.created and (state.status, state.created) != was:  # a tombstone is not listed
                 self.store.put_index(
                     IndexEntry(
                         eid,
@@ -205,8 +212,8 @@ class Engine(EngineApi):
                 )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
-            self._carry_out(c.effects)
-        self._carry_out(effects)
+            self._carry_out(eid, c.effects)
+        self._carry_out(eid, effects)
 
     def _state(self, eid: str, create: bool) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
@@ -235,7 +242,7 @@ class Engine(EngineApi):
             return _Parker(str(e))
 
     # ---------------------------------------------------------------- effects
-    def _carry_out(self, effects: list[Effect]) -> None:
+    def _carry_out(self, eid: str, effects: list[Effect]) -> None:
         for e in effects:
             if isinstance(e, (DispatchTask, CancelTask)):
                 self.queues.send_task(e.queue, e.to_dict())
@@ -265,6 +272,7 @@ class Engine(EngineApi):
                         "id": f"cancel:{e.child_id}",
                         "reason": e.reason,
                         "force": False,
+                        "parent_id": eid,
                     }
                 )
             elif isinstance(e, NotifyParent):

@@ -22,8 +22,15 @@ class EngineApi:
     ids: IdSource
 
     def load_state(self, execution_id: str) -> ExecutionState:
-        """The current state, read from the store (NotFound when there is no such execution)."""
-        return self.store.load(execution_id).fold()
+        """The current state, read from the store (NotFound when there is no such execution).
+
+        A child cancelled before its start arrived has a history (the tombstone) but is not an
+        execution yet: NotFound as well.
+        """
+        state = self.store.load(execution_id).fold()
+        if not state.created:
+            raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
+        return state
 
     def describe(self, execution_id: str) -> dict[str, Any]:
         return self.load_state(execution_id).describe()
