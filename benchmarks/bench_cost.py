@@ -90,7 +90,10 @@ def cost(meter: Meter, invocations: Counter[str], decider_ms: float) -> dict[str
         "worker dedupe": dedupe / 1e6,
         "sqs sends": meter.sqs_billed * PRICE["sqs"] / 1e6,
         "sqs mapping": esm * PRICE["sqs"] / 1e6,
-        "s3": (meter.requests["s3:PutObject"] * PRICE["s3_put"] + meter.requests["s3:GetObject"] * PRICE["s3_get"])
+        "s3": (
+            meter.requests["s3:PutObject"] * PRICE["s3_put"]
+            + meter.requests["s3:GetObject"] * PRICE["s3_get"]
+        )
         / 1e6,
         "decider lambda": invocations["decider"] * PRICE["lambda_req"] / 1e6
         + decider_ms / 1000 * DECIDER_GB * GB_SECOND,
@@ -126,7 +129,13 @@ def bench_definition(k: int) -> dict[str, Any]:
         f"s{j}": {"task": "bench.step", "input": {"prev": f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0}}
         for j in range(1, k + 1)
     }
-    return {"orbit": 1, "name": "bench", "version": "1", "steps": steps, "output": f"{{% steps.s{k}.output %}}"}
+    return {
+        "orbit": 1,
+        "name": "bench",
+        "version": "1",
+        "steps": steps,
+        "output": f"{{% steps.s{k}.output %}}",
+    }
 
 
 def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False) -> float:
@@ -160,7 +169,9 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False) -> fl
         emf = io.StringIO()  # powertools prints EMF metric lines to stdout: keep them out of the report
         with contextlib.redirect_stdout(emf):
             for i in range(n):
-                status, body = cloud.api("POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}})
+                status, body = cloud.api(
+                    "POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}}
+                )
                 assert status == 201, body
             cloud.run_until_idle(max_rounds=10_000)
         elapsed = time.perf_counter() - started
@@ -173,7 +184,9 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False) -> fl
     return total
 
 
-def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapsed: float, cold: bool) -> float:
+def report(
+    meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapsed: float, cold: bool
+) -> float:
     steps = n * k
     inv = Counter(timed.cloud.invocations)
     c = cost(meter, inv, timed.decider_ms)
@@ -205,10 +218,14 @@ def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapse
     without = total - c["worker dedupe"] / steps * 1e6
     sfn = (k + 1) * SFN_PER_MILLION / k  # K task states + the terminal transition, per step
     verdict = "meets" if total <= TARGET else "misses"
-    print(f"  {'orchestration':16s} ${total:6.2f}   ({verdict} the ${TARGET:.2f} target; "
-          f"${without:.2f} without the worker's dedupe records)")
-    print(f"  {'Step Functions':16s} ${sfn:6.2f}   (Standard: {k + 1} transitions per {k}-step workflow at "
-          f"${SFN_PER_MILLION:.0f}/M; Orbit is {sfn / total:.0f}x cheaper)")
+    print(
+        f"  {'orchestration':16s} ${total:6.2f}   ({verdict} the ${TARGET:.2f} target; "
+        f"${without:.2f} without the worker's dedupe records)"
+    )
+    print(
+        f"  {'Step Functions':16s} ${sfn:6.2f}   (Standard: {k + 1} transitions per {k}-step workflow at "
+        f"${SFN_PER_MILLION:.0f}/M; Orbit is {sfn / total:.0f}x cheaper)"
+    )
     return total
 
 
@@ -284,7 +301,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--long", type=int, default=10_000, help="events of the long history (0: skip)")
     ap.add_argument("--no-dedupe", action="store_true", help="register the bench task with dedupe=False")
-    ap.add_argument("--cold", action="store_true", help="every decider batch starts with an empty state cache")
+    ap.add_argument(
+        "--cold", action="store_true", help="every decider batch starts with an empty state cache"
+    )
     args = ap.parse_args()
     import logging
     import warnings

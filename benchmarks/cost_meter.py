@@ -119,13 +119,18 @@ class Meter:
 
     def _before(self, model: Any, context: dict[str, Any], **_: Any) -> None:
         params = context.get("orbit_params", {})
-        if model.service_model.service_name == "dynamodb" and model.name in ("UpdateItem", "DeleteItem", "PutItem"):
+        if model.service_model.service_name == "dynamodb" and model.name in (
+            "UpdateItem",
+            "DeleteItem",
+            "PutItem",
+        ):
             key = params.get("Key") or {k: params["Item"][k] for k in ("pk", "sk")}
             context["orbit_key"] = key
             context["orbit_old"] = self.raw.get_item(TableName=params["TableName"], Key=key).get("Item")
 
-    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any],
-               **_: Any) -> None:
+    def _after(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
         service, op = model.service_model.service_name, model.name
         params = context.get("orbit_params", {})
         self.calls[service] += 1
@@ -140,7 +145,9 @@ class Meter:
             self.sqs_billed += max(1, math.ceil(body / 65536))
         self.aws_cpu_s += time.thread_time() - context.get("orbit_t0", time.thread_time())
 
-    def _dynamodb(self, op: str, params: dict[str, Any], parsed: dict[str, Any], context: dict[str, Any]) -> None:
+    def _dynamodb(
+        self, op: str, params: dict[str, Any], parsed: dict[str, Any], context: dict[str, Any]
+    ) -> None:
         factor = 1.0 if params.get("ConsistentRead") else 0.5
         if op in ("Query", "GetItem"):
             items = parsed.get("Items") or ([parsed["Item"]] if parsed.get("Item") else [])
@@ -156,8 +163,11 @@ class Meter:
         elif op in ("PutItem", "UpdateItem", "DeleteItem"):
             old = context.get("orbit_old")
             failed = "Error" in parsed
-            new = old if failed else self.raw.get_item(TableName=params["TableName"],
-                                                       Key=context["orbit_key"]).get("Item")
+            new = (
+                old
+                if failed
+                else self.raw.get_item(TableName=params["TableName"], Key=context["orbit_key"]).get("Item")
+            )
             kind = kind_of(params.get("Item") or old or new)
             self.requests[f"dynamodb:{op} {kind}{' (condition failed)' if failed else ''}"] += 1
             size = max(item_size(old), item_size(params.get("Item") if failed else new))

@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from orbit.adapters.sqs import decode_body
+from orbit.adapters.sqs import decode_bodies
 from orbit.aws import services
 from orbit.observability import publish
 
@@ -34,8 +34,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     errors: dict[str, Exception] = {}
     parsed: list[tuple[str, dict[str, Any]]] = []
     for r in records:
-        try:
-            parsed.append((r["messageId"], decode_body(r["body"], svc.payloads)))
+        try:  # a bundle (one execution's messages sent together) fails or succeeds as one record
+            parsed.extend((r["messageId"], body) for body in decode_bodies(r["body"], svc.payloads))
         except Exception as e:  # poison: fails this record only
             logger.error("unreadable decision message", message_id=r.get("messageId"), error=str(e))
             errors[r["messageId"]] = e

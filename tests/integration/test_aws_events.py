@@ -7,6 +7,7 @@ from typing import Any
 
 from harness import EVENTS, load_event
 from orbit import aws
+from orbit.adapters.sqs import decode_bodies
 
 HANDLER_OF = {
     "api_register_definition.json": "api", "api_start.json": "api", "api_list.json": "api",
@@ -24,7 +25,7 @@ def test_every_event_file_has_a_handler_here() -> None:
 
 def decision_bodies(cloud: Any, clients: Any) -> list[dict[str, Any]]:
     got = clients.sqs.receive_message(QueueUrl=cloud.stack.queues["DecisionQueue"], MaxNumberOfMessages=10)
-    return [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    return [b for m in got.get("Messages", []) for b in decode_bodies(m["Body"], None)]
 
 
 def api(cloud: Any, name: str, body: Any = None, **replace: str) -> tuple[int, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from orbit import aws, worker
+from orbit.adapters.sqs import decode_bodies
 from orbit.observability import METER
 from test_aws_end_to_end import CALLS, start
 
@@ -103,7 +104,7 @@ def test_two_deciders_on_one_execution(cloud: Any, clients: Any, clock: Any,
     start(cloud, "f-4")
     cloud.pump("DefaultTaskQueue")
     got = clients.sqs.receive_message(QueueUrl=cloud.stack.queues["DecisionQueue"], MaxNumberOfMessages=10)
-    bodies = {json.loads(m["Body"])["kind"]: json.loads(m["Body"]) for m in got["Messages"]}
+    bodies = {b["kind"]: b for m in got["Messages"] for b in decode_bodies(m["Body"], None)}
     assert set(bodies) == {"started", "result"}
     other = aws.build_services(dict(os.environ), clock)
     other.__dict__.update(dynamodb=clients.dynamodb, sqs=clients.sqs, s3=clients.s3)

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from orbit import aws, worker
+from orbit.adapters.sqs import decode_bodies
 
 SLOW_ENDED: list[float] = []
 
@@ -31,7 +32,8 @@ def dispatch(unit: str, task: str) -> dict[str, Any]:
 
 def decision_kinds(cloud: Any, clients: Any) -> list[tuple[str, str]]:
     got = clients.sqs.receive_message(QueueUrl=cloud.stack.queues["DecisionQueue"], MaxNumberOfMessages=10)
-    return sorted((b["kind"], b["unit"]) for b in (json.loads(m["Body"]) for m in got.get("Messages", [])))
+    bodies = [b for m in got.get("Messages", []) for b in decode_bodies(m["Body"], None)]
+    return sorted((b["kind"], b["unit"]) for b in bodies)
 
 
 def test_a_batch_answers_in_one_request_and_a_long_task_does_not_hold_others(

@@ -13,6 +13,8 @@ one execution; the loser gets ConflictError and reloads (service.Engine).
 Bodies larger than `inline_limit` bytes go to the PayloadStore and travel as an
 envelope `{"kind", "execution_id", "id", "payload_ref"}`: a 50 MB step result
 reaches the decider intact, nothing is truncated. `decode_body` reverses it.
+Messages of one execution sent together travel as one `bundle` body
+(`bundle`, `decode_bodies`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from orbit.errors import OrbitError, ValidationError
 INLINE_LIMIT = 200_000
 MAX_DELAY_S = 900
 REF_KEY = "payload_ref"
+BUNDLE = "bundle"
 
 
 class QueueError(OrbitError):
@@ -60,6 +63,38 @@ def decode_body(text: str, payloads: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise ValidationError("referenced body must be a JSON object", "message")
     return body
+
+
+def decode_bodies(text: str, payloads: Any) -> list[dict[str, Any]]:
+    """The inbound messages one decision-queue body carries: itself, or a bundle's messages."""
+    body = decode_body(text, payloads)
+    if body.get("kind") != BUNDLE:
+        return [body]
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ValidationError("a bundle needs `messages`, a non-empty list of objects", "message.messages")
+    return messages
+
+
+def bundle(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One body per execution: several messages of one execution travel as one SQS message.
+
+    Why: a worker's `started` and `result` (or a batch's answers for one execution) must reach
+    the decider together to cost one decision and one commit; as one SQS message they always
+    do (two messages of a standard queue may come in different receives), and they take one
+    SendMessageBatch entry, one slot of the decider's 10-record batch, one receive and delete.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for m in messages:
+        groups.setdefault(str(m.get("execution_id")), []).append(m)
+    out: list[dict[str, Any]] = []
+    for eid, group in groups.items():
+        if len(group) == 1:
+            out.append(group[0])
+        else:
+            out.append({"kind": BUNDLE, "execution_id": eid, "id": f"{BUNDLE}:{group[0].get('id')}",
+                        "messages": group})
+    return out
 
 
 class SqsQueues:
@@ -110,7 +145,8 @@ class SqsQueues:
         self.send_decisions([message], delay_s)
 
     def send_decisions(self, messages: Iterable[Any], delay_s: int = 0) -> None:
-        self._send(self.decision_url, [_as_dict(m) for m in messages], delay_s)
+        """Several inbound messages; those of one execution leave as one bundle (`decode_bodies`)."""
+        self._send(self.decision_url, bundle([_as_dict(m) for m in messages]), delay_s)
 
     def send_task(self, queue: str, body: Any, delay_s: int = 0) -> None:
         self._send(self.task_url(queue), [_as_dict(body)], delay_s)
