@@ -7,12 +7,16 @@
 2. the cost of one decision at history lengths 10, 1,000 and 10,000 events: it must not
    grow with history (the state keeps aggregates; a decision touches what changed);
 3. a 10,000-element `for` step end to end in the simulator, time per element against a
-   100-element one (target: within 2x).
+   100-element one (target: within 2x);
+4. the snapshot of a long-running execution at a steady message rate (a 60-day task that
+   heartbeats every 10 minutes): remembered inbound ids and snapshot size level off once the
+   oldest ids pass `INBOUND_WINDOW_MS` (they used to grow with every message).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import statistics
 import sys
 import time
@@ -23,7 +27,7 @@ from orbit.decider import decide
 from orbit.definition import parse_definition
 from orbit.messages import ResultMessage, StartMessage
 from orbit.simulator import Simulator, succeed
-from orbit.state import ExecutionState
+from orbit.state import INBOUND_WINDOW_MS, ExecutionState
 
 T0 = 1_700_000_000_000
 
@@ -142,6 +146,44 @@ def bench_for(n: int) -> float:
     return elapsed / n
 
 
+def bench_steady_snapshot(days: int, every_min: int) -> list[tuple[int, int, int, int]]:
+    """(day, remembered ids, snapshot JSON bytes, zlib bytes) for a task heartbeating for `days`."""
+    import zlib
+
+    sim = Simulator(start_ms=T0, snapshot_every=25)
+    sim.register(
+        {"orbit": 1, "name": "long", "version": "1", "steps": {"work": {"task": "w.long", "timeout": "100d"}}}
+    )
+    from orbit.simulator import hang
+
+    sim.worker("w.long", hang())
+    eid = sim.start("long", {}, id="long-1")
+    sim.run_until_idle()
+    token = sim.engine.load_state(eid).units["work"].token
+    per_day = 24 * 60 // every_min
+    out = []
+    n = 0
+    for day in range(1, days + 1):
+        for _ in range(per_day):
+            sim.clock.advance(every_min * 60_000)
+            n += 1
+            sim.engine.handle(
+                {
+                    "kind": "heartbeat",
+                    "execution_id": eid,
+                    "id": f"heartbeat:{token}:s:{n}",
+                    "unit": "work",
+                    "token": token,
+                    "details": {"n": n},
+                }
+            )
+        if day in (1, 7, 14, 21, 30, 45, 60) or day == days:
+            state = sim.store.load(eid).fold()
+            raw = json.dumps(state.to_dict(), separators=(",", ":")).encode()
+            out.append((day, len(state.inbound), len(raw), len(zlib.compress(raw))))
+    return out
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     pure, engine = bench_decisions_per_second(20 if quick else 200)
@@ -162,6 +204,15 @@ def main() -> None:
         f"{2_000 if quick else 10_000:,} elements {big * 1e6:.0f} us/element; ratio {big / small:.2f}x "
         f"(target <= 2x)"
     )
+    print(
+        f"steady messages (a task heartbeating every 10 min for 60 days; window "
+        f"{INBOUND_WINDOW_MS / 86_400_000:.0f} days):"
+    )
+    for day, ids, raw, packed in bench_steady_snapshot(60, 10):
+        print(
+            f"  day {day:>2}: {ids:5,} inbound ids remembered, snapshot {raw / 1000:7.1f} KB JSON, "
+            f"{packed / 1000:6.1f} KB zlib"
+        )
 
 
 if __name__ == "__main__":
