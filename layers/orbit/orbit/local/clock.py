@@ -1,6 +1,7 @@
 """The local stack's virtual clock, shared with moto's SQS emulation.
 
-Virtual time is wall time plus an offset that only grows. `advance()` moves the
+Virtual time is wall time plus an offset that only grows while a stack is up
+(it goes back to zero when the stack closes and its emulator state is gone). `advance()` moves the
 offset, and because moto's SQS reads the same clock (we swap the two time
 functions its model module imported), visibility timeouts, DelaySeconds and
 redrive counting move with it: a message left for redelivery becomes visible

@@ -90,6 +90,9 @@ class LocalCloud:
             for key in self.deployment.env():
                 os.environ.pop(key, None)
         self.emulator.stop()
+        # Back to wall time: the emulator's state is gone, and code that runs after this stack
+        # in the same process (other tests, a later stack) expects moto's clock to be real.
+        clock.reset()
 
     # ------------------------------------------------------------------ driving
     def pump_once(self) -> int:
