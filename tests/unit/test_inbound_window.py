@@ -96,6 +96,9 @@ def test_a_long_running_execution_keeps_a_bounded_state_and_snapshot() -> None:
     assert ids[10] == 6 * 10 + 2  # start + started, nothing old enough to forget yet
     assert ids[30] <= per_window + 1 and ids[45] == ids[30] == ids[60]
     assert sizes[60] < sizes[30] * 1.05, sizes  # stopped growing: steady state
+    cached, _ = sim.engine._cache[eid]  # what the deciding process holds = what a cold load folds
+    assert cached.to_dict() == sim.store.load(eid).fold().to_dict()
+    assert cached.inbound == sim.store.load(eid).fold().inbound
     assert sim.describe(eid)["steps"]["work"]["status"] == "DISPATCHED"
 
 
