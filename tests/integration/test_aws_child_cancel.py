@@ -24,10 +24,12 @@ CHILD = {"orbit": 1, "name": "child-c", "version": "1", "steps": {"bill": {"task
 def test_cancel_overtaking_the_child_start_cancels_the_child(cloud: Any, clients: Any) -> None:
     for d in (CHILD, PARENT):
         assert cloud.api("POST", "/definitions", d)[0] == 201
-    assert cloud.api("POST", "/executions", {"workflow": "parent-c", "input": {"n": 1}, "id": "pc-1"})[0] == 201
+    request = {"workflow": "parent-c", "input": {"n": 1}, "id": "pc-1"}
+    assert cloud.api("POST", "/executions", request)[0] == 201
     # The API started the parent at once; its child's start waits on the decision queue.
     url = cloud.stack.queues["DecisionQueue"]
-    held = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)["Messages"]
+    got = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)
+    held = got["Messages"]
     bodies = [b for m in held for b in decode_bodies(m["Body"], aws.services().payloads)]
     assert [(b["kind"], b["execution_id"]) for b in bodies] == [("start", "pc-1/invoice")]
 
@@ -40,7 +42,8 @@ def test_cancel_overtaking_the_child_start_cancels_the_child(cloud: Any, clients
     assert cloud.depth("DecisionDLQ") == 0
 
     for m in held:  # the start comes back
-        clients.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0)
+        clients.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"],
+                                              VisibilityTimeout=0)
     cloud.run_until_idle()
     child = engine.describe("pc-1/invoice")
     assert child["status"] == "CANCELLED" and child["steps"] == {}
