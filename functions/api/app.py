@@ -18,7 +18,11 @@ tracer = Tracer()
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    response = lambda_response(services().engine, event)
+    svc = services()
+    # A start decides inline: a first decision that fans out leaves in one SendMessageBatch per
+    # queue (flushed before we answer; the start's commit re-sends them if this fails).
+    with svc.queues.batched():
+        response = lambda_response(svc.engine, event)
     logger.info("request", method=event.get("requestContext", {}).get("http", {}).get("method"),
                 path=event.get("rawPath"), status=response["statusCode"])
     publish(metrics)  # a start decides inline: count its decision too

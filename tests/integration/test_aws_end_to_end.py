@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from orbit import worker
+from orbit import aws, worker
 from orbit.aws import services
 
 HELLO = {
@@ -88,3 +88,26 @@ def test_metrics_count_decisions_and_steps(cloud: Any) -> None:
         METER.drain = original  # type: ignore[method-assign]
     assert counts.get("StepsSucceeded") == 3 and counts.get("Decisions", 0) >= 3
     assert services().engine.describe("h-3")["status"] == "COMPLETED"
+
+
+def test_a_start_that_fans_out_sends_its_dispatches_in_one_request(cloud: Any) -> None:
+    fan = {"orbit": 1, "name": "fan", "version": "1", "steps": {
+        "each": {"for": "{% input.names %}", "task": "test.upper", "input": {"text": "{% item %}"}}},
+        "output": "{% steps.each.output %}"}
+    assert cloud.api("POST", "/definitions", fan)[0] == 201
+    sqs = aws.services().sqs
+    calls: list[str] = []
+
+    def note(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    sqs.meta.events.register("before-call.sqs.*", note)
+    try:
+        status, _ = cloud.api("POST", "/executions", {"workflow": "fan", "id": "fan-1",
+                                                      "input": {"names": ["a", "b", "c", "d"]}})
+    finally:
+        sqs.meta.events.unregister("before-call.sqs.*", note)
+    assert status == 201 and calls == ["SendMessageBatch"]
+    cloud.run_until_idle()
+    desc = aws.services().engine.describe("fan-1")
+    assert desc["status"] == "COMPLETED" and len(desc["output"]) == 4, desc
