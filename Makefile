@@ -23,7 +23,11 @@ demo: $(STAMP)
 	$(VENV)/bin/orbit run examples/order_fulfilment.yaml --input @examples/inputs/order.json \
 		--workers examples/workers/orders.py --signal 'approval={"approved": true, "by": "demo"}'
 
+# The template is also checked by `sam validate --lint` in a venv of its own
+# (aws-sam-cli pins boto3 and cfn-lint); tests/template lints the transformed
+# template with cfn-lint inside the suite.
 test: $(STAMP)
+	bash scripts/check_template.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
 bench: $(STAMP)
