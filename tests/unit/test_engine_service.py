@@ -292,3 +292,19 @@ def test_a_child_that_continues_as_new_answers_its_parent_from_the_last_run() ->
         "StepSucceeded",
         "WorkflowCompleted",
     ]
+
+
+def test_a_repeated_start_does_not_resend_dispatches_of_finished_steps() -> None:
+    # The outbox resend on a repeated start must not hand a worker a task again once the
+    # step finished (the worker answered again and StaleResultIgnored was recorded).
+    a, _, queues = engine_pair()
+    eid = a.start("wf", input={"n": 1}, execution_id="e1")
+    first = queues.receive_tasks("t", T0, 10)
+    assert sorted(m["unit"] for m in first) == ["a", "b"]
+    tok_a = _token(a, eid, "a")
+    a.handle({"kind": "started", "execution_id": eid, "id": "s-a", "unit": "a", "token": tok_a})
+    a.handle({"kind": "result", "execution_id": eid, "id": "r-a", "unit": "a", "token": tok_a, "output": 1})
+    assert a.start("wf", input={"n": 1}, execution_id="e1") == eid
+    again = queues.receive_tasks("t", T0, 10)
+    # `b` is still live, so the outbox sends it again (a lost send is repaired); `a` is done
+    assert [m["unit"] for m in again] == ["b"]

@@ -212,7 +212,7 @@ class Engine(EngineApi):
                 )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
-            self._carry_out(eid, c.effects)
+            self._carry_out(eid, _still_due(state, c.effects))
         self._carry_out(eid, effects)
 
     def _state(self, eid: str, create: bool) -> tuple[ExecutionState, int]:
@@ -312,6 +312,25 @@ class Engine(EngineApi):
             self.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{at}"})
             self.timers.disarm(eid, at)
         return len(due)
+
+
+def _still_due(state: ExecutionState, effects: list[Effect]) -> list[Effect]:
+    """The effects of an old commit worth sending again for a redelivered message.
+
+    The resend repairs a send lost between commit and effects, so a dispatch goes again
+    only while its attempt is still the live one (same token, unit not ended). A dispatch
+    whose step has finished or moved to a newer attempt is only noise: a repeated start
+    re-sent every first dispatch of the execution, each answered again by the worker and
+    recorded as StaleResultIgnored.
+    """
+    out: list[Effect] = []
+    for e in effects:
+        if isinstance(e, DispatchTask):
+            u = state.units.get(e.unit)
+            if u is None or u.terminal or u.token != e.token:
+                continue
+        out.append(e)
+    return out
 
 
 class _Parker:
