@@ -38,6 +38,7 @@ from orbit.errors import (
     UnknownWorkflow,
     ValidationError,
 )
+from orbit.state import WORKFLOW_STATUSES
 
 log = logging.getLogger("orbit.api")
 Response = tuple[int, Any]
@@ -54,7 +55,13 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
 
 def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
     limit = _int(query, "limit", 50, 1, 1000)
-    entries, cursor = engine.list(query.get("workflow"), query.get("status"), limit, query.get("cursor"))
+    status = query.get("status") or None
+    if status is not None and status not in WORKFLOW_STATUSES:
+        # an unknown status would list nothing and look like "no executions"
+        raise ValidationError(
+            f"unknown status {status!r}; one of {', '.join(WORKFLOW_STATUSES)}", "query.status"
+        )
+    entries, cursor = engine.list(query.get("workflow"), status, limit, query.get("cursor"))
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 
 

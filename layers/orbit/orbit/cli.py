@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orbit.errors import OrbitError, ValidationError
+from orbit.state import WORKFLOW_STATUSES
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -318,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     api_opts(sp)
     sp.set_defaults(func=cmd_cancel)
     sp = sub.add_parser("list", help="list executions")
-    sp.add_argument("--status")
+    sp.add_argument("--status", type=str.upper, choices=WORKFLOW_STATUSES, help="one status (any case)")
     sp.add_argument("--workflow")
     sp.add_argument("--limit", type=int)
     api_opts(sp)

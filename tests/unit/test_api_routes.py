@@ -1,0 +1,19 @@
+"""The HTTP routing of `orbit.api` over an in-memory engine: answers a user sees from `orbit dev` and AWS."""
+
+from __future__ import annotations
+
+from orbit.api import handle_request
+
+from tests.unit.dsl_harness import sim_with
+
+
+def test_list_refuses_an_unknown_status_naming_the_valid_ones() -> None:
+    sim = sim_with({"a": {"compute": "{% 1 %}"}})
+    sim.start("wf", {}, id="e1")
+    sim.run()
+    status, body = handle_request(sim.engine, "GET", "/executions", query={"status": "DONE"})
+    assert status == 400
+    assert body["error"]["problems"][0]["path"] == "query.status"
+    assert "COMPLETED" in body["error"]["problems"][0]["message"]
+    status, body = handle_request(sim.engine, "GET", "/executions", query={"status": "COMPLETED"})
+    assert status == 200 and [e["execution_id"] for e in body["executions"]] == ["e1"]
