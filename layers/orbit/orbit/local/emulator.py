@@ -19,7 +19,7 @@ from typing import Literal
 
 from moto.core.models import BackendDict
 
-from . import clock
+from . import clock, moto_speed
 
 Mode = Literal["server", "inprocess"]
 
@@ -57,6 +57,7 @@ class Emulator:
 
     def start(self) -> None:
         clock.install_into_moto()
+        moto_speed.install()  # after the clock swap: the fixes read moto's (virtual) clock
         for key in (*_FAKE_ENV, *_CLEARED):
             self._saved_env[key] = os.environ.get(key)
         for key in _CLEARED:

@@ -29,6 +29,7 @@ from .scheduler import Scheduler
 log = logging.getLogger("orbit.local")
 
 NextTimer = Callable[[], "int | None"]
+DRAIN_BATCHES = 100  # batches one queue may take per round before the next queue's turn
 
 
 class LocalCloud:
@@ -96,7 +97,16 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ driving
     def pump_once(self) -> int:
-        """One round: fire due schedules, then one batch from every queue. Returns messages handled."""
+        """One round: fire due schedules, then drain every queue in turn. Returns messages handled.
+
+        Each queue is polled batch after batch until it shows nothing visible (at most
+        `DRAIN_BATCHES` batches, so one queue cannot starve the others), as Lambda's
+        pollers keep invoking while a queue has messages. Draining, rather than one
+        batch per queue per round, is what lets messages coalesce: the answers of a
+        whole round of worker batches reach the decision queue before its next turn,
+        so the decider gets full batches of 10 and commits once per execution per
+        batch instead of once per worker invocation.
+        """
         assert self.scheduler is not None, "start() the local cloud first"
         try:
             self.scheduler.fire_due(clock.now_ms())
@@ -105,9 +115,11 @@ class LocalCloud:
             self.errors.append(("schedule", exc))
         handled = 0
         for poller in self.pollers:
-            result = poller.poll_once()
-            self.stats["polls"] += 1
-            if result.received:
+            for _ in range(DRAIN_BATCHES):
+                result = poller.poll_once()
+                self.stats["polls"] += 1
+                if not result.received:
+                    break
                 handled += result.received
                 if result.error is not None:
                     self.errors.append((poller.mapping.function.logical_id, result.error))

@@ -150,7 +150,10 @@ class LocalStack:
         return str(wf.name)
 
     def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None) -> str:
-        return str(self.engine.start(name, version, input if input is not None else {}, id))
+        # As the API function does: a start decides inline, and a first decision that fans
+        # out leaves in one SendMessageBatch per 10 messages instead of one SendMessage each.
+        with self.services.queues.batched():
+            return str(self.engine.start(name, version, input if input is not None else {}, id))
 
     def describe(self, id: str) -> dict[str, Any]:
         return self.engine.describe(id)
