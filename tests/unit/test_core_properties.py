@@ -92,7 +92,7 @@ def scenarios(draw: Any) -> tuple[dict[str, Any], dict[str, list[Behaviour]], li
 def run(scenario: Any, items: list[int]) -> Simulator:
     steps, scripts, signals_at = scenario
     sim = Simulator(start_ms=T0, snapshot_every=4)
-    sim.register(definition(steps, timeout="30d"))
+    sim.register(definition(steps, timeout="30d", signals={"go": {}}))  # "go" may have no waiter
     for task, bs in scripts.items():
         sim.worker(task, *bs)
     sim.start("wf", {"items": items}, id="e1")

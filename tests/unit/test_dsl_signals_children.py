@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused
+from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.simulator import fail, hang, succeed
 
 from tests.unit.dsl_harness import definition, events, sim_with, unit_types
@@ -169,3 +169,16 @@ def test_unknown_child_workflow_fails_the_step() -> None:
     sim.run()
     d = sim.describe(eid)
     assert d["status"] == "FAILED" and d["error"]["code"] == "UNKNOWN_WORKFLOW"
+
+
+def test_a_signal_the_definition_does_not_know_is_refused_and_nothing_recorded() -> None:
+    sim = sim_with({"approval": {"wait_for": "approval"}, "note": {"wait_for": "note"}}, signals=SIGNALS)
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    before = sim.history(eid)
+    with pytest.raises(ValidationError) as info:
+        sim.signal(eid, "aproval", {"approved": True})  # misspelt
+    assert info.value.problems[0].path == "signal"
+    assert "no signal 'aproval'" in str(info.value) and "approval, note" in str(info.value)
+    sim.run_until_idle()
+    assert sim.history(eid) == before

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused
+from orbit.definition.model import Definition
+from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 from orbit.state import ExecutionState
 
@@ -59,7 +60,8 @@ class EngineApi:
         return self.store.list_executions(workflow, status, limit, cursor)
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
-        """Queue a signal; PayloadRefused (nothing recorded) if the payload breaks the schema."""
+        """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
+        breaks the schema, ValidationError if a definition has no signal of that name."""
         state = self.load_state(execution_id)
         self._check_payload(state, name, payload)
         mid = signal_id or f"signal:{self.ids.token()}"
@@ -113,6 +115,15 @@ class EngineApi:
         except Exception:  # noqa: BLE001 - no definition at hand: nothing to check against
             return
         signals = getattr(wf, "signals", None) or {}
+        if isinstance(wf, Definition):
+            # a definition names every signal it can use; a misspelt one would be buffered forever
+            known = set(signals) | {s.wait_for for s in wf.steps.values() if s.wait_for}
+            if name not in known:
+                raise ValidationError(
+                    f"workflow {wf.name!r} v{wf.version} has no signal {name!r}; "
+                    f"it knows: {', '.join(sorted(known)) or 'none'}",
+                    "signal",
+                )
         spec = signals.get(name)
         schema = (
             getattr(spec, "schema", spec)
