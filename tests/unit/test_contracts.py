@@ -68,3 +68,12 @@ def test_validate_schema_reports_problems() -> None:
 def test_unresolvable_ref_becomes_a_task_error_not_a_crash() -> None:
     error = check_schema({"$ref": "#/definitions/missing"}, 1, "INPUT_CONTRACT_VIOLATION")
     assert error is not None and "cannot be applied" in error.message
+
+
+def test_messages_show_values_as_json_not_python() -> None:
+    # users write JSON: "null is not of type 'object'", never "None ..."
+    err = check_schema({"type": "object"}, None, "PAYLOAD_REFUSED", label="payload")
+    assert err is not None and err.message == "payload: null is not of type 'object'"
+    err = check_schema({"properties": {"ok": {"type": "string"}}}, {"ok": True}, "INPUT_CONTRACT_VIOLATION")
+    assert err is not None and err.message == "input.ok: true is not of type 'string'"
+    assert err.details["errors"][0]["message"] == "true is not of type 'string'"

@@ -64,10 +64,10 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
     if not errors:
         return None
     errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    listed = [{"path": _value_path(root, err), "message": err.message, "keyword": str(err.validator)}
+    listed = [{"path": _value_path(root, err), "message": _message(err), "keyword": str(err.validator)}
               for err in errors[:_MAX_DETAILS]]
     first = js_exceptions.best_match(errors)
-    message = f"{_value_path(root, first)}: {first.message}"
+    message = f"{_value_path(root, first)}: {_message(first)}"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more)"
     return TaskError(code, message, retryable=False, details={"errors": listed, "count": len(errors)})
@@ -83,6 +83,23 @@ def _validator(key: str) -> Any:
     schema = json.loads(key)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     return cls(schema)
+
+
+def _message(err: js_exceptions.ValidationError) -> str:
+    """jsonschema's message with the offending value written as JSON, as the user wrote it.
+
+    Its messages start with the value's Python repr ("None is not of type 'object'").
+    """
+    shown = repr(err.instance)
+    if not err.message.startswith(shown):
+        return err.message
+    try:
+        as_json = json.dumps(err.instance, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return err.message
+    if len(as_json) > 80:
+        as_json = as_json[:77] + "..."
+    return as_json + err.message[len(shown):]
 
 
 def _value_path(root: str, err: js_exceptions.ValidationError) -> str:
