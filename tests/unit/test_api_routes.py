@@ -17,3 +17,12 @@ def test_list_refuses_an_unknown_status_naming_the_valid_ones() -> None:
     assert "COMPLETED" in body["error"]["problems"][0]["message"]
     status, body = handle_request(sim.engine, "GET", "/executions", query={"status": "COMPLETED"})
     assert status == 200 and [e["execution_id"] for e in body["executions"]] == ["e1"]
+
+
+def test_cancel_of_an_ended_execution_is_a_409_saying_so() -> None:
+    sim = sim_with({"a": {"compute": "{% 1 %}"}})
+    sim.start("wf", {}, id="e1")
+    sim.run()
+    status, body = handle_request(sim.engine, "POST", "/executions/e1/cancel", {"reason": "late"})
+    assert status == 409
+    assert body["error"]["message"] == "execution 'e1' has already ended (COMPLETED); nothing to cancel"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.simulator import fail, hang, succeed
 
 from tests.unit.dsl_harness import definition, events, sim_with, unit_types
@@ -181,4 +181,22 @@ def test_a_signal_the_definition_does_not_know_is_refused_and_nothing_recorded()
     assert info.value.problems[0].path == "signal"
     assert "no signal 'aproval'" in str(info.value) and "approval, note" in str(info.value)
     sim.run_until_idle()
+    assert sim.history(eid) == before
+
+
+def test_signal_hook_and_cancel_for_an_ended_execution_are_refused_clearly() -> None:
+    sim = sim_with({"a": {"compute": "{% 1 %}"}, "approval": {"wait_for": "approval"}}, signals=SIGNALS)
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    token = next(e["token"] for e in sim.history(eid) if e["type"] == "HookCreated")
+    sim.cancel(eid, "stop")
+    sim.run()
+    before = sim.history(eid)
+    with pytest.raises(ExecutionEnded, match=r"'e1' has already ended \(CANCELLED\); nothing to cancel"):
+        sim.cancel(eid, "again")
+    with pytest.raises(ExecutionEnded, match="signal 'approval' was not sent"):
+        sim.signal(eid, "approval", {"approved": True})
+    with pytest.raises(ExecutionEnded, match="hook 'approval' was not resumed"):
+        sim.resume_hook(token, {"approved": True})
+    sim.run()
     assert sim.history(eid) == before

@@ -11,6 +11,7 @@ from typing import Any
 from orbit.errors import (
     BuildMismatch,
     ConflictError,
+    ExecutionEnded,
     ExecutionExists,
     ExpressionError,
     HookAlreadyResumed,
@@ -44,6 +45,7 @@ __all__ = [
     "ConflictError",
     "NotFound",
     "ExecutionExists",
+    "ExecutionEnded",
     "PayloadRefused",
     "NonDeterminismError",
     "BuildMismatch",

@@ -15,8 +15,8 @@ into a call) and by `orbit dev`'s local server. Routes:
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused), 404 (unknown execution,
 workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed) and 500 for anything unexpected (logged, no internals
-leaked).
+hook already resumed, signal/hook/cancel for an execution that has ended) and
+500 for anything unexpected (logged, no internals leaked).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from orbit.errors import (
+    ExecutionEnded,
     ExecutionExists,
     HookAlreadyResumed,
     NotFound,
@@ -134,7 +135,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, HookAlreadyResumed) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

@@ -65,6 +65,16 @@ class ExecutionExists(OrbitError):
         )
 
 
+class ExecutionEnded(OrbitError):
+    """A signal, hook resume or cancel for an execution that has already ended: it could
+    change nothing, so it is refused rather than accepted and silently dropped."""
+
+    def __init__(self, execution_id: str, status: str, action: str) -> None:
+        self.execution_id = execution_id
+        self.status = status
+        super().__init__(f"execution {execution_id!r} has already ended ({status}); {action}")
+
+
 class PayloadRefused(OrbitError):
     """A signal or hook payload breaks the signal's schema; nothing was recorded."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.definition.model import Definition
-from orbit.errors import HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
-from orbit.state import ExecutionState
+from orbit.state import TERMINAL_WORKFLOW, ExecutionState
 
 
 class EngineApi:
@@ -63,6 +63,7 @@ class EngineApi:
         """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
         breaks the schema, ValidationError if a definition has no signal of that name."""
         state = self.load_state(execution_id)
+        _check_running(state, f"signal {name!r} was not sent")
         self._check_payload(state, name, payload)
         mid = signal_id or f"signal:{self.ids.token()}"
         self.queues.send_decision(
@@ -82,6 +83,7 @@ class EngineApi:
             raise NotFound("unknown hook token")
         if hook.get("resumed"):
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
+        _check_running(state, f"hook {name!r} was not resumed")
         self._check_payload(state, name, payload)
         claim = getattr(self.store, "claim_hook", None)  # atomic resume-once where the store offers it
         if claim is not None and not claim(token, payload):
@@ -98,7 +100,7 @@ class EngineApi:
         return execution_id
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
-        self.load_state(execution_id)  # NotFound for an unknown id
+        _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
             {
                 "kind": "cancel",
@@ -137,3 +139,9 @@ class EngineApi:
         err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)
+
+
+def _check_running(state: ExecutionState, action: str) -> None:
+    # An ended execution ignores signals, hooks and cancels: say so instead of accepting them.
+    if state.status in TERMINAL_WORKFLOW:
+        raise ExecutionEnded(state.id, state.status, action)
