@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orbit.errors import OrbitError, ValidationError
+from orbit.errors import ExecutionEnded, OrbitError, ValidationError
 from orbit.state import WORKFLOW_STATUSES
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
@@ -99,7 +99,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         exec_id = stack.start(name, inp, id=args.id)
         print(f"started {name} as {exec_id}", file=out)
         for sig_name, payload in signals:
-            stack.signal(exec_id, sig_name, payload)
+            try:
+                stack.signal(exec_id, sig_name, payload)
+            except ExecutionEnded as e:  # e.g. its input was refused: show that outcome, not this
+                print(f"orbit run: --signal {sig_name}: {e}", file=sys.stderr)
         printer = ProgressPrinter(out, quiet=args.quiet)
         desc = stack.run_until_done(exec_id, on_progress=printer.update, wall_timeout_s=args.timeout)
         history = stack.history(exec_id)
