@@ -226,3 +226,13 @@ def test_on_failure_continue_lets_the_execution_go_on() -> None:
     assert d["steps"]["optional"]["status"] == "FAILED"
     failed = events(sim, eid, "StepFailed")[0]
     assert failed["fatal"] is False
+
+
+def test_sleep_until_a_non_time_names_the_json_value() -> None:
+    sim = sim_with({"wait": {"sleep": {"until": "{% input.at %}"}}})
+    for i, (at, shown) in enumerate([(None, "null"), (True, "true"), ({"d": 1}, '{"d": 1}')]):
+        eid = sim.start("wf", {"at": at}, id=f"e{i}")
+        sim.run()
+        err = sim.describe(eid)["error"]
+        assert err["code"] == "EXPRESSION_ERROR"
+        assert err["message"].endswith(f"expected an ISO 8601 time or epoch milliseconds, got {shown}")

@@ -7,6 +7,7 @@ comes from the `state.fanouts` counters) and returns what should happen next.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any
 
@@ -298,9 +299,7 @@ class _Run:
 
 def _instant(value: Any) -> int:
     """`sleep: {until: ...}` gives epoch ms or an ISO 8601 time."""
-    if isinstance(value, bool):
-        raise ValueError(f"sleep until: expected a time, got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value)
     if isinstance(value, str):
         try:
@@ -310,4 +309,7 @@ def _instant(value: Any) -> int:
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
         return int(dt.timestamp() * 1000)
-    raise ValueError(f"sleep until: expected a time, got {type(value).__name__}")
+    # shown as JSON: the user wrote a JSON/YAML value, not a Python one
+    raise ValueError(
+        f"sleep until: expected an ISO 8601 time or epoch milliseconds, got {json.dumps(value, default=str)}"
+    )
