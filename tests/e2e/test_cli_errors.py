@@ -17,3 +17,24 @@ def test_run_with_a_signal_and_refused_input_shows_the_contract_violation(cli):
     assert res.returncode == 1, res.stderr
     assert "status: FAILED" in res.stdout and "INPUT_CONTRACT_VIOLATION" in res.stdout
     assert "--signal approval: execution" in res.stderr and "has already ended (FAILED)" in res.stderr
+
+
+def test_validate_and_run_a_code_workflow_file(cli, tmp_path):
+    ok = cli("validate", "examples/code/order_saga.py")
+    assert ok.returncode == 0
+    assert ok.stdout.strip() == "examples/code/order_saga.py: valid (order-fulfilment-code v1)"
+    broken = tmp_path / "broken_wf.py"
+    broken.write_text(
+        'import orbit\n\n@orbit.workflow("x", version="1")\ndef x(ctx, input):\n    return ctx.step("a", {}\n'
+    )
+    for cmd in ("validate", "run"):
+        res = cli(cmd, str(broken), "--json")
+        assert res.returncode == 1, res.stderr
+        assert "Traceback" not in res.stderr
+        assert f"{broken}:5: SyntaxError: '(' was never closed" in res.stderr + res.stdout
+    raising = tmp_path / "raising_wf.py"
+    raising.write_text('import orbit\nraise RuntimeError("no config")\n')
+    res = cli("validate", str(raising))
+    assert res.returncode == 1 and f"{raising}:2: importing it raised RuntimeError: no config" in res.stderr
+    res = cli("validate", "examples/workers/misc.py")
+    assert res.returncode == 1 and "no @orbit.workflow function in it" in res.stderr

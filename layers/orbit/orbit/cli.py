@@ -63,6 +63,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"{path}: file not found", file=sys.stderr)
         return 2
+    if path.suffix == ".py":  # code workflows: valid when the file imports and defines some
+        try:
+            found = _load_code_workflows(str(path))
+        except UsageError as exc:
+            if not args.json:
+                raise
+            _print_json({"file": str(path), "valid": False, "problems": [str(exc)]})
+            return 1
+        names = [f"{n} v{wf.version}" for n, wf in sorted(found.items())]
+        if args.json:
+            _print_json({"file": str(path), "valid": True, "problems": [], "workflows": names})
+        else:
+            print(f"{path}: valid ({', '.join(names)})")
+        return 0
     problems = validate_file(path)
     if args.json:
         _print_json({"file": str(path), "valid": not problems, "problems": problems})
@@ -90,6 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     for path in [*(args.register or []), *([] if args.file.endswith(".py") else [args.file])]:
         load_definition(path)  # fail fast, before the local stack starts, with every problem listed
+    if args.file.endswith(".py"):
+        _load_code_workflows(args.file)  # likewise: a file that does not import is named, no traceback
     with LocalStack(
         template=args.template, mode=args.mode, workers=args.workers or [], auto_advance=not args.real_time
     ) as stack:
@@ -123,12 +139,7 @@ def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
     """A definition file, or a .py file whose @orbit.workflow functions all register (--workflow picks)."""
     if not args.file.endswith(".py"):
         return str(stack.register(args.file))
-    from orbit.local import load_workers
-
-    module = load_workers(args.file)
-    found = {wf.name: wf for wf in vars(module).values() if _is_code_workflow(wf)}
-    if not found:
-        raise UsageError(f"{args.file}: no @orbit.workflow function in it")
+    found = _load_code_workflows(args.file)
     for wf in found.values():
         stack.register(wf)
     if args.workflow:
@@ -140,6 +151,31 @@ def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
             f"{args.file} defines several workflows ({', '.join(sorted(found))}); pick one with --workflow"
         )
     return str(next(iter(found)))
+
+
+def _load_code_workflows(file: str) -> dict[str, Any]:
+    """The @orbit.workflow functions of a .py file (imported once), or a UsageError saying why not."""
+    from orbit.local import load_workers
+
+    try:
+        module = load_workers(file)
+    except SyntaxError as exc:
+        raise UsageError(f"{exc.filename or file}:{exc.lineno}: SyntaxError: {exc.msg}") from None
+    except OrbitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raised while importing
+        tb = exc.__traceback__
+        line = None
+        while tb is not None:  # the deepest frame inside the user's file
+            if Path(tb.tb_frame.f_code.co_filename).resolve() == Path(file).resolve():
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        where = f"{file}:{line}" if line else file
+        raise UsageError(f"{where}: importing it raised {type(exc).__name__}: {exc}") from None
+    found = {wf.name: wf for wf in vars(module).values() if _is_code_workflow(wf)}
+    if not found:
+        raise UsageError(f"{file}: no @orbit.workflow function in it")
+    return found
 
 
 def _is_code_workflow(value: Any) -> bool:
@@ -282,7 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     local_opts(sp)
     sp.set_defaults(func=cmd_dev)
 
-    sp = sub.add_parser("validate", help="check a definition; every problem with its path")
+    sp = sub.add_parser(
+        "validate", help="check a definition (every problem with its path) or a .py file of code workflows"
+    )
     sp.add_argument("file")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_validate)
