@@ -26,3 +26,13 @@ def test_cancel_of_an_ended_execution_is_a_409_saying_so() -> None:
     status, body = handle_request(sim.engine, "POST", "/executions/e1/cancel", {"reason": "late"})
     assert status == 409
     assert body["error"]["message"] == "execution 'e1' has already ended (COMPLETED); nothing to cancel"
+
+
+def test_start_refuses_an_id_that_is_not_a_non_empty_string() -> None:
+    sim = sim_with({"a": {"compute": "{% 1 %}"}})
+    for bad in (123, "", ["e1"]):
+        status, body = handle_request(sim.engine, "POST", "/executions", {"workflow": "wf", "id": bad})
+        assert status == 400, body
+        assert body["error"]["problems"][0]["path"] == "body.id"
+    status, body = handle_request(sim.engine, "POST", "/executions", {"workflow": "wf", "id": None})
+    assert status == 201 and body["id"].startswith("wf-")

@@ -50,7 +50,10 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
     if not isinstance(workflow, str) or not workflow:
         raise ValidationError("is required (a registered workflow name)", "body.workflow")
     version = body.get("version")
-    eid = engine.start(workflow, None if version is None else str(version), body.get("input"), body.get("id"))
+    eid = body.get("id")
+    if eid is not None and (not isinstance(eid, str) or not eid):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    eid = engine.start(workflow, None if version is None else str(version), body.get("input"), eid)
     return 201, {"id": eid}
 
 
