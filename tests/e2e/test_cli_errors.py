@@ -38,3 +38,13 @@ def test_validate_and_run_a_code_workflow_file(cli, tmp_path):
     assert res.returncode == 1 and f"{raising}:2: importing it raised RuntimeError: no config" in res.stderr
     res = cli("validate", "examples/workers/misc.py")
     assert res.returncode == 1 and "no @orbit.workflow function in it" in res.stderr
+
+
+def test_run_without_the_child_definition_says_how_to_register_it(cli):
+    res = cli(
+        "run", "examples/order_with_invoice.yaml", "--input", '{"order_id": "o1", "amount": 12}',
+        "--workers", "examples/workers/misc.py", "--mode", "inprocess", "--quiet",
+    )
+    assert res.returncode == 1
+    assert "no workflow named 'invoicing' is registered" in res.stdout
+    assert "hint:   register the child workflow too: --register CHILD.yaml" in res.stdout

@@ -131,6 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"status: {desc['status']}", file=out)
         if desc.get("error"):
             print(f"error:  {json.dumps(desc['error'])}", file=out)
+            if desc["error"].get("code") == "UNKNOWN_WORKFLOW":
+                print("hint:   register the child workflow too: --register CHILD.yaml", file=out)
         print("output: " + json.dumps(desc.get("output"), indent=2), file=out)
     return 0 if desc["status"] == "COMPLETED" else 1
 
