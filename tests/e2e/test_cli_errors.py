@@ -48,3 +48,37 @@ def test_run_without_the_child_definition_says_how_to_register_it(cli):
     assert res.returncode == 1
     assert "no workflow named 'invoicing' is registered" in res.stdout
     assert "hint:   register the child workflow too: --register CHILD.yaml" in res.stdout
+
+
+def test_run_takes_template_parameters_so_the_http_example_can_run(cli):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the stdlib's name
+            body = self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/x"
+    try:
+        base = ["run", "examples/http_ping.yaml", "--input", json.dumps({"url": url}), "--id", "p1"]
+        allow = ["HttpTaskEnabled=true", "HttpAllowedHosts=127.0.0.1", "HttpPrivateHosts=127.0.0.1"]
+        res = cli(*base, "--mode", "inprocess", "--json", *(a for p in allow for a in ("--parameter", p)))
+        assert res.returncode == 0, res.stderr
+        output = json.loads(res.stdout)["execution"]["output"]
+        assert output == {"status": 200, "echoed": {"hello": "orbit", "id": "p1"}}
+        bad = cli(*base, "--parameter", "HttpTaskEnabled")
+        assert bad.returncode == 1 and "--parameter 'HttpTaskEnabled': expected KEY=VALUE" in bad.stderr
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

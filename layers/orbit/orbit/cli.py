@@ -15,40 +15,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from orbit.cli_args import (
+    UsageError,
+    load_code_workflows,
+    parse_json_arg,
+    parse_parameter_arg,
+    parse_signal_arg,
+)
 from orbit.errors import ExecutionEnded, OrbitError, ValidationError
 from orbit.state import WORKFLOW_STATUSES
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
-
-
-class UsageError(OrbitError):
-    """A command-line value is wrong; the message says which and how to fix it."""
-
-
-def parse_json_arg(value: str | None, flag: str) -> Any:
-    """`JSON` or `@file.json` (as curl does)."""
-    if value is None:
-        return None
-    text = value
-    if value.startswith("@"):
-        path = Path(value[1:])
-        if not path.is_file():
-            raise UsageError(f"{flag} {value}: file {path} not found")
-        text = path.read_text()
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        where = value if value.startswith("@") else "the value"
-        raise UsageError(f"{flag}: {where} is not valid JSON ({exc}); quote it, e.g. {flag} '{{\"a\": 1}}'")
-
-
-def parse_signal_arg(value: str) -> tuple[str, Any]:
-    name, sep, payload = value.partition("=")
-    if not sep or not name:
-        raise UsageError(
-            f"--signal {value!r}: expected NAME=JSON, e.g. --signal 'approval={{\"approved\": true}}'"
-        )
-    return name, parse_json_arg(payload, f"--signal {name}")
 
 
 def _print_json(value: Any) -> None:
@@ -65,7 +42,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 2
     if path.suffix == ".py":  # code workflows: valid when the file imports and defines some
         try:
-            found = _load_code_workflows(str(path))
+            found = load_code_workflows(str(path))
         except UsageError as exc:
             if not args.json:
                 raise
@@ -99,15 +76,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     signals = [parse_signal_arg(s) for s in args.signal or []]
+    parameters = parse_parameter_arg(args.parameter)
     out = sys.stderr if args.json else sys.stdout
     from orbit.definition import load_definition
 
     for path in [*(args.register or []), *([] if args.file.endswith(".py") else [args.file])]:
         load_definition(path)  # fail fast, before the local stack starts, with every problem listed
     if args.file.endswith(".py"):
-        _load_code_workflows(args.file)  # likewise: a file that does not import is named, no traceback
+        load_code_workflows(args.file)  # likewise: a file that does not import is named, no traceback
     with LocalStack(
-        template=args.template, mode=args.mode, workers=args.workers or [], auto_advance=not args.real_time
+        template=args.template,
+        mode=args.mode,
+        workers=args.workers or [],
+        auto_advance=not args.real_time,
+        parameters=parameters,
     ) as stack:
         for extra in args.register or []:
             stack.register(extra)
@@ -141,7 +123,7 @@ def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
     """A definition file, or a .py file whose @orbit.workflow functions all register (--workflow picks)."""
     if not args.file.endswith(".py"):
         return str(stack.register(args.file))
-    found = _load_code_workflows(args.file)
+    found = load_code_workflows(args.file)
     for wf in found.values():
         stack.register(wf)
     if args.workflow:
@@ -153,37 +135,6 @@ def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
             f"{args.file} defines several workflows ({', '.join(sorted(found))}); pick one with --workflow"
         )
     return str(next(iter(found)))
-
-
-def _load_code_workflows(file: str) -> dict[str, Any]:
-    """The @orbit.workflow functions of a .py file (imported once), or a UsageError saying why not."""
-    from orbit.local import load_workers
-
-    try:
-        module = load_workers(file)
-    except SyntaxError as exc:
-        raise UsageError(f"{exc.filename or file}:{exc.lineno}: SyntaxError: {exc.msg}") from None
-    except OrbitError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - whatever the user's module raised while importing
-        tb = exc.__traceback__
-        line = None
-        while tb is not None:  # the deepest frame inside the user's file
-            if Path(tb.tb_frame.f_code.co_filename).resolve() == Path(file).resolve():
-                line = tb.tb_lineno
-            tb = tb.tb_next
-        where = f"{file}:{line}" if line else file
-        raise UsageError(f"{where}: importing it raised {type(exc).__name__}: {exc}") from None
-    found = {wf.name: wf for wf in vars(module).values() if _is_code_workflow(wf)}
-    if not found:
-        raise UsageError(f"{file}: no @orbit.workflow function in it")
-    return found
-
-
-def _is_code_workflow(value: Any) -> bool:
-    return all(hasattr(value, a) for a in ("name", "version", "build")) and callable(
-        getattr(value, "fn", None)
-    )
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -311,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="moto as an HTTP endpoint on loopback (default) or in process",
     )
     sp.add_argument("--timeout", type=float, default=300.0, help="give up after this many wall seconds")
+    sp.add_argument(
+        "--parameter",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a template parameter of the local stack, e.g. HttpTaskEnabled=true (repeatable)",
+    )
     local_opts(sp)
     sp.set_defaults(func=cmd_run)
 

@@ -1,0 +1,86 @@
+"""Reading the `orbit` command's arguments: JSON values, signals, template parameters, code files.
+
+Every problem is a UsageError whose message names the flag or file and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from orbit.errors import OrbitError
+
+
+class UsageError(OrbitError):
+    """A command-line value is wrong; the message says which and how to fix it."""
+
+
+def parse_json_arg(value: str | None, flag: str) -> Any:
+    """`JSON` or `@file.json` (as curl does)."""
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@"):
+        path = Path(value[1:])
+        if not path.is_file():
+            raise UsageError(f"{flag} {value}: file {path} not found")
+        text = path.read_text()
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        where = value if value.startswith("@") else "the value"
+        raise UsageError(f"{flag}: {where} is not valid JSON ({exc}); quote it, e.g. {flag} '{{\"a\": 1}}'")
+
+
+def parse_signal_arg(value: str) -> tuple[str, Any]:
+    name, sep, payload = value.partition("=")
+    if not sep or not name:
+        raise UsageError(
+            f"--signal {value!r}: expected NAME=JSON, e.g. --signal 'approval={{\"approved\": true}}'"
+        )
+    return name, parse_json_arg(payload, f"--signal {name}")
+
+
+def parse_parameter_arg(values: list[str] | None) -> dict[str, str]:
+    """`--parameter KEY=VALUE` (repeatable): template parameters of the local stack."""
+    out: dict[str, str] = {}
+    for value in values or []:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise UsageError(
+                f"--parameter {value!r}: expected KEY=VALUE, e.g. --parameter HttpTaskEnabled=true"
+            )
+        out[key] = val
+    return out
+
+
+def load_code_workflows(file: str) -> dict[str, Any]:
+    """The @orbit.workflow functions of a .py file (imported once), or a UsageError saying why not."""
+    from orbit.local import load_workers
+
+    try:
+        module = load_workers(file)
+    except SyntaxError as exc:
+        raise UsageError(f"{exc.filename or file}:{exc.lineno}: SyntaxError: {exc.msg}") from None
+    except OrbitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raised while importing
+        tb = exc.__traceback__
+        line = None
+        while tb is not None:  # the deepest frame inside the user's file
+            if Path(tb.tb_frame.f_code.co_filename).resolve() == Path(file).resolve():
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        where = f"{file}:{line}" if line else file
+        raise UsageError(f"{where}: importing it raised {type(exc).__name__}: {exc}") from None
+    found = {wf.name: wf for wf in vars(module).values() if _is_code_workflow(wf)}
+    if not found:
+        raise UsageError(f"{file}: no @orbit.workflow function in it")
+    return found
+
+
+def _is_code_workflow(value: Any) -> bool:
+    return all(hasattr(value, a) for a in ("name", "version", "build")) and callable(
+        getattr(value, "fn", None)
+    )
