@@ -82,3 +82,23 @@ def test_run_takes_template_parameters_so_the_http_example_can_run(cli):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, capsys):
+    from orbit import cli as orbit_cli
+
+    desc = {
+        "id": "e1", "workflow": "wf", "version": "1", "status": "RUNNING", "input": {}, "output": None,
+        "error": None, "steps": {}, "progress": {"done": 3, "of": 10},
+        "parked": {"code": "BUILD_MISMATCH", "message": "build sha256:ab is not registered"},
+    }
+
+    class Stub:
+        def describe(self, eid):
+            return desc
+
+    monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())
+    assert orbit_cli.main(["describe", "e1"]) == 0
+    out = capsys.readouterr().out
+    assert 'progress: {"done": 3, "of": 10}' in out
+    assert 'parked: {"code": "BUILD_MISMATCH"' in out

@@ -174,6 +174,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
     for unit, st in (desc.get("steps") or {}).items():
         err = f"  {st['error'].get('code')}" if st.get("error") else ""
         print(f"  {unit:<24} {st['status']:<12} attempt {st.get('attempt') or '-'}{err}")
+    if desc.get("parked"):  # RUNNING but not deciding until someone acts: say why
+        print(f"parked: {json.dumps(desc['parked'])}")
+    if desc.get("progress") is not None:
+        print(f"progress: {json.dumps(desc['progress'])}")
     if desc.get("error"):
         print(f"error:  {json.dumps(desc['error'])}")
     if desc.get("output") is not None:
