@@ -102,3 +102,16 @@ def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, cap
     out = capsys.readouterr().out
     assert 'progress: {"done": 3, "of": 10}' in out
     assert 'parked: {"code": "BUILD_MISMATCH"' in out
+
+
+def test_dev_registers_code_workflow_files(monkeypatch, capsys):
+    from orbit import cli as orbit_cli
+    from orbit.local import devserver
+    from orbit.workflow import REGISTRY
+
+    seen = {}
+    monkeypatch.setattr(devserver, "serve", lambda **kw: seen.update(kw) or 0)
+    assert orbit_cli.main(["dev", "examples/code/order_saga.py", "examples/trial_reminder.yaml"]) == 0
+    assert seen["definitions"] == ["examples/trial_reminder.yaml"]  # the .py was imported, not parsed
+    assert REGISTRY.find("order-fulfilment-code") is not None
+    assert "code workflows of examples/code/order_saga.py: order-fulfilment-code" in capsys.readouterr().out

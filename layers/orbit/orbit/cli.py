@@ -140,11 +140,15 @@ def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
 def cmd_dev(args: argparse.Namespace) -> int:
     from orbit.local.devserver import serve
 
+    files = list(args.files or []) + list(args.register or [])
+    for f in files:
+        if f.endswith(".py"):  # importing registers its @orbit.workflow functions process-wide
+            print(f"code workflows of {f}: {', '.join(sorted(load_code_workflows(f)))}")
     return serve(
         port=args.port,
         template=args.template,
         workers=args.workers or [],
-        definitions=list(args.files or []) + list(args.register or []),
+        definitions=[f for f in files if not f.endswith(".py")],
     )
 
 
@@ -276,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("dev", help="keep the local stack up and serve the HTTP API on loopback")
-    sp.add_argument("files", nargs="*", help="definitions to register")
+    sp.add_argument("files", nargs="*", help="definitions, or .py files of code workflows, to register")
     sp.add_argument("--port", type=int, default=8765)
     local_opts(sp)
     sp.set_defaults(func=cmd_dev)
