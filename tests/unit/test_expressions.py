@@ -199,3 +199,16 @@ def test_root_names(text: str, names: set[str]) -> None:
     from orbit.expressions import root_names
 
     assert root_names(text) == names
+
+
+def test_random_and_shuffle_replay_to_the_same_values() -> None:
+    # jsonata's $random/$shuffle read Python's random source: a decision would not be a
+    # pure function of its arguments. Here they are drawn from the decision time and the root.
+    root = {"input": {"xs": list(range(20))}, "execution": {"id": "e1"}}
+    expr = {"r": "{% $random() %}", "r2": "{% [$random(), $random()] %}", "s": "{% $shuffle(input.xs) %}"}
+    first = evaluate(expr, root, 1_000)
+    assert first == evaluate(expr, root, 1_000)
+    assert 0 <= first["r"] < 1 and first["r2"][0] != first["r2"][1] and first["r"] != first["r2"][0]
+    assert sorted(first["s"]) == list(range(20)) and first["s"] != list(range(20))
+    assert evaluate(expr, root, 2_000) != first
+    assert evaluate(expr, {**root, "execution": {"id": "e2"}}, 1_000) != first

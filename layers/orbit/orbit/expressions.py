@@ -5,7 +5,8 @@ A template is any JSON value. Objects and lists are evaluated leaf by leaf
 expression; every other value is a literal. A missing path reads as ``None``.
 
 ``$now()`` and ``$millis()`` are bound per call to the decision time passed in
-(``now_ms``), never the wall clock, so a replay sees the same values.
+(``now_ms``), never the wall clock, so a replay sees the same values; ``$random()``
+and ``$shuffle()`` are drawn from that time and the execution, never a random source.
 
 Step references (:func:`references`) are found on the parsed expression, not
 with a regex: any path that starts at ``steps`` (optionally after ``$`` or
@@ -19,6 +20,7 @@ where it would make an ordering invisible.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import threading
 from collections.abc import Iterator
@@ -106,7 +108,7 @@ def parse_expression(text: str) -> jsonata.Jsonata:
 
 def evaluate(template: Any, root: dict[str, Any], now_ms: int) -> Any:
     """Evaluate ``template`` against ``root``; raise :class:`ExpressionError` on failure."""
-    bindings = _clock_bindings(now_ms)
+    bindings = {**_clock_bindings(now_ms), **_draw_bindings(now_ms, root)}
     return _evaluate(template, root, bindings, "")
 
 
@@ -154,6 +156,37 @@ def _clock_bindings(now_ms: int) -> dict[str, Any]:
         return now_ms
 
     return {"now": jsonata.Jsonata.JLambda(now), "millis": jsonata.Jsonata.JLambda(millis)}
+
+
+def _draw_bindings(now_ms: int, root: Any) -> dict[str, Any]:
+    """``$random()`` and ``$shuffle()`` drawn from a hash of the decision time, the
+    execution, the ``for`` index and a call count, instead of Python's random source:
+    deciding twice on the same arguments gives the same values (the core is pure)."""
+    execution = root.get("execution") if isinstance(root, dict) else None
+    seed = "|".join(
+        (
+            str(now_ms),
+            str(execution.get("id") if isinstance(execution, dict) else ""),
+            str(root.get("index") if isinstance(root, dict) else ""),
+        )
+    )
+    calls = [0]
+
+    def random() -> float:
+        calls[0] += 1
+        digest = hashlib.sha256(f"{seed}|{calls[0]}".encode()).digest()
+        return int.from_bytes(digest[:7], "big") / float(1 << 56)
+
+    def shuffle(arg: Any) -> Any:
+        if arg is None:
+            return None
+        items = list(arg) if isinstance(arg, list) else [arg]
+        for i in range(len(items) - 1, 0, -1):  # Fisher-Yates on the deterministic draws
+            j = int(random() * (i + 1))
+            items[i], items[j] = items[j], items[i]
+        return items
+
+    return {"random": jsonata.Jsonata.JLambda(random), "shuffle": jsonata.Jsonata.JLambda(shuffle)}
 
 
 def _to_json(value: Any) -> Any:
