@@ -115,3 +115,21 @@ def test_dev_registers_code_workflow_files(monkeypatch, capsys):
     assert seen["definitions"] == ["examples/trial_reminder.yaml"]  # the .py was imported, not parsed
     assert REGISTRY.find("order-fulfilment-code") is not None
     assert "code workflows of examples/code/order_saga.py: order-fulfilment-code" in capsys.readouterr().out
+
+
+def test_list_says_when_there_are_more_pages(monkeypatch, capsys):
+    from orbit import cli as orbit_cli
+
+    calls = []
+
+    class Stub:
+        def list(self, **kw):
+            calls.append(kw)
+            row = {"execution_id": "e1", "workflow": "wf", "version": "1", "status": "RUNNING"}
+            return {"executions": [row], "next_cursor": None if kw["cursor"] else "abc"}
+
+    monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())
+    assert orbit_cli.main(["list", "--limit", "1"]) == 0
+    assert "(more: add --cursor abc)" in capsys.readouterr().out
+    assert orbit_cli.main(["list", "--limit", "1", "--cursor", "abc"]) == 0
+    assert "more" not in capsys.readouterr().out and calls[1]["cursor"] == "abc"

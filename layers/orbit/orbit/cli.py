@@ -217,7 +217,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    res = _client(args).list(workflow=args.workflow, status=args.status, limit=args.limit)
+    res = _client(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor)
     items = res.get("executions", []) if isinstance(res, dict) else res
     if args.json:
         _print_json(res)
@@ -227,6 +227,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{eid}  {e.get('workflow')} v{e.get('version')}  {e.get('status')}")
     if not items:
         print("(no executions)")
+    cursor = res.get("next_cursor") if isinstance(res, dict) else None
+    if cursor:  # a page is not the whole list: say how to get the rest
+        print(f"(more: add --cursor {cursor})")
     return 0
 
 
@@ -330,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--status", type=str.upper, choices=WORKFLOW_STATUSES, help="one status (any case)")
     sp.add_argument("--workflow")
     sp.add_argument("--limit", type=int)
+    sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
     return p
