@@ -200,3 +200,16 @@ def test_signal_hook_and_cancel_for_an_ended_execution_are_refused_clearly() -> 
         sim.resume_hook(token, {"approved": True})
     sim.run()
     assert sim.history(eid) == before
+
+
+def test_a_second_different_resume_is_refused_even_before_the_first_is_decided() -> None:
+    # as on DynamoDB: the token is claimed atomically; the same payload again is a retry
+    sim = sim_with({"approval": {"wait_for": "approval"}}, signals=SIGNALS)
+    eid = sim.start("wf", {}, id="e1")
+    token = next(e["token"] for e in sim.history(eid) if e["type"] == "HookCreated")
+    sim.resume_hook(token, {"approved": True})
+    sim.resume_hook(token, {"approved": True})  # a retried request: accepted
+    with pytest.raises(HookAlreadyResumed):
+        sim.resume_hook(token, {"approved": False})
+    sim.run()
+    assert sim.describe(eid)["steps"]["approval"]["output"] == {"approved": True}

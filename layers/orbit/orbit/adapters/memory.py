@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import json
 import secrets
 import threading
 from collections import deque
@@ -30,6 +31,7 @@ class MemoryHistoryStore:
         self._snapshots: dict[str, tuple[int, dict[str, JSON]]] = {}
         self._index: dict[str, IndexEntry] = {}
         self._hooks: dict[str, tuple[str, str]] = {}
+        self._hook_claims: dict[str, str] = {}  # token -> digest of the payload that claimed it
 
     def load(self, execution_id: str) -> Loaded:
         with self._lock:
@@ -111,6 +113,16 @@ class MemoryHistoryStore:
     def find_hook(self, token: str) -> tuple[str, str] | None:
         with self._lock:
             return self._hooks.get(token)
+
+    def claim_hook(self, token: str, payload: Any) -> bool:
+        """Resume-once, atomically, as the DynamoDB store does: the first payload claims the
+        token; the same payload again (a retried request) is still True, another is False."""
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        with self._lock:
+            if token not in self._hooks:
+                return False
+            return self._hook_claims.setdefault(token, digest) == digest
 
     def execution_ids(self) -> list[str]:
         with self._lock:
