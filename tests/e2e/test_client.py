@@ -90,3 +90,11 @@ def test_stack_name_resolves_the_api_url_output():
     assert stack_api_url("orbit-prod", "us-east-1") == "https://abc123.execute-api.us-east-1.amazonaws.com"
     with pytest.raises(Exception, match="cannot read stack 'nope'"):
         stack_api_url("nope", "us-east-1")
+
+
+def test_a_url_that_is_not_http_is_refused_up_front():
+    from orbit.errors import OrbitError
+
+    for bad in ("notaurl", "ftp://x/y", "http://"):
+        with pytest.raises(OrbitError, match="not an http"):
+            Client(url=bad)

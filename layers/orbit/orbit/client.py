@@ -61,6 +61,12 @@ class Client:
         if url is None and stack is not None:
             url = stack_api_url(stack, region)
         self.url = (url or os.environ.get("ORBIT_URL") or DEFAULT_LOCAL_URL).rstrip("/")
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            # else it is taken for a deployed stack and fails later on credentials
+            raise OrbitError(
+                f"{self.url!r} is not an http(s) URL of an Orbit API; e.g. --url http://127.0.0.1:8765"
+            )
         self.region = region
         self.timeout_s = timeout_s
         self.sign = (not _is_local(self.url)) if sign is None else sign
