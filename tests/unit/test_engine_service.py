@@ -20,7 +20,7 @@ from orbit.model import fold
 from orbit.ports import Commit
 from orbit.runtime.commands import Complete, ContinueAsNew, Park, RecordProgress
 from orbit.service import Engine
-from orbit.simulator import Simulator, hang, succeed
+from orbit.simulator import Simulator, fail, hang, succeed
 from orbit.state import ExecutionState
 
 from tests.unit.dsl_harness import T0, definition, events, sim_with
@@ -308,3 +308,14 @@ def test_a_repeated_start_does_not_resend_dispatches_of_finished_steps() -> None
     again = queues.receive_tasks("t", T0, 10)
     # `b` is still live, so the outbox sends it again (a lost send is repaired); `a` is done
     assert [m["unit"] for m in again] == ["b"]
+
+
+def test_a_redelivered_message_does_not_resend_a_dispatch_whose_unit_waits_for_a_retry() -> None:
+    sim = sim_with({"a": {"task": "t.a", "retry": {"max_attempts": 3, "backoff": "1h"}}})
+    sim.worker("t.a", fail("DOWN", "try later"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    assert sim.describe(eid)["steps"]["a"]["status"] == "RETRY_WAIT"
+    sent = len(sim.queues.tasks["t"])
+    sim.engine.start("wf", input={}, execution_id="e1")  # the start's commit held attempt 1's dispatch
+    assert len(sim.queues.tasks["t"]) == sent

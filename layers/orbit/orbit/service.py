@@ -44,7 +44,7 @@ from orbit.ports import (
     Timers,
 )
 from orbit.service_api import EngineApi
-from orbit.state import ExecutionState, remember_inbound
+from orbit.state import DISPATCHED, SCHEDULED, ExecutionState, remember_inbound
 
 log = logging.getLogger("orbit.engine")
 
@@ -318,16 +318,16 @@ def _still_due(state: ExecutionState, effects: list[Effect]) -> list[Effect]:
     """The effects of an old commit worth sending again for a redelivered message.
 
     The resend repairs a send lost between commit and effects, so a dispatch goes again
-    only while its attempt is still the live one (same token, unit not ended). A dispatch
-    whose step has finished or moved to a newer attempt is only noise: a repeated start
-    re-sent every first dispatch of the execution, each answered again by the worker and
-    recorded as StaleResultIgnored.
+    only while its attempt is still the live one: the unit is queued or with a worker,
+    under that token. A dispatch whose step has finished, waits for a retry or moved to a
+    newer attempt is only noise: a repeated start re-sent every first dispatch of the
+    execution, each answered again by the worker and recorded as StaleResultIgnored.
     """
     out: list[Effect] = []
     for e in effects:
         if isinstance(e, DispatchTask):
             u = state.units.get(e.unit)
-            if u is None or u.terminal or u.token != e.token:
+            if u is None or u.status not in (SCHEDULED, DISPATCHED) or u.token != e.token:
                 continue
         out.append(e)
     return out
