@@ -338,3 +338,15 @@ def test_values_that_are_not_json_fail_at_the_call_that_passed_them():
     h = Harness(out)
     h.start("ctx-output-not-json")
     assert "output must be JSON data" in h.describe()["error"]["message"]
+
+
+def test_a_workflow_error_points_at_the_users_code_not_the_engine():
+    @workflow("ctx-where", registry=REG)
+    def wf(ctx, input):
+        return ctx.step("a.b", {"when": datetime(2024, 1, 1)})  # the line to point at
+
+    h = Harness(wf)
+    h.start("ctx-where")
+    message = h.describe()["error"]["message"]
+    line = wf.fn.__code__.co_firstlineno + 2
+    assert message.endswith(f" at {__file__}:{line}"), message

@@ -14,6 +14,7 @@ call raise `Suspended` (a BaseException) so the function unwinds.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import traceback
@@ -37,6 +38,9 @@ from orbit.runtime.code_specs import as_json
 from orbit.state import ExecutionState
 
 WORKFLOW_ERROR = "WORKFLOW_ERROR"  # code raised something that is not a TaskError
+
+
+_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _park(error: Exception, code: str) -> list[C.Command]:
@@ -132,7 +136,10 @@ class Instance:
         if isinstance(e, OrbitError):
             return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}", retryable=False))
         tb = traceback.extract_tb(e.__traceback__)
-        where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        # the deepest frame in the user's code: an error raised by an orbit helper (a value
+        # that is not JSON, a bad argument) is the fault of the call that passed it
+        mine = [f for f in tb if not f.filename.startswith(_ORBIT_DIR)] or tb
+        where = f" at {mine[-1].filename}:{mine[-1].lineno}" if mine else ""
         return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}{where}", retryable=False,
                                 details={"exception": type(e).__name__}))
 
