@@ -319,3 +319,20 @@ def test_a_redelivered_message_does_not_resend_a_dispatch_whose_unit_waits_for_a
     sent = len(sim.queues.tasks["t"])
     sim.engine.start("wf", input={}, execution_id="e1")  # the start's commit held attempt 1's dispatch
     assert len(sim.queues.tasks["t"]) == sent
+
+
+def test_input_and_payloads_that_are_not_json_are_refused_before_anything_is_recorded() -> None:
+    import math
+    from datetime import datetime
+
+    sim = sim_with({"w": {"wait_for": "go"}})
+    for bad in ({1, 2}, {"at": datetime(2020, 1, 1)}, math.nan):
+        with pytest.raises(ValidationError) as info:
+            sim.start("wf", bad, id="e-bad")
+        assert info.value.problems[0].path == "input" and "JSON" in str(info.value)
+    with pytest.raises(NotFound):
+        sim.describe("e-bad")
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    with pytest.raises(ValidationError, match="payload: must be JSON data"):
+        sim.signal(eid, "go", {"at": datetime(2020, 1, 1)})

@@ -43,7 +43,7 @@ from orbit.ports import (
     Registry,
     Timers,
 )
-from orbit.service_api import EngineApi
+from orbit.service_api import EngineApi, check_json
 from orbit.state import DISPATCHED, SCHEDULED, ExecutionState, remember_inbound
 
 log = logging.getLogger("orbit.engine")
@@ -85,6 +85,7 @@ class Engine(EngineApi):
         Same id and same workflow/input: returns the existing execution.
         Same id, different workflow or input: ExecutionExists.
         """
+        check_json(input, "input")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         msg = StartMessage(eid, f"start:{eid}", wf.name, str(wf.version), input, parent)

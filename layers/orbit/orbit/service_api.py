@@ -7,6 +7,7 @@ queue like every other inbound message.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from orbit.definition.model import Definition
@@ -62,6 +63,7 @@ class EngineApi:
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
         """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
         breaks the schema, ValidationError if a definition has no signal of that name."""
+        check_json(payload, "payload")
         state = self.load_state(execution_id)
         _check_running(state, f"signal {name!r} was not sent")
         self._check_payload(state, name, payload)
@@ -73,6 +75,7 @@ class EngineApi:
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
         """Resume a hook once by its token; returns the execution id."""
+        check_json(payload, "payload")
         found = self.store.find_hook(token)
         if found is None:
             raise NotFound("unknown hook token")
@@ -145,3 +148,11 @@ def _check_running(state: ExecutionState, action: str) -> None:
     # An ended execution ignores signals, hooks and cancels: say so instead of accepting them.
     if state.status in TERMINAL_WORKFLOW:
         raise ExecutionEnded(state.id, state.status, action)
+
+
+def check_json(value: Any, path: str) -> None:
+    """ValidationError at `path` unless `value` is JSON data (it goes into history as it is)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValidationError(f"must be JSON data: {e}", path) from None
