@@ -36,3 +36,17 @@ def test_start_refuses_an_id_that_is_not_a_non_empty_string() -> None:
         assert body["error"]["problems"][0]["path"] == "body.id"
     status, body = handle_request(sim.engine, "POST", "/executions", {"workflow": "wf", "id": None})
     assert status == 201 and body["id"].startswith("wf-")
+
+
+def test_a_signal_id_that_is_not_a_non_empty_string_is_a_400_not_a_poison_message() -> None:
+    sim = sim_with({"w": {"wait_for": "go"}})
+    sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    path = "/executions/e1/signals/go"
+    for bad in (5, "", {"x": 1}):
+        status, body = handle_request(sim.engine, "POST", path, {"payload": 1, "id": bad})
+        assert status == 400 and body["error"]["problems"][0]["path"] == "body.id", body
+    status, body = handle_request(sim.engine, "POST", path, {"payload": 1, "id": "s-1"})
+    assert (status, body) == (202, {"id": "s-1"})
+    sim.run()  # no poison message left behind
+    assert sim.describe("e1")["steps"]["w"]["output"] == 1

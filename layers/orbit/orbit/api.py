@@ -79,7 +79,10 @@ def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: s
 
 
 def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
-    return 202, {"id": engine.signal(eid, name, body.get("payload"), body.get("id"))}
+    signal_id = body.get("id")  # the caller's id for the signal makes a retried request idempotent
+    if signal_id is not None and (not isinstance(signal_id, str) or not signal_id):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
 
 
 def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
