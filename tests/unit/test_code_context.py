@@ -350,3 +350,12 @@ def test_a_workflow_error_points_at_the_users_code_not_the_engine():
     message = h.describe()["error"]["message"]
     line = wf.fn.__code__.co_firstlineno + 2
     assert message.endswith(f" at {__file__}:{line}"), message
+
+    @workflow("ctx-where-name", registry=REG)
+    def named(ctx, input):
+        return ctx.step("a.b", {}, name="a[0]")  # refused in Step's generated __init__
+
+    h = Harness(named)
+    h.start("ctx-where-name")
+    message = h.describe()["error"]["message"]
+    assert message.endswith(f" at {__file__}:{named.fn.__code__.co_firstlineno + 2}"), message

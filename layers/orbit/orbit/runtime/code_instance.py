@@ -138,7 +138,8 @@ class Instance:
         tb = traceback.extract_tb(e.__traceback__)
         # the deepest frame in the user's code: an error raised by an orbit helper (a value
         # that is not JSON, a bad argument) is the fault of the call that passed it
-        mine = [f for f in tb if not f.filename.startswith(_ORBIT_DIR)] or tb
+        # ("<string>" frames are generated code, e.g. a dataclass __init__)
+        mine = [f for f in tb if not f.filename.startswith((_ORBIT_DIR, "<"))] or tb
         where = f" at {mine[-1].filename}:{mine[-1].lineno}" if mine else ""
         return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}{where}", retryable=False,
                                 details={"exception": type(e).__name__}))
