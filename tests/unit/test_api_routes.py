@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orbit.api import handle_request
 
-from tests.unit.dsl_harness import sim_with
+from tests.unit.dsl_harness import definition, sim_with
 
 
 def test_list_refuses_an_unknown_status_naming_the_valid_ones() -> None:
@@ -50,3 +50,15 @@ def test_a_signal_id_that_is_not_a_non_empty_string_is_a_400_not_a_poison_messag
     assert (status, body) == (202, {"id": "s-1"})
     sim.run()  # no poison message left behind
     assert sim.describe("e1")["steps"]["w"]["output"] == 1
+
+
+def test_start_with_an_existing_id_and_another_version_is_a_409_naming_both() -> None:
+    sim = sim_with({"a": {"compute": "{% 1 %}"}})
+    sim.register(definition({"a": {"compute": "{% 2 %}"}}, version="2"))
+    start = {"workflow": "wf", "id": "e1", "input": {"x": 1}}
+    assert handle_request(sim.engine, "POST", "/executions", {**start, "version": 1}) == (201, {"id": "e1"})
+    status, body = handle_request(sim.engine, "POST", "/executions", {**start, "version": 2})
+    assert status == 409
+    assert body["error"]["message"] == (
+        "execution 'e1' already exists with version 1; you asked for version 2 (wf)"
+    )

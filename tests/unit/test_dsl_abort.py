@@ -245,3 +245,15 @@ def test_execution_finishes_on_the_version_it_started_with() -> None:
     d = sim.describe(eid)
     assert d["version"] == "1" and d["output"] == "v1" and "extra" not in d["steps"]
     assert sim.describe(sim.start("wf", {}, id="e2"))["version"] == "2"
+
+
+def test_start_with_the_same_input_but_another_explicit_version_is_refused() -> None:
+    sim = sim_with({"a": {"task": "t.a"}}, output="v1")
+    sim.register(definition({"a": {"task": "t.a"}}, version="2", output="v2"))
+    assert sim.start("wf", {"x": 1}, id="e1", version="1") == "e1"
+    assert sim.start("wf", {"x": 1}, id="e1", version="1") == "e1"
+    # no version: the existing execution, whatever the latest version is now
+    assert sim.start("wf", {"x": 1}, id="e1") == "e1"
+    with pytest.raises(ExecutionExists, match=r"'e1' already exists with version 1; you asked for version 2"):
+        sim.start("wf", {"x": 1}, id="e1", version="2")
+    assert sim.describe("e1")["version"] == "1"

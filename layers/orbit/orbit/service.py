@@ -83,16 +83,25 @@ class Engine(EngineApi):
         """Start an execution now and return its id.
 
         Same id and same workflow/input: returns the existing execution.
-        Same id, different workflow or input: ExecutionExists.
+        Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
-        msg = StartMessage(eid, f"start:{eid}", wf.name, str(wf.version), input, parent)
+        # The message carries a version only when the caller chose one: without it, a repeated
+        # start returns the existing execution even if a newer version was registered since.
+        pinned = None if version is None else str(wf.version)
+        msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
         self._process(eid, [msg])
         return eid
 
     def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
+        if m.version is not None and state.workflow == m.workflow and str(m.version) != state.version:
+            raise ExecutionExists(
+                state.id,
+                f"execution {state.id!r} already exists with version {state.version}; "
+                f"you asked for version {m.version} ({state.workflow})",
+            )
         if state.workflow != m.workflow or state.input != m.input:
             raise ExecutionExists(
                 state.id,
