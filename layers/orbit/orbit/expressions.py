@@ -33,6 +33,7 @@ from jsonata.jexception import JException
 from jsonata.parser import Parser
 
 from orbit.errors import ExpressionError
+from orbit.expression_errors import plain_message
 
 __all__ = [
     "ExpressionError", "evaluate", "expression_references", "expression_text", "expressions_in",
@@ -141,7 +142,7 @@ def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str)
     except RecursionError:
         raise ExpressionError(f"{where}expression recursed too deeply: {template!r}") from None
     except Exception as exc:  # e.g. ZeroDivisionError, ValueError from $number('x')
-        raise ExpressionError(f"{where}{type(exc).__name__}: {exc} in {template!r}") from None
+        raise ExpressionError(f"{where}{plain_message(exc)} in {template!r}") from None
     try:
         return _to_json(result)
     except ValueError as exc:
