@@ -217,8 +217,11 @@ class Worker:
              extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
         fn = self.tasks().get(d.task)
         if fn is None:
+            # "in this worker", not "on this queue": run locally, one process serves every queue
+            served = ", ".join(sorted(self.tasks()))
+            serves = f"it serves: {served}" if served else "it serves no tasks"
             return None, TaskError("UNKNOWN_TASK", f"no worker function is registered for task {d.task!r} "
-                                   f"on this queue (known: {sorted(self.tasks())})", retryable=False)
+                                   f"in this worker ({serves})", retryable=False)
         last_beat = [0.0]
         beats = [0]
 
