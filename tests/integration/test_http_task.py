@@ -36,6 +36,24 @@ def test_disabled_by_default() -> None:
     assert code_of({"url": "https://api.example.com/"}, config) == ("ADAPTER_DISABLED", False)
 
 
+def test_refusals_say_how_to_turn_the_task_on_in_a_stack_and_locally(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(TaskError) as info:
+        call({"url": "https://api.example.com/"}, HttpConfig.from_env({}))
+    assert info.value.message == (
+        "the built-in HTTP task is disabled in this deployment: set the template parameter "
+        "HttpTaskEnabled=true (environment ORBIT_HTTP_ENABLED of the HTTP task function; "
+        "locally: orbit run --parameter HttpTaskEnabled=true)"
+    )
+    fake_dns(monkeypatch, "93.184.216.34")
+    with pytest.raises(TaskError) as info:
+        call({"url": "https://evil.example.net/"}, PUBLIC)
+    assert info.value.message == (
+        "host 'evil.example.net' is not allowed: add it to the template parameter HttpAllowedHosts "
+        "(environment ORBIT_HTTP_ALLOWED_HOSTS; locally: orbit run "
+        "--parameter HttpAllowedHosts=api.example.com,*.hooks.example.com,evil.example.net)"
+    )
+
+
 def test_host_must_be_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_dns(monkeypatch, "93.184.216.34")
     assert code_of({"url": "https://evil.example.net/"}, PUBLIC) == ("ADAPTER_DISABLED", False)
@@ -52,6 +70,7 @@ def test_internal_addresses_are_refused_after_resolution(monkeypatch: pytest.Mon
     with pytest.raises(TaskError) as info:
         vet_addresses("api.example.com", 443, PUBLIC)
     assert info.value.code == "ADAPTER_DISABLED" and address in info.value.message
+    assert "template parameter HttpPrivateHosts" in info.value.message
 
 
 def test_private_hosts_can_be_allowed_explicitly(monkeypatch: pytest.MonkeyPatch) -> None:

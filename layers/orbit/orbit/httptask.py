@@ -68,8 +68,8 @@ def vet_addresses(host: str, port: int, config: HttpConfig) -> list[str]:
     for a in addresses:
         ip = ipaddress.ip_address(a.split("%", 1)[0])
         if ip in _METADATA or not ip.is_global or ip.is_multicast:
-            raise _refused(f"host {host!r} resolves to {a}, an internal address; list it in "
-                           "ORBIT_HTTP_PRIVATE_HOSTS to allow it")
+            raise _refused(f"host {host!r} resolves to {a}, an internal address; list it in the template "
+                           "parameter HttpPrivateHosts (environment ORBIT_HTTP_PRIVATE_HOSTS) to allow it")
     return addresses
 
 
@@ -97,7 +97,11 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 def call(request: Any, config: HttpConfig) -> dict[str, Any]:
     """Perform the request described by a step's `http` block (already evaluated)."""
     if not config.enabled:
-        raise _refused("the built-in HTTP task is disabled in this deployment (ORBIT_HTTP_ENABLED)")
+        raise _refused(
+            "the built-in HTTP task is disabled in this deployment: set the template parameter "
+            "HttpTaskEnabled=true (environment ORBIT_HTTP_ENABLED of the HTTP task function; "
+            "locally: orbit run --parameter HttpTaskEnabled=true)"
+        )
     if not isinstance(request, dict) or not isinstance(request.get("url"), str):
         raise TaskError("HTTP_ERROR", "http step needs an object with a string `url`", retryable=False)
     url = urlsplit(request["url"])
@@ -106,7 +110,11 @@ def call(request: Any, config: HttpConfig) -> dict[str, Any]:
                         retryable=False)
     host = url.hostname
     if not config.host_allowed(host):
-        raise _refused(f"host {host!r} is not in ORBIT_HTTP_ALLOWED_HOSTS")
+        hosts = ",".join((*config.allowed_hosts, host))  # the parameter replaces the list: keep the others
+        raise _refused(
+            f"host {host!r} is not allowed: add it to the template parameter HttpAllowedHosts "
+            f"(environment ORBIT_HTTP_ALLOWED_HOSTS; locally: orbit run --parameter HttpAllowedHosts={hosts})"
+        )
     port = url.port or (443 if url.scheme == "https" else 80)
     address = vet_addresses(host, port, config)[0]
     method = str(request.get("method", "GET")).upper()
