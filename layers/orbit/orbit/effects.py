@@ -7,11 +7,12 @@ same effects (same tokens, same idempotency keys).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from orbit.errors import ValidationError
 from orbit.events import JSON, TaskError
+from orbit.serial import known_fields, lookup, registry, tagged_dict
 
 
 @dataclass(frozen=True)
@@ -19,11 +20,7 @@ class Effect:
     KIND: ClassVar[str] = "effect"
 
     def to_dict(self) -> dict[str, JSON]:
-        d: dict[str, JSON] = {"kind": self.KIND}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            d[f.name] = v.to_dict() if isinstance(v, TaskError) else v
-        return d
+        return tagged_dict(self, "kind", self.KIND)
 
 
 @dataclass(frozen=True)
@@ -117,29 +114,25 @@ class ContinueExecution(Effect):
     parent: dict[str, str] | None = None  # a child's successor still answers its parent
 
 
-EFFECT_TYPES: dict[str, type[Effect]] = {
-    c.KIND: c
-    for c in (
-        DispatchTask,
-        CancelTask,
-        ArmTimer,
-        StartChild,
-        CancelChild,
-        NotifyParent,
-        RegisterHook,
-        ContinueExecution,
-    )
-}
+EFFECT_TYPES: dict[str, type[Effect]] = registry(
+    "KIND",
+    DispatchTask,
+    CancelTask,
+    ArmTimer,
+    StartChild,
+    CancelChild,
+    NotifyParent,
+    RegisterHook,
+    ContinueExecution,
+)
 
 
 def effect_from_dict(d: Any) -> Effect:
     """Inverse of `Effect.to_dict`; raises ValidationError naming what is wrong."""
     if not isinstance(d, dict):
         raise ValidationError("effect must be an object", "effect")
-    cls = EFFECT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
-    if cls is None:
-        raise ValidationError(f"unknown effect kind {d.get('kind')!r}", "effect.kind")
-    kwargs = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+    cls = lookup(EFFECT_TYPES, d, "kind", "effect.kind", what="effect ")
+    kwargs = known_fields(cls, d)
     if kwargs.get("error") is not None:
         kwargs["error"] = TaskError.from_dict(kwargs["error"])
     try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from orbit.errors import OrbitError, ValidationError  # noqa: F401  (re-exported, as before the split)
+from orbit.serial import known_fields, tagged_dict
 from orbit.task_error import (  # noqa: F401  (re-export: events.py was TaskError's home)
     ADAPTER_DISABLED,
     CANCELLED,
@@ -41,11 +42,7 @@ class Event:
         return self.TYPE
 
     def to_dict(self) -> dict[str, JSON]:
-        d: dict[str, JSON] = {"type": self.TYPE}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            d[f.name] = v.to_dict() if isinstance(v, TaskError) else v
-        return d
+        return tagged_dict(self, "type", self.TYPE)
 
 
 EVENT_TYPES: dict[str, type[Event]] = {}
@@ -336,11 +333,10 @@ def event_from_dict(d: Any) -> Event:
     cls = EVENT_TYPES.get(d.get("type"))  # type: ignore[arg-type]
     if cls is None:
         return UnknownEvent(dict(d))
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name in d:
-            v = d[f.name]
-            kwargs[f.name] = _error_or_none(v) if f.name in cls._ERRORS else v
+    kwargs = known_fields(cls, d)
+    for name in cls._ERRORS:
+        if name in kwargs:
+            kwargs[name] = _error_or_none(kwargs[name])
     try:
         return cls(**kwargs)
     except TypeError as e:

@@ -7,11 +7,12 @@ message it already committed (`state.inbound`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from orbit.errors import Problem, ValidationError
 from orbit.events import JSON, TaskError
+from orbit.serial import known_fields, lookup, registry, tagged_dict
 
 _ANY = object()  # marker: any JSON value
 
@@ -25,11 +26,7 @@ class Message:
     id: str
 
     def to_dict(self) -> dict[str, JSON]:
-        d: dict[str, JSON] = {"kind": self.KIND}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            d[f.name] = v.to_dict() if isinstance(v, TaskError) else v
-        return d
+        return tagged_dict(self, "kind", self.KIND)
 
 
 @dataclass(frozen=True)
@@ -151,31 +148,25 @@ class ChildDoneMessage(Message):
     error: TaskError | None = None
 
 
-MESSAGE_TYPES: dict[str, type[Message]] = {
-    c.KIND: c
-    for c in (
-        StartMessage,
-        StartedMessage,
-        ResultMessage,
-        HeartbeatMessage,
-        SignalMessage,
-        HookMessage,
-        CancelMessage,
-        WakeMessage,
-        ChildDoneMessage,
-    )
-}
+MESSAGE_TYPES: dict[str, type[Message]] = registry(
+    "KIND",
+    StartMessage,
+    StartedMessage,
+    ResultMessage,
+    HeartbeatMessage,
+    SignalMessage,
+    HookMessage,
+    CancelMessage,
+    WakeMessage,
+    ChildDoneMessage,
+)
 
 
 def message_from_dict(d: Any) -> Message:
     """Validate and build a message; ValidationError lists every bad field by name."""
     if not isinstance(d, dict):
         raise ValidationError("message must be a JSON object", "message")
-    cls = MESSAGE_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
-    if cls is None:
-        raise ValidationError(
-            f"unknown kind {d.get('kind')!r}; expected one of {sorted(MESSAGE_TYPES)}", "message.kind"
-        )
+    cls = lookup(MESSAGE_TYPES, d, "kind", "message.kind", list_known=True)
     problems: list[Problem] = []
     spec = {"execution_id": (str, True), "id": (str, True), **cls.SPEC}
     for name, (typ, required) in spec.items():
@@ -187,7 +178,7 @@ def message_from_dict(d: Any) -> Message:
             problems.append(Problem(f"message.{name}", f"has the wrong type ({type(d[name]).__name__})"))
         elif typ is str and required and not d[name]:
             problems.append(Problem(f"message.{name}", "must not be empty"))
-    kwargs = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+    kwargs = known_fields(cls, d)
     if not problems and kwargs.get("error") is not None:
         try:
             kwargs["error"] = TaskError.from_dict(kwargs["error"])
