@@ -4,33 +4,66 @@
     DEF#<name> / V#<version>          the newest build of that version
     DEF#<name> / LATEST               the newest version registered
 
-A build item is immutable (its key contains the content hash), so a parsed
-definition is cached in the process for good: a decision for a running
-execution, pinned to (name, version, hash), reads nothing from the table. Only
-`get` without a pin (a start) reads one pointer item. Code workflows cannot be
-stored - their code ships in the decider's deployment package - so they come
-from the in-process `CodeRegistry` (`@orbit.workflow`).
+What may be cached, and for how long, follows from what can change:
+- A build item is immutable (its key contains the content hash), so a parsed
+  definition is cached in the process for good: a decision for a running
+  execution, pinned to (name, version, hash), reads nothing from the table.
+- (name, version) is NOT immutable: `register` does not refuse a different
+  definition under an existing version, it stores a new build and moves
+  `V#<version>` (and `LATEST`) to it, as the memory and code registries do.
+  So both pointers are mutable and are cached only for `pointer_ttl_s`
+  (default 2 s). A registration made in this process is visible here at once
+  (it updates the cache); one made by another process (another API instance)
+  is used by this process's starts at most `pointer_ttl_s` later. A start
+  that names an explicit version this process has not resolved in the last
+  `pointer_ttl_s` reads the table, so a brand-new version is visible at once.
+  Why cache at all: a start resolves the pointer twice (the API, then the
+  start's own decision), and a busy instance starts many executions a second.
+- Misses are never cached: a lookup that fails reads the table every time,
+  with the same errors as before (UnknownWorkflow, BuildMismatch).
+
+Code workflows cannot be stored - their code ships in the decider's deployment
+package - so they come from the in-process `CodeRegistry` (`@orbit.workflow`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from orbit.adapters.dynamodb.codec import decode, encode, n, s, text
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
+POINTER_TTL_S = 2.0
+
 
 class DynamoRegistry:
-    def __init__(self, client: Any, table: str, payloads: Any, clock: Any, code: Any = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        payloads: Any,
+        clock: Any,
+        code: Any = None,
+        pointer_ttl_s: float = POINTER_TTL_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         from orbit.workflow import REGISTRY
 
         self._db = client
         self.table = table
         self._payloads = payloads
-        self._clock = clock
+        self._clock = clock  # registration timestamps (the engine's clock)
         self.code = code if code is not None else REGISTRY
         self._cache: dict[tuple[str, str, str], Any] = {}
+        # (name, pointer sort key) -> (version, hash, read at): the TTL is about staleness across
+        # processes, so it runs on this process's monotonic clock, not the engine's (which may be
+        # a manual or simulated clock that never moves).
+        self._pointers: dict[tuple[str, str], tuple[str, str, float]] = {}
+        self._ttl = pointer_ttl_s
+        self._monotonic = monotonic
         self._lock = threading.Lock()
 
     def register(self, workflow: Any) -> None:
@@ -50,18 +83,17 @@ class DynamoRegistry:
         self._db.put_item(TableName=self.table, Item={"pk": pk, "sk": s(f"V#{version}"), "hash": s(build)})
         self._db.put_item(TableName=self.table, Item={
             "pk": pk, "sk": s("LATEST"), "version": s(version), "hash": s(build), "registered_at": now})
+        read_at = self._monotonic()
         with self._lock:
             self._cache[(name, version, build)] = workflow
+            self._pointers[(name, f"V#{version}")] = (version, build, read_at)
+            self._pointers[(name, "LATEST")] = (version, build, read_at)
 
     def get(self, name: str, version: str | None = None) -> Any:
         if self.code.find(name, version) is not None:
             return self.code.get(name, version)
-        sk = "LATEST" if version is None else f"V#{version}"
-        pointer = self._get_item(name, sk)
-        if pointer is None:
-            which = f" with version {version!r}" if version else ""
-            raise UnknownWorkflow(f"no workflow named {name!r}{which} is registered")
-        return self.get_build(name, text(pointer, "version") or str(version), pointer["hash"]["S"])
+        version, build = self._pointer(name, "LATEST" if version is None else f"V#{version}", version)
+        return self.get_build(name, version, build)
 
     def get_build(self, name: str, version: str, build: str) -> Any:
         if self.code.find(name) is not None:
@@ -81,6 +113,22 @@ class DynamoRegistry:
         with self._lock:
             self._cache[(name, version, build)] = definition
         return definition
+
+    def _pointer(self, name: str, sk: str, version: str | None) -> tuple[str, str]:
+        """(version, hash) that `LATEST` or `V#<version>` points at: cached for the TTL, else read."""
+        now = self._monotonic()
+        with self._lock:
+            hit = self._pointers.get((name, sk))
+        if hit is not None and now - hit[2] < self._ttl:
+            return hit[0], hit[1]
+        pointer = self._get_item(name, sk)
+        if pointer is None:
+            which = f" with version {version!r}" if version else ""
+            raise UnknownWorkflow(f"no workflow named {name!r}{which} is registered")
+        resolved = (text(pointer, "version") or str(version), pointer["hash"]["S"])
+        with self._lock:
+            self._pointers[(name, sk)] = (*resolved, now)
+        return resolved
 
     def _get_item(self, name: str, sk: str) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self._db.get_item(
