@@ -18,8 +18,8 @@ from typing import Any
 from orbit.cli_args import (
     UsageError,
     load_code_workflows,
+    local_parameters,
     parse_json_arg,
-    parse_parameter_arg,
     parse_signal_arg,
 )
 from orbit.errors import ExecutionEnded, OrbitError, ValidationError
@@ -76,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     signals = [parse_signal_arg(s) for s in args.signal or []]
-    parameters = parse_parameter_arg(args.parameter)
+    parameters = local_parameters(args.parameter, args.template)
     out = sys.stderr if args.json else sys.stdout
     from orbit.definition import load_definition
 
@@ -140,6 +140,7 @@ def _register_run_target(stack: Any, args: argparse.Namespace) -> str:
 def cmd_dev(args: argparse.Namespace) -> int:
     from orbit.local.devserver import serve
 
+    parameters = local_parameters(args.parameter, args.template)
     files = list(args.files or []) + list(args.register or [])
     for f in files:
         if f.endswith(".py"):  # importing registers its @orbit.workflow functions process-wide
@@ -149,6 +150,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         template=args.template,
         workers=args.workers or [],
         definitions=[f for f in files if not f.endswith(".py")],
+        parameters=parameters,
     )
 
 
@@ -192,7 +194,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from orbit.local.timeline import render
 
-    events = _client(args).history(args.id)
+    client = _client(args)
+    # the state (read first, so the history is at least as new) says which steps are unfinished
+    desc = None if args.json or args.raw else client.describe(args.id)
+    events = client.history(args.id)
     if args.json:
         _print_json(events)
     elif args.raw:
@@ -200,7 +205,9 @@ def cmd_history(args: argparse.Namespace) -> int:
             fields = {k: v for k, v in ev.items() if k not in ("seq", "timestamp_ms", "type")}
             print(f"{ev['seq']:>5}  {ev['type']:<22} {json.dumps(fields, default=str)[:160]}")
     else:
-        print(render(events))
+        print(render(events, desc))  # ends with what each unfinished step waits for
+        if desc and desc.get("parked"):  # RUNNING but deciding nothing until someone acts
+            print(f"parked: {json.dumps(desc['parked'])}")
     return 0
 
 
@@ -254,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--template", default=None, help="SAM template (default: the repository's template.yaml)"
         )
+        sp.add_argument(
+            "--parameter",
+            action="append",
+            metavar="KEY=VALUE",
+            help="a template parameter of the local stack, e.g. HttpTaskEnabled=true (repeatable)",
+        )
 
     sp = sub.add_parser("run", help="run one execution to completion on the local stack")
     sp.add_argument("file", help="a definition (.yaml/.json) or a Python file with @orbit.workflow functions")
@@ -273,12 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="moto as an HTTP endpoint on loopback (default) or in process",
     )
     sp.add_argument("--timeout", type=float, default=300.0, help="give up after this many wall seconds")
-    sp.add_argument(
-        "--parameter",
-        action="append",
-        metavar="KEY=VALUE",
-        help="a template parameter of the local stack, e.g. HttpTaskEnabled=true (repeatable)",
-    )
     local_opts(sp)
     sp.set_defaults(func=cmd_run)
 

@@ -55,6 +55,25 @@ def parse_parameter_arg(values: list[str] | None) -> dict[str, str]:
     return out
 
 
+def local_parameters(values: list[str] | None, template: str | None) -> dict[str, str]:
+    """`--parameter KEY=VALUE` flags of `orbit run` / `orbit dev`, checked against the template.
+
+    Checked here, before the local stack starts, so a misspelt name or a value the
+    template refuses is an error naming the flag and what it accepts, not a stack
+    that quietly runs with the default (e.g. the HTTP task still off).
+    """
+    from orbit.local import find_template
+    from orbit.local.parameters import parameter_problems
+
+    params = parse_parameter_arg(values)
+    if not params:
+        return params
+    problems = parameter_problems(find_template(template), params)
+    if problems:
+        raise UsageError("; ".join(f"--parameter {p}" for p in problems))
+    return params
+
+
 def load_code_workflows(file: str) -> dict[str, Any]:
     """The @orbit.workflow functions of a .py file (imported once), or a UsageError saying why not."""
     from orbit.local import load_workers

@@ -96,12 +96,18 @@ class DevServer:
             self.httpd.server_close()
 
 
-def serve(port: int, template: str | None, workers: list[str], definitions: list[str]) -> int:
+def serve(
+    port: int,
+    template: str | None,
+    workers: list[str],
+    definitions: list[str],
+    parameters: dict[str, str] | None = None,
+) -> int:
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    with LocalStack(template=template, mode="server", workers=workers) as stack:
+    with LocalStack(template=template, mode="server", workers=workers, parameters=parameters) as stack:
         names = [stack.register(Path(d)) for d in definitions]
         try:
             dev = DevServer(stack, port)
@@ -112,6 +118,9 @@ def serve(port: int, template: str | None, workers: list[str], definitions: list
         print(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})", flush=True)
         if names:
             print(f"registered: {', '.join(names)}", flush=True)
+        if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items()))
+            print(f"template parameters: {shown}", flush=True)
         print(f"try: ORBIT_URL={dev.url} orbit list    (Ctrl-C to stop)", flush=True)
         try:
             dev.serve_forever()

@@ -81,10 +81,14 @@ class LocalStack:
     ) -> None:
         import os
 
+        from .parameters import check_parameters
+
+        template_path = find_template(template)
+        check_parameters(template_path, parameters or {})  # a misspelt name must not be ignored
         # Quiet by default: the handlers' INFO logs and EMF metrics would drown a terminal.
         params = {"LogLevel": os.environ.get("ORBIT_LOG_LEVEL", "WARNING"), **(parameters or {})}
         self.cloud = LocalCloud(
-            find_template(template),
+            template_path,
             mode=mode,
             port=port,
             parameters=params,
@@ -221,14 +225,12 @@ class LocalStack:
 
         self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
         if not done(force=True):
-            waiting = [
-                u
-                for u, st in (last.get("steps") or {}).items()
-                if st.get("status") not in ("SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED")
-            ]
+            from .waiting import waiting
+
+            waits = [f"{w.unit}: {w.text}" for w in waiting(last, self.history(id))]
             raise OrbitError(
                 f"execution {id} is {last['status']} and nothing more will happen on its own "
-                f"(waiting: {', '.join(waiting) or '-'}); send the signal it waits for "
+                f"(waiting: {'; '.join(waits) or '-'}); send the signal it waits for "
                 "(orbit run --signal NAME=JSON) or cancel it"
             )
         return last

@@ -3,6 +3,8 @@
 Works on the DESIGN `history` shape (dicts with seq, timestamp_ms, type, ...),
 so it renders a local run and a deployed execution alike. Times are the
 history's (virtual, when the local stack skipped time), relative to its start.
+Given the execution's describe too, a running execution's unfinished steps end
+the timeline as "waiting: ..." rows (worker, timer, signal, retry, child).
 """
 
 from __future__ import annotations
@@ -132,8 +134,31 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
     return out
 
 
-def render(history: list[dict[str, Any]]) -> str:
-    table = rows(history)
+MAX_WAITING_ROWS = 20  # a stuck 1,000-element fan-out must not bury the timeline; describe has all
+
+
+def waiting_rows(history: list[dict[str, Any]], describe: dict[str, Any]) -> list[Row]:
+    """One "waiting: ..." row per unfinished unit of a running execution (see `orbit.local.waiting`)."""
+    from .waiting import waiting
+
+    found = waiting(describe, history)
+    if not found or not history:
+        return []
+    t0 = history[0]["timestamp_ms"]
+    out = [
+        Row(w.since_ms - t0 if w.since_ms is not None else 0, w.unit, w.attempt, None, "waiting: " + w.text)
+        for w in found[:MAX_WAITING_ROWS]
+    ]
+    if len(found) > MAX_WAITING_ROWS:
+        more = len(found) - MAX_WAITING_ROWS
+        text = f"waiting: {more} more (orbit describe {describe.get('id')} lists every step)"
+        out.append(Row(out[-1].at_ms, "...", None, None, text))
+    return out
+
+
+def render(history: list[dict[str, Any]], describe: dict[str, Any] | None = None) -> str:
+    """The timeline; given the execution's describe, ends with what a running execution waits for."""
+    table = rows(history) + (waiting_rows(history, describe) if describe else [])
     if not table:
         return "(no history)"
     width = max(12, *(len(r.unit) for r in table))
