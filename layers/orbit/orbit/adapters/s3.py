@@ -1,15 +1,26 @@
-"""PayloadStore on S3: bodies too large for a DynamoDB item or an SQS message.
+"""PayloadStore on S3: values and bodies too large for a DynamoDB item or an SQS message.
 
 Objects are content-addressed (`payloads/<sha256>`), written with a conditional
-put (`IfNoneMatch: "*"`): a retried decider or worker that spills the same body
+put (`IfNoneMatch: "*"`): a retried decider or worker that stores the same bytes
 again writes nothing new, and an object, once written, is never replaced, so a
 reference stored in history always reads back the bytes it was made from.
 References look like `s3://bucket/payloads/<sha256>`.
+
+Per process (one store per Lambda instance, `orbit.aws.services()`):
+- the digests this process wrote or read are remembered, so the same value in
+  the next commit, snapshot or message costs no request at all;
+- a value of a megabyte or more that this process has not seen is probed with
+  HEAD first: another process (the worker that produced it) has usually stored
+  it already, and a HEAD is cheaper than uploading 50 MB to be told 412;
+- the bytes read are kept in a bounded LRU cache, because every cold load of an
+  execution reads the same outputs again (its snapshot references them).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -17,15 +28,29 @@ from botocore.exceptions import ClientError
 from orbit.errors import NotFound, ValidationError
 
 PREFIX = "payloads/"
+HEAD_FIRST = 1024 * 1024  # below this a PUT that answers 412 is as cheap as a HEAD
+CACHE_BYTES = 64 * 1024 * 1024  # of a 512 MB decider; one 50 MB output fits
+KNOWN_DIGESTS = 100_000  # ~10 MB of digests at most
 
 
 class S3PayloadStore:
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, cache_bytes: int = CACHE_BYTES) -> None:
         self._s3 = client
         self._bucket = bucket
+        self._lock = threading.Lock()
+        self._known: OrderedDict[str, None] = OrderedDict()  # keys that exist in the bucket
+        self._cache: OrderedDict[str, bytes] = OrderedDict()  # key -> bytes, least recent first
+        self._cache_size = 0
+        self._cache_max = cache_bytes
 
     def put(self, data: bytes) -> str:
         key = PREFIX + hashlib.sha256(data).hexdigest()
+        ref = f"s3://{self._bucket}/{key}"
+        if self._is_known(key):
+            return ref
+        if len(data) >= HEAD_FIRST and self._exists(key):
+            self._remember(key)
+            return ref
         try:
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=data, IfNoneMatch="*")
         except ClientError as e:
@@ -34,19 +59,63 @@ class S3PayloadStore:
             code = e.response.get("Error", {}).get("Code")
             if code not in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise
-        return f"s3://{self._bucket}/{key}"
+        self._remember(key)
+        return ref
 
     def get(self, ref: str) -> bytes:
         bucket, key = parse_ref(ref)
+        with self._lock:
+            cached = self._cache.get(ref)
+            if cached is not None:
+                self._cache.move_to_end(ref)
+                return cached
         try:
             body: bytes = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                raise NotFound(f"payload {ref} does not exist") from None
+                raise NotFound(f"payload object {key!r} does not exist in bucket {bucket!r}") from None
             raise
         if PREFIX + hashlib.sha256(body).hexdigest() != key:
             raise ValidationError(f"payload {ref}: content does not match its sha256 name", "payload")
+        if bucket == self._bucket:
+            self._remember(key)
+        self._keep(ref, body)
         return body
+
+    def _exists(self, key: str) -> bool:
+        try:
+            self._s3.head_object(Bucket=self._bucket, Key=key)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def _is_known(self, key: str) -> bool:
+        with self._lock:
+            if key in self._known:
+                self._known.move_to_end(key)
+                return True
+            return False
+
+    def _remember(self, key: str) -> None:
+        with self._lock:
+            self._known[key] = None
+            self._known.move_to_end(key)
+            while len(self._known) > KNOWN_DIGESTS:
+                self._known.popitem(last=False)
+
+    def _keep(self, ref: str, body: bytes) -> None:
+        if len(body) > self._cache_max:
+            return
+        with self._lock:
+            if ref in self._cache:
+                return
+            self._cache[ref] = body
+            self._cache_size += len(body)
+            while self._cache_size > self._cache_max:
+                _, old = self._cache.popitem(last=False)
+                self._cache_size -= len(old)
 
 
 def parse_ref(ref: str) -> tuple[str, str]:

@@ -4,9 +4,14 @@ Bodies (a commit's events + effects, a snapshot) are JSON compressed with zlib
 and stored as a binary attribute `zd` (small bodies, with the preset dictionary
 of zdict.py) or `z` (plain zlib): on-demand writes are billed per started
 KB, and event JSON compresses 4-8x, so a typical commit stays at one write unit.
-A compressed body above `SPILL_LIMIT` goes to the PayloadStore (S3) and the item
-keeps `ref` instead: DynamoDB refuses items over 400 KB, and nothing may be
-silently truncated.
+Large values inside a body (inputs, outputs, signal payloads, error details)
+are first moved to the PayloadStore one by one, content-addressed, and the item
+carries `vref` (their count) with the body stored as `[body, [[path, ref]...]]`
+(adapters/payload_values.py): a value repeated across events, effects, commits
+and snapshots is one S3 object. A compressed body still above `SPILL_LIMIT`
+(many medium values) goes to the PayloadStore whole and the item keeps `ref`
+instead: DynamoDB refuses items over 400 KB, and nothing may be silently
+truncated.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from orbit.adapters.dynamodb.zdict import DICT_V1
+from orbit.adapters.payload_values import VALUE_LIMIT, describe_ref, dumps, extract, resolve
+from orbit.errors import NotFound
 
 SPILL_LIMIT = 300_000
 FAST_ABOVE = 1_000_000
@@ -57,9 +64,22 @@ def update_if(client: Any, table: str, key: dict[str, Any], update: str, conditi
         raise ConditionFailed(e.response.get("Item")) from None
 
 
-def encode(value: Any, payloads: Any, spill_limit: int = SPILL_LIMIT) -> dict[str, Any]:
-    """JSON value -> item attributes: {"z": B} or, when too large, {"ref": S}."""
-    raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+def encode(value: Any, payloads: Any, spill_limit: int = SPILL_LIMIT,
+           value_limit: int = VALUE_LIMIT) -> dict[str, Any]:
+    """JSON value -> item attributes: {"zd"|"z": B} or, when too large, {"ref": S} (+ "vref": N)."""
+    raw = dumps(value)
+    refs: list[list[Any]] = []
+    if len(raw) > value_limit:  # most bodies are ~1 KB: no walk at all
+        value, refs = extract(value, payloads, value_limit)
+        if refs:
+            raw = dumps([value, refs])
+    attrs = _pack(raw, payloads, spill_limit)
+    if refs:
+        attrs["vref"] = {"N": str(len(refs))}
+    return attrs
+
+
+def _pack(raw: bytes, payloads: Any, spill_limit: int) -> dict[str, Any]:
     if len(raw) >= FAST_ABOVE and _incompressible(raw):
         # Already dense (encoded or random data): compressing 50 MB would cost seconds for nothing.
         return {"ref": {"S": payloads.put(raw)}, "raw": {"BOOL": True}}
@@ -82,11 +102,35 @@ def _incompressible(raw: bytes, sample: int = 65_536) -> bool:
 
 
 def decode(item: dict[str, Any], payloads: Any) -> Any:
+    """Item attributes -> the JSON value, with every referenced value read back.
+
+    A missing S3 object raises NotFound naming the item's execution (or owner), key and bucket.
+    """
     if "zd" in item:
         unpacker = zlib.decompressobj(zdict=DICT_V1)
-        return json.loads(unpacker.decompress(item["zd"]["B"]) + unpacker.flush())
-    data = payloads.get(item["ref"]["S"]) if "ref" in item else item["z"]["B"]
-    return json.loads(data if item.get("raw", {}).get("BOOL") else zlib.decompress(data))
+        doc = json.loads(unpacker.decompress(item["zd"]["B"]) + unpacker.flush())
+    else:
+        if "ref" in item:
+            try:
+                data = payloads.get(item["ref"]["S"])
+            except NotFound:
+                raise NotFound(f"{owner(item)}: its body, {describe_ref(item['ref']['S'])}, is missing; "
+                               "the item cannot be read back (was it deleted from the bucket?)") from None
+        else:
+            data = item["z"]["B"]
+        doc = json.loads(data if item.get("raw", {}).get("BOOL") else zlib.decompress(data))
+    if "vref" not in item:
+        return doc
+    body, refs = doc
+    return resolve(body, refs, payloads, owner(item))
+
+
+def owner(item: dict[str, Any]) -> str:
+    """Who an item belongs to, for error messages: `execution 'x' (item C#000000000004)`."""
+    pk, sk = text(item, "pk", "") or "", text(item, "sk", "") or ""
+    if pk.startswith("EXEC#"):
+        return f"execution {pk[5:]!r} (item {sk})"
+    return f"item {pk} / {sk}" if pk else "item"
 
 
 def s(value: str) -> dict[str, str]:
