@@ -9,6 +9,11 @@ Then it measures what one decision reads on a cold cache at 10 and at 10,000
 events of history.
 
     .venv/bin/python benchmarks/bench_cost.py [--workflows 20] [--steps 5] [--long 10000] [--no-dedupe]
+        [--table-steps 1,3,5,10,20 | --no-table]
+
+After the detailed run it prints a compact table over workflow lengths K (one
+full run of N workflows per K, benchmarks/cost_table.py) with the fixed
+per-step floor and the per-execution overhead fitted to those runs.
 
 What is counted as orchestration (the issue's "decider, queues, table"): the
 table's items (commits, snapshots, index rows, timers, definitions), the worker
@@ -62,6 +67,7 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 from cost_meter import Meter, item_size  # noqa: E402
+from cost_table import Run, print_table  # noqa: E402
 
 # us-east-1 list prices, on-demand, no free tier, $ per million (checked Nov 2026).
 PRICE = {
@@ -138,8 +144,8 @@ def bench_definition(k: int) -> dict[str, Any]:
     }
 
 
-def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False) -> float:
-    """Run the workflows, print the breakdown; returns the orchestration $ per million steps."""
+def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detail: bool = True) -> Run:
+    """Run the workflows and return what they cost; with `detail`, print the breakdown."""
     from aws_resources import Clients, create_stack
     from harness import Cloud
     from moto import mock_aws
@@ -179,14 +185,38 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False) -> fl
             meter.detach(client)  # the checks below are the benchmark's, not the workflows'
         done = [svc.engine.describe(f"b-{i}") for i in range(n)]
         assert all(d["status"] == "COMPLETED" and d["output"] == {"n": k} for d in done), done[0]
-        total = report(meter, timed, n, k, dedupe, elapsed, cold)
+        run = measure(meter, timed, n, k)
+        if detail:
+            report(meter, timed, n, k, dedupe, elapsed, cold)
     aws.reset()
-    return total
+    return run
 
 
-def report(
-    meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapsed: float, cold: bool
-) -> float:
+def is_dedupe(operation: str) -> bool:
+    return operation.endswith("worker dedupe") or "worker dedupe (" in operation
+
+
+def measure(meter: Meter, timed: TimedCloud, n: int, k: int) -> Run:
+    """The run's totals, the worker SDK's dedupe records apart from the rest of the orchestration."""
+    inv = Counter(timed.cloud.invocations)
+    c = cost(meter, inv, timed.decider_ms)
+    esm = 2 * sum(v for f, v in inv.items() if f not in ("api", "timers"))
+    dedupe_requests = sum(v for op, v in meter.requests.items() if is_dedupe(op))
+    return Run(
+        workflows=n,
+        steps_each=k,
+        requests=sum(meter.requests.values()) - dedupe_requests + esm,
+        wru=meter.wru - meter.wru_by["worker dedupe"],
+        rru=meter.rru - meter.rru_by["worker dedupe"],
+        dollars=sum(c.values()) - c["worker dedupe"],
+        dedupe_requests=dedupe_requests,
+        dedupe_wru=meter.wru_by["worker dedupe"],
+        dedupe_rru=meter.rru_by["worker dedupe"],
+        dedupe_dollars=c["worker dedupe"],
+    )
+
+
+def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapsed: float, cold: bool) -> None:
     steps = n * k
     inv = Counter(timed.cloud.invocations)
     c = cost(meter, inv, timed.decider_ms)
@@ -223,16 +253,16 @@ def report(
     without = total - c["worker dedupe"] / steps * 1e6
     # One transition per Task state entered (the floor: a start/end or a retry would add more).
     sfn = SFN_PER_MILLION
-    verdict = "meets" if total <= TARGET else "misses"
+    lines = [("orchestration (decider, queues, table) without the worker SDK's dedupe records", without)]
+    if dedupe:
+        lines.append(("the same plus the dedupe records the worker SDK writes into that table", total))
+    for label, dollars in lines:
+        verdict = "meets" if dollars <= TARGET else "misses"
+        print(f"  ${dollars:6.2f}  {label}: {verdict} the ${TARGET:.2f} target, {dollars / sfn:.0%} of SFN")
     print(
-        f"  {'orchestration':16s} ${total:6.2f}   ({verdict} the ${TARGET:.2f} target; "
-        f"${without:.2f} without the worker's dedupe records)"
+        f"  ${sfn:6.2f}  Step Functions Standard (${SFN_PER_MILLION:.0f} per million state transitions, "
+        "at least one per step)"
     )
-    print(
-        f"  {'Step Functions':16s} ${sfn:6.2f}   (Standard, ${SFN_PER_MILLION:.0f} per million state "
-        f"transitions, one per step at least: Orbit costs {total / sfn:.0%} of it)"
-    )
-    return total
 
 
 def reads_per_decision(long: int) -> None:
@@ -310,13 +340,34 @@ def main() -> None:
     ap.add_argument(
         "--cold", action="store_true", help="every decider batch starts with an empty state cache"
     )
+    ap.add_argument(
+        "--table",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after the detailed run, one run per length of --table-steps and the fitted floor",
+    )
+    ap.add_argument("--table-steps", default="1,3,5,10,20", help="workflow lengths K of the table")
     args = ap.parse_args()
+    try:
+        lengths = sorted({int(k) for k in args.table_steps.split(",")})
+    except ValueError:
+        ap.error(f"--table-steps: comma-separated whole numbers, got {args.table_steps!r}")
+    if any(k < 1 for k in lengths):
+        ap.error(f"--table-steps: every length must be at least 1, got {args.table_steps!r}")
     import logging
     import warnings
 
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
-    run_workflows(args.workflows, args.steps, dedupe=not args.no_dedupe, cold=args.cold)
+    detailed = run_workflows(args.workflows, args.steps, dedupe=not args.no_dedupe, cold=args.cold)
+    if args.table:
+        runs = [
+            detailed
+            if k == args.steps
+            else run_workflows(args.workflows, k, dedupe=not args.no_dedupe, cold=args.cold, detail=False)
+            for k in lengths
+        ]
+        print_table(runs, TARGET, SFN_PER_MILLION, dedupe=not args.no_dedupe)
     if args.long:
         reads_per_decision(args.long)
 
