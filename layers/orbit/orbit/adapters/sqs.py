@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from orbit.adapters.payload_values import VALUE_LIMIT, extract, resolve
 from orbit.errors import OrbitError, ValidationError
 
 # SQS accepts 256 KiB (1 MiB since 2025) per message and per batch; stay well below the
@@ -33,6 +34,7 @@ from orbit.errors import OrbitError, ValidationError
 INLINE_LIMIT = 200_000
 MAX_DELAY_S = 900
 REF_KEY = "payload_ref"
+REFS_KEY = "payload_refs"
 BUNDLE = "bundle"
 
 
@@ -44,6 +46,15 @@ def encode_body(body: Mapping[str, Any], payloads: Any, inline_limit: int = INLI
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode()) <= inline_limit:
         return text
+    # Large values go to S3 one by one, the same content-addressed objects the history and the
+    # worker's dedupe record use (payload_values.py): a 50 MB output is one object for its
+    # result message, its commit, the next dispatch and every snapshot. Their refs travel beside
+    # the body (`payload_refs`), outside the user's JSON, like `payload_ref` below.
+    reduced, refs = extract(dict(body), payloads, VALUE_LIMIT)
+    if refs:
+        text = json.dumps({**reduced, REFS_KEY: refs}, separators=(",", ":"), ensure_ascii=False)
+        if len(text.encode()) <= inline_limit:
+            return text
     ref = payloads.put(text.encode())
     envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token") if k in body}
     envelope[REF_KEY] = ref
@@ -62,6 +73,10 @@ def decode_body(text: str, payloads: Any) -> dict[str, Any]:
         body = json.loads(payloads.get(body[REF_KEY]))
         if not isinstance(body, dict):
             raise ValidationError("referenced body must be a JSON object", "message")
+    if REFS_KEY in body:
+        refs = body.pop(REFS_KEY)
+        where = f"message {body.get('id')!r} of execution {body.get('execution_id')!r}"
+        body = resolve(body, refs, payloads, where)
     return body
 
 

@@ -1,0 +1,85 @@
+"""Which values `extract` moves out of a body, and that `resolve` puts back exactly what was there."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import pytest
+from orbit.adapters.dynamodb.codec import decode, encode
+from orbit.adapters.memory import MemoryPayloadStore
+from orbit.adapters.payload_values import _size, dumps, extract, resolve
+from orbit.errors import NotFound
+
+LIMIT = 1000
+
+
+class CountingStore(MemoryPayloadStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts: list[int] = []
+
+    def put(self, data: bytes) -> str:
+        self.puts.append(len(data))
+        return super().put(data)
+
+
+def big(n: int = 3 * LIMIT) -> str:
+    return os.urandom(n // 2).hex()
+
+
+@pytest.mark.parametrize("value", [
+    {}, [], "", 0, -1.5, None, True, "é ✓ \" \\ \n \u2028", {"a": [1, {"b": []}], "ü": {}}, [[[]], {"x": None}],
+])
+def test_size_is_the_exact_length_of_the_serialised_value(value: Any) -> None:
+    assert _size(value, {}) == len(dumps(value))
+
+
+def test_the_deepest_large_part_is_referenced_and_shared_between_input_and_output() -> None:
+    blob = big()
+    body = {"events": [{"type": "StepSucceeded", "output": {"blob": blob, "n": 1}},
+                       {"type": "StepScheduled", "input": {"data": blob}}],
+            "effects": [{"kind": "dispatch_task", "input": {"data": blob}}]}
+    before = copy.deepcopy(body)
+    store = CountingStore()
+    reduced, refs = extract(body, store, LIMIT)
+    assert body == before  # the caller's objects are untouched
+    assert [p for p, _ in refs] == [["events", 0, "output", "blob"], ["events", 1, "input", "data"],
+                                    ["effects", 0, "input", "data"]]
+    assert len({r for _, r in refs}) == 1 and store.puts == [len(blob) + 2]  # one object, put once
+    assert reduced["events"][0]["output"] == {"blob": None, "n": 1}
+    assert resolve(reduced, refs, store, "test") == before
+
+
+def test_a_large_container_of_small_parts_is_referenced_whole_but_engine_structure_never() -> None:
+    rows = [{"i": i, "t": "x" * 40} for i in range(100)]  # ~5 KB, every row small
+    many = [{"type": "StepSucceeded", "output": {"n": i, "t": "y" * 300}} for i in range(20)]
+    store = CountingStore()
+    reduced, refs = extract({"events": [{"output": {"rows": rows}}, *many]}, store, LIMIT)
+    assert [p for p, _ in refs] == [["events", 0, "output", "rows"]]
+    assert reduced["events"][1:] == many  # 20 medium values: the events list stays (whole-body spill)
+
+
+def test_user_data_shaped_like_a_reference_is_left_alone() -> None:
+    lookalike = {"payload_ref": "s3://b/payloads/x", "payload_refs": [[["a"], "mem://x"]], "$ref": "x"}
+    body = {"events": [{"output": lookalike}, {"input": {"blob": big()}}]}
+    store = MemoryPayloadStore()
+    item = encode(body, store, value_limit=LIMIT)
+    assert item["vref"] == {"N": "1"} and decode(item, store) == body
+
+
+def test_small_bodies_make_no_payload_store_call() -> None:
+    store = CountingStore()
+    item = encode({"events": [{"output": {"n": "x" * 500}}]}, store, value_limit=LIMIT)
+    assert store.puts == [] and "vref" not in item
+
+
+def test_a_missing_value_names_the_execution_and_the_path() -> None:
+    store = MemoryPayloadStore()
+    item = {"pk": {"S": "EXEC#order-7"}, "sk": {"S": "C#000000000004"},
+            **encode({"events": [{"output": big()}]}, store, value_limit=LIMIT)}
+    with pytest.raises(NotFound) as info:
+        decode(item, MemoryPayloadStore())
+    assert "execution 'order-7' (item C#000000000004)" in str(info.value)
+    assert "body.events[0].output" in str(info.value) and "mem://" in str(info.value)
