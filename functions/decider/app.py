@@ -33,15 +33,19 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records = event.get("Records", [])
     errors: dict[str, Exception] = {}
     parsed: list[tuple[str, dict[str, Any]]] = []
+    received: list[int] = []  # ApproximateReceiveCount per body: > 1 marks a redelivery
     for r in records:
         try:  # a bundle (one execution's messages sent together) fails or succeeds as one record
-            parsed.extend((r["messageId"], body) for body in decode_bodies(r["body"], svc.payloads))
+            bodies = decode_bodies(r["body"], svc.payloads)
+            count = int((r.get("attributes") or {}).get("ApproximateReceiveCount") or 1)
+            parsed.extend((r["messageId"], body) for body in bodies)
+            received.extend(count for _ in bodies)
         except Exception as e:  # poison: fails this record only
             logger.error("unreadable decision message", message_id=r.get("messageId"), error=str(e))
             errors[r["messageId"]] = e
     started = time.perf_counter()
     with svc.queues.batched():  # every decision's sends leave in one SendMessageBatch per queue
-        failures = svc.engine.handle_batch([body for _, body in parsed])
+        failures = svc.engine.handle_batch([body for _, body in parsed], received)
     executions = len({b.get("execution_id") for _, b in parsed}) or 1
     logger.info("batch decided", messages=len(records), executions=executions,
                 failed=len(failures) + len(errors))

@@ -129,6 +129,22 @@ class HistoryStoreContract:
         assert store.load("e").fold().inbound == {"m1": 1, "m2": 1, "m3": 1}
         assert store.read_commit("e", 1).inbound_ids == ("m2", "m3")
 
+    def test_scan_commits_pages_both_ways_and_stops_when_the_caller_does(self, store: Any) -> None:
+        first = 1
+        for i in range(20):  # more than one page of the DynamoDB adapter (8 commits)
+            n = 2 if i % 3 == 0 else 1
+            store.commit("e", commit_of(first, n, f"m{i}"))
+            first += n
+        store.commit("other", commit_of(1, 2, "x"))
+        newest = [c.inbound_id for c in store.scan_commits("e")]
+        assert newest == [f"m{i}" for i in reversed(range(20))]
+        oldest = list(store.scan_commits("e", newest_first=False))
+        assert [c.inbound_id for c in oldest] == [f"m{i}" for i in range(20)]
+        assert oldest[3].first_seq == 5 and [r.seq for r in oldest[3].events] == [5, 6]  # whole, decoded
+        it = store.scan_commits("e")
+        assert next(it).inbound_id == "m19"  # lazily: the caller stops after the first
+        assert list(store.scan_commits("nope")) == []
+
     def test_executions_are_independent(self, store: Any) -> None:
         store.commit("a", commit_of(1, 2))
         store.commit("b", commit_of(1, 2))

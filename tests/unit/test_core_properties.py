@@ -113,6 +113,7 @@ def records(sim: Simulator) -> list[Recorded]:
 def without_inbound(state: ExecutionState) -> dict[str, Any]:
     d = state.to_dict()
     d.pop("inbound_log")
+    d.pop("signal_log")
     return d
 
 

@@ -24,6 +24,7 @@ def replay_problems(golden: dict[str, Any]) -> list[str]:
     state = fold(golden["execution_id"], [recorded_from_dict(e) for e in golden["history"]])
     got = state.to_dict()
     got.pop("inbound_log")
+    got.pop("signal_log")
     problems = [f"state.{k}: {got.get(k)!r} != {v!r}" for k, v in golden["state"].items() if got.get(k) != v]
     if state.describe() != golden["describe"]:
         problems.append("describe differs")

@@ -42,9 +42,9 @@ def test_queues_honour_delay_against_the_clock() -> None:
     q.bind_clock(clock)
     q.send_decision({"n": 1}, delay_s=2)
     q.send_decision({"n": 2})
-    assert q.receive_decisions(0) == [{"n": 2}]
+    assert q.receive_decisions(0) == [{"n": 2, "sent_at_ms": 0}]  # the send time, as SqsQueues
     assert q.next_visible_ms() == 2000
-    assert q.receive_decisions(2000) == [{"n": 1}]
+    assert q.receive_decisions(2000) == [{"n": 1, "sent_at_ms": 0}]  # sent at 0, visible at 2000
 
 
 def test_payload_store_round_trip_and_missing() -> None:

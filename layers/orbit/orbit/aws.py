@@ -140,7 +140,8 @@ class Services:
         from orbit.adapters.sqs import SqsQueues
 
         s = self.settings
-        return SqsQueues(self.sqs, s.decision_url, s.task_urls, s.default_task_url, self.payloads)
+        return SqsQueues(self.sqs, s.decision_url, s.task_urls, s.default_task_url, self.payloads,
+                         clock=self.clock)
 
     @cached_property
     def table_timers(self) -> Any:

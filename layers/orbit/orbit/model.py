@@ -15,6 +15,7 @@ from orbit.events import (
     EVENT_TYPES,
     Event,
     Recorded,
+    SignalReceived,
     TaskError,
     event_from_dict,
     recorded_from_dict,
@@ -78,10 +79,14 @@ def apply_commit(
     """Apply one commit's events and remember which inbound messages it handled.
 
     `timestamp_ms` is the commit's (default: its last event's); it also ages out the
-    remembered ids past `INBOUND_WINDOW_MS` (`state.remember_inbound`).
+    remembered ids (`state.remember_inbound`). Signal ids, found in the commit's
+    SignalReceived events, are kept longer than the others.
     """
+    signal_ids: set[str] = set()
     for r in records:
         apply(state, r)
+        if isinstance(r.event, SignalReceived) and r.event.signal_id:
+            signal_ids.add(r.event.signal_id)
     ts = state.updated_at_ms if timestamp_ms is None else timestamp_ms
     ids = ([inbound_id] if inbound_id else []) + [i for i in more_inbound if i]
-    remember_inbound(state, ids, first_seq, ts)
+    remember_inbound(state, ids, first_seq, ts, signal_ids)

@@ -7,6 +7,7 @@ Adapters: `orbit/adapters/memory.py` (tests, simulator), `dynamodb.py`,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,6 +115,11 @@ class HistoryStore(Protocol):
         ...
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
+
+    def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
+        """Every commit of the execution, one page at a time as the caller iterates (it stops
+        when it has found what it looks for: a redelivered message's commit). Empty if none."""
+        ...
 
     def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
         """Recorded events with seq > after_seq, in order, at most `limit`. NotFound if none exist."""

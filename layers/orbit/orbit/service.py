@@ -3,8 +3,11 @@
 `Engine` is the one place where the pure decider meets the ports. The commit
 (conditional on the next seq) is the only synchronisation: a writer that loses
 reloads and decides again. Effects run after the commit; a redelivered
-inbound message (its id is in `state.inbound`) gets its commit's stored
-effects re-sent unchanged, so a crash between commit and send loses nothing.
+inbound message gets its commit's stored effects re-sent unchanged, so a crash
+between commit and send loses nothing. The state remembers the ids handled by
+its last few commits (`state.inbound`); an older redelivery is found in the
+commit log, read newest first back to the message's send time (`_find_handled`),
+so neither the state nor a snapshot grows with the messages an execution handled.
 
 States are cached per process and advanced in place by `decide`; a cached
 state is trusted optimistically (its next seq would conflict if another
@@ -30,8 +33,14 @@ from orbit.effects import (
     StartChild,
 )
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
-from orbit.events import ExecutionParked, Recorded, TaskError
-from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
+from orbit.events import ExecutionParked, Recorded, SignalReceived, TaskError
+from orbit.messages import (
+    CancelMessage,
+    Message,
+    StartMessage,
+    message_from_dict,
+)
+from orbit.outbox import find_handled, still_due
 from orbit.ports import (
     Clock,
     Commit,
@@ -44,7 +53,7 @@ from orbit.ports import (
     Timers,
 )
 from orbit.service_api import EngineApi, check_json
-from orbit.state import DISPATCHED, SCHEDULED, ExecutionState, remember_inbound
+from orbit.state import ExecutionState, remember_inbound
 
 log = logging.getLogger("orbit.engine")
 
@@ -116,33 +125,43 @@ class Engine(EngineApi):
         if failures:
             raise failures[0][1]
 
-    def handle_batch(self, messages: list[dict[str, Any] | Message]) -> list[tuple[int, Exception]]:
+    def handle_batch(
+        self, messages: list[dict[str, Any] | Message], receive_counts: list[int] | None = None
+    ) -> list[tuple[int, Exception]]:
         """Decide every message; one load and one commit per execution where possible.
 
+        `receive_counts` (SQS ApproximateReceiveCount per message, when the caller has it) marks
+        redeliveries: one whose id the state no longer remembers is looked up in the commit log.
         Returns (position, error) for the messages that failed (the caller reports them
         as partial batch failures so the queue redelivers only those).
         """
         failures: list[tuple[int, Exception]] = []
         groups: dict[str, list[tuple[int, Message]]] = {}
+        delivery: dict[str, tuple[int | None, int]] = {}
         for i, raw in enumerate(messages):
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
             except OrbitError as e:
                 failures.append((i, e))
                 continue
+            sent = raw.get("sent_at_ms") if isinstance(raw, dict) else None
+            count = receive_counts[i] if receive_counts is not None and i < len(receive_counts) else 1
+            delivery[m.id] = (sent if isinstance(sent, int) else None, count)
             groups.setdefault(m.execution_id, []).append((i, m))
         for eid, items in groups.items():
             try:
-                self._process(eid, [m for _, m in items])
+                self._process(eid, [m for _, m in items], delivery)
             except Exception as e:  # noqa: BLE001 - reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
 
-    def _process(self, eid: str, msgs: list[Message]) -> None:
+    def _process(
+        self, eid: str, msgs: list[Message], delivery: dict[str, tuple[int | None, int]] | None = None
+    ) -> None:
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
-                self._decide_and_commit(eid, msgs)
+                self._decide_and_commit(eid, msgs, delivery or {})
                 return
             except ConflictError:
                 self._cache.pop(eid, None)  # somebody else committed: reload and decide again
@@ -151,7 +170,9 @@ class Engine(EngineApi):
                 raise
         raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
 
-    def _decide_and_commit(self, eid: str, msgs: list[Message]) -> None:
+    def _decide_and_commit(
+        self, eid: str, msgs: list[Message], delivery: dict[str, tuple[int | None, int]]
+    ) -> None:
         # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
         # write to an execution that does not exist yet; anything else is NotFound.
         state, since_snapshot = self._state(
@@ -176,6 +197,10 @@ class Engine(EngineApi):
                     c = self.store.read_commit(eid, seq)
                     if c is not None:
                         resend[seq] = c
+                continue
+            old = find_handled(self.store, eid, state, m, *delivery.get(m.id, (None, 1)))
+            if old is not None:  # handled longer ago than the state remembers
+                resend.setdefault(old.first_seq, old)
                 continue
             if isinstance(m, StartMessage) and state.created:
                 continue
@@ -203,7 +228,8 @@ class Engine(EngineApi):
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
             self.store.commit(eid, commit)
-            remember_inbound(state, handled, first_seq, now)  # exactly what `Loaded.fold` does
+            signal_ids = {r.event.signal_id for r in events if isinstance(r.event, SignalReceived)}
+            remember_inbound(state, handled, first_seq, now, signal_ids)  # exactly what `Loaded.fold` does
             since_snapshot += 1
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
@@ -222,7 +248,7 @@ class Engine(EngineApi):
                 )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
-            self._carry_out(eid, _still_due(state, c.effects))
+            self._carry_out(eid, still_due(state, c.effects))
         self._carry_out(eid, effects)
 
     def _state(self, eid: str, create: bool) -> tuple[ExecutionState, int]:
@@ -322,25 +348,6 @@ class Engine(EngineApi):
             self.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{at}"})
             self.timers.disarm(eid, at)
         return len(due)
-
-
-def _still_due(state: ExecutionState, effects: list[Effect]) -> list[Effect]:
-    """The effects of an old commit worth sending again for a redelivered message.
-
-    The resend repairs a send lost between commit and effects, so a dispatch goes again
-    only while its attempt is still the live one: the unit is queued or with a worker,
-    under that token. A dispatch whose step has finished, waits for a retry or moved to a
-    newer attempt is only noise: a repeated start re-sent every first dispatch of the
-    execution, each answered again by the worker and recorded as StaleResultIgnored.
-    """
-    out: list[Effect] = []
-    for e in effects:
-        if isinstance(e, DispatchTask):
-            u = state.units.get(e.unit)
-            if u is None or u.status not in (SCHEDULED, DISPATCHED) or u.token != e.token:
-                continue
-        out.append(e)
-    return out
 
 
 class _Parker:

@@ -7,10 +7,13 @@ touches only what changed, never all units or all history:
 `signals`, `waiters`, `hooks`, `children`, and `inbound` (message id ->
 first seq of the commit that handled it; filled by `remember_inbound`).
 
-`inbound` is bounded: `inbound_log` keeps the handled ids per commit, in commit
-order with the commit's timestamp, and an id is forgotten once its commit is
-older than `INBOUND_WINDOW_MS` before the newest commit (see there why that is
-safe). The snapshot stores only the log; `inbound` is its index.
+`inbound` is bounded, so a snapshot (and a cold load) stays the same size however
+many messages an execution has handled: `inbound_log` keeps the ids handled by the
+last `RECENT_COMMITS` commits (it answers the common redelivery, seconds or minutes
+later, without a read), and `signal_log` keeps signal ids, which are idempotency keys
+of the caller, for `INBOUND_WINDOW_MS` of commit time. An older redelivery is found
+in the commit log itself (`service.Engine` scans back to the message's send time).
+The snapshot stores the logs; `inbound` is their index.
 """
 
 from __future__ import annotations
@@ -46,23 +49,27 @@ COMPENSATE_PREFIX = "compensate:"
 WORKFLOW_WAKE = "$workflow"  # wakeups key of the whole-execution deadline
 
 _DAY_MS = 86_400_000
-# How long a handled inbound message id is remembered, measured from its commit to the newest
-# commit (commit timestamps, never a clock: the fold stays deterministic). The id is needed only
-# while the queue can deliver that message again. A message is sent before the commit that
-# handles it, and SQS deletes a standard-queue message once it is older than the queue's
+# How many commits' handled message ids the state keeps (signal ids aside). Enough for the usual
+# redelivery (a batch retried, a crash redelivered after the visibility timeout) to be recognised
+# from the state alone; anything older is looked up in the commit log by the service (bounded by
+# the message's send time), so this figure trades snapshot bytes against rare reads, not safety.
+RECENT_COMMITS = 16
+# How long a handled *signal* id is remembered, measured from its commit to the newest commit
+# (commit timestamps, never a clock: the fold stays deterministic). A signal id is the caller's
+# idempotency key, and a signal is the one kind of message that is not idempotent on the state
+# itself (it would be buffered twice), so its id must outlive every way the queue can deliver
+# that message again. SQS deletes a standard-queue message once it is older than the queue's
 # retention, counted from its *original* enqueue time even after it moved to the dead-letter
 # queue. So automatic redelivery ends 4 days after sending (the decision queue keeps the SQS
 # default, 345,600 s) and a dead-lettered message is gone after the DLQ's 14 days (1,209,600 s);
 # a redrive out of the DLQ is a new message that the decision queue keeps 4 more days. 14 + 4
 # days covers a redrive at the last moment; one more day absorbs clock skew between deciders.
 # tests/unit/test_inbound_window.py checks the template against this figure.
-# Past the window, a message seen again (a second redrive of the same dead letter, or a client
-# reusing a signal id weeks later) is decided afresh. Every kind but one is idempotent on the
-# state itself: `start` (already created), `started`/`result` (token no longer live: ignored or
-# StaleResultIgnored, never applied twice), `child_done` (unit finished), `hook` (resumed at most
-# once), `cancel` (abort already set), `wake` (acts only on what is due); a `heartbeat` for a
-# still-running attempt would at worst show its older details until the next one. A `signal`
-# would be buffered again: a signal id is an idempotency key for this window, no longer.
+# Every other kind is idempotent on the state: `start` (already created), `started`/`result`
+# (token no longer live: ignored or StaleResultIgnored, never applied twice), `child_done` (unit
+# finished), `hook` (resumed at most once), `cancel` (abort already set), `wake` (acts only on
+# what is due); a `heartbeat` for a still-running attempt would at worst show older details
+# until the next one. Past the window a signal id seen again is decided afresh.
 INBOUND_WINDOW_MS = (14 + 4 + 1) * _DAY_MS
 
 
@@ -194,9 +201,12 @@ class ExecutionState:
     parked: TaskError | None = None
     continued_as: str | None = None
     last_seq: int = 0
-    inbound: dict[str, int] = field(default_factory=dict)  # index of inbound_log; not serialised
-    # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order
+    inbound: dict[str, int] = field(default_factory=dict)  # index of both logs; not serialised
+    # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order:
+    # the last RECENT_COMMITS commits that handled messages (signal ids aside) ...
     inbound_log: deque[tuple[int, int, tuple[str, ...]]] = field(default_factory=deque)
+    # ... and the signal ids of the last INBOUND_WINDOW_MS of commits
+    signal_log: deque[tuple[int, int, tuple[str, ...]]] = field(default_factory=deque)
 
     @property
     def terminal(self) -> bool:
@@ -232,8 +242,8 @@ class ExecutionState:
             elif f.name == "active":
                 v = list(v)
             elif f.name == "inbound":
-                continue  # rebuilt from inbound_log
-            elif f.name == "inbound_log":
+                continue  # rebuilt from the logs
+            elif f.name in ("inbound_log", "signal_log"):
                 v = [[seq, ts, list(ids)] for seq, ts, ids in v]
             elif isinstance(v, TaskError):
                 v = v.to_dict()
@@ -249,16 +259,19 @@ class ExecutionState:
         s.units = {k: UnitState.from_dict(u) for k, u in (d.get("units") or {}).items()}
         s.fanouts = {k: FanOut(**c) for k, c in (d.get("fanouts") or {}).items()}
         s.active = dict.fromkeys(d.get("active") or [])
-        s.inbound, s.inbound_log = {}, deque()
+        s.inbound, s.inbound_log, s.signal_log = {}, deque(), deque()
+        for seq, ts, ids in d.get("signal_log") or []:
+            _remember(s, s.signal_log, int(seq), int(ts), tuple(ids))
         if d.get("inbound_log") is not None:
             for seq, ts, ids in d["inbound_log"]:
-                _remember(s, int(seq), int(ts), tuple(ids))
+                _remember(s, s.inbound_log, int(seq), int(ts), tuple(ids))
         else:  # a snapshot from before the log: its commit times are unknown, count them as newest
             by_seq: dict[int, list[str]] = {}
             for mid, seq in (d.get("inbound") or {}).items():
                 by_seq.setdefault(int(seq), []).append(mid)
             for seq in sorted(by_seq):
-                _remember(s, seq, s.updated_at_ms, tuple(by_seq[seq]))
+                _remember(s, s.inbound_log, seq, s.updated_at_ms, tuple(by_seq[seq]))
+        _prune(s, None)  # a snapshot written when the log was bounded by time is cut down on load
         for k in ("error", "parked"):
             s.__dict__[k] = TaskError.from_dict(d[k]) if d.get(k) else None
         return s
@@ -293,24 +306,50 @@ class ExecutionState:
 
 
 def remember_inbound(
-    state: ExecutionState, ids: list[str] | tuple[str, ...], first_seq: int, timestamp_ms: int
+    state: ExecutionState,
+    ids: list[str] | tuple[str, ...],
+    first_seq: int,
+    timestamp_ms: int,
+    signal_ids: frozenset[str] | set[str] = frozenset(),
 ) -> None:
-    """Record the message ids a commit handled, then forget those past `INBOUND_WINDOW_MS`.
+    """Record the message ids a commit handled (`signal_ids` among them go to the signal log),
+    then forget what falls out of the logs' bounds.
 
     Amortised O(1) per commit: each commit's entry is appended once and popped once.
     """
-    if ids:
-        _remember(state, first_seq, timestamp_ms, tuple(ids))
-    horizon = timestamp_ms - INBOUND_WINDOW_MS
-    log = state.inbound_log
-    while log and log[0][1] < horizon:
-        seq, _, old = log.popleft()
-        for mid in old:
-            if state.inbound.get(mid) == seq:
-                del state.inbound[mid]
+    signals = tuple(i for i in ids if i in signal_ids)
+    others = tuple(i for i in ids if i not in signal_ids)
+    if signals:
+        _remember(state, state.signal_log, first_seq, timestamp_ms, signals)
+    if others:
+        _remember(state, state.inbound_log, first_seq, timestamp_ms, others)
+    _prune(state, timestamp_ms)
 
 
-def _remember(state: ExecutionState, first_seq: int, timestamp_ms: int, ids: tuple[str, ...]) -> None:
-    state.inbound_log.append((first_seq, timestamp_ms, ids))
+def _prune(state: ExecutionState, newest_ms: int | None) -> None:
+    while len(state.inbound_log) > RECENT_COMMITS:
+        _forget(state, state.inbound_log.popleft())
+    if newest_ms is None:
+        return
+    horizon = newest_ms - INBOUND_WINDOW_MS
+    while state.signal_log and state.signal_log[0][1] < horizon:
+        _forget(state, state.signal_log.popleft())
+
+
+def _forget(state: ExecutionState, entry: tuple[int, int, tuple[str, ...]]) -> None:
+    seq, _, ids = entry
+    for mid in ids:
+        if state.inbound.get(mid) == seq:
+            del state.inbound[mid]
+
+
+def _remember(
+    state: ExecutionState,
+    log: deque[tuple[int, int, tuple[str, ...]]],
+    first_seq: int,
+    timestamp_ms: int,
+    ids: tuple[str, ...],
+) -> None:
+    log.append((first_seq, timestamp_ms, ids))
     for mid in ids:
         state.inbound[mid] = first_seq

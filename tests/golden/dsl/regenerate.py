@@ -143,6 +143,7 @@ def golden(name: str) -> dict[str, Any]:
     state = fold(eid, [recorded_from_dict(e) for e in history])
     folded = state.to_dict()
     folded.pop("inbound_log")
+    folded.pop("signal_log")
     return {
         "definition": d,
         "execution_id": eid,

@@ -14,6 +14,7 @@ import json
 import secrets
 import threading
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
@@ -60,6 +61,12 @@ class MemoryHistoryStore:
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None:
         with self._lock:
             return self._commits.get(execution_id, {}).get(first_seq)
+
+    def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
+        with self._lock:
+            order = list(self._order.get(execution_id, []))
+            commits = dict(self._commits.get(execution_id, {}))
+        yield from (commits[f] for f in (reversed(order) if newest_first else order))
 
     def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
         with self._lock:
@@ -145,8 +152,11 @@ class MemoryQueues:
         return (self._clock.now_ms() if self._clock else 0) + delay_s * 1000
 
     def send_decision(self, message: dict[str, JSON], delay_s: int = 0) -> None:
+        body = copy.deepcopy(message)
+        if self._clock is not None:  # as SqsQueues: bounds the decider's look-back (orbit/outbox.py)
+            body.setdefault("sent_at_ms", self._clock.now_ms())
         with self._lock:
-            self.decisions.append((self._visible_at(delay_s), copy.deepcopy(message)))
+            self.decisions.append((self._visible_at(delay_s), body))
 
     def send_task(self, queue: str, body: dict[str, JSON], delay_s: int = 0) -> None:
         with self._lock:

@@ -123,8 +123,10 @@ class SqsQueues:
         default_task_url: str,
         payloads: Any,
         inline_limit: int = INLINE_LIMIT,
+        clock: Any = None,
     ) -> None:
         self._sqs = client
+        self._clock = clock
         self.decision_url = decision_url
         self.task_urls = dict(task_urls)
         self.default_task_url = default_task_url
@@ -160,8 +162,17 @@ class SqsQueues:
         self.send_decisions([message], delay_s)
 
     def send_decisions(self, messages: Iterable[Any], delay_s: int = 0) -> None:
-        """Several inbound messages; those of one execution leave as one bundle (`decode_bodies`)."""
-        self._send(self.decision_url, bundle([_as_dict(m) for m in messages]), delay_s)
+        """Several inbound messages; those of one execution leave as one bundle (`decode_bodies`).
+
+        Each is stamped with `sent_at_ms` (kept when already set, e.g. by a resend): it bounds how
+        far back the decider looks for the commit of a redelivery (orbit/outbox.py). It travels in
+        the body, not as SQS's SentTimestamp, so it survives a dead-letter redrive unchanged.
+        """
+        bodies = [_as_dict(m) for m in messages]
+        if self._clock is not None:
+            now = self._clock.now_ms()
+            bodies = [b if "sent_at_ms" in b else {**b, "sent_at_ms": now} for b in bodies]
+        self._send(self.decision_url, bundle(bodies), delay_s)
 
     def send_task(self, queue: str, body: Any, delay_s: int = 0) -> None:
         self._send(self.task_url(queue), [_as_dict(body)], delay_s)

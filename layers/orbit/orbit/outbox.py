@@ -1,0 +1,93 @@
+"""The history as the outbox: which commit already handled a message, and what to send again.
+
+A decision's effects are sent after its commit. A crash in between leaves the
+inbound message undeleted, so it comes back; the decider must then recognise
+it and send the stored effects of the commit that handled it, not decide it
+again. The state remembers the ids of its last few commits (`state.inbound`);
+`find_handled` looks further back in the commit log only when the message may
+be a repeat, and only as far back as the message's send time.
+"""
+
+from __future__ import annotations
+
+from orbit.effects import DispatchTask, Effect
+from orbit.events import WorkflowStarted
+from orbit.messages import ChildDoneMessage, Message, ResultMessage, StartMessage
+from orbit.ports import Commit, HistoryStore
+from orbit.state import DISPATCHED, SCHEDULED, ExecutionState, UnitState
+
+# A message is sent before the commit that handles it, so that commit's timestamp is at least the
+# message's `sent_at_ms`, give or take the clocks of the sender and the decider (NTP keeps them
+# within milliseconds; five minutes is a wide margin that costs a few more commits read).
+SEND_SKEW_MS = 5 * 60_000
+
+
+def find_handled(
+    store: HistoryStore,
+    eid: str,
+    state: ExecutionState,
+    m: Message,
+    sent_at_ms: int | None,
+    receive_count: int,
+) -> Commit | None:
+    """The commit that already handled `m`, when the state no longer remembers its id.
+
+    Read only when `m` may be a repeat: a start of an existing execution (its commit is
+    among the first), a redelivery (receive count > 1), or a result the state would call
+    stale. The log is read newest first and only back to the message's send time, since
+    no earlier commit can have handled it; a message without a send time is decided
+    from the state alone (every kind but a signal is idempotent on it).
+    """
+    if isinstance(m, StartMessage):
+        if not state.created:
+            return None
+        for c in store.scan_commits(eid, newest_first=False):
+            if m.id in c.all_inbound:
+                return c
+            if any(isinstance(r.event, WorkflowStarted) for r in c.events):
+                return None  # the start was handled under another id (a child's, an API call)
+        return None
+    if sent_at_ms is None or (receive_count <= 1 and not looks_stale(state, m)):
+        return None
+    for c in store.scan_commits(eid, newest_first=True):
+        if c.timestamp_ms < sent_at_ms - SEND_SKEW_MS:
+            return None
+        if m.id in c.all_inbound:
+            return c
+    return None
+
+
+def looks_stale(state: ExecutionState, m: Message) -> bool:
+    """Would the state record `m` as a stale answer? Then it may be a repeat of one it applied."""
+    if isinstance(m, ResultMessage):
+        u: UnitState | None = state.units.get(m.unit)
+        return (
+            state.terminal
+            or u is None
+            or u.terminal
+            or u.status not in (SCHEDULED, DISPATCHED)
+            or u.tokens.get(m.token) != u.attempt
+        )
+    if isinstance(m, ChildDoneMessage):
+        u = state.units.get(m.unit)
+        return state.terminal or u is None or u.terminal
+    return False
+
+
+def still_due(state: ExecutionState, effects: list[Effect]) -> list[Effect]:
+    """The effects of an old commit worth sending again for a redelivered message.
+
+    The resend repairs a send lost between commit and effects, so a dispatch goes again
+    only while its attempt is still the live one: the unit is queued or with a worker,
+    under that token. A dispatch whose step has finished, waits for a retry or moved to a
+    newer attempt is only noise: a repeated start re-sent every first dispatch of the
+    execution, each answered again by the worker and recorded as StaleResultIgnored.
+    """
+    out: list[Effect] = []
+    for e in effects:
+        if isinstance(e, DispatchTask):
+            u = state.units.get(e.unit)
+            if u is None or u.status not in (SCHEDULED, DISPATCHED) or u.token != e.token:
+                continue
+        out.append(e)
+    return out
