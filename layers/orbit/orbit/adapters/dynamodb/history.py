@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
@@ -76,6 +77,21 @@ class DynamoHistoryStore:
         item = self._db.get_item(TableName=self.table, ConsistentRead=True,
                                  Key={"pk": exec_pk(execution_id), "sk": s(commit_sk(first_seq))}).get("Item")
         return self._commit(item) if item else None
+
+    def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
+        """Small pages (a redelivery is usually found among the newest few commits)."""
+        kw: dict[str, Any] = {
+            "TableName": self.table, "ConsistentRead": True, "ScanIndexForward": not newest_first,
+            "Limit": 8, "KeyConditionExpression": "pk = :pk AND begins_with(sk, :c)",
+            "ExpressionAttributeValues": {":pk": exec_pk(execution_id), ":c": s("C#")},
+        }
+        while True:
+            page = self._db.query(**kw)
+            for item in page["Items"]:
+                yield self._commit(item)
+            if "LastEvaluatedKey" not in page:
+                return
+            kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _commit(self, item: dict[str, Any]) -> Commit:
         body = decode(item, self._payloads)
