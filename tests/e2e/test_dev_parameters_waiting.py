@@ -153,3 +153,15 @@ def test_dev_and_run_refuse_an_unknown_parameter_or_a_bad_value(cli):
             "--parameter LogRetentionDays=month: not accepted by LogRetentionDays; expected a number"
         ) in res.stderr
         assert "Orbit dev: API on" not in res.stdout  # refused before the local stack started
+
+
+def test_run_of_an_execution_that_can_only_wait_says_what_it_waits_for(cli, tmp_path):
+    stuck = tmp_path / "stuck.yaml"
+    stuck.write_text(
+        'orbit: 1\nname: stuck\nversion: "1"\nsignals: {go: {}}\nsteps:\n  hold: {wait_for: go}\n'
+    )
+    res = cli("run", str(stuck), "--mode", "inprocess", "--quiet")
+    assert res.returncode == 1
+    assert re.search(
+        r"nothing more will happen on its own \(waiting: hold: signal go \(or its hook\) since ", res.stderr
+    )

@@ -34,7 +34,6 @@ def test_scheduled_step_waits_for_a_worker_on_its_queue_since_it_was_queued():
         f"for a worker on queue orders (task orders.charge) since {fmt_time(T0 + 2000)}; "
         f"a worker must take it by {fmt_time(T0 + 62_000)}"
     )
-    assert w.to_dict()["queue"] == "orders"
 
 
 def test_dispatched_step_names_the_worker_and_the_attempt_deadline():
@@ -83,7 +82,7 @@ def test_retry_wait_says_when_the_next_attempt_runs_and_after_which_error():
         ),
     ]
     (w,) = waiting(desc({"fetch": "RETRY_WAIT"}), history)
-    assert w.kind == "retry" and w.to_dict()["until_ms"] == T0 + 3_601_000
+    assert w.kind == "retry" and w.attempt == 2  # the attempt it waits to run
     assert w.text == f"retry (attempt 2) at {fmt_time(T0 + 3_601_000)} after UPSTREAM_DOWN"
     text = render(history, desc({"fetch": "RETRY_WAIT"}))
     assert text.splitlines()[-1].endswith(

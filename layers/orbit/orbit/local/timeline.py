@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .waiting import waiting
+
 _OPENERS = {"StepScheduled", "TimerStarted", "WaitStarted", "ChildStarted"}
 
 
@@ -139,8 +141,6 @@ MAX_WAITING_ROWS = 20  # a stuck 1,000-element fan-out must not bury the timelin
 
 def waiting_rows(history: list[dict[str, Any]], describe: dict[str, Any]) -> list[Row]:
     """One "waiting: ..." row per unfinished unit of a running execution (see `orbit.local.waiting`)."""
-    from .waiting import waiting
-
     found = waiting(describe, history)
     if not found or not history:
         return []

@@ -13,7 +13,7 @@ same for `orbit dev`, a deployed stack and `LocalStack`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -54,7 +54,7 @@ def fmt_time(ms: int | None) -> str:
 
 @dataclass
 class Waiting:
-    """One unfinished unit: what it waits for (`kind`), since when, and the details behind the text."""
+    """One unfinished unit: what it waits for (`kind`), since when, and the line that says so."""
 
     unit: str
     status: str
@@ -62,18 +62,6 @@ class Waiting:
     since_ms: int | None
     attempt: int | None
     text: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.unit,
-            "status": self.status,
-            "kind": self.kind,
-            "since_ms": self.since_ms,
-            "attempt": self.attempt,
-            "text": self.text,
-            **self.details,
-        }
 
 
 Last = dict[str, dict[str, dict[str, Any]]]
@@ -138,66 +126,42 @@ def _explain(
         text = f"for a worker on {where} since {fmt_time(sched['timestamp_ms'])}"
         if sched.get("queue_timeout_ms") is not None and sched.get("deadline_ms") is not None:
             text += f"; a worker must take it by {fmt_time(sched['deadline_ms'])}"
-        details = {
-            "queue": sched.get("queue"),
-            "task": sched.get("task"),
-            "deadline_ms": sched.get("deadline_ms"),
-        }
-        return Waiting(unit, status, "worker", sched["timestamp_ms"], attempt, text, details)
+        return Waiting(unit, status, "worker", sched["timestamp_ms"], attempt, text)
     disp = ev("StepDispatched")
     if status == "DISPATCHED" and disp:
         worker = f" {disp['worker_id']}" if disp.get("worker_id") else ""
         text = f"on worker{worker} ({where}) since {fmt_time(disp['timestamp_ms'])}"
         if disp.get("deadline_ms") is not None:
             text += f"; the attempt times out at {fmt_time(disp['deadline_ms'])}"
-        details = {
-            "queue": sched.get("queue"),
-            "task": sched.get("task"),
-            "worker_id": disp.get("worker_id") or None,
-            "deadline_ms": disp.get("deadline_ms"),
-        }
-        return Waiting(unit, status, "running", disp["timestamp_ms"], attempt, text, details)
+        return Waiting(unit, status, "running", disp["timestamp_ms"], attempt, text)
     retry = ev("RetryScheduled")
     if status == "RETRY_WAIT" and retry:
         failed = ev("StepAttemptFailed")
         code = (failed.get("error") or {}).get("code")
         text = f"retry (attempt {retry.get('next_attempt')}) at {fmt_time(retry.get('fire_at_ms'))}"
         text += f" after {code}" if code else ""
-        details = {"until_ms": retry.get("fire_at_ms"), "last_error": failed.get("error")}
-        return Waiting(unit, status, "retry", retry["timestamp_ms"], attempt, text, details)
+        return Waiting(unit, status, "retry", retry["timestamp_ms"], attempt, text)
     timer, wait = ev("TimerStarted"), ev("WaitStarted")
     if status == "WAITING" and (timer or wait):
         if timer and timer.get("seq", 0) > wait.get("seq", 0):
             text = f"timer until {fmt_time(timer.get('fire_at_ms'))}"
-            return Waiting(
-                unit,
-                status,
-                "timer",
-                timer["timestamp_ms"],
-                attempt,
-                text,
-                {"until_ms": timer.get("fire_at_ms")},
-            )
+            return Waiting(unit, status, "timer", timer["timestamp_ms"], attempt, text)
         name = wait.get("signal")
         text = f"signal {name}" + (" (or its hook)" if name in hooks else "")
         text += f" since {fmt_time(wait['timestamp_ms'])}"
         if wait.get("deadline_ms") is not None:
             text += f"; gives up at {fmt_time(wait['deadline_ms'])}"
-        details = {"signal": name, "deadline_ms": wait.get("deadline_ms")}
-        return Waiting(unit, status, "signal", wait["timestamp_ms"], attempt, text, details)
+        return Waiting(unit, status, "signal", wait["timestamp_ms"], attempt, text)
     child, fan = ev("ChildStarted"), ev("StepFanOut")
     if status == "RUNNING" and child:
         text = f"child execution {child.get('child_id')} ({child.get('workflow')})"
         text += f" since {fmt_time(child['timestamp_ms'])}"
-        details = {"child_id": child.get("child_id"), "workflow": child.get("workflow")}
-        return Waiting(unit, status, "child", child["timestamp_ms"], attempt, text, details)
+        return Waiting(unit, status, "child", child["timestamp_ms"], attempt, text)
     if status == "RUNNING" and fan:
         total = len(fan.get("items") or [])
         ended = sum(1 for i in range(total) if (steps.get(f"{unit}[{i}]") or {}).get("status") in UNIT_ENDED)
         text = f"{ended} of {total} elements ended, since {fmt_time(fan['timestamp_ms'])}"
-        return Waiting(
-            unit, status, "fan-out", fan["timestamp_ms"], None, text, {"ended": ended, "of": total}
-        )
+        return Waiting(unit, status, "fan-out", fan["timestamp_ms"], None, text)
     # a status without the event that explains it (e.g. a transient one): say only what is known
     since = (mine.get("newest") or {}).get("timestamp_ms")
-    return Waiting(unit, status, "other", since, attempt, f"status {status}", {})
+    return Waiting(unit, status, "other", since, attempt, f"status {status}")
