@@ -32,6 +32,24 @@ def measure(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_fifty_megabyte_output_end_to_end(cloud: Any, clients: Any) -> None:
+    puts: list[int] = []  # every PutObject's size (botocore hook on the session's S3 client)
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        puts.append(len(params["Body"]))
+
+    clients.s3.meta.events.register("provide-client-params.s3.PutObject", count)
+    try:
+        run_fifty_megabytes(cloud, clients)
+    finally:
+        clients.s3.meta.events.unregister("provide-client-params.s3.PutObject", count)
+    # The output is one content-addressed value: its result message, the worker's dedupe record,
+    # the commit (StepSucceeded + the next StepScheduled/DispatchTask), the dispatch message and
+    # the snapshots all reference it, so its 50 MB are uploaded once (adapters/payload_values.py).
+    assert [size for size in puts if size > 1024 * 1024] == [SIZE + 2]  # the JSON string, quoted
+    assert sum(puts) < SIZE + 1024 * 1024
+
+
+def run_fifty_megabytes(cloud: Any, clients: Any) -> None:
     cloud.api("POST", "/definitions", {
         "orbit": 1, "name": "large", "version": "1",
         "steps": {"make": {"task": "test.big"},
