@@ -165,3 +165,37 @@ def test_run_of_an_execution_that_can_only_wait_says_what_it_waits_for(cli, tmp_
     assert re.search(
         r"nothing more will happen on its own \(waiting: hold: signal go \(or its hook\) since ", res.stderr
     )
+
+
+def test_history_text_of_a_parked_execution_says_why_and_json_stays_the_event_list(monkeypatch, capsys):
+    from orbit import cli as orbit_cli
+
+    events = [
+        {"seq": 1, "timestamp_ms": 1_000, "type": "WorkflowCreated", "workflow": "wf", "version": "1"},
+        {"seq": 2, "timestamp_ms": 1_000, "type": "WorkflowStarted"},
+        {"seq": 3, "timestamp_ms": 3_000, "type": "StepScheduled", "step": "a", "attempt": 1, "queue": "q1"},
+    ]
+    parked = {"code": "BUILD_MISMATCH", "message": "build sha256:ab is not registered"}
+    desc = {
+        "id": "e1",
+        "status": "RUNNING",
+        "steps": {"a": {"status": "SCHEDULED", "attempt": 1}},
+        "parked": parked,
+    }
+
+    class Stub:
+        def describe(self, eid):
+            return desc
+
+        def history(self, eid):
+            return events
+
+    monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())
+    assert orbit_cli.main(["history", "e1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert re.fullmatch(
+        r" +2\.0s +a +1 +- +waiting: for a worker on queue q1 since 1970-01-01 00:00:03 UTC", lines[-2]
+    )
+    assert lines[-1] == f"parked: {json.dumps(parked)}"
+    assert orbit_cli.main(["history", "e1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == events
