@@ -52,6 +52,43 @@ def test_crash_after_commit_before_sends_resends_the_same_effects(cloud: Any,
     assert len(of_type(final, "StepScheduled")) == 3
 
 
+def test_a_redelivery_after_many_newer_commits_still_resends_its_effects(
+        cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state remembers only its last 16 commits' message ids; an older redelivery (SQS
+    ApproximateReceiveCount 2) is found in the commit log, read back to its send time."""
+    from orbit.state import RECENT_COMMITS
+
+    start(cloud, "f-9")
+    cloud.pump("DefaultTaskQueue")
+    engine = aws.services().engine
+    queues = aws.services().queues
+    real_send = queues.send_task
+    sent: list[dict[str, Any]] = []
+
+    def crash_first(queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
+        sent.append(json.loads(json.dumps(body)))
+        if len(sent) == 1:
+            raise ConnectionError("decider died between its commit and its sends")
+        real_send(queue, body, delay_s)
+
+    monkeypatch.setattr(queues, "send_task", crash_first)
+    cloud.pump("DecisionQueue")  # commits the greet result, dies dispatching `digest`
+    digest = of_type(history("f-9"), "StepScheduled")[-1]
+    assert digest["step"] == "digest" and len(sent) == 1
+    for n in range(RECENT_COMMITS + 4):  # newer commits push the result's id out of the state
+        engine.handle({"kind": "heartbeat", "execution_id": "f-9", "id": f"hb-{n}", "unit": "digest",
+                       "token": digest["token"], "details": {"n": n}})
+    result_ids = [m for m in engine.load_state("f-9").inbound if m.startswith("result:")]
+    assert result_ids == [], result_ids
+    engine._cache.clear()  # the redelivery lands on a new decider instance
+    before = history("f-9")
+    cloud.pump("DecisionQueue")  # receive count 2: looked up in the log, its effects sent again
+    assert len(sent) == 2 and sent[0] == sent[1]
+    assert history("f-9") == before  # nothing decided twice
+    cloud.run_until_idle()
+    assert history("f-9")[-1]["type"] == "WorkflowCompleted"
+
+
 def test_duplicate_deliveries_change_nothing(cloud: Any, clients: Any) -> None:
     start(cloud, "f-2")
     cloud.run_until_idle()
