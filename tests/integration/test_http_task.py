@@ -42,14 +42,14 @@ def test_refusals_say_how_to_turn_the_task_on_in_a_stack_and_locally(monkeypatch
     assert info.value.message == (
         "the built-in HTTP task is disabled in this deployment: set the template parameter "
         "HttpTaskEnabled=true (environment ORBIT_HTTP_ENABLED of the HTTP task function; "
-        "locally: orbit run --parameter HttpTaskEnabled=true)"
+        "locally: orbit run or orbit dev --parameter HttpTaskEnabled=true)"
     )
     fake_dns(monkeypatch, "93.184.216.34")
     with pytest.raises(TaskError) as info:
         call({"url": "https://evil.example.net/"}, PUBLIC)
     assert info.value.message == (
         "host 'evil.example.net' is not allowed: add it to the template parameter HttpAllowedHosts "
-        "(environment ORBIT_HTTP_ALLOWED_HOSTS; locally: orbit run "
+        "(environment ORBIT_HTTP_ALLOWED_HOSTS; locally: orbit run or orbit dev "
         "--parameter HttpAllowedHosts=api.example.com,*.hooks.example.com,evil.example.net)"
     )
 

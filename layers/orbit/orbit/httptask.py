@@ -100,7 +100,7 @@ def call(request: Any, config: HttpConfig) -> dict[str, Any]:
         raise _refused(
             "the built-in HTTP task is disabled in this deployment: set the template parameter "
             "HttpTaskEnabled=true (environment ORBIT_HTTP_ENABLED of the HTTP task function; "
-            "locally: orbit run --parameter HttpTaskEnabled=true)"
+            "locally: orbit run or orbit dev --parameter HttpTaskEnabled=true)"
         )
     if not isinstance(request, dict) or not isinstance(request.get("url"), str):
         raise TaskError("HTTP_ERROR", "http step needs an object with a string `url`", retryable=False)
@@ -113,7 +113,8 @@ def call(request: Any, config: HttpConfig) -> dict[str, Any]:
         hosts = ",".join((*config.allowed_hosts, host))  # the parameter replaces the list: keep the others
         raise _refused(
             f"host {host!r} is not allowed: add it to the template parameter HttpAllowedHosts "
-            f"(environment ORBIT_HTTP_ALLOWED_HOSTS; locally: orbit run --parameter HttpAllowedHosts={hosts})"
+            "(environment ORBIT_HTTP_ALLOWED_HOSTS; locally: orbit run or orbit dev "
+            f"--parameter HttpAllowedHosts={hosts})"
         )
     port = url.port or (443 if url.scheme == "https" else 80)
     address = vet_addresses(host, port, config)[0]
