@@ -200,6 +200,8 @@ class Engine(EngineApi):
                 continue
             old = find_handled(self.store, eid, state, m, *delivery.get(m.id, (None, 1)))
             if old is not None:  # handled longer ago than the state remembers
+                log.info("message %s of %s was handled by commit %d: re-sending its effects",
+                         m.id, eid, old.first_seq)
                 resend.setdefault(old.first_seq, old)
                 continue
             if isinstance(m, StartMessage) and state.created:
