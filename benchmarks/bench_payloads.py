@@ -27,9 +27,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "integration"), str(ROOT / "benchmarks")]
-os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-                   "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_NAMESPACE": "Orbit",
-                   "POWERTOOLS_SERVICE_NAME": "orbit", "POWERTOOLS_LOG_LEVEL": "ERROR", "ORBIT_TIMERS": "table"})
+os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+                   "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "1",
+                   "POWERTOOLS_METRICS_NAMESPACE": "Orbit", "POWERTOOLS_SERVICE_NAME": "orbit",
+                   "POWERTOOLS_LOG_LEVEL": "ERROR", "ORBIT_TIMERS": "table"})
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 from cost_meter import item_size  # noqa: E402
@@ -78,11 +79,10 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["ORBIT_SNAPSHOT_EVERY"] = str(args.snapshot_every)
 
+    import orbit
     from aws_resources import Clients, create_stack
     from harness import Cloud
     from moto import mock_aws
-
-    import orbit
     from orbit import aws, worker
 
     output = value(args.mb, args.data)
@@ -122,7 +122,8 @@ def main() -> None:
 
     mb = 1024 * 1024
     print(f"engine: {Path(orbit.__file__).parent}")
-    print(f"output: {args.data}, {len(json.dumps(output)) / mb:.2f} MB of JSON; snapshot every {args.snapshot_every}")
+    print(f"output: {args.data}, {len(json.dumps(output)) / mb:.2f} MB of JSON; "
+          f"snapshot every {args.snapshot_every}")
     print(f"DynamoDB PutItem: {meter.count['dynamodb:PutItem']} items, "
           f"{meter.bytes['dynamodb:PutItem'] / 1024:.1f} KB, ~{meter.wru} WRU (new item sizes)")
     print(f"S3 PutObject: {meter.count['s3:PutObject']} requests, {meter.bytes['s3:PutObject'] / mb:.2f} MB; "

@@ -56,7 +56,8 @@ def history_store(stack: Stack, clients: Any) -> DynamoHistoryStore:
 
 
 def created(doc: Any) -> Commit:
-    return Commit(1, TS, "start:1", [Recorded(1, TS, WorkflowCreated("w", "1", "sha256:x", input={"doc": doc}))])
+    event = WorkflowCreated("w", "1", "sha256:x", input={"doc": doc})
+    return Commit(1, TS, "start:1", [Recorded(1, TS, event)])
 
 
 def item_bytes(item: dict[str, Any]) -> int:
@@ -80,7 +81,8 @@ def test_the_same_value_in_input_output_signal_and_snapshots_is_one_object(
         "steps": {"echo": {"task": "test.echo_doc", "input": {"doc": "{% input.doc %}"}},
                   "approval": {"wait_for": "approval"}},
         "output": {"echoed": "{% steps.echo.output %}", "signalled": "{% steps.approval.output.doc %}"}})
-    assert cloud.api("POST", "/executions", {"workflow": "dedupe", "id": "d-1", "input": {"doc": DOC}})[0] == 201
+    start = {"workflow": "dedupe", "id": "d-1", "input": {"doc": DOC}}
+    assert cloud.api("POST", "/executions", start)[0] == 201
     cloud.run_until_idle()
     assert cloud.api("POST", "/executions/d-1/signals/approval", {"payload": {"doc": DOC}})[0] == 202
     cloud.run_until_idle()
@@ -106,7 +108,8 @@ def test_snapshots_reference_what_commits_stored_and_a_cold_load_reads_it_once(
     state = ExecutionState(id="s-1", workflow="w", version="1", input={"doc": DOC}, created=True, last_seq=1)
     writer.save_snapshot("s-1", state.to_dict(), 1)
     assert s3_calls.puts == [(key_of(DOC), len(DOC) + 2)]  # the snapshot wrote no second copy
-    snap = clients.dynamodb.get_item(TableName=stack.table, Key={"pk": {"S": "EXEC#s-1"}, "sk": {"S": "SNAP"}})
+    snap = clients.dynamodb.get_item(TableName=stack.table,
+                                     Key={"pk": {"S": "EXEC#s-1"}, "sk": {"S": "SNAP"}})
     assert snap["Item"]["vref"] == {"N": "1"} and item_bytes(snap["Item"]) < 2_000
 
     reader = history_store(stack, clients)  # another process: nothing cached
@@ -116,7 +119,8 @@ def test_snapshots_reference_what_commits_stored_and_a_cold_load_reads_it_once(
     assert s3_calls.ops == ["GetObject"]  # the second load is served by the bounded cache
 
 
-def test_a_missing_value_object_names_the_execution_the_key_and_the_bucket(stack: Stack, clients: Any) -> None:
+def test_a_missing_value_object_names_the_execution_the_key_and_the_bucket(stack: Stack,
+                                                                           clients: Any) -> None:
     history_store(stack, clients).commit("gone-1", created(DOC))
     clients.s3.delete_object(Bucket=stack.bucket, Key=key_of(DOC))
     with pytest.raises(NotFound) as info:
@@ -126,10 +130,12 @@ def test_a_missing_value_object_names_the_execution_the_key_and_the_bucket(stack
     assert "body.events[0].input.doc" in message
 
 
-def test_small_values_stay_inline_without_any_s3_request(stack: Stack, clients: Any, s3_calls: S3Calls) -> None:
+def test_small_values_stay_inline_without_any_s3_request(stack: Stack, clients: Any,
+                                                         s3_calls: S3Calls) -> None:
     store = history_store(stack, clients)
     store.commit("small-1", created({"text": "x" * 20_000}))
-    store.commit("small-1", Commit(2, TS, "result:1", [Recorded(2, TS, StepSucceeded("a", output="y" * 30_000))]))
+    succeeded = StepSucceeded("a", output="y" * 30_000)
+    store.commit("small-1", Commit(2, TS, "result:1", [Recorded(2, TS, succeeded)]))
     assert [r.event.to_dict().get("output") for r in store.history("small-1").records][1] == "y" * 30_000
     assert s3_calls.ops == []
     item = clients.dynamodb.get_item(TableName=stack.table,
@@ -142,7 +148,7 @@ def test_messages_reference_the_same_objects_as_the_history(stack: Stack, client
     payloads = S3PayloadStore(clients.s3, stack.bucket)
     result = {"kind": "result", "execution_id": "m-1", "id": "result:t1", "token": "t1",
               "output": {"doc": DOC, "n": 1}}
-    text = encode_body(result, payloads, inline_limit=100_000)
+    text = encode_body(result, payloads, inline_limit=50_000)
     assert len(text) < 2_000 and "payload_refs" in text and DOC not in text
     assert decode_body(text, S3PayloadStore(clients.s3, stack.bucket)) == result
     history_store(stack, clients).commit("m-1", created(DOC))  # a fresh process: PutObject -> 412

@@ -30,7 +30,8 @@ def big(n: int = 3 * LIMIT) -> str:
 
 
 @pytest.mark.parametrize("value", [
-    {}, [], "", 0, -1.5, None, True, "é ✓ \" \\ \n \u2028", {"a": [1, {"b": []}], "ü": {}}, [[[]], {"x": None}],
+    {}, [], "", 0, -1.5, None, True, "é ✓ \" \\ \n \u2028",
+    {"a": [1, {"b": []}], "ü": {}}, [[[]], {"x": None}],
 ])
 def test_size_is_the_exact_length_of_the_serialised_value(value: Any) -> None:
     assert _size(value, {}) == len(dumps(value))

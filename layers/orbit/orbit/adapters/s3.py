@@ -72,8 +72,15 @@ class S3PayloadStore:
         try:
             body: bytes = self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as e:
-            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            code = e.response.get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404"):
                 raise NotFound(f"payload object {key!r} does not exist in bucket {bucket!r}") from None
+            if code in ("AccessDenied", "403"):
+                # S3 answers 403, not 404, for a missing key when the caller lacks s3:ListBucket
+                # (the template grants only GetObject/PutObject), so this is usually a missing object.
+                raise NotFound(f"payload object {key!r} in bucket {bucket!r} is missing or not readable "
+                               f"(S3 said {code}, as it does for a missing key without s3:ListBucket)"
+                               ) from None
             raise
         if PREFIX + hashlib.sha256(body).hexdigest() != key:
             raise ValidationError(f"payload {ref}: content does not match its sha256 name", "payload")
@@ -86,7 +93,9 @@ class S3PayloadStore:
         try:
             self._s3.head_object(Bucket=self._bucket, Key=key)
         except ClientError as e:
-            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            # 403: without s3:ListBucket S3 hides whether the key exists; the conditional PUT decides.
+            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound", "403",
+                                                            "AccessDenied"):
                 return False
             raise
         return True
