@@ -154,3 +154,17 @@ def test_messages_reference_the_same_objects_as_the_history(stack: Stack, client
     history_store(stack, clients).commit("m-1", created(DOC))  # a fresh process: PutObject -> 412
     listed = clients.s3.list_objects_v2(Bucket=stack.bucket).get("Contents", [])
     assert [o["Key"] for o in listed] == [key_of(DOC)]  # message and history: one object
+
+
+def test_a_body_of_many_medium_values_still_spills_whole(stack: Stack, clients: Any,
+                                                         s3_calls: S3Calls) -> None:
+    """25 outputs of 30 KB (each under the value limit): ~750 KB of dense JSON, over the item limit."""
+    outputs = [os.urandom(15_000).hex() for _ in range(25)]
+    events = [Recorded(i, TS, StepSucceeded(f"s{i}", output=o)) for i, o in enumerate(outputs, start=1)]
+    store = history_store(stack, clients)
+    store.commit("many-1", Commit(1, TS, "result:1", events))
+    item = clients.dynamodb.get_item(TableName=stack.table,
+                                     Key={"pk": {"S": "EXEC#many-1"}, "sk": {"S": "C#000000000001"}})["Item"]
+    assert "ref" in item and "vref" not in item and len(s3_calls.puts) == 1
+    read = history_store(stack, clients).read_commit("many-1", 1)
+    assert read is not None and [r.event.to_dict()["output"] for r in read.events] == outputs
