@@ -66,7 +66,7 @@ os.environ.update(
 )
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-from cost_meter import Meter, item_size  # noqa: E402
+from cost_meter import Meter  # noqa: E402
 from cost_table import Run, print_table  # noqa: E402
 
 # us-east-1 list prices, on-demand, no free tier, $ per million (checked Nov 2026).
@@ -265,72 +265,6 @@ def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapse
     )
 
 
-def reads_per_decision(long: int) -> None:
-    from aws_resources import Clients, create_stack
-    from moto import mock_aws
-    from orbit import aws
-
-    print("\n== one decision on a cold cache (a new decider instance), by history length")
-    with mock_aws():
-        clients = Clients()
-        stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
-        os.environ.update(stack.env())
-        aws.reset()
-        svc = aws.services()
-        svc.registry.register(
-            __import__("orbit.definition", fromlist=["parse_definition"]).parse_definition(
-                {"orbit": 1, "name": "held", "version": "1", "steps": {"work": {"task": "bench.held"}}}
-            )
-        )
-        for eid, target in (("short", 10), ("long", long)):
-            svc.engine.start("held", None, {}, eid)
-            token = svc.engine.load_state(eid).units["work"].token
-            # Heartbeats: one event each and no new units (the history grows, the step count does not).
-            for i in range(1, target - len(svc.engine.history(eid)) + 1):
-                svc.engine.handle(
-                    {
-                        "kind": "heartbeat",
-                        "execution_id": eid,
-                        "id": f"hb-{i}",
-                        "unit": "work",
-                        "token": token,
-                        "details": {"i": i},
-                    }
-                )
-            events = len(svc.engine.history(eid))
-            cold = aws.build_services(os.environ)  # fresh engine: nothing cached
-            cold.__dict__.update(dynamodb=svc.dynamodb, sqs=svc.sqs, s3=svc.s3)
-            meter = Meter(clients.dynamodb, stack.table)
-            for client in (svc.dynamodb, svc.s3):
-                meter.attach(client)
-            cold.engine.handle(
-                {
-                    "kind": "heartbeat",
-                    "execution_id": eid,
-                    "id": f"probe-{eid}",
-                    "unit": "work",
-                    "token": token,
-                    "details": {"probe": True},
-                }
-            )
-            for client in (svc.dynamodb, svc.s3):
-                meter.detach(client)
-            snap = clients.dynamodb.get_item(
-                TableName=stack.table, Key={"pk": {"S": f"EXEC#{eid}"}, "sk": {"S": "SNAP"}}
-            ).get("Item")
-            snap_bytes = item_size(snap) if snap else 0
-            reads = {
-                k: v
-                for k, v in meter.requests.items()
-                if k.split(":")[1].split(" ")[0] in ("Query", "GetItem", "GetObject")
-            }
-            print(
-                f"  {events:6d} events: reads {reads}, ~{meter.rru:.1f} RRU; snapshot item {snap_bytes} bytes"
-                f"{' (spilled to S3)' if snap and 'ref' in snap else ''}"
-            )
-    aws.reset()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workflows", type=int, default=20)
@@ -369,6 +303,8 @@ def main() -> None:
         ]
         print_table(runs, TARGET, SFN_PER_MILLION, dedupe=not args.no_dedupe)
     if args.long:
+        from cold_reads import reads_per_decision
+
         reads_per_decision(args.long)
 
 
