@@ -51,47 +51,68 @@ VALUE_KEYS = frozenset({"input", "output", "payload", "details", "items", "data"
 # limit: only values under 32 KB stay inline, so a body spills whole only when it holds many.
 VALUE_LIMIT = 32 * 1024
 
-Path = list[str | int]
-
-
 def dumps(value: Any) -> bytes:
     """The one serialisation: a value's digest (its object key) is the SHA-256 of these bytes."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def extract(body: Any, payloads: Any, limit: int) -> tuple[Any, list[list[Any]]]:
-    """Body -> (a copy with every large value replaced by null, [[path, ref], ...]).
+    """Body -> (the body with every large value replaced by null, [[path, ref], ...]).
 
-    The body itself is not modified (callers keep using their objects). Each distinct value is
-    put once per call; the PayloadStore skips values it already holds.
+    The caller's objects are never modified: a container is copied only where something inside
+    it was replaced. Each distinct value is put once per call; the PayloadStore skips values it
+    already holds. Only payload fields are serialised (each once per level it is descended
+    into), so a snapshot of 10,000 small units costs a walk, not a serialisation per node.
     """
-    sizes: dict[int, int] = {}
-    _size(body, sizes)
     refs: list[list[Any]] = []
     written: dict[bytes, str] = {}
+    serialised: dict[int, tuple[Any, bytes]] = {}  # id -> (node, its JSON): one dumps per object
 
-    def store(node: Any, path: Path) -> None:
-        data = dumps(node)
+    def json_of(node: Any) -> bytes:
+        if id(node) not in serialised:
+            serialised[id(node)] = (node, dumps(node))  # holding the node keeps its id unique
+        return serialised[id(node)][1]
+
+    def store(data: bytes, path: tuple[Any, ...]) -> None:
         if data not in written:
             written[data] = payloads.put(data)
         refs.append([list(path), written[data]])
 
-    def value(node: Any, path: Path) -> Any:
-        if sizes[id(node)] <= limit:
+    def value(node: Any, path: tuple[Any, ...]) -> Any:
+        if json_bound(node, limit) <= limit:  # most values: decided without serialising
             return node
-        children = list(_children(node))
-        if not children or all(sizes[id(child)] <= limit for _, child in children):
-            store(node, path)
-            return None
-        return _rebuild(node, ((k, value(child, [*path, k])) for k, child in children))
-
-    def structure(node: Any, path: Path) -> Any:
-        if sizes[id(node)] <= limit or not isinstance(node, (dict, list)):
+        if isinstance(node, (dict, list)):
+            large = [(k, child) for k, child in _children(node)
+                     if json_bound(child, limit) > limit and len(json_of(child)) > limit]
+            if large:  # descend: reference the large parts, keep the small ones inline
+                return _replace(node, {k: value(child, (*path, k)) for k, child in large})
+        data = json_of(node)
+        if len(data) <= limit:
             return node
-        return _rebuild(node, ((k, value(child, [*path, k]) if k in VALUE_KEYS and isinstance(node, dict)
-                                else structure(child, [*path, k])) for k, child in _children(node)))
+        store(data, path)
+        return None
 
-    out = structure(body, [])
+    def structure(node: Any, path: tuple[Any, ...]) -> Any:
+        changed: dict[Any, Any] = {}
+        for k, child in _children(node):
+            if isinstance(node, dict) and k in VALUE_KEYS:
+                new = value(child, (*path, k))
+            elif isinstance(child, (dict, list)):
+                new = structure(child, (*path, k))
+            else:
+                continue
+            if new is not child:
+                changed[k] = new
+        return _replace(node, changed)
+
+    try:
+        if json_bound(body, limit) <= limit:  # most bodies are ~1 KB: no walk at all
+            return body, []
+        out = structure(body, ())
+    except RecursionError:
+        # JSON nested deeper than this walk can follow (json.dumps goes deeper): keep the body as
+        # it is; the caller compresses it or spills it whole, nothing is lost.
+        return body, []
     return out, refs
 
 
@@ -126,18 +147,28 @@ def describe_ref(ref: str) -> str:
     return f"payload {ref!r}"
 
 
-def _size(node: Any, sizes: dict[int, int]) -> int:
-    """Exact length of `dumps(node)`, memoised by object id for every node (the body is alive)."""
-    if isinstance(node, dict):  # braces, a colon per entry, commas between entries
-        n = 1 + 2 * len(node) + sum(len(dumps(str(k))) + _size(v, sizes) for k, v in node.items())
-        n += 0 if node else 1
-    elif isinstance(node, list):  # brackets, commas between elements
-        n = 1 + len(node) + sum(_size(v, sizes) for v in node)
-        n += 0 if node else 1
-    else:
-        n = len(dumps(node))
-    sizes[id(node)] = n
-    return n
+def json_bound(node: Any, limit: int) -> int:
+    """An upper bound of len(dumps(node)), exact enough to decide `<= limit` without serialising;
+    stops counting once past `limit` (a string's char is 1-6 bytes of JSON)."""
+    if isinstance(node, str):
+        return 6 * len(node) + 2
+    if isinstance(node, dict):
+        total = 2
+        for k, v in node.items():
+            total += 6 * len(str(k)) + 4 + json_bound(v, limit)
+            if total > limit:
+                break
+        return total
+    if isinstance(node, list):
+        total = 2
+        for v in node:
+            total += 1 + json_bound(v, limit)
+            if total > limit:
+                break
+        return total
+    if isinstance(node, int) and not isinstance(node, bool):
+        return len(str(node))
+    return 24  # a float's repr, true, false, null
 
 
 def _children(node: Any) -> Iterator[tuple[Any, Any]]:
@@ -147,10 +178,16 @@ def _children(node: Any) -> Iterator[tuple[Any, Any]]:
         yield from enumerate(node)
 
 
-def _rebuild(node: Any, items: Iterator[tuple[Any, Any]]) -> Any:
+def _replace(node: Any, changed: dict[Any, Any]) -> Any:
+    """`node` itself when nothing changed, else a shallow copy with the changed children."""
+    if not changed:
+        return node
     if isinstance(node, dict):
-        return dict(items)
-    return [v for _, v in items]
+        return {**node, **changed}  # same keys, same order
+    copy = list(node)
+    for index, new in changed.items():
+        copy[index] = new
+    return copy
 
 
 def _dotted(path: list[Any]) -> str:

@@ -67,13 +67,10 @@ def update_if(client: Any, table: str, key: dict[str, Any], update: str, conditi
 def encode(value: Any, payloads: Any, spill_limit: int = SPILL_LIMIT,
            value_limit: int = VALUE_LIMIT) -> dict[str, Any]:
     """JSON value -> item attributes: {"zd"|"z": B} or, when too large, {"ref": S} (+ "vref": N)."""
-    raw = dumps(value)
-    refs: list[list[Any]] = []
-    if len(raw) > value_limit:  # most bodies are ~1 KB: no walk at all
-        value, refs = extract(value, payloads, value_limit)
-        if refs:
-            raw = dumps([value, refs])
-    attrs = _pack(raw, payloads, spill_limit)
+    value, refs = extract(value, payloads, value_limit)
+    # Serialised once, after extraction: a commit holding a 50 MB output three times is never
+    # turned into 150 MB of JSON.
+    attrs = _pack(dumps([value, refs] if refs else value), payloads, spill_limit)
     if refs:
         attrs["vref"] = {"N": str(len(refs))}
     return attrs
