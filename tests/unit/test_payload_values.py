@@ -93,3 +93,13 @@ def test_a_missing_value_names_the_execution_and_the_path() -> None:
         decode(item, MemoryPayloadStore())
     assert "execution 'order-7' (item C#000000000004)" in str(info.value)
     assert "body.events[0].output" in str(info.value) and "mem://" in str(info.value)
+
+
+def test_a_container_read_back_at_two_paths_is_two_objects() -> None:
+    rows = [{"i": i, "t": "x" * 40} for i in range(100)]
+    store = MemoryPayloadStore()
+    body = {"events": [{"output": rows}], "effects": [{"input": rows}]}
+    item = encode(body, store, value_limit=LIMIT)
+    assert item["vref"] == {"N": "2"} and len(store._data) == 1
+    read = decode(item, store)
+    assert read == body and read["events"][0]["output"] is not read["effects"][0]["input"]

@@ -51,6 +51,7 @@ VALUE_KEYS = frozenset({"input", "output", "payload", "details", "items", "data"
 # limit: only values under 32 KB stay inline, so a body spills whole only when it holds many.
 VALUE_LIMIT = 32 * 1024
 
+
 def dumps(value: Any) -> bytes:
     """The one serialisation: a value's digest (its object key) is the SHA-256 of these bytes."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
@@ -118,21 +119,29 @@ def extract(body: Any, payloads: Any, limit: int) -> tuple[Any, list[list[Any]]]
 
 def resolve(body: Any, refs: list[list[Any]], payloads: Any, where: str) -> Any:
     """Put every referenced value back into `body` (in place); `where` names the owner in errors."""
-    values: dict[str, Any] = {}  # one parse per value, shared by the paths that hold it
+    data: dict[str, bytes] = {}  # one read per value, however many paths hold it
+    scalars: dict[str, Any] = {}  # and one parse when it is immutable (a string: the usual leaf)
     for path, ref in refs:
-        if ref not in values:
+        if ref not in data:
             try:
-                values[ref] = json.loads(payloads.get(ref))
+                data[ref] = payloads.get(ref)
             except NotFound:
                 raise NotFound(f"{where}: {describe_ref(ref)}, referenced at {_dotted(path)}, is missing; "
                                "the value cannot be read back (was it deleted from the bucket?)") from None
+        if ref in scalars:
+            found = scalars[ref]
+        else:
+            # Containers are parsed per path: two events must not share one mutable list.
+            found = json.loads(data[ref])
+            if not isinstance(found, (dict, list)):
+                scalars[ref] = found
         if not path:
-            return values[ref]
+            return found
         parent = body
         try:
             for key in path[:-1]:
                 parent = parent[key]
-            parent[path[-1]] = values[ref]
+            parent[path[-1]] = found
         except (KeyError, IndexError, TypeError):
             raise ValidationError(f"{where}: value reference path {_dotted(path)} does not exist in "
                                   "the body", "payload_ref") from None
