@@ -338,3 +338,24 @@ def test_input_and_payloads_that_are_not_json_are_refused_before_anything_is_rec
     sim.run_until_idle()
     with pytest.raises(ValidationError, match="payload: must be JSON data"):
         sim.signal(eid, "go", {"at": datetime(2020, 1, 1)})
+
+
+def test_a_start_reads_nothing_first_and_a_repeat_on_a_cold_decider_still_finds_the_execution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from orbit.errors import ExecutionExists
+
+    a, b, queues = engine_pair()
+    loads: list[str] = []
+    real_load = a.store.load
+    monkeypatch.setattr(a.store, "load", lambda eid: loads.append(eid) or real_load(eid))
+    assert a.start("wf", input={"n": 1}, execution_id="e1") == "e1"
+    assert loads == []  # the conditional commit of seq 1 is the existence check
+    dispatched = len(queues.receive_tasks("t", T0, 10))
+    # Another decider instance (nothing cached) gets the same start: its blank-state commit is
+    # refused, it loads the execution and answers like any repeated start.
+    assert b.start("wf", input={"n": 1}, execution_id="e1") == "e1"
+    assert len(b.history("e1")) == len(a.history("e1"))  # nothing recorded twice
+    with pytest.raises(ExecutionExists, match="different input"):
+        b.start("wf", input={"n": 2}, execution_id="e1")
+    assert dispatched == 2 and [e["type"] for e in a.history("e1")].count("WorkflowStarted") == 1

@@ -159,19 +159,28 @@ class Engine(EngineApi):
     def _process(
         self, eid: str, msgs: list[Message], delivery: dict[str, tuple[int | None, int]] | None = None
     ) -> None:
+        # A group of starts is decided on a blank state without reading the store first: the commit
+        # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
+        # (a repeated start then costs one refused write instead of every start costing a read).
+        assume_new = all(isinstance(m, StartMessage) for m in msgs)
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
-                self._decide_and_commit(eid, msgs, delivery or {})
+                self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
                 return
             except ConflictError:
                 self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                assume_new = False
             except BaseException:
                 self._cache.pop(eid, None)
                 raise
         raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
 
     def _decide_and_commit(
-        self, eid: str, msgs: list[Message], delivery: dict[str, tuple[int | None, int]]
+        self,
+        eid: str,
+        msgs: list[Message],
+        delivery: dict[str, tuple[int | None, int]],
+        assume_new: bool = False,
     ) -> None:
         # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
         # write to an execution that does not exist yet; anything else is NotFound.
@@ -180,6 +189,7 @@ class Engine(EngineApi):
             create=any(
                 isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
             ),
+            assume_new=assume_new,
         )
         now = self.clock.now_ms()
         first_seq = state.last_seq + 1
@@ -253,10 +263,12 @@ class Engine(EngineApi):
             self._carry_out(eid, still_due(state, c.effects))
         self._carry_out(eid, effects)
 
-    def _state(self, eid: str, create: bool) -> tuple[ExecutionState, int]:
+    def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
         if cached is not None:
             return cached
+        if assume_new:
+            return ExecutionState(eid), 0
         try:
             loaded = self.store.load(eid)
         except NotFound:
