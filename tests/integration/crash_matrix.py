@@ -1,0 +1,187 @@
+"""The crash-point matrix: a reference run, then one run per crash point, each checked for the invariants.
+
+Invariants after a crash at any call (crash_world.World.run settles the system first):
+- the execution ends COMPLETED with the reference run's output, and the index lists it COMPLETED;
+- every history (parent and child) has seqs 1..n: no gap, no fork; one terminal event, last;
+- each step succeeded exactly once; no StepScheduled twice for one (step, attempt);
+- each task side effect ran at most once per (idempotency key, attempt), except a run whose worker
+  died before any result left the process (the function ran, nothing recorded it: at-least-once);
+- the DLQs and the queues are empty.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from crash_points import Call, CrashPoint, Recorder, crash_points
+from crash_world import EXECUTION, REALISTIC, RUNS, Scenario, World, fresh_world
+from orbit import aws
+
+RECORDER = Recorder()
+TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
+
+
+@dataclass
+class Reference:
+    scenario: Scenario
+    calls: list[Call]
+    output: Any
+    runs: Counter[tuple[str, int]]
+
+
+@dataclass
+class Outcome:
+    point: CrashPoint | None
+    call: Call | None
+    problems: list[str] = field(default_factory=list)
+    reruns_after_death: int = 0  # runs allowed by the at-least-once exception
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __str__(self) -> str:
+        head = f"crash {self.point} at {self.call}"
+        return head + ("" if self.ok else ":\n    " + "\n    ".join(self.problems))
+
+
+def check(world: World, output: Any) -> tuple[list[str], int]:
+    """The invariants, as a list of what is wrong (empty: all hold) and the allowed re-runs used."""
+    engine = aws.services().engine
+    problems: list[str] = []
+    desc = engine.describe(EXECUTION)
+    if desc["status"] != "COMPLETED" or desc.get("output") != output:
+        problems.append(f"execution ended {desc['status']} with output {desc.get('output')!r} "
+                        f"(error {desc.get('error')!r}); the reference ended COMPLETED with {output!r}")
+    sc = world.scenario
+    parent = engine.history(EXECUTION)
+    children = sorted({(e["child_id"], e["workflow"]) for e in parent if e["type"] == "ChildStarted"})
+    for eid, workflow, events in [(EXECUTION, sc.workflow, parent),
+                                  *[(c, wf, engine.history(c)) for c, wf in children]]:
+        problems += _check_history(eid, sc.steps(workflow), events)
+    listed = {e.execution_id: e.status for e in engine.list(workflow=sc.workflow)[0]}
+    if listed != {EXECUTION: "COMPLETED"}:
+        problems.append(f"the index lists {listed}, not {{{EXECUTION!r}: 'COMPLETED'}}")
+    allowed = Counter(k for c in world.crashes for k in c.interrupted)
+    for key, n in sorted(RUNS.items()):
+        if n > 1 + allowed[key]:
+            problems.append(f"task {key[0]} attempt {key[1]} ran {n} times "
+                            f"({allowed[key]} re-run(s) allowed after a worker died mid-task)")
+    depths = {q: _depth(world, url) for q, url in world.stack.queues.items()}
+    if any(depths.values()) or world.parked:
+        problems.append(f"messages left: {depths}, parked {len(world.parked)}")
+    used = sum(min(max(0, n - 1), allowed[k]) for k, n in RUNS.items())
+    return problems, used
+
+
+def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> list[str]:
+    out = []
+    seqs = [e["seq"] for e in events]
+    if seqs != list(range(1, len(seqs) + 1)):
+        out.append(f"{eid}: history seqs are not 1..{len(seqs)}: {seqs}")
+    ends = [e["type"] for e in events if e["type"] in TERMINAL]
+    if ends != ["WorkflowCompleted"] or events[-1]["type"] != "WorkflowCompleted":
+        out.append(f"{eid}: terminal events {ends}, last event {events[-1]['type'] if events else None}")
+    succeeded = Counter(e["step"] for e in events if e["type"] == "StepSucceeded")
+    if any(succeeded[s] != 1 for s in steps) or set(succeeded) - set(steps):
+        out.append(f"{eid}: StepSucceeded per step {dict(succeeded)}, expected once each of {steps}")
+    scheduled = Counter((e["step"], e["attempt"]) for e in events if e["type"] == "StepScheduled")
+    twice = {k: v for k, v in scheduled.items() if v > 1}
+    if twice:
+        out.append(f"{eid}: StepScheduled more than once for (step, attempt): {twice}")
+    return out
+
+
+def _depth(world: World, url: str) -> int:
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+             "ApproximateNumberOfMessagesDelayed"]
+    attrs = world.clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(v) for v in attrs.values())
+
+
+def reference_run(clients: Any, scenario: Scenario = REALISTIC) -> Reference:
+    with fresh_world(clients, RECORDER, scenario, None) as world:
+        world.run()
+        calls = list(RECORDER.calls)
+        output = aws.services().engine.describe(EXECUTION).get("output")
+        problems, _ = check(world, output)
+        assert not problems and not world.crashes, problems
+        return Reference(scenario, calls, output, Counter(RUNS))
+
+
+def run_point(clients: Any, ref: Reference, point: CrashPoint) -> Outcome:
+    """The workflow again, in a fresh stack, dying at `point`; then the invariants."""
+    outcome = Outcome(point, ref.calls[point.index])
+    with fresh_world(clients, RECORDER, ref.scenario, point) as world:
+        try:
+            world.run()
+        except AssertionError as e:
+            outcome.problems.append(f"the run failed: {e}")
+        calls = RECORDER.calls
+        seen = min(len(calls), point.index + 1)
+        if calls[:seen] != ref.calls[:seen]:
+            first = next(i for i in range(seen) if calls[i] != ref.calls[i])
+            outcome.problems.append(f"the run diverged from the reference before the crash, at call "
+                                    f"#{first}: {calls[first]} instead of {ref.calls[first]}")
+        elif RECORDER.fired is None and not world.crashes:
+            outcome.problems.append(f"the crash never fired (the run made {len(calls)} calls)")
+        if not outcome.problems:
+            problems, outcome.reruns_after_death = check(world, ref.output)
+            outcome.problems += problems
+    return outcome
+
+
+def sample(ref: Reference, seed: int = 7, before_share: float = 0.25) -> list[CrashPoint]:
+    """What the test suite runs: every write/send call crashing after it landed, and a seeded
+    sample of the `before` points (the full matrix: `--all`)."""
+    writes = crash_points(ref.calls, writes_only=True)
+    after = [p for p in writes if p.variant == "after"]
+    before = [p for p in crash_points(ref.calls) if p.variant == "before"]
+    rng = random.Random(seed)
+    return sorted(after + rng.sample(before, round(len(before) * before_share)),
+                  key=lambda p: (p.index, p.variant))
+
+
+def ensure_env() -> None:
+    """What conftest.py sets, for running this as a script."""
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_SECURITY_TOKEN": "testing", "AWS_SESSION_TOKEN": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "1",
+                 "POWERTOOLS_METRICS_NAMESPACE": "Orbit", "POWERTOOLS_SERVICE_NAME": "orbit",
+                 "POWERTOOLS_LOG_LEVEL": "ERROR"}.items():
+        os.environ.setdefault(k, v)
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+def main(argv: list[str]) -> int:
+    """`--all`: every crash point (reads `before` only); default: the test suite's sample."""
+    ensure_env()
+    from aws_resources import Clients
+
+    clients = Clients()
+    t0 = time.perf_counter()
+    ref = reference_run(clients)
+    points = crash_points(ref.calls) if "--all" in argv else sample(ref)
+    kinds = Counter(f"{c.handler} {c.service}.{c.op}" for c in ref.calls)
+    print(f"reference run: {len(ref.calls)} calls by the handlers, {time.perf_counter() - t0:.2f} s")
+    for k, v in sorted(kinds.items()):
+        print(f"  {v:4d}  {k}")
+    failed: list[Outcome] = []
+    reruns = 0
+    t1 = time.perf_counter()
+    for p in points:
+        o = run_point(clients, ref, p)
+        reruns += o.reruns_after_death
+        if not o.ok:
+            failed.append(o)
+            print(o, flush=True)
+    took = time.perf_counter() - t1
+    print(f"crash points run: {len(points)}, passed: {len(points) - len(failed)}, failed: {len(failed)} "
+          f"({took:.1f} s, {took / max(1, len(points)) * 1000:.0f} ms each); "
+          f"task re-runs after a worker died mid-task: {reruns}")
+    return 1 if failed else 0

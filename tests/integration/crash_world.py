@@ -1,0 +1,278 @@
+"""A fresh stack on moto driven like AWS drives it, on a virtual clock, with crashes that kill a container.
+
+`World.run()` plays one workflow end to end through the real handlers (API ->
+decider -> worker -> decider ..., the timers function, a signal from the
+client). The event source mapping is modelled as AWS runs it: a batch goes to
+the handler; records it reported failed, and every record of an invocation that
+crashed, stay on the queue and come back after the queue's visibility timeout
+(parked hidden, released when the virtual clock passes it). A crash also
+throws away the services (the container is gone: the engine's state cache, the
+registry cache, the worker's identity), and a client whose API call died
+retries it, the same request. The timers function that died runs again at its
+next schedule.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_resources import Clients, Stack, create_stack
+from crash_points import Crash, CrashPoint, Recorder
+from harness import HANDLERS, LambdaContext, load_app, load_event, sqs_event
+from moto import mock_aws
+from orbit import TaskError, aws, worker
+
+CHILD = {"orbit": 1, "name": "crashmx-child", "version": "1",
+         "steps": {"double": {"task": "crashmx.double", "input": {"v": "{% input.v %}"}}},
+         "output": "{% steps.double.output %}"}
+# Four steps: a task with a value above the 32 KB inline limit (S3), a task that fails its first
+# attempt (retry timer), a signal, then a child workflow.
+PARENT = {
+    "orbit": 1, "name": "crashmx", "version": "1",
+    "steps": {
+        "fetch": {"task": "crashmx.fetch", "input": {"n": "{% input.n %}"}},
+        "flaky": {"task": "crashmx.flaky", "input": {"v": "{% steps.fetch.output.value %}"},
+                  "retry": {"max_attempts": 3, "backoff": "1s"}},
+        "approve": {"wait_for": "approval"},
+        "child": {"workflow": "crashmx-child", "after": ["approve"],
+                  "input": {"v": "{% steps.flaky.output.v %}"}},
+    },
+    "output": {"blob": "{% $length(steps.fetch.output.blob) %}", "flaky": "{% steps.flaky.output %}",
+               "by": "{% steps.approve.output.by %}", "child": "{% steps.child.output %}"},
+    "signals": {"approval": {"schema": {"type": "object", "required": ["by"]}}},
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the client does: register `definitions`, start the first one, signal when all is quiet."""
+
+    definitions: tuple[dict[str, Any], ...]
+    input: Any
+    signal: tuple[str, dict[str, Any]] | None = None  # (name, request body)
+
+    @property
+    def workflow(self) -> str:
+        return str(self.definitions[-1]["name"])
+
+    def steps(self, workflow: str) -> list[str]:
+        return next(list(d["steps"]) for d in self.definitions if d["name"] == workflow)
+
+
+REALISTIC = Scenario((CHILD, PARENT), {"n": 20},
+                     ("approval", {"payload": {"by": "ops"}, "id": "approval-1"}))
+EXECUTION = "crash-1"
+VISIBLE_LATER_S = 36_000  # a parked record stays hidden (real time) until the virtual clock releases it
+
+
+class VirtualClock:
+    def __init__(self, now_ms: int = 1_767_225_600_000) -> None:  # 2026-01-01T00:00:00Z
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+
+# Side effects of the test tasks: runs per (idempotency key, attempt), and the runs of the invocation
+# in progress (to know which ones a crash interrupted).
+RUNS: Counter[tuple[str, int]] = Counter()
+INVOCATION_RUNS: list[tuple[str, int]] = []
+
+
+def _ran(ctx: worker.TaskContext) -> None:
+    RUNS[(ctx.idempotency_key, ctx.attempt)] += 1
+    INVOCATION_RUNS.append((ctx.idempotency_key, ctx.attempt))
+
+
+@worker.task("crashmx.fetch")
+def fetch(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
+    _ran(ctx)
+    return {"value": int(input["n"]) * 2, "blob": "x" * 40_000}
+
+
+@worker.task("crashmx.flaky")
+def flaky(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
+    _ran(ctx)
+    if ctx.attempt == 1:
+        raise TaskError("FLAKY", "first attempts always fail", retryable=True)
+    return {"v": input["v"] + 1, "attempt": ctx.attempt}
+
+
+@worker.task("crashmx.double")
+def double(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
+    _ran(ctx)
+    return {"v2": input["v"] * 2}
+
+
+@dataclass
+class Parked:
+    due_ms: int
+    queue: str
+    receipt: str
+
+
+@dataclass
+class CrashRecord:
+    handler: str
+    call: str
+    # (key, attempt) whose function ran in the dead invocation before any result left it: the
+    # process died mid-task, so the redelivery runs it again (at-least-once, by design).
+    interrupted: list[tuple[str, int]] = field(default_factory=list)
+
+
+class World:
+    def __init__(self, clients: Clients, recorder: Recorder, stack: Stack, scenario: Scenario,
+                 crash_at: CrashPoint | None) -> None:
+        self.clients, self.recorder, self.stack, self.scenario = clients, recorder, stack, scenario
+        self.clock = VirtualClock()
+        self.parked: list[Parked] = []
+        self.crashes: list[CrashRecord] = []
+        self.signalled = False
+        self.visibility_ms = {
+            q: 1000 * int(clients.sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]["VisibilityTimeout"])
+            for q, url in stack.queues.items()}
+        recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
+        recorder.arm(crash_at)
+        RUNS.clear()
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """New services, as a new Lambda container builds them (nothing cached survives)."""
+        from orbit.adapters.dynamodb import DynamoRegistry
+
+        aws.reset(clock=self.clock)
+        svc = aws.services()
+        svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3)
+        # The registry's pointer cache lives 2 s: on the virtual clock, so a run is the same however
+        # slowly the machine runs it (the crash points of two runs must line up).
+        svc.__dict__["registry"] = DynamoRegistry(self.clients.dynamodb, self.stack.table, svc.payloads,
+                                                  self.clock, monotonic=lambda: self.clock.now / 1000)
+
+    # ------------------------------------------------------------ invocations
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        rec = self.recorder
+        INVOCATION_RUNS.clear()
+        rec.handler, first = function, len(rec.calls)
+        try:
+            return load_app(function).handler(event, LambdaContext(function))
+        except Crash:
+            self.crashes.append(CrashRecord(function, str(rec.fired), self._interrupted(first)))
+            self.rebuild()
+            raise
+        finally:
+            rec.handler, rec.dead = None, False
+
+    def _interrupted(self, first: int) -> list[tuple[str, int]]:
+        """Runs of the dead invocation whose results never left it: no send to the decision queue
+        completed before the crash (the call that crashed completed only in the `after` variant)."""
+        rec = self.recorder
+        mine = rec.calls[first:]
+        done = mine if rec.crash_at is not None and rec.crash_at.variant == "after" else mine[:-1]
+        if any(c.service == "sqs" and c.detail.startswith("DecisionQueue") for c in done):
+            return []
+        return list(INVOCATION_RUNS)
+
+    def api(self, method: str, path: str, body: Any, expect: int) -> Any:
+        """A client call; a 5xx-like death of the API function is retried (same request)."""
+        import json
+
+        for _ in range(3):
+            event = load_event("api_describe.json")
+            event["rawPath"] = path
+            event["requestContext"]["http"].update(method=method, path=path)
+            event["body"] = json.dumps(body)
+            event["queryStringParameters"] = None
+            try:
+                response = self.invoke("api", event)
+            except Crash:
+                continue
+            got = json.loads(response["body"])
+            assert response["statusCode"] == expect, f"{method} {path}: {response['statusCode']} {got}"
+            return got
+        raise AssertionError(f"{method} {path} crashed three times")
+
+    def pump(self, queue: str) -> int:
+        """One poll of the event source mapping."""
+        sqs, url = self.clients.sqs, self.stack.queues[queue]
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
+                                  AttributeNames=["All"]).get("Messages", [])
+        if not got:
+            return 0
+        try:
+            response = self.invoke(HANDLERS[queue], sqs_event(got, self.stack.arns[queue]))
+            failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
+        except Crash:
+            failed = {m["MessageId"] for m in got}
+        for m in got:
+            if m["MessageId"] in failed:
+                sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"],
+                                              VisibilityTimeout=VISIBLE_LATER_S)
+                due = self.clock.now + self.visibility_ms[queue]
+                self.parked.append(Parked(due, queue, m["ReceiptHandle"]))
+            else:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        return len(got)
+
+    def release_due(self) -> int:
+        due = [p for p in self.parked if p.due_ms <= self.clock.now]
+        for p in due:
+            self.clients.sqs.change_message_visibility(QueueUrl=self.stack.queues[p.queue],
+                                                       ReceiptHandle=p.receipt, VisibilityTimeout=0)
+            self.parked.remove(p)
+        return len(due)
+
+    def fire_timers(self) -> None:
+        try:
+            self.invoke("timers", load_event("timers_schedule.json"))
+        except Crash:
+            self.clock.now += 60_000  # the schedule runs it again a minute later
+
+    # ---------------------------------------------------------------- the run
+    def run(self, max_rounds: int = 400) -> None:
+        """Register, start, then let the system run until nothing is left to do."""
+        skew_ms: int = load_app("timers").SKEW_MS
+
+        sc = self.scenario
+        for definition in sc.definitions:
+            self.api("POST", "/definitions", definition, 201)
+        self.api("POST", "/executions", {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}, 201)
+        for _ in range(max_rounds):
+            if sum(self.pump(q) for q in ("DecisionQueue", "DefaultTaskQueue")) or self.release_due():
+                continue
+            fire = aws.services().table_timers.next_fire_ms()
+            if fire is not None and fire + skew_ms <= self.clock.now:
+                self.fire_timers()
+                continue
+            later = [p.due_ms for p in self.parked] + ([fire + skew_ms] if fire is not None else [])
+            if later:
+                self.clock.now = max(self.clock.now, min(later))
+                continue
+            if sc.signal is not None and not self.signalled:  # only the signal is missing: send it
+                self.api("POST", f"/executions/{EXECUTION}/signals/{sc.signal[0]}", sc.signal[1], 202)
+                self.signalled = True
+                continue
+            return
+        raise AssertionError(f"the system did not settle in {max_rounds} rounds")
+
+
+@contextmanager
+def fresh_world(clients: Clients, recorder: Recorder, scenario: Scenario,
+                crash_at: CrashPoint | None) -> Iterator[World]:
+    """A new stack (own moto state) with the functions' environment; restored afterwards."""
+    saved = dict(os.environ)
+    with mock_aws():
+        stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
+        os.environ.update({**stack.env(), "ORBIT_TIMERS": "table"})
+        try:
+            yield World(clients, recorder, stack, scenario, crash_at)
+        finally:
+            recorder.arm(None)
+            aws.reset()
+            os.environ.clear()
+            os.environ.update(saved)
