@@ -359,3 +359,13 @@ def test_a_start_reads_nothing_first_and_a_repeat_on_a_cold_decider_still_finds_
     with pytest.raises(ExecutionExists, match="different input"):
         b.start("wf", input={"n": 2}, execution_id="e1")
     assert dispatched == 2 and [e["type"] for e in a.history("e1")].count("WorkflowStarted") == 1
+
+
+def test_the_same_message_twice_in_one_batch_is_decided_once() -> None:
+    a, _, queues = engine_pair()
+    eid = a.start("wf", input={"n": 1}, execution_id="e1")
+    tok = _token(a, eid, "a")
+    result = {"kind": "result", "execution_id": eid, "id": "r-a", "unit": "a", "token": tok, "output": 1}
+    assert a.handle_batch([result, dict(result)]) == []
+    types = [e["type"] for e in a.history(eid)]
+    assert types.count("StepSucceeded") == 1 and "StaleResultIgnored" not in types

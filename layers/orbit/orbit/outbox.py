@@ -4,17 +4,17 @@ A decision's effects are sent after its commit. A crash in between leaves the
 inbound message undeleted, so it comes back; the decider must then recognise
 it and send the stored effects of the commit that handled it, not decide it
 again. The state remembers the ids of its last few commits (`state.inbound`);
-`find_handled` looks further back in the commit log only when the message may
-be a repeat, and only as far back as the message's send time.
+`find_handled` looks further back in the commit log only for a redelivery (or a
+repeated start), and only as far back as the message's send time.
 """
 
 from __future__ import annotations
 
 from orbit.effects import DispatchTask, Effect
 from orbit.events import WorkflowStarted
-from orbit.messages import ChildDoneMessage, Message, ResultMessage, StartMessage
+from orbit.messages import Message, StartMessage
 from orbit.ports import Commit, HistoryStore
-from orbit.state import DISPATCHED, SCHEDULED, ExecutionState, UnitState
+from orbit.state import DISPATCHED, SCHEDULED, ExecutionState
 
 # A message is sent before the commit that handles it, so that commit's timestamp is at least the
 # message's `sent_at_ms`, give or take the clocks of the sender and the decider (NTP keeps them
@@ -32,11 +32,15 @@ def find_handled(
 ) -> Commit | None:
     """The commit that already handled `m`, when the state no longer remembers its id.
 
-    Read only when `m` may be a repeat: a start of an existing execution (its commit is
-    among the first), a redelivery (receive count > 1), or a result the state would call
-    stale. The log is read newest first and only back to the message's send time, since
-    no earlier commit can have handled it; a message without a send time is decided
-    from the state alone (every kind but a signal is idempotent on it).
+    Read only for a start of an existing execution (its commit is among the first) and for
+    a redelivery (SQS receive count > 1: the decider that took it before may have died
+    between its commit and its sends). The log is read newest first and only back to the
+    message's send time, since no earlier commit can have handled it. Anything else is
+    decided from the state alone: every kind but a signal is idempotent on it (a repeated
+    result is recorded as StaleResultIgnored), and signal ids are kept for 19 days. A
+    copy that is not a redelivery (SQS's rare duplicate, a re-sent answer) needs no
+    resend: the message it repeats was handled, and if that decider died, that
+    message's own redelivery re-sends its effects.
     """
     if isinstance(m, StartMessage):
         if not state.created:
@@ -47,7 +51,7 @@ def find_handled(
             if any(isinstance(r.event, WorkflowStarted) for r in c.events):
                 return None  # the start was handled under another id (a child's, an API call)
         return None
-    if sent_at_ms is None or (receive_count <= 1 and not looks_stale(state, m)):
+    if sent_at_ms is None or receive_count <= 1:
         return None
     for c in store.scan_commits(eid, newest_first=True):
         if c.timestamp_ms < sent_at_ms - SEND_SKEW_MS:
@@ -55,23 +59,6 @@ def find_handled(
         if m.id in c.all_inbound:
             return c
     return None
-
-
-def looks_stale(state: ExecutionState, m: Message) -> bool:
-    """Would the state record `m` as a stale answer? Then it may be a repeat of one it applied."""
-    if isinstance(m, ResultMessage):
-        u: UnitState | None = state.units.get(m.unit)
-        return (
-            state.terminal
-            or u is None
-            or u.terminal
-            or u.status not in (SCHEDULED, DISPATCHED)
-            or u.tokens.get(m.token) != u.attempt
-        )
-    if isinstance(m, ChildDoneMessage):
-        u = state.units.get(m.unit)
-        return state.terminal or u is None or u.terminal
-    return False
 
 
 def still_due(state: ExecutionState, effects: list[Effect]) -> list[Effect]:

@@ -201,6 +201,8 @@ class Engine(EngineApi):
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
                 self._check_same_start(state, m)  # same id again: same input returns it, else refused
+            if m.id in handled:
+                continue  # the same message twice in one batch: decided once
             if m.id in state.inbound:  # a redelivery: the history is the outbox
                 seq = state.inbound[m.id]
                 if seq not in resend:
