@@ -15,9 +15,10 @@ the worker:
    commit instead of two); a longer task sends it when the grace runs out;
 3. runs the function with a `TaskContext`, extending the message's visibility
    and the claim's lease in the background while it runs;
-4. stores a success, releases the key after a failure (retries must run), and
-   reports a `result` echoing the dispatch token, so the decider can tell a
-   current answer from a stale one.
+4. stores a success, or the failure with its attempt number (a redelivery of
+   that attempt answers the stored error instead of running again; the next
+   attempt runs), and reports a `result` echoing the dispatch token, so the
+   decider can tell a current answer from a stale one.
 `raise orbit.TaskError(code, message, retryable=False)` fails the step for good;
 any other exception is reported as a retryable `TASK_FAILED`.
 """
@@ -178,10 +179,14 @@ class Worker:
         with _TASKS_LOCK:
             idem = None if d.task in _NO_DEDUPE else self.idempotency
         if idem is not None:
-            claim = idem.peek(d.idempotency_key)
+            claim = idem.peek(d.idempotency_key, d.attempt)
             if claim.outcome == "done":
                 self._answer(getattr(self._local, "held", None),
                              self._result(d, (claim.result or {}).get("output"), None))
+                return
+            if claim.outcome == "failed":  # this attempt failed already: the same answer, no second run
+                self._answer(getattr(self._local, "held", None),
+                             self._result(d, None, TaskError.from_dict((claim.result or {}).get("error"))))
                 return
             if claim.outcome == "busy":
                 raise TaskBusy(f"step {d.unit!r} of {d.execution_id!r} is running on another worker")
@@ -196,7 +201,7 @@ class Worker:
             """Past the grace period (or at the first heartbeat): take the lease, report `started`."""
             if claimed.take() and idem is not None:
                 # A rival claim would mean a concurrent duplicate; `complete` decides whose result counts.
-                idem.claim(d.idempotency_key, d.token, lease)
+                idem.claim(d.idempotency_key, d.token, lease, d.attempt)
             self._send(*(held.drain() if held is not None else ()), *started.take())
 
         timer = threading.Timer(self.started_grace_s, running_long)
@@ -210,7 +215,7 @@ class Worker:
             if error is None:
                 output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
-                idem.release(d.idempotency_key, d.token)
+                idem.fail(d.idempotency_key, d.token, d.attempt, error.to_dict())
         self._answer(held, *started.take(), self._result(d, output, error))
 
     def _run(self, d: DispatchTask, idem: Any, running_long: Callable[[], None], session: str, lease_ms: int,

@@ -1,6 +1,7 @@
 """Worker idempotency records: run a step attempt once, replay its result on redelivery.
 
-    IDEM#<idempotency key> / IDEM          status IN_PROGRESS (with a lease) or COMPLETED (with the result)
+    IDEM#<idempotency key> / IDEM          status IN_PROGRESS (with a lease), COMPLETED (with the result)
+                                           or FAILED (the attempt that failed and its error)
     IDEM#cancel#<dispatch token> / IDEM    a CancelTask arrived for that token
 
 A short task (done within the worker's grace period) costs one eventually
@@ -19,6 +20,12 @@ block the key forever), written here because Orbit needs what the utility does
 not give: results of any size (spilled to S3 with the same codec as commits),
 a lease a heartbeat extends, and a cancellation flag the running task can see.
 The worker role may touch only `IDEM#*` keys (template.yaml).
+
+Why a failure is stored, not just the claim dropped: the key is the same for every attempt,
+and a dispatch can come back after its attempt failed (the worker died after reporting, or
+SQS delivered it twice). Without a record it would run that attempt again. A FAILED record
+names its attempt: a dispatch of that attempt or an older one is answered with the stored
+error (the engine has moved on; its result is a repeat or stale), a newer attempt runs.
 """
 
 from __future__ import annotations
@@ -30,13 +37,14 @@ from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, nu
 
 IN_PROGRESS = "IN_PROGRESS"
 COMPLETED = "COMPLETED"
+FAILED = "FAILED"
 RESULT_TTL_S = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
 class Claim:
-    outcome: Literal["run", "done", "busy"]
-    result: dict[str, Any] | None = None  # for "done": {"output": ...}
+    outcome: Literal["run", "done", "failed", "busy"]
+    result: dict[str, Any] | None = None  # for "done": {"output": ...}; for "failed": {"error": ...}
 
 
 class IdempotencyStore:
@@ -50,8 +58,9 @@ class IdempotencyStore:
     def _key(key: str) -> dict[str, Any]:
         return {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}
 
-    def peek(self, key: str) -> Claim:
-        """Read the key: its cached result, a live claim ("busy"), or nothing.
+    def peek(self, key: str, attempt: int = 1) -> Claim:
+        """Read the key: its cached result, the failure of this `attempt` or a later one, a live
+        claim ("busy"), or nothing.
 
         Eventually consistent (half the price): a duplicate that matters comes after a visibility
         timeout (a redelivery) or after a decision was redelivered (a re-sent dispatch), tens of
@@ -67,24 +76,30 @@ class IdempotencyStore:
             return Claim("run")
         if text(item, "status") == COMPLETED:
             return Claim("done", decode(item, self._payloads))
+        if text(item, "status") == FAILED and num(item, "attempt", 0) >= attempt:
+            return Claim("failed", decode(item, self._payloads))
         if text(item, "status") == IN_PROGRESS and num(item, "lease_until") >= self._clock.now_ms():
             return Claim("busy")
         return Claim("run")
 
-    def claim(self, key: str, token: str, lease_ms: int) -> Claim:
+    def claim(self, key: str, token: str, lease_ms: int, attempt: int = 1) -> Claim:
         """Take the key for this attempt: run it, return its cached result, or report it busy."""
         now = self._clock.now_ms()
         item = {**self._key(key), "status": s(IN_PROGRESS), "token": s(token),
                 "lease_until": n(now + lease_ms), "expires_at": n(now // 1000 + RESULT_TTL_S)}
         try:
             put_if(self._db, self.table, item,
-                   "attribute_not_exists(pk) OR (#st = :running AND lease_until < :now)",
-                   ExpressionAttributeNames={"#st": "status"},
-                   ExpressionAttributeValues={":running": s(IN_PROGRESS), ":now": n(now)})
+                   "attribute_not_exists(pk) OR (#st = :running AND lease_until < :now)"
+                   " OR (#st = :failed AND #at < :attempt)",
+                   ExpressionAttributeNames={"#st": "status", "#at": "attempt"},
+                   ExpressionAttributeValues={":running": s(IN_PROGRESS), ":now": n(now),
+                                              ":failed": s(FAILED), ":attempt": n(attempt)})
         except ConditionFailed as e:
             old = e.old or {}
             if text(old, "status") == COMPLETED:
                 return Claim("done", decode(old, self._payloads))
+            if text(old, "status") == FAILED:
+                return Claim("failed", decode(old, self._payloads))
             return Claim("busy")
         return Claim("run")
 
@@ -114,14 +129,21 @@ class IdempotencyStore:
             return stored
         return result
 
-    def release(self, key: str, token: str) -> None:
-        """Drop our in-progress claim after a failure so the next attempt (or redelivery) may run."""
+    def fail(self, key: str, token: str, attempt: int, error: dict[str, Any]) -> None:
+        """Record that `attempt` failed (replacing our claim): a redelivery of it answers `error`
+        without running, the next attempt runs. Never replaces a result, another worker's claim
+        or a later attempt's failure (then there is nothing to record)."""
+        now = self._clock.now_ms()
+        item = {**self._key(key), "status": s(FAILED), "token": s(token), "attempt": n(attempt),
+                "expires_at": n(now // 1000 + RESULT_TTL_S), **encode({"error": error}, self._payloads)}
         try:
-            self._db.delete_item(TableName=self.table, Key=self._key(key),
-                                 ConditionExpression="#st = :running AND #tok = :token",
-                                 ExpressionAttributeNames={"#st": "status", "#tok": "token"},
-                                 ExpressionAttributeValues={":running": s(IN_PROGRESS), ":token": s(token)})
-        except self._db.exceptions.ConditionalCheckFailedException:
+            put_if(self._db, self.table, item,
+                   "attribute_not_exists(pk) OR (#st = :running AND #tok = :token)"
+                   " OR (#st = :failed AND #at < :attempt)",
+                   ExpressionAttributeNames={"#st": "status", "#tok": "token", "#at": "attempt"},
+                   ExpressionAttributeValues={":running": s(IN_PROGRESS), ":token": s(token),
+                                              ":failed": s(FAILED), ":attempt": n(attempt)})
+        except ConditionFailed:
             pass
 
     def request_cancel(self, token: str) -> None:
