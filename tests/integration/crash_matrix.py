@@ -90,10 +90,21 @@ def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> 
     succeeded = Counter(e["step"] for e in events if e["type"] == "StepSucceeded")
     if any(succeeded[s] != 1 for s in steps) or set(succeeded) - set(steps):
         out.append(f"{eid}: StepSucceeded per step {dict(succeeded)}, expected once each of {steps}")
-    scheduled = Counter((e["step"], e["attempt"]) for e in events if e["type"] == "StepScheduled")
+    # A step attempt is decided once; a worker that vanished mid-attempt is recorded as
+    # StepAttemptUncertain followed by StepScheduled(redelivery=True) for the same attempt.
+    scheduled = Counter((e["step"], e["attempt"]) for e in events
+                        if e["type"] == "StepScheduled" and not e.get("redelivery"))
     twice = {k: v for k, v in scheduled.items() if v > 1}
     if twice:
         out.append(f"{eid}: StepScheduled more than once for (step, attempt): {twice}")
+    uncertain: set[tuple[Any, Any]] = set()
+    for e in events:
+        attempt = (e.get("step"), e.get("attempt"))
+        if e["type"] == "StepAttemptUncertain":
+            uncertain.add(attempt)
+        if e["type"] == "StepScheduled" and e.get("redelivery") and attempt not in uncertain:
+            out.append(f"{eid}: seq {e['seq']} re-schedules {e['step']} attempt {e['attempt']} as a "
+                       "redelivery without a StepAttemptUncertain before it")
     return out
 
 
@@ -136,7 +147,7 @@ def run_point(clients: Any, ref: Reference, point: CrashPoint) -> Outcome:
     return outcome
 
 
-def sample(ref: Reference, seed: int = 7, before_share: float = 0.25) -> list[CrashPoint]:
+def sample(ref: Reference, seed: int = 7, before_share: float = 1 / 3) -> list[CrashPoint]:
     """What the test suite runs: every write/send call crashing after it landed, and a seeded
     sample of the `before` points (the full matrix: `--all`)."""
     writes = crash_points(ref.calls, writes_only=True)

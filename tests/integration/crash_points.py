@@ -72,9 +72,23 @@ def _detail(service: str, params: Any) -> str:
         return f"{pk}/{sk}" if pk else ""
     if service == "sqs":
         queue = str(body.get("QueueUrl", "")).rsplit("/", 1)[-1]
-        entries = body.get("Entries")
-        return f"{queue} x{len(entries)}" if isinstance(entries, list) else queue
+        texts = [e.get("MessageBody") for e in body.get("Entries") or []] or [body.get("MessageBody")]
+        kinds = [k for t in texts if isinstance(t, str) for k in _kinds(t)]
+        return f"{queue}: {','.join(kinds)}" if kinds else queue
     return ""
+
+
+def _kinds(text: str) -> list[str]:
+    """The kinds of the messages an SQS body carries (a bundle's, one by one)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return ["?"]
+    if not isinstance(body, dict):
+        return ["?"]
+    inner = body.get("messages") if body.get("kind") == "bundle" else None
+    return [str(m.get("kind")) for m in inner if isinstance(m, dict)] if isinstance(inner, list) \
+        else [str(body.get("kind"))]
 
 
 class Recorder:

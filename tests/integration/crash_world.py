@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from aws_resources import Clients, Stack, create_stack
+from aws_resources import _TEMPLATE, Clients, Stack, create_stack
 from crash_points import Crash, CrashPoint, Recorder
 from harness import HANDLERS, LambdaContext, load_app, load_event, sqs_event
 from moto import mock_aws
@@ -30,14 +30,15 @@ from orbit import TaskError, aws, worker
 CHILD = {"orbit": 1, "name": "crashmx-child", "version": "1",
          "steps": {"double": {"task": "crashmx.double", "input": {"v": "{% input.v %}"}}},
          "output": "{% steps.double.output %}"}
-# Four steps: a task with a value above the 32 KB inline limit (S3), a task that fails its first
-# attempt (retry timer), a signal, then a child workflow.
+# Four steps: a task that heartbeats (lease claim, visibility extension) and returns a value above
+# the 32 KB inline limit (S3), a task that fails its first attempt (retried on a timer, after longer
+# than the task queue's visibility timeout), a signal, then a child workflow.
 PARENT = {
     "orbit": 1, "name": "crashmx", "version": "1",
     "steps": {
         "fetch": {"task": "crashmx.fetch", "input": {"n": "{% input.n %}"}},
         "flaky": {"task": "crashmx.flaky", "input": {"v": "{% steps.fetch.output.value %}"},
-                  "retry": {"max_attempts": 3, "backoff": "1s"}},
+                  "retry": {"max_attempts": 3, "backoff": "20m"}},
         "approve": {"wait_for": "approval"},
         "child": {"workflow": "crashmx-child", "after": ["approve"],
                   "input": {"v": "{% steps.flaky.output.v %}"}},
@@ -67,6 +68,7 @@ class Scenario:
 REALISTIC = Scenario((CHILD, PARENT), {"n": 20},
                      ("approval", {"payload": {"by": "ops"}, "id": "approval-1"}))
 EXECUTION = "crash-1"
+QUEUES = {k: v["Properties"] for k, v in _TEMPLATE["Resources"].items() if v["Type"] == "AWS::SQS::Queue"}
 VISIBLE_LATER_S = 36_000  # a parked record stays hidden (real time) until the virtual clock releases it
 
 
@@ -92,6 +94,7 @@ def _ran(ctx: worker.TaskContext) -> None:
 @worker.task("crashmx.fetch")
 def fetch(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
     _ran(ctx)
+    ctx.heartbeat({"fetched": 0})  # a long task: claims its key, reports `started`, extends visibility
     return {"value": int(input["n"]) * 2, "blob": "x" * 40_000}
 
 
@@ -133,10 +136,7 @@ class World:
         self.parked: list[Parked] = []
         self.crashes: list[CrashRecord] = []
         self.signalled = False
-        self.visibility_ms = {
-            q: 1000 * int(clients.sqs.get_queue_attributes(
-                QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]["VisibilityTimeout"])
-            for q, url in stack.queues.items()}
+        self.visibility_ms = {q: 1000 * int(p.get("VisibilityTimeout", 30)) for q, p in QUEUES.items()}
         recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
         recorder.arm(crash_at)
         RUNS.clear()
@@ -169,12 +169,13 @@ class World:
             rec.handler, rec.dead = None, False
 
     def _interrupted(self, first: int) -> list[tuple[str, int]]:
-        """Runs of the dead invocation whose results never left it: no send to the decision queue
-        completed before the crash (the call that crashed completed only in the `after` variant)."""
+        """Runs of the dead invocation whose results never left it: no `result` reached the decision
+        queue before the crash (the call that crashed completed only in the `after` variant)."""
         rec = self.recorder
         mine = rec.calls[first:]
         done = mine if rec.crash_at is not None and rec.crash_at.variant == "after" else mine[:-1]
-        if any(c.service == "sqs" and c.detail.startswith("DecisionQueue") for c in done):
+        if any(c.service == "sqs" and c.detail.startswith("DecisionQueue:") and "result" in c.detail
+               for c in done):
             return []
         return list(INVOCATION_RUNS)
 
