@@ -20,7 +20,6 @@ from typing import Any
 
 from crash_points import Call, CrashPoint, Recorder, crash_points
 from crash_world import EXECUTION, REALISTIC, RUNS, Scenario, World, fresh_world
-from orbit import aws
 
 RECORDER = Recorder()
 TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
@@ -52,7 +51,7 @@ class Outcome:
 
 def check(world: World, output: Any) -> tuple[list[str], int]:
     """The invariants, as a list of what is wrong (empty: all hold) and the allowed re-runs used."""
-    engine = aws.services().engine
+    engine = world.container().engine  # a cold one: everything read from the table
     problems: list[str] = []
     desc = engine.describe(EXECUTION)
     if desc["status"] != "COMPLETED" or desc.get("output") != output:
@@ -119,7 +118,7 @@ def reference_run(clients: Any, scenario: Scenario = REALISTIC) -> Reference:
     with fresh_world(clients, RECORDER, scenario, None) as world:
         world.run()
         calls = list(RECORDER.calls)
-        output = aws.services().engine.describe(EXECUTION).get("output")
+        output = world.container().engine.describe(EXECUTION).get("output")
         problems, _ = check(world, output)
         assert not problems and not world.crashes, problems
         return Reference(scenario, calls, output, Counter(RUNS))

@@ -7,7 +7,8 @@ the handler; records it reported failed, and every record of an invocation that
 crashed, stay on the queue and come back after the queue's visibility timeout
 (parked hidden, released when the virtual clock passes it). A crash also
 throws away the services (the container is gone: the engine's state cache, the
-registry cache, the worker's identity), and a client whose API call died
+registry cache); each function has its own warm container, so one that did not crash
+keeps its (possibly stale) cached states. A client whose API call died
 retries it, the same request. The timers function that died runs again at its
 next schedule.
 """
@@ -140,33 +141,41 @@ class World:
         recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
         recorder.arm(crash_at)
         RUNS.clear()
-        self.rebuild()
+        self.containers: dict[str, aws.Services] = {}  # function -> its warm container's services
 
-    def rebuild(self) -> None:
-        """New services, as a new Lambda container builds them (nothing cached survives)."""
+    def container(self, function: str | None = None) -> aws.Services:
+        """The services of `function`'s warm container (one per function, as Lambda keeps them);
+        a new one (cold: nothing cached) when it has none. No function: a fresh one, for checks."""
         from orbit.adapters.dynamodb import DynamoRegistry
 
-        aws.reset(clock=self.clock)
-        svc = aws.services()
-        svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3)
-        # The registry's pointer cache lives 2 s: on the virtual clock, so a run is the same however
-        # slowly the machine runs it (the crash points of two runs must line up).
-        svc.__dict__["registry"] = DynamoRegistry(self.clients.dynamodb, self.stack.table, svc.payloads,
-                                                  self.clock, monotonic=lambda: self.clock.now / 1000)
+        svc = self.containers.get(function) if function else None
+        if svc is None:
+            svc = aws.build_services(os.environ, self.clock)
+            svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3)
+            # The registry's pointer cache lives 2 s: on the virtual clock, so a run is the same however
+            # slowly the machine runs it (the crash points of two runs must line up).
+            svc.__dict__["registry"] = DynamoRegistry(self.clients.dynamodb, self.stack.table, svc.payloads,
+                                                      self.clock, monotonic=lambda: self.clock.now / 1000)
+            if function:
+                self.containers[function] = svc
+        return svc
 
     # ------------------------------------------------------------ invocations
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         rec = self.recorder
         INVOCATION_RUNS.clear()
+        # The handlers call orbit.aws.services(): point it at this function's container.
+        aws._cached = self.container(function)
         rec.handler, first = function, len(rec.calls)
         try:
             return load_app(function).handler(event, LambdaContext(function))
         except Crash:
             self.crashes.append(CrashRecord(function, str(rec.fired), self._interrupted(first)))
-            self.rebuild()
+            del self.containers[function]  # the container died with everything it cached
             raise
         finally:
             rec.handler, rec.dead = None, False
+            aws._cached = None
 
     def _interrupted(self, first: int) -> list[tuple[str, int]]:
         """Runs of the dead invocation whose results never left it: no `result` reached the decision
@@ -246,7 +255,7 @@ class World:
         for _ in range(max_rounds):
             if sum(self.pump(q) for q in ("DecisionQueue", "DefaultTaskQueue")) or self.release_due():
                 continue
-            fire = aws.services().table_timers.next_fire_ms()
+            fire = self.container().table_timers.next_fire_ms()
             if fire is not None and fire + skew_ms <= self.clock.now:
                 self.fire_timers()
                 continue
