@@ -182,16 +182,18 @@ def main(argv: list[str]) -> int:
     for k, v in sorted(kinds.items()):
         print(f"  {v:4d}  {k}")
     failed: list[Outcome] = []
-    reruns = 0
+    reran: list[Outcome] = []
     t1 = time.perf_counter()
     for p in points:
         o = run_point(clients, ref, p)
-        reruns += o.reruns_after_death
+        reran += [o] if o.reruns_after_death else []
         if not o.ok:
             failed.append(o)
             print(o, flush=True)
     took = time.perf_counter() - t1
+    print(f"task re-runs allowed because the worker died before its result left it, at {len(reran)} points:")
+    for o in reran:
+        print(f"  {o.point} {o.call}: {o.reruns_after_death}")
     print(f"crash points run: {len(points)}, passed: {len(points) - len(failed)}, failed: {len(failed)} "
-          f"({took:.1f} s, {took / max(1, len(points)) * 1000:.0f} ms each); "
-          f"task re-runs after a worker died mid-task: {reruns}")
+          f"({took:.1f} s, {took / max(1, len(points)) * 1000:.0f} ms each)")
     return 1 if failed else 0
