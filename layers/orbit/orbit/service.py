@@ -212,8 +212,12 @@ class Engine(EngineApi):
                 continue
             old = find_handled(self.store, eid, state, m, *delivery.get(m.id, (None, 1)))
             if old is not None:  # handled longer ago than the state remembers
-                log.info("message %s of %s was handled by commit %d: re-sending its effects",
-                         m.id, eid, old.first_seq)
+                log.info(
+                    "message %s of %s was handled by commit %d: re-sending its effects",
+                    m.id,
+                    eid,
+                    old.first_seq,
+                )
                 resend.setdefault(old.first_seq, old)
                 continue
             if isinstance(m, StartMessage) and state.created:
@@ -248,18 +252,21 @@ class Engine(EngineApi):
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
                 since_snapshot = 0
-            if state.created and (state.status, state.created) != was:  # a tombstone is not listed
-                self.store.put_index(
-                    IndexEntry(
-                        eid,
-                        state.workflow,
-                        state.version,
-                        state.status,
-                        state.created_at_ms,
-                        state.updated_at_ms,
-                        (state.parent or {}).get("execution_id"),
-                    )
+        # The index row is written after the commit, so it is one of the commit's effects: a
+        # redelivered message (resend) writes it again, in case the decider that committed died
+        # before it (put_index keeps the newest). A tombstone (never created) is not listed.
+        if state.created and ((events and (state.status, state.created) != was) or resend):
+            self.store.put_index(
+                IndexEntry(
+                    eid,
+                    state.workflow,
+                    state.version,
+                    state.status,
+                    state.created_at_ms,
+                    state.updated_at_ms,
+                    (state.parent or {}).get("execution_id"),
                 )
+            )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects))
