@@ -86,9 +86,13 @@ def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> 
     ends = [e["type"] for e in events if e["type"] in TERMINAL]
     if ends != ["WorkflowCompleted"] or events[-1]["type"] != "WorkflowCompleted":
         out.append(f"{eid}: terminal events {ends}, last event {events[-1]['type'] if events else None}")
+    # Every step, and every unit a `for` step fanned out to (`each[0]`, ...), succeeds once.
+    units = set(steps) | {e["step"] for e in events if e["type"] == "StepScheduled"}
     succeeded = Counter(e["step"] for e in events if e["type"] == "StepSucceeded")
-    if any(succeeded[s] != 1 for s in steps) or set(succeeded) - set(steps):
-        out.append(f"{eid}: StepSucceeded per step {dict(succeeded)}, expected once each of {steps}")
+    strays = {u for u in units if u not in steps and u.split("[", 1)[0] not in steps}
+    if any(succeeded[u] != 1 for u in units) or set(succeeded) - units or strays:
+        out.append(f"{eid}: StepSucceeded per unit {dict(succeeded)}, expected once each of "
+                   f"{sorted(units)}")
     # A step attempt is decided once; a worker that vanished mid-attempt is recorded as
     # StepAttemptUncertain followed by StepScheduled(redelivery=True) for the same attempt.
     scheduled = Counter((e["step"], e["attempt"]) for e in events

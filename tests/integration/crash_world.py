@@ -31,21 +31,25 @@ from orbit import TaskError, aws, worker
 CHILD = {"orbit": 1, "name": "crashmx-child", "version": "1",
          "steps": {"double": {"task": "crashmx.double", "input": {"v": "{% input.v %}"}}},
          "output": "{% steps.double.output %}"}
-# Four steps: a task that heartbeats (lease claim, visibility extension) and returns a value above
-# the 32 KB inline limit (S3), a task that fails its first attempt (retried on a timer, after longer
-# than the task queue's visibility timeout), a signal, then a child workflow.
+# A task that heartbeats (lease claim, visibility extension) and returns a value above the 32 KB
+# inline limit (S3); a fan-out of three tasks (batched sends, batches of several records); a task
+# that fails its first attempt (retried on a timer, after longer than the task queue's visibility
+# timeout); a signal; then a child workflow.
 PARENT = {
     "orbit": 1, "name": "crashmx", "version": "1",
     "steps": {
         "fetch": {"task": "crashmx.fetch", "input": {"n": "{% input.n %}"}},
         "flaky": {"task": "crashmx.flaky", "input": {"v": "{% steps.fetch.output.value %}"},
                   "retry": {"max_attempts": 3, "backoff": "20m"}},
+        "each": {"for": "{% [1, 2, 3] %}", "task": "crashmx.double", "input": {"v": "{% item %}"},
+                 "after": ["fetch"]},
         "approve": {"wait_for": "approval"},
         "child": {"workflow": "crashmx-child", "after": ["approve"],
                   "input": {"v": "{% steps.flaky.output.v %}"}},
     },
     "output": {"blob": "{% $length(steps.fetch.output.blob) %}", "flaky": "{% steps.flaky.output %}",
-               "by": "{% steps.approve.output.by %}", "child": "{% steps.child.output %}"},
+               "each": "{% steps.each.output.v2 %}", "by": "{% steps.approve.output.by %}",
+               "child": "{% steps.child.output %}"},
     "signals": {"approval": {"schema": {"type": "object", "required": ["by"]}}},
 }
 

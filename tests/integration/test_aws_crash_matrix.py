@@ -1,8 +1,9 @@
 """Crash at every AWS call of a realistic workflow, through the real handlers on moto.
 
-A reference run of a four-step workflow (a task whose output goes to S3, a task
-that fails its first attempt and is retried on a timer, a signal, a child
-workflow) records every call the handlers make. Then, for each call, the same
+A reference run of a realistic workflow (a heartbeating task whose output goes
+to S3, a fan-out of three tasks, a task that fails its first attempt and is
+retried on a timer, a signal, a child workflow) records every call the
+handlers make. Then, for each call, the same
 workflow runs in a fresh stack with the process dying before the call and,
 for writes and sends, right after it landed (crash_points.py); the system runs
 until idle on a virtual clock and the invariants of crash_matrix.py must hold.
@@ -29,20 +30,13 @@ RETRY_LATER = Scenario(({"orbit": 1, "name": "crashmx-retry", "version": "1",
                          "steps": {"only": {"task": "crashmx.flaky", "input": {"v": "{% input.v %}"},
                                             "retry": {"max_attempts": 2, "backoff": "20m"}}},
                          "output": "{% steps.only.output %}"},), {"v": 1})
-INDEX_BUG = ("lead-owned service.py: a redelivered message whose commit ended the execution re-sends that "
-             "commit's effects but not its index row, so a crash between the commit and put_index leaves "
-             "the execution listed RUNNING for good")
+
+
+FOUR_DISPATCHES = "DefaultTaskQueue: " + ",".join(["dispatch_task"] * 4)  # flaky and the fan-out's three
 
 
 def last(calls: list[Call], call: Call) -> int:
     return max(i for i, c in enumerate(calls) if c == call)
-
-
-def known_bugs(ref: Reference) -> dict[CrashPoint, str]:
-    """Crash points that break an invariant because of a bug in a file this module may not fix."""
-    final_commit = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/C"))
-    final_index = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/A#INDEX"))
-    return {CrashPoint(final_commit, "after"): INDEX_BUG, CrashPoint(final_index, "before"): INDEX_BUG}
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +49,15 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
     again = reference_run(clients)
     assert again.calls == reference.calls  # else call k of a crash run is not call k of the reference
     assert again.output == reference.output == {
-        "blob": 40_000, "flaky": {"v": 41, "attempt": 2}, "by": "ops", "child": {"v2": 82}}
+        "blob": 40_000, "flaky": {"v": 41, "attempt": 2}, "each": [2, 4, 6], "by": "ops",
+        "child": {"v2": 82}}
     labels = {(c.handler, c.service, c.op, c.detail) for c in reference.calls}
     for expected in [("api", "dynamodb", "PutItem", "EXEC/C"), ("decider", "dynamodb", "PutItem", "EXEC/C"),
                      ("decider", "dynamodb", "PutItem", "EXEC/A#INDEX"),
                      ("decider", "dynamodb", "PutItem", "TIMERPTR/PTR"),
                      ("decider", "sqs", "SendMessage", "DefaultTaskQueue: dispatch_task"),
+                     ("decider", "sqs", "SendMessageBatch", FOUR_DISPATCHES),
+                     ("decider", "s3", "PutObject", ""),  # the commit's 40 KB value, stored by reference
                      ("decider", "sqs", "SendMessage", "DecisionQueue: start"),  # the child's
                      ("decider", "sqs", "SendMessage", "DecisionQueue: child_done"),
                      ("api", "sqs", "SendMessage", "DecisionQueue: signal"),
@@ -75,35 +72,30 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
         assert expected in labels, (expected, sorted(labels))
     # Each task ran once per attempt; the flaky one twice (attempt 1 failed).
     assert dict(reference.runs) == {(f"{EXECUTION}:fetch", 1): 1, (f"{EXECUTION}:flaky", 1): 1,
-                                    (f"{EXECUTION}:flaky", 2): 1, (f"{EXECUTION}/child:double", 1): 1}
+                                    (f"{EXECUTION}:flaky", 2): 1, (f"{EXECUTION}/child:double", 1): 1,
+                                    **{(f"{EXECUTION}:each[{i}]", 1): 1 for i in range(3)}}
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_every_crash_point_keeps_the_invariants(clients: Any, reference: Reference, shard: int) -> None:
-    known = known_bugs(reference)
-    points = [p for p in sample(reference) if p not in known][shard::SHARDS]
+    points = sample(reference)[shard::SHARDS]
     assert len(points) >= 12
     failed = [o for o in (run_point(clients, reference, p) for p in points) if not o.ok]
     assert not failed, f"{len(failed)} of {len(points)} crash points broke an invariant:\n" + \
         "\n".join(str(o) for o in failed)
 
 
-@pytest.mark.xfail(strict=True, reason=INDEX_BUG)
-@pytest.mark.parametrize("variant", ["after commit", "before index"])
-def test_known_bug_points_of_the_matrix(clients: Any, reference: Reference, variant: str) -> None:
-    point = sorted(known_bugs(reference))[0 if variant == "after commit" else 1]
-    outcome = run_point(clients, reference, point)
-    assert outcome.ok, str(outcome)
-
-
-@pytest.mark.xfail(strict=True, reason=INDEX_BUG)
-def test_crash_after_the_final_commit_leaves_the_index_running(clients: Any) -> None:
-    """Minimal: one task step; the decider dies right after the commit that completes the execution.
-    The redelivered result is recognised (nothing decided twice) but the index row is never written."""
+@pytest.mark.parametrize("variant", ["after", "before"])
+def test_a_crash_between_the_final_commit_and_its_index_row_is_repaired(clients: Any, variant: str) -> None:
+    """One task step; the decider dies right after the commit that completes the execution, or just
+    before its index row. The redelivered result is recognised (nothing decided twice) and its
+    commit's index row written again: the execution is listed COMPLETED, not RUNNING for good
+    (it was, before the index row became one of a commit's effects in service.py)."""
     ref = reference_run(clients, ONE_STEP)
     final = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/C"))
     assert ref.calls[final + 1] == Call("decider", "dynamodb", "PutItem", "EXEC/A#INDEX")
-    outcome = run_point(clients, ref, CrashPoint(final, "after"))
+    point = CrashPoint(final, "after") if variant == "after" else CrashPoint(final + 1, "before")
+    outcome = run_point(clients, ref, point)
     assert outcome.ok, str(outcome)
 
 
