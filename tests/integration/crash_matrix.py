@@ -39,6 +39,7 @@ class Outcome:
     call: Call | None
     problems: list[str] = field(default_factory=list)
     reruns_after_death: int = 0  # runs allowed by the at-least-once exception
+    crashes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -137,6 +138,7 @@ def run_point(clients: Any, ref: Reference, point: CrashPoint) -> Outcome:
         except AssertionError as e:
             outcome.problems.append(f"the run failed: {e}")
         calls = RECORDER.calls
+        outcome.crashes = len(world.crashes)
         seen = min(len(calls), point.index + 1)
         if calls[:seen] != ref.calls[:seen]:
             first = next(i for i in range(seen) if calls[i] != ref.calls[i])
@@ -173,7 +175,8 @@ def ensure_env() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`--all`: every crash point (reads `before` only); default: the test suite's sample."""
+    """`--all`: every crash point (reads `before` only); `--twice`: every write/send crashing after
+    it landed and again at the same call of the recovery; default: the test suite's sample."""
     ensure_env()
     from aws_resources import Clients
 
@@ -181,15 +184,20 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     ref = reference_run(clients)
     points = crash_points(ref.calls) if "--all" in argv else sample(ref)
+    if "--twice" in argv:  # every write/send crashing after it landed, and again in the recovery
+        points = [CrashPoint(p.index, p.variant, again=True) for p in crash_points(ref.calls, True)
+                  if p.variant == "after"]
     kinds = Counter(f"{c.handler} {c.service}.{c.op}" for c in ref.calls)
     print(f"reference run: {len(ref.calls)} calls by the handlers, {time.perf_counter() - t0:.2f} s")
     for k, v in sorted(kinds.items()):
         print(f"  {v:4d}  {k}")
     failed: list[Outcome] = []
     reran: list[Outcome] = []
+    twice = 0
     t1 = time.perf_counter()
     for p in points:
         o = run_point(clients, ref, p)
+        twice += o.crashes == 2
         reran += [o] if o.reruns_after_death else []
         if not o.ok:
             failed.append(o)
@@ -199,5 +207,6 @@ def main(argv: list[str]) -> int:
     for o in reran:
         print(f"  {o.point} {o.call}: {o.reruns_after_death}")
     print(f"crash points run: {len(points)}, passed: {len(points) - len(failed)}, failed: {len(failed)} "
-          f"({took:.1f} s, {took / max(1, len(points)) * 1000:.0f} ms each)")
+          f"({took:.1f} s, {took / max(1, len(points)) * 1000:.0f} ms each)"
+          + (f"; {twice} of them crashed twice" if "--twice" in argv else ""))
     return 1 if failed else 0

@@ -53,9 +53,10 @@ class Call:
 class CrashPoint:
     index: int
     variant: str  # "before" | "after"
+    again: bool = False  # the recovery dies too, at its first call with the same label
 
     def __str__(self) -> str:
-        return f"#{self.index}/{self.variant}"
+        return f"#{self.index}/{self.variant}" + (" twice" if self.again else "")
 
 
 def _detail(service: str, params: Any) -> str:
@@ -99,6 +100,7 @@ class Recorder:
         self.calls: list[Call] = []
         self.crash_at: CrashPoint | None = None
         self.fired: Call | None = None  # the call the crash hit
+        self.fired_times = 0
         self.dead = False
         self._attached: set[int] = set()
 
@@ -112,6 +114,7 @@ class Recorder:
 
     def arm(self, crash_at: CrashPoint | None) -> None:
         self.calls, self.crash_at, self.fired, self.dead, self.handler = [], crash_at, None, False, None
+        self.fired_times = 0
 
     def _before(self, model: Any, params: Any, context: dict[str, Any], **_: Any) -> None:
         if self.handler is None:
@@ -122,17 +125,26 @@ class Recorder:
         index = len(self.calls)
         self.calls.append(Call(self.handler, service, model.name, _detail(service, params)))
         context["orbit_crash_index"] = index
-        if self.crash_at == CrashPoint(index, "before"):
+        if self._hits(index, "before"):
             self._die(index)
 
     def _after(self, context: dict[str, Any], **_: Any) -> None:
         index = context.get("orbit_crash_index")
-        if self.handler is not None and index is not None and self.crash_at == CrashPoint(index, "after"):
+        if self.handler is not None and index is not None and self._hits(index, "after"):
             self._die(index)
+
+    def _hits(self, index: int, variant: str) -> bool:
+        at = self.crash_at
+        if at is None or at.variant != variant:
+            return False
+        if self.fired_times == 0:
+            return at.index == index
+        return at.again and self.fired_times == 1 and index > at.index and self.calls[index] == self.fired
 
     def _die(self, index: int) -> None:
         self.dead = True
         self.fired = self.calls[index]
+        self.fired_times += 1
         raise Crash(f"crash {self.crash_at} at {self.fired}")
 
 

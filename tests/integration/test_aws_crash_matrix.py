@@ -9,17 +9,18 @@ for writes and sends, right after it landed (crash_points.py); the system runs
 until idle on a virtual clock and the invariants of crash_matrix.py must hold.
 The suite runs every write and send crashing after it landed and a seeded third of the
 `before` points (split in shards for `-n 2`); the full matrix, with timings:
-`python tests/integration/test_aws_crash_matrix.py --all`.
+`python tests/integration/test_aws_crash_matrix.py --all` (`--twice`: the recovery dies too).
 """
 
 from __future__ import annotations
 
+import random
 import sys
 from typing import Any
 
 import pytest
 from crash_matrix import Reference, check, reference_run, run_point, sample
-from crash_points import Call, CrashPoint
+from crash_points import Call, CrashPoint, crash_points
 from crash_world import EXECUTION, Scenario
 
 SHARDS = 4
@@ -83,6 +84,18 @@ def test_every_crash_point_keeps_the_invariants(clients: Any, reference: Referen
     failed = [o for o in (run_point(clients, reference, p) for p in points) if not o.ok]
     assert not failed, f"{len(failed)} of {len(points)} crash points broke an invariant:\n" + \
         "\n".join(str(o) for o in failed)
+
+
+def test_a_recovery_that_dies_at_the_same_call_keeps_the_invariants(clients: Any,
+                                                                   reference: Reference) -> None:
+    """A seeded sample of writes/sends crashing after they landed, and again when the recovery makes
+    the same call (`--twice` runs them all)."""
+    writes = [p for p in crash_points(reference.calls, writes_only=True) if p.variant == "after"]
+    points = [CrashPoint(p.index, p.variant, again=True) for p in random.Random(11).sample(writes, 8)]
+    outcomes = [run_point(clients, reference, p) for p in points]
+    failed = [o for o in outcomes if not o.ok]
+    assert not failed, "\n".join(str(o) for o in failed)
+    assert sum(o.crashes == 2 for o in outcomes) >= 4  # most recoveries repeat the call that died
 
 
 @pytest.mark.parametrize("variant", ["after", "before"])
