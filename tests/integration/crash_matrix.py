@@ -20,6 +20,7 @@ from typing import Any
 
 from crash_points import Call, CrashPoint, Recorder, crash_points
 from crash_world import EXECUTION, REALISTIC, RUNS, Scenario, World, fresh_world
+from orbit.errors import OrbitError
 
 RECORDER = Recorder()
 TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
@@ -61,8 +62,12 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
     sc = world.scenario
     parent = engine.history(EXECUTION)
     children = sorted({(e["child_id"], e["workflow"]) for e in parent if e["type"] == "ChildStarted"})
-    for eid, workflow, events in [(EXECUTION, sc.workflow, parent),
-                                  *[(c, wf, engine.history(c)) for c, wf in children]]:
+    for eid, workflow in [(EXECUTION, sc.workflow), *children]:
+        try:
+            events = parent if eid == EXECUTION else engine.history(eid)
+        except OrbitError as e:  # a child whose start was lost
+            problems.append(f"{eid}: no history ({e})")
+            continue
         problems += _check_history(eid, sc.steps(workflow), events)
     listed = {e.execution_id: e.status for e in engine.list(workflow=sc.workflow)[0]}
     if listed != {EXECUTION: "COMPLETED"}:
