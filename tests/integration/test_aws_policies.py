@@ -1,0 +1,110 @@
+"""Least privilege, checked against what the handlers really call.
+
+The crash matrix's reference run (crash_matrix.py: a start, a 40 KB value in
+S3, a fan-out, a retry on a timer, a signal, a child workflow, all through the
+real handlers on moto) records every AWS request each handler makes. moto does
+not enforce IAM, so this module does: every request must be allowed by its
+function's role in template.yaml (right action, DynamoDB keys inside the role's
+LeadingKeys condition), and every data action a role grants must be used by the
+run or be on the short list below of paths the run does not take, each with
+the code that needs it. A new call without a grant, or a grant nobody uses,
+fails here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crash_matrix import Reference, reference_run
+from orbit.local.cfn import load_template
+
+ROOT = Path(__file__).resolve().parents[2]
+# HttpTaskRole is left out: the run has no http step (tests/integration/test_http_task.py covers it).
+ROLES = {"api": "ApiRole", "decider": "DeciderRole", "timers": "TimersRole",
+         "example_worker": "ExampleWorkerRole"}
+# An API operation -> the IAM action that authorises it (the batch forms use the single one).
+ACTION = {("s3", "HeadObject"): "s3:GetObject", ("sqs", "SendMessageBatch"): "sqs:SendMessage",
+          ("sqs", "DeleteMessageBatch"): "sqs:DeleteMessage",
+          ("sqs", "ChangeMessageVisibilityBatch"): "sqs:ChangeMessageVisibility"}
+# Granted, needed, but not reached by the reference run: (role, action) -> the code that uses it.
+NOT_IN_RUN = {
+    ("DeciderRole", "dynamodb:DeleteItem"): "timers.arm: re-arming a table timer deletes the old one",
+    ("DeciderRole", "s3:GetObject"): "a cold decider reads large values back (codec.decode)",
+    ("ApiRole", "dynamodb:BatchGetItem"): "list_executions by workflow reads the rows' status",
+    ("ApiRole", "dynamodb:GetItem"): "find_hook (resume by token), registry reads on a cold API",
+    ("ApiRole", "dynamodb:UpdateItem"): "claim_hook: a hook token is resumed once",
+    ("ApiRole", "dynamodb:DeleteItem"): "a start with a workflow timeout arms a table timer (timers.arm)",
+    ("ApiRole", "s3:PutObject"): "a start input or signal payload over 32 KB (payload_values)",
+    ("ExampleWorkerRole", "s3:GetObject"): "a task input over 32 KB is read back by the worker",
+}
+# Used by Lambda's event source mapping with the function's role, not by handler code.
+MAPPING = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+DATA = ("dynamodb:", "s3:", "sqs:")
+
+
+def grants(role: dict[str, Any]) -> list[dict[str, Any]]:
+    return [st for p in role["Properties"].get("Policies", []) for st in p["PolicyDocument"]["Statement"]
+            if st.get("Effect") == "Allow"]
+
+
+def actions(statement: dict[str, Any]) -> set[str]:
+    a = statement["Action"]
+    return {a} if isinstance(a, str) else set(a)
+
+
+def leading_keys(statement: dict[str, Any]) -> list[str] | None:
+    cond = (statement.get("Condition") or {}).get("ForAllValues:StringLike") or {}
+    return cond.get("dynamodb:LeadingKeys")
+
+
+@pytest.fixture(scope="module")
+def reference(clients: Any) -> Reference:
+    return reference_run(clients)
+
+
+@pytest.fixture(scope="module")
+def roles() -> dict[str, Any]:
+    res = load_template(ROOT / "template.yaml")["Resources"]
+    return {name: r for name, r in res.items() if r["Type"] == "AWS::IAM::Role"}
+
+
+def test_every_request_of_the_run_is_allowed_by_its_functions_role(reference: Reference,
+                                                                    roles: dict[str, Any]) -> None:
+    assert {c.handler for c in reference.calls} == set(ROLES)  # every handler of the run is mapped
+    refused = []
+    for call in reference.calls:
+        action = ACTION.get((call.service, call.op), f"{call.service}:{call.op}")
+        allowed = [st for st in grants(roles[ROLES[call.handler]]) if action in actions(st)]
+        if call.service == "dynamodb" and call.detail:  # the key must fit the LeadingKeys, if any
+            # (a Query's key is in its expression: the recorder leaves its detail empty)
+            prefix = call.detail.split("/")[0] + "#"
+            allowed = [st for st in allowed if leading_keys(st) is None
+                       or any(fnmatch.fnmatchcase(prefix, k) for k in leading_keys(st) or [])]
+        if not allowed:
+            refused.append(f"{call} needs {action} in {ROLES[call.handler]}")
+    assert not refused, "\n".join(sorted(set(refused)))
+
+
+def test_every_data_action_granted_is_used(reference: Reference, roles: dict[str, Any]) -> None:
+    used = {(ROLES[c.handler], ACTION.get((c.service, c.op), f"{c.service}:{c.op}")) for c in reference.calls}
+    unused = []
+    for handler, role in ROLES.items():
+        for st in grants(roles[role]):
+            for action in actions(st):
+                if not action.startswith(DATA) or action in MAPPING:
+                    continue
+                if (role, action) not in used and (role, action) not in NOT_IN_RUN:
+                    unused.append(f"{role} grants {action}, which {handler} never calls")
+    assert not unused, "\n".join(sorted(set(unused)))
+    stale = [k for k in NOT_IN_RUN if k in used]  # the run reaches it now: drop it from the list
+    assert not stale, stale
+
+
+def test_the_check_catches_a_missing_grant(reference: Reference, roles: dict[str, Any]) -> None:
+    role = roles["ExampleWorkerRole"]
+    st = next(s for s in grants(role) if "dynamodb:PutItem" in actions(s))
+    assert leading_keys(st) == ["IDEM#*"]  # the worker may write its own records, nothing else
+    assert not fnmatch.fnmatchcase("EXEC#", "IDEM#*")
