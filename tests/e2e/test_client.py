@@ -98,3 +98,64 @@ def test_a_url_that_is_not_http_is_refused_up_front():
     for bad in ("notaurl", "ftp://x/y", "http://"):
         with pytest.raises(OrbitError, match="not an http"):
             Client(url=bad)
+
+
+@pytest.fixture
+def flaky():
+    """An API that dies (HTTP 503, then a dropped connection) before answering the third try."""
+    seen: list[dict] = []
+
+    class Flaky(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            length = int(self.headers.get("content-length") or 0)
+            seen.append({"path": self.path, "body": json.loads(self.rfile.read(length) or b"null")})
+            if len(seen) == 2:  # the connection drops: no answer at all
+                self.close_connection = True
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+            status = 503 if len(seen) == 1 else 201
+            body = json.dumps({"id": seen[-1]["body"].get("id")} if status == 201 else {"message": "down"})
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_start_without_an_id_is_retried_under_the_id_the_client_chose(flaky):
+    url, seen = flaky
+    got = Client(url=url, backoff_s=0.01).start("wf", {"a": 1})
+    ids = [s["body"]["id"] for s in seen]
+    assert len(seen) == 3 and len(set(ids)) == 1 and ids[0].startswith("wf-")
+    assert got == {"id": ids[0]}  # the same execution each time: a lost answer never starts two
+
+
+def test_a_signal_is_retried_under_one_signal_id(flaky):
+    url, seen = flaky
+    Client(url=url, backoff_s=0.01).signal("e-1", "go", {"ok": True})
+    ids = {s["body"]["id"] for s in seen}
+    assert len(seen) == 3 and len(ids) == 1 and next(iter(ids)).startswith("signal:")
+
+
+def test_a_client_error_is_not_retried(recorder):
+    url, seen = recorder
+    with pytest.raises(ApiError):
+        Client(url=url, backoff_s=0.01).describe("missing")
+    assert len(seen) == 1
+
+
+def test_retries_give_up_after_the_last_attempt(flaky):
+    url, seen = flaky
+    with pytest.raises(ApiError, match="HTTP 503"):
+        Client(url=url, attempts=1).start("wf", {}, id="e-9")
+    assert len(seen) == 1

@@ -3,20 +3,31 @@
 A deployed stack's HTTP API uses IAM auth, so requests to it are signed with
 SigV4 (botocore's signer, credentials from the usual boto3 chain). Requests to
 a loopback URL (`orbit dev`) go unsigned.
+
+Every call is idempotent, so a request that got no answer (connection error,
+timeout, HTTP 500/502/503/504) is sent again, up to `attempts` times. For that
+to hold, `start` and `signal` name their execution and signal here when the
+caller does not: an API that died after committing a start has recorded it, and
+the retry with the same id returns that execution and sends its first steps
+(the commit log is the outbox), where a server-chosen id would have left it
+orphaned and started a second one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from typing import Any
 
 from orbit.errors import OrbitError
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
 class ApiError(OrbitError):
@@ -27,6 +38,11 @@ class ApiError(OrbitError):
         err = body.get("error") if isinstance(body, dict) else None
         detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else body
         super().__init__(f"{method} {path}: HTTP {status}: {detail}")
+
+
+class Unreachable(OrbitError):
+    """No answer from the API (connection refused or reset, timeout): the request may or may
+    not have been carried out, so an idempotent call is sent again."""
 
 
 def stack_api_url(stack: str, region: str | None = None) -> str:
@@ -57,6 +73,8 @@ class Client:
         region: str | None = None,
         timeout_s: float = 30.0,
         sign: bool | None = None,
+        attempts: int = 4,
+        backoff_s: float = 0.2,
     ) -> None:
         if url is None and stack is not None:
             url = stack_api_url(stack, region)
@@ -70,6 +88,7 @@ class Client:
         self.region = region
         self.timeout_s = timeout_s
         self.sign = (not _is_local(self.url)) if sign is None else sign
+        self.attempts, self.backoff_s = max(1, attempts), backoff_s
 
     # ------------------------------------------------------------------ operations
     def register(self, definition: dict[str, Any] | str) -> dict[str, Any]:
@@ -79,9 +98,8 @@ class Client:
     def start(
         self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"workflow": workflow, "input": input if input is not None else {}}
-        if id:
-            body["id"] = id
+        body: dict[str, Any] = {"workflow": workflow, "input": input if input is not None else {},
+                                "id": id or f"{workflow}-{uuid.uuid4().hex}"}
         if version:
             body["version"] = version
         return self._call("POST", "/executions", body)
@@ -102,8 +120,12 @@ class Client:
             if not after:
                 return events
 
-    def signal(self, execution_id: str, name: str, payload: Any = None) -> dict[str, Any]:
-        return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}", {"payload": payload})
+    def signal(
+        self, execution_id: str, name: str, payload: Any = None, id: str | None = None
+    ) -> dict[str, Any]:
+        """`id` makes the signal idempotent (kept 19 days); one is made up when not given."""
+        body = {"payload": payload, "id": id or f"signal:{uuid.uuid4().hex}"}
+        return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}", body)
 
     def resume_hook(self, token: str, payload: Any = None) -> dict[str, Any]:
         return self._call("POST", f"/hooks/{_q(token)}", {"payload": payload})
@@ -130,10 +152,21 @@ class Client:
 
     # ------------------------------------------------------------------ transport
     def _call(self, method: str, path: str, body: Any = None) -> Any:
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return self._once(method, path, body)
+            except (ApiError, Unreachable) as exc:
+                retry = not isinstance(exc, ApiError) or exc.status in RETRY_STATUSES
+                if not retry or attempt == self.attempts:
+                    raise
+            time.sleep(self.backoff_s * 4 ** (attempt - 1))  # noqa: TID251 - the client is an edge
+        raise AssertionError("unreachable")
+
+    def _once(self, method: str, path: str, body: Any) -> Any:
         url = self.url + path
         data = json.dumps(body).encode() if body is not None else None
         headers = {"content-type": "application/json", "accept": "application/json"}
-        if self.sign:
+        if self.sign:  # signed per attempt: a signature is only valid for a few minutes
             headers = self._signed_headers(method, url, data, headers)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
@@ -142,9 +175,10 @@ class Client:
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             raise ApiError(exc.code, _json_or_text(raw), method, path) from None
-        except urllib.error.URLError as exc:
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             hint = " (is `orbit dev` running?)" if _is_local(self.url) else ""
-            raise OrbitError(f"cannot reach the Orbit API at {self.url}{hint}: {exc.reason}") from None
+            reason = getattr(exc, "reason", exc)
+            raise Unreachable(f"cannot reach the Orbit API at {self.url}{hint}: {reason}") from None
         return _json_or_text(raw) if raw else None
 
     def _signed_headers(
