@@ -143,7 +143,8 @@ def test_an_old_result_is_never_applied_twice_even_without_a_send_time() -> None
 
 def test_a_signal_id_is_an_idempotency_key_for_the_whole_window() -> None:
     sim = Simulator(start_ms=T0)
-    sim.register(definition({"w": {"wait_for": "note", "after": ["x"]}, "x": {"task": "t.x", "timeout": "100d"}}))
+    sim.register(definition({"w": {"wait_for": "note", "after": ["x"]},
+                             "x": {"task": "t.x", "timeout": "100d"}}))
     sim.worker("t.x", hang())
     eid = sim.start("wf", {}, id="e1")
     sim.run_until_idle()
