@@ -82,7 +82,13 @@ def test_a_redelivery_after_many_newer_commits_still_resends_its_effects(
     assert result_ids == [], result_ids
     engine._cache.clear()  # the redelivery lands on a new decider instance
     before = history("f-9")
+    counts: dict[str, int] = {}  # the handler drains METER into its EMF metrics: watch the counts
+    real_count = METER.count
+    monkeypatch.setattr(METER, "count", lambda name, n=1: (counts.__setitem__(name, counts.get(name, 0) + n),
+                                                           real_count(name, n)))
     cloud.pump("DecisionQueue")  # receive count 2: looked up in the log, its effects sent again
+    assert counts.get("CommitLogScans") == 1  # newest first: 20 heartbeats, then the result's commit
+    assert RECENT_COMMITS < counts.get("CommitLogCommitsRead", 0) <= RECENT_COMMITS + 6, counts
     assert len(sent) == 2 and sent[0] == sent[1]
     assert history("f-9") == before  # nothing decided twice
     cloud.run_until_idle()

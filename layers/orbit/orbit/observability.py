@@ -2,14 +2,19 @@
 
 `MeteredStore` wraps a HistoryStore: each successful commit is a decision, its
 events tell how many steps were scheduled, succeeded or failed, and a
-ConflictError is a lost race. Handlers drain the counters into powertools
-Metrics after each invocation (`publish`). Nothing here talks to AWS.
+ConflictError is a lost race. Reading a stored commit back is the outbox at
+work (a redelivered message re-sends its commit's effects): `OutboxReads`
+counts those reads, `CommitLogScans` / `CommitLogCommitsRead` the look-backs
+for a redelivery older than the state remembers and what they cost. Handlers
+drain the counters into powertools Metrics after each invocation (`publish`).
+Nothing here talks to AWS.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from orbit.errors import ConflictError
@@ -53,6 +58,16 @@ class MeteredStore:
             name = _EVENT_METRICS.get(r.event.type)
             if name:
                 self._meter.count(name)
+
+    def read_commit(self, execution_id: str, first_seq: int) -> Any:
+        self._meter.count("OutboxReads")
+        return self._store.read_commit(execution_id, first_seq)
+
+    def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Any]:
+        self._meter.count("CommitLogScans")
+        for c in self._store.scan_commits(execution_id, newest_first):
+            self._meter.count("CommitLogCommitsRead")
+            yield c
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

@@ -210,6 +210,8 @@ class Engine(EngineApi):
                     if c is not None:
                         resend[seq] = c
                 continue
+            if any(m.id in c.all_inbound for c in resend.values()):
+                continue  # a bundle's other message: its commit is already found
             old = find_handled(self.store, eid, state, m, *delivery.get(m.id, (None, 1)))
             if old is not None:  # handled longer ago than the state remembers
                 log.info(
