@@ -129,6 +129,12 @@ def test_a_heartbeat_in_time_is_recorded_and_moves_the_wake_up() -> None:
                        "token": script.seen[0]["token"], "details": {"pct": 50}})
     state = sim.store.load(eid).fold()
     assert state.wakeups["a"] == T0 + 17_000 and state.units["a"].heartbeat == {"pct": 50}
+    # The heartbeat armed nothing: the timer for T0+10s fires, finds nothing due, arms T0+17s.
+    assert sim.timers.next_fire_ms() == T0 + 10_000
+    sim.advance(3_000)
+    assert sim.timers.next_fire_ms() == T0 + 17_000 and events(sim, eid, "StepAttemptFailed") == []
+    sim.advance(7_000)
+    assert attempt_errors(sim, eid) == [(HEARTBEAT_TIMEOUT, 17_000)]
 
 
 # ---------------------------------------------------------------- definitions
