@@ -82,10 +82,20 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage))):
+            if _pushed_back_by_heartbeat(inbound, wake_before, wake, now_ms):
+                return ctx.decision
             # Everything due was handled above; a wake-up still in the past would fire again at
             # once and spin, so it is retried at the schedule's pace instead.
             ctx.effect(ArmTimer(state.id, wake if wake > now_ms else now_ms + RETRY_STUCK_WAKE_MS))
     return ctx.decision
+
+
+def _pushed_back_by_heartbeat(inbound: Message, before: int | None, wake: int, now_ms: int) -> bool:
+    """A heartbeat that only moved the wake-up later (heartbeat_timeout) arms nothing: the timer
+    armed for the earlier time is still pending, fires, finds nothing due and arms the new time
+    (every wake decision re-arms). Arming on each heartbeat would cost a timer write or a delayed
+    message per heartbeat, each later firing for nothing; this way it is one per timeout."""
+    return isinstance(inbound, HeartbeatMessage) and before is not None and now_ms < before <= wake
 
 
 def _start(ctx: Ctx, m: StartMessage) -> None:

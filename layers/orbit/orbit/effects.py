@@ -28,6 +28,7 @@ class DispatchTask(Effect):
     """Send one attempt to a worker queue. Workers deduplicate on `idempotency_key`."""
 
     KIND: ClassVar[str] = "dispatch_task"
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms"})
     execution_id: str
     unit: str
     task: str
@@ -38,6 +39,8 @@ class DispatchTask(Effect):
     idempotency_key: str
     deadline_ms: int | None = None
     redelivery: bool = False
+    # The worker reports `started` at once and must call ctx.heartbeat within this period.
+    heartbeat_timeout_ms: int | None = None
 
 
 @dataclass(frozen=True)

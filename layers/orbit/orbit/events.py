@@ -17,6 +17,7 @@ from orbit.task_error import (  # noqa: F401  (re-export: events.py was TaskErro
     ADAPTER_DISABLED,
     CANCELLED,
     EXPRESSION_ERROR,
+    HEARTBEAT_TIMEOUT,
     HTTP_ERROR,
     INPUT_CONTRACT_VIOLATION,
     JSON,
@@ -83,6 +84,7 @@ class StepFanOut(Event):
 class StepScheduled(Event):
     """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
 
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms"})
     step: str
     attempt: int
     input: JSON = None
@@ -98,6 +100,8 @@ class StepScheduled(Event):
     deadline_ms: int | None = None  # queue deadline, else the attempt timeout counted from now
     on_exhausted: str = "fail_run"
     compensable: bool = False
+    # Once started, the attempt fails with HEARTBEAT_TIMEOUT after this long without a heartbeat.
+    heartbeat_timeout_ms: int | None = None
 
 
 @event

@@ -120,6 +120,7 @@ def _scheduled(s: ExecutionState, e: E.StepScheduled, ts: int) -> None:
     u.attempt, u.input, u.idempotency_key, u.redelivery = e.attempt, e.input, e.idempotency_key, e.redelivery
     u.kind, u.task, u.queue, u.retry = e.kind, e.task, e.queue, e.retry
     u.timeout_ms, u.queue_timeout_ms = e.timeout_ms, e.queue_timeout_ms
+    u.heartbeat_timeout_ms = e.heartbeat_timeout_ms
     u.on_exhausted, u.compensable = e.on_exhausted, e.compensable
     u.scheduled_at_ms, u.dispatched_at_ms, u.deadline_ms = ts, None, e.deadline_ms
     u.token = e.token or None
@@ -145,13 +146,26 @@ def _dispatched(s: ExecutionState, e: E.StepDispatched, ts: int) -> None:
     u.worker_id, u.worker_session, u.dispatched_at_ms = e.worker_id, e.worker_session, ts
     u.tokens.setdefault(e.token, e.attempt)
     u.deadline_ms = e.deadline_ms
-    _wake(s, e.step, u, e.deadline_ms)
+    _wake(s, e.step, u, _attempt_wake(u, ts))
 
 
 def _heartbeat(s: ExecutionState, e: E.StepHeartbeat, ts: int) -> None:
     u = s.units.get(e.step)
     if _live(u):
-        u.heartbeat = e.details  # type: ignore[union-attr]
+        assert u is not None
+        u.heartbeat = e.details
+        if u.status == DISPATCHED and u.heartbeat_timeout_ms is not None:
+            _wake(s, e.step, u, _attempt_wake(u, ts))
+
+
+def _attempt_wake(u: UnitState, ts: int) -> int | None:
+    """A started attempt wakes at its deadline (`timeout`) or, with a heartbeat timeout, at the
+    last sign of life (`started`, a heartbeat: time `ts`) + heartbeat_timeout, whichever is first.
+    `deadline_ms` stays the attempt's own deadline, so the wake-up can tell the two apart."""
+    if u.heartbeat_timeout_ms is None:
+        return u.deadline_ms
+    beat_due = ts + u.heartbeat_timeout_ms
+    return beat_due if u.deadline_ms is None else min(u.deadline_ms, beat_due)
 
 
 def _succeeded(s: ExecutionState, e: E.StepSucceeded, ts: int) -> None:

@@ -19,10 +19,18 @@ T = TypeVar("T")
 
 
 def tagged_dict(obj: Any, tag_key: str, tag: str) -> dict[str, JSON]:
-    """`obj`'s fields as a dict after `{tag_key: tag}`; TaskError values as their dicts."""
+    """`obj`'s fields as a dict after `{tag_key: tag}`; TaskError values as their dicts.
+
+    Fields named in the class's `OMIT_IF_NONE` are left out while None: a field added
+    later keeps every record written without it byte-identical (golden histories,
+    stored commits), and reading back gives the same None default.
+    """
     d: dict[str, JSON] = {tag_key: tag}
+    omit = getattr(type(obj), "OMIT_IF_NONE", ())
     for f in fields(obj):
         v = getattr(obj, f.name)
+        if v is None and f.name in omit:
+            continue
         d[f.name] = v.to_dict() if isinstance(v, TaskError) else v
     return d
 

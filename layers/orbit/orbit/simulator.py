@@ -8,8 +8,10 @@ Workers are scripts, one behaviour per delivery of a task (the last one
 repeats): `succeed(output)`, `fail(code)`, `hang()` (takes the task, never
 answers: the step times out), `crash()` (takes it and dies: the queue
 redelivers the message to another worker after `visibility_ms`),
-`answer_twice(output)`, `late(ms, output)` (answers after `ms`), or a plain
-function `(input, ctx) -> output` that may raise `TaskError`.
+`answer_twice(output)`, `late(ms, output)` (answers after `ms`),
+`heartbeats(every_ms, count, output)` (a long task: `count` heartbeats `every_ms`
+apart, then the answer `every_ms` after the last; `output=HANG` never answers),
+or a plain function `(input, ctx) -> output` that may raise `TaskError`.
 """
 
 from __future__ import annotations
@@ -35,11 +37,15 @@ from orbit.service import Engine
 
 @dataclass(frozen=True)
 class Behaviour:
-    action: str  # succeed | fail | hang | crash | twice | late | call
+    action: str  # succeed | fail | hang | crash | twice | late | beat | call
     output: Any = None
     error: TaskError | None = None
     delay_ms: int = 0
     fn: Callable[..., Any] | None = None
+    count: int = 0
+
+
+HANG = object()  # `heartbeats(..., output=HANG)`: heartbeat, then stop without answering
 
 
 def succeed(output: Any = None) -> Behaviour:
@@ -64,6 +70,10 @@ def answer_twice(output: Any = None) -> Behaviour:
 
 def late(delay_ms: int, output: Any = None) -> Behaviour:
     return Behaviour("late", output=output, delay_ms=delay_ms)
+
+
+def heartbeats(every_ms: int, count: int, output: Any = None) -> Behaviour:
+    return Behaviour("beat", output=output, delay_ms=every_ms, count=count)
 
 
 def call(fn: Callable[..., Any]) -> Behaviour:
@@ -237,6 +247,12 @@ class Simulator:
             else:
                 self.dead_letters.append(body)
             return
+        if b.action == "beat":
+            for n in range(1, b.count + 1):
+                self._send({**base, "kind": "heartbeat", "id": f"heartbeat:{body['token']}:{session}:{n}",
+                            "details": {"beat": n}}, delay_ms=n * b.delay_ms)
+            if b.output is HANG:
+                return
         output, error = b.output, b.error
         if b.action == "call" and b.fn is not None:
             ctx = TaskContext(
@@ -260,6 +276,9 @@ class Simulator:
         }
         if b.action == "late":
             self._send(answer, delay_ms=b.delay_ms)
+            return
+        if b.action == "beat":
+            self._send(answer, delay_ms=(b.count + 1) * b.delay_ms)
             return
         self._send(answer)
         if b.action == "twice":

@@ -110,6 +110,7 @@ class UnitState:
     retry: dict[str, JSON] | None = None
     timeout_ms: int | None = None
     queue_timeout_ms: int | None = None
+    heartbeat_timeout_ms: int | None = None  # started attempts: wake-up at the last heartbeat + this
     on_exhausted: str = "fail_run"
     compensable: bool = False
     scheduled_at_ms: int | None = None
@@ -136,6 +137,8 @@ class UnitState:
         for k in ("error", "last_error"):
             v = getattr(self, k)
             d[k] = v.to_dict() if v is not None else None
+        if d["heartbeat_timeout_ms"] is None:
+            del d["heartbeat_timeout_ms"]  # added later: snapshots without one stay as they were
         return d
 
     @classmethod

@@ -17,6 +17,8 @@ JSON = Any
 # Runtime error codes (DSL.md "Retry, timeouts, errors").
 TIMEOUT = "TIMEOUT"
 QUEUE_TIMEOUT = "QUEUE_TIMEOUT"
+# Extension (not in DSL.md): a started attempt sent no heartbeat within its heartbeat_timeout.
+HEARTBEAT_TIMEOUT = "HEARTBEAT_TIMEOUT"
 EXPRESSION_ERROR = "EXPRESSION_ERROR"
 INPUT_CONTRACT_VIOLATION = "INPUT_CONTRACT_VIOLATION"
 OUTPUT_CONTRACT_VIOLATION = "OUTPUT_CONTRACT_VIOLATION"
@@ -28,6 +30,7 @@ RUNTIME_CODES = frozenset(
     {
         TIMEOUT,
         QUEUE_TIMEOUT,
+        HEARTBEAT_TIMEOUT,
         EXPRESSION_ERROR,
         INPUT_CONTRACT_VIOLATION,
         OUTPUT_CONTRACT_VIOLATION,

@@ -12,7 +12,11 @@ the worker:
    every delivery, so the decider can tell a redelivery after a lost worker).
    A task that ends within `started_grace_s` sends `started` together with its
    result, in one SQS request that usually lands in one decider batch (one
-   commit instead of two); a longer task sends it when the grace runs out;
+   commit instead of two); a longer task sends it when the grace runs out. A
+   dispatch with `heartbeat_timeout_ms` sends `started` (and claims the lease)
+   before the function runs: the engine's heartbeat clock starts there, and the
+   function must call `ctx.heartbeat` within each heartbeat timeout (see
+   orbit/worker_heartbeat.py for the throttle);
 3. runs the function with a `TaskContext`, extending the message's visibility
    and the claim's lease in the background while it runs;
 4. stores a success, or the failure with its attempt number (a redelivery of
@@ -28,7 +32,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -38,6 +41,7 @@ from typing import Any
 from orbit.effects import DispatchTask, effect_from_dict
 from orbit.errors import OrbitError, ValidationError
 from orbit.events import TaskError
+from orbit.worker_heartbeat import HeartbeatThrottle
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
 log = logging.getLogger("orbit.worker")
@@ -87,9 +91,14 @@ class TaskContext:
     deadline_ms: int | None = None
     _beat: Callable[[Any], bool] | None = field(default=None, repr=False)
     _cancelled: bool = field(default=False, repr=False)
+    # The step's heartbeat_timeout: call `heartbeat` more often than this, or the attempt fails
+    # with HEARTBEAT_TIMEOUT. Nothing heartbeats for the task on its own.
+    heartbeat_timeout_ms: int | None = None
 
     def heartbeat(self, details: Any = None) -> None:
-        """Tell the engine the task is alive (a StepHeartbeat) and learn whether it was cancelled."""
+        """Tell the engine the task is alive (a StepHeartbeat) and learn whether it was cancelled.
+
+        Throttled (orbit/worker_heartbeat.py): call it as often as convenient."""
         if self._beat is not None and self._beat(details):
             self._cancelled = True
 
@@ -204,13 +213,20 @@ class Worker:
                 idem.claim(d.idempotency_key, d.token, lease, d.attempt)
             self._send(*(held.drain() if held is not None else ()), *started.take())
 
-        timer = threading.Timer(self.started_grace_s, running_long)
-        timer.daemon = True
-        timer.start()
+        # With a heartbeat timeout the engine's clock starts at `started`: report it now, or the
+        # grace period would eat into the first heartbeat's window unseen.
+        timer: threading.Timer | None = None
+        if d.heartbeat_timeout_ms is not None:
+            running_long()
+        else:
+            timer = threading.Timer(self.started_grace_s, running_long)
+            timer.daemon = True
+            timer.start()
         try:
             output, error = self._run(d, idem, running_long, session, lease, extend_visibility)
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
         if idem is not None:
             if error is None:
                 output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]
@@ -227,7 +243,6 @@ class Worker:
             serves = f"it serves: {served}" if served else "it serves no tasks"
             return None, TaskError("UNKNOWN_TASK", f"no worker function is registered for task {d.task!r} "
                                    f"in this worker ({serves})", retryable=False)
-        last_beat = [0.0]
         beats = [0]
 
         def extend() -> None:
@@ -236,11 +251,7 @@ class Worker:
             if idem is not None:
                 idem.extend(d.idempotency_key, d.token, lease_ms)
 
-        def beat(details: Any) -> bool:
-            now = time.monotonic()
-            if now - last_beat[0] < self.heartbeat_interval_s and beats[0]:
-                return False  # throttled: every heartbeat is a decision, keep them cheap
-            last_beat[0] = now
+        def send_beat(details: Any) -> bool:
             beats[0] += 1
             running_long()
             self._send({"kind": "heartbeat", "execution_id": d.execution_id,
@@ -249,7 +260,11 @@ class Worker:
             extend()
             return bool(self.idempotency is not None and self.idempotency.cancelled(d.token))
 
-        ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms, beat)
+        # Every heartbeat is a decision: keep them cheap (see worker_heartbeat.py).
+        throttle = HeartbeatThrottle.for_dispatch(d.heartbeat_timeout_ms, self.heartbeat_interval_s,
+                                                  send_beat)
+        ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms,
+                          throttle.beat, heartbeat_timeout_ms=d.heartbeat_timeout_ms)
         try:
             with _KeepAlive(max(1.0, lease_ms / 3000), extend):
                 return fn(d.input, ctx), None
@@ -258,6 +273,8 @@ class Worker:
         except Exception as e:  # worker code failed: report it, retryable, instead of losing the message
             log.exception("task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
             return None, TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
+        finally:
+            throttle.close()
 
     @staticmethod
     def _result(d: DispatchTask, output: Any, error: TaskError | None) -> dict[str, Any]:

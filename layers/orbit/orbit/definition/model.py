@@ -61,6 +61,7 @@ class Step:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout_ms: int | None = None
     queue_timeout_ms: int | None = None
+    heartbeat_timeout_ms: int | None = None  # task steps only (extension)
     compensate: Step | None = None
     on_failure: Literal["fail", "continue"] = "fail"
 

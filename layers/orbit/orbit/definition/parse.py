@@ -113,6 +113,9 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
     queue_timeout = body.get("queue_timeout")
     if queue_timeout is None and kind in ("task", "http"):
         queue_timeout = defaults.get("queue_timeout")
+    heartbeat_timeout = body.get("heartbeat_timeout")
+    if heartbeat_timeout is None and kind == "task":  # only a worker task can heartbeat
+        heartbeat_timeout = defaults.get("heartbeat_timeout")
     return {
         "kind": kind,
         "task": body.get("task") if kind == "task" else None,
@@ -125,6 +128,7 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
         else RetryPolicy(),
         "timeout_ms": parse_duration(timeout) if timeout is not None else None,
         "queue_timeout_ms": parse_duration(queue_timeout) if queue_timeout is not None else None,
+        "heartbeat_timeout_ms": parse_duration(heartbeat_timeout) if heartbeat_timeout is not None else None,
     }
 
 

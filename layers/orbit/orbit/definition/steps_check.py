@@ -22,9 +22,11 @@ from orbit.definition.checks import (
 from orbit.definition.model import COMPENSATE_KINDS, STEP_KINDS
 
 COMMON_KEYS = ("after", "when", "for", "concurrency", "tolerated_failures", "input", "retry",
-               "timeout", "queue_timeout", "compensate", "on_failure", "queue", "description")
+               "timeout", "queue_timeout", "heartbeat_timeout", "compensate", "on_failure", "queue",
+               "description")
 STEP_KEYS = STEP_KINDS + COMMON_KEYS
-COMPENSATE_KEYS = COMPENSATE_KINDS + ("input", "retry", "timeout", "queue_timeout", "queue")
+COMPENSATE_KEYS = COMPENSATE_KINDS + ("input", "retry", "timeout", "queue_timeout", "heartbeat_timeout",
+                                      "queue")
 RETRY_KEYS = ("max_attempts", "backoff", "multiplier", "max_backoff", "jitter", "non_retryable")
 HTTP_KEYS = ("method", "url", "headers", "query", "body", "timeout")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
@@ -37,6 +39,8 @@ KEY_KINDS = {
     "retry": ("task", "http"),
     "timeout": ("task", "http", "wait_for"),
     "queue_timeout": ("task", "http"),
+    # The built-in http adapter never heartbeats, so only worker tasks can use it.
+    "heartbeat_timeout": ("task",),
     "queue": ("task",),
 }
 # Step names become unit keys (`step[3]`, `compensate:step`), so brackets and colons are out.
@@ -163,7 +167,7 @@ def _check_common(body: dict[Any, Any], path: str, out: Problems) -> None:
         check_template(body["input"], join(path, "input"), out)
     if "retry" in body:
         check_retry(body["retry"], join(path, "retry"), out)
-    for key in ("timeout", "queue_timeout"):
+    for key in ("timeout", "queue_timeout", "heartbeat_timeout"):
         if key in body:
             check_duration(body[key], join(path, key), out)
     if "on_failure" in body and body["on_failure"] not in ("fail", "continue"):
@@ -205,7 +209,7 @@ def check_compensate(body: Any, path: str, out: Problems) -> None:
         check_template(body["input"], join(path, "input"), out)
     if "retry" in body:
         check_retry(body["retry"], join(path, "retry"), out)
-    for key in ("timeout", "queue_timeout"):
+    for key in ("timeout", "queue_timeout", "heartbeat_timeout"):
         if key in body:
             check_duration(body[key], join(path, key), out)
     if "queue" in body and (not isinstance(body["queue"], str) or not QUEUE_NAME.fullmatch(body["queue"])):

@@ -24,7 +24,7 @@ from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
             "output", "output_schema", "signals")
-DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout")
+DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -102,7 +102,7 @@ def _check_defaults(defaults: Any, present: bool, out: Problems) -> None:
     check_keys(defaults, DEFAULTS_KEYS, "defaults", out, "defaults")
     if "retry" in defaults:
         check_retry(defaults["retry"], "defaults.retry", out)
-    for key in ("timeout", "queue_timeout"):
+    for key in ("timeout", "queue_timeout", "heartbeat_timeout"):
         if key in defaults:
             check_duration(defaults[key], f"defaults.{key}", out)
 

@@ -11,6 +11,7 @@ from orbit.effects import CancelChild, CancelTask, DispatchTask
 from orbit.engine.context import Ctx, jitter_fraction
 from orbit.events import (
     EXPRESSION_ERROR,
+    HEARTBEAT_TIMEOUT,
     QUEUE_TIMEOUT,
     TIMEOUT,
     CompensationFailed,
@@ -81,6 +82,7 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
             deadline_ms=deadline,
             on_exhausted=cmd.on_exhausted,
             compensable=cmd.compensable,
+            heartbeat_timeout_ms=cmd.heartbeat_timeout_ms,
         )
     )
     _dispatch(ctx, cmd.unit)
@@ -111,6 +113,7 @@ def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None, 
             deadline_ms=deadline,
             on_exhausted=u.on_exhausted,
             compensable=u.compensable,
+            heartbeat_timeout_ms=u.heartbeat_timeout_ms,
         )
     )
     if send:
@@ -131,6 +134,7 @@ def _dispatch(ctx: Ctx, unit: str) -> None:
             idempotency_key=u.idempotency_key,
             deadline_ms=u.deadline_ms,
             redelivery=u.redelivery,
+            heartbeat_timeout_ms=u.heartbeat_timeout_ms,
         )
     )
 
@@ -169,8 +173,18 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
 
 
 def heartbeat(ctx: Ctx, unit: str, token: str, details: object) -> None:
+    u = ctx.state.units.get(unit)
+    if u is not None and u.heartbeat_timeout_ms is not None and _due(ctx, unit):
+        # The heartbeat came after its deadline (before the wake-up did): the attempt has
+        # already timed out, so time it out first; the token is then no longer current.
+        _wake_unit(ctx, unit, u)
     if _current(ctx.state.units.get(unit), token):
         ctx.emit(StepHeartbeat(unit, token, details))
+
+
+def _due(ctx: Ctx, unit: str) -> bool:
+    at = ctx.state.wakeups.get(unit)
+    return at is not None and at <= ctx.now
 
 
 def result(ctx: Ctx, unit: str, token: str, output: object, error: TaskError | None) -> None:
@@ -292,9 +306,25 @@ def _wake_unit(ctx: Ctx, key: str, u: UnitState) -> None:
                 f"no worker took {u.task!r} from queue {u.queue!r} within {u.queue_timeout_ms} ms",
             ),
         )
+    elif u.status == DISPATCHED and u.heartbeat_timeout_ms is not None and not _past_deadline(ctx, u):
+        attempt_failed(
+            ctx,
+            key,
+            TaskError(
+                HEARTBEAT_TIMEOUT,
+                f"attempt {u.attempt} of {u.task!r} sent no heartbeat within {u.heartbeat_timeout_ms} ms",
+            ),
+        )
     elif u.status in (SCHEDULED, DISPATCHED):
         attempt_failed(
             ctx,
             key,
             TaskError(TIMEOUT, f"attempt {u.attempt} of {u.task!r} did not finish within {u.timeout_ms} ms"),
         )
+
+
+def _past_deadline(ctx: Ctx, u: UnitState) -> bool:
+    """Was this wake-up the attempt's own `timeout` rather than the heartbeat's? The wake-up is
+    the earlier of the two (evolve._attempt_wake); a tie counts as the attempt timeout."""
+    wake = u.wake_at_ms if u.wake_at_ms is not None else ctx.now
+    return u.deadline_ms is not None and u.deadline_ms <= wake

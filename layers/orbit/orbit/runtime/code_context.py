@@ -45,7 +45,7 @@ class WorkflowContext:
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
-             queue: str | None = None, compensate: Any = None) -> Any:
+             queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None) -> Any:
         """Run `task` on a worker and return its output.
 
         `retry` uses the definition format (`{"max_attempts": 3, "backoff": "1s", "multiplier": 2,
@@ -56,9 +56,13 @@ class WorkflowContext:
         `compensate` (an `orbit.Step`, a `(task, input)` tuple, or a function of this step's
         output returning one) is run by the engine if the execution later fails, is cancelled
         or times out, for succeeded steps in reverse order of success, like a definition's.
+
+        `heartbeat_timeout` (e.g. `"30s"`): once a worker reports `started`, the attempt fails
+        with HEARTBEAT_TIMEOUT (retryable) if the task's code does not call `ctx.heartbeat`
+        within that period, each time; the attempt's `timeout` still applies.
         """
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
-                                      compensate))
+                                      compensate, heartbeat_timeout))
 
     def parallel(self, *steps: Step | tuple[Any, ...], return_exceptions: bool = False) -> list[Any]:
         """Run several steps at once (one command); return their outputs in order.
@@ -75,7 +79,8 @@ class WorkflowContext:
 
     def map(self, task: str, items: Sequence[Any], *, concurrency: int | None = None,
             tolerated_failures: int = 0, name: str | None = None, retry: Any = None, timeout: Any = None,
-            queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN, queue: str | None = None) -> list[Any]:
+            queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN, queue: str | None = None,
+            heartbeat_timeout: Any = None) -> list[Any]:
         """Run `task` once per item (the item is the input), at most `concurrency` at a time.
 
         Returns outputs in item order; an element that failed within `tolerated_failures`
@@ -85,7 +90,8 @@ class WorkflowContext:
             raise TypeError(f"map concurrency must be a positive int, got {concurrency!r}")
         if not isinstance(tolerated_failures, int) or tolerated_failures < 0:
             raise TypeError(f"map tolerated_failures must be an int >= 0, got {tolerated_failures!r}")
-        spec = Step(task, None, name, queue, retry, timeout, queue_timeout, on_exhausted)
+        spec = Step(task, None, name, queue, retry, timeout, queue_timeout, on_exhausted,
+                    heartbeat_timeout=heartbeat_timeout)
         return self._replay.map(spec, list(items), concurrency, tolerated_failures)
 
     # -- time ----------------------------------------------------------------------------------

@@ -85,6 +85,8 @@ class Step:
     # Undo of this step when the execution fails, is cancelled or times out: a Step, a
     # (task, input) tuple, or a function of the step's output returning one.
     compensate: Any = None
+    # Once a worker reports `started`: the longest gap between its ctx.heartbeat calls.
+    heartbeat_timeout: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task:
@@ -112,6 +114,7 @@ class Step:
             retry=retry_policy(self.retry),
             timeout_ms=optional_ms(self.timeout, f"step {self.task!r} timeout"),
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),
+            heartbeat_timeout_ms=optional_ms(self.heartbeat_timeout, f"step {self.task!r} heartbeat_timeout"),
             on_exhausted=on_exhausted or self.on_exhausted, compensable=self.compensate is not None)
 
 

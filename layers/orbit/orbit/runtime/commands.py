@@ -108,6 +108,7 @@ class StepCommand:
     queue_timeout_ms: int | None = None
     on_exhausted: str = FAIL_RUN
     compensable: bool = False
+    heartbeat_timeout_ms: int | None = None  # task steps: once started, max time between heartbeats
 
 
 class Command:

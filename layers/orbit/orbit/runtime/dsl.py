@@ -188,6 +188,7 @@ class _Run:
                             step.queue_timeout_ms,
                             on_exhausted,
                             compensable,
+                            step.heartbeat_timeout_ms,
                         )
                     )
                 ]
