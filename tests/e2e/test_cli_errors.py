@@ -52,25 +52,11 @@ def test_run_without_the_child_definition_says_how_to_register_it(cli):
 
 def test_run_takes_template_parameters_so_the_http_example_can_run(cli):
     import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    class Echo(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the stdlib's name
-            body = self.rfile.read(int(self.headers["content-length"]))
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    from tests.e2e.http_servers import echo, serve
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/x"
-    try:
+    with serve(echo([])) as server:
+        url = f"{server}/x"
         base = ["run", "examples/http_ping.yaml", "--input", json.dumps({"url": url}), "--id", "p1"]
         allow = ["HttpTaskEnabled=true", "HttpAllowedHosts=127.0.0.1", "HttpPrivateHosts=127.0.0.1"]
         res = cli(*base, "--mode", "inprocess", "--json", *(a for p in allow for a in ("--parameter", p)))
@@ -79,9 +65,6 @@ def test_run_takes_template_parameters_so_the_http_example_can_run(cli):
         assert output == {"status": 200, "echoed": {"hello": "orbit", "id": "p1"}}
         bad = cli(*base, "--parameter", "HttpTaskEnabled")
         assert bad.returncode == 1 and "--parameter 'HttpTaskEnabled': expected KEY=VALUE" in bad.stderr
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, capsys):

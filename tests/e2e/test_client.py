@@ -3,52 +3,32 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 import pytest
 from moto import mock_aws
 from orbit.client import ApiError, Client, stack_api_url
 
+from tests.e2e.http_servers import Quiet, serve
+
 
 @pytest.fixture
 def recorder():
     seen: list[dict] = []
 
-    class Rec(BaseHTTPRequestHandler):
+    class Rec(Quiet):
         def _answer(self):
-            length = int(self.headers.get("content-length") or 0)
-            seen.append(
-                {
-                    "method": self.command,
-                    "path": self.path,
-                    "headers": dict(self.headers),
-                    "body": self.rfile.read(length).decode() if length else "",
-                }
-            )
-            status = 404 if "missing" in self.path else 200
-            body = json.dumps(
-                {"error": {"code": "NOT_FOUND", "message": "no such execution"}}
-                if status == 404
-                else {"id": "e-1", "status": "RUNNING"}
-            ).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                         "body": self.read_body().decode()})
+            missing = "missing" in self.path
+            body = {"error": {"code": "NOT_FOUND", "message": "no such execution"}} if missing else \
+                {"id": "e-1", "status": "RUNNING"}
+            self.reply(404 if missing else 200, json.dumps(body).encode())
 
         do_GET = do_POST = _answer  # noqa: N815
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Rec)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(Rec) as url:
+        yield url, seen
 
 
 def test_loopback_requests_are_not_signed(recorder):
@@ -105,31 +85,21 @@ def flaky():
     """An API that dies (HTTP 503, then a dropped connection) before answering the third try."""
     seen: list[dict] = []
 
-    class Flaky(BaseHTTPRequestHandler):
+    class Flaky(Quiet):
         def do_POST(self):  # noqa: N802
-            length = int(self.headers.get("content-length") or 0)
-            seen.append({"path": self.path, "body": json.loads(self.rfile.read(length) or b"null")})
+            seen.append({"path": self.path, "body": json.loads(self.read_body() or b"null")})
             if len(seen) == 2:  # the connection drops: no answer at all
                 self.close_connection = True
                 self.wfile.flush()
                 self.connection.shutdown(2)
                 return
-            status = 503 if len(seen) == 1 else 201
-            body = json.dumps({"id": seen[-1]["body"].get("id")} if status == 201 else {"message": "down"})
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body.encode())
+            if len(seen) == 1:
+                self.reply(503, json.dumps({"message": "down"}).encode())
+            else:
+                self.reply(201, json.dumps({"id": seen[-1]["body"].get("id")}).encode())
 
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(Flaky) as url:
+        yield url, seen
 
 
 def test_a_start_without_an_id_is_retried_under_the_id_the_client_chose(flaky):

@@ -7,12 +7,12 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.http_servers import echo, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,25 +33,8 @@ steps:
 @pytest.fixture(scope="module")
 def echo_url():
     received: list[dict] = []
-
-    class Echo(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the stdlib's name
-            body = self.rfile.read(int(self.headers["content-length"]))
-            received.append(json.loads(body))
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/echo", received
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(echo(received)) as url:
+        yield f"{url}/echo", received
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 from orbit.local import LocalStack
+
+from tests.e2e.http_servers import echo, serve
 
 ALLOW_LOOPBACK = {"HttpTaskEnabled": "true", "HttpAllowedHosts": "127.0.0.1", "HttpPrivateHosts": "127.0.0.1"}
 
@@ -15,27 +13,8 @@ ALLOW_LOOPBACK = {"HttpTaskEnabled": "true", "HttpAllowedHosts": "127.0.0.1", "H
 @pytest.fixture
 def echo_server():
     received: list[dict] = []
-
-    class Echo(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the stdlib's name
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            received.append(body)
-            out = json.dumps({"you_sent": body}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/hook", received
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(echo(received, lambda body: {"you_sent": body})) as url:
+        yield f"{url}/hook", received
 
 
 def test_http_step_calls_an_allowed_loopback_server(echo_server):
