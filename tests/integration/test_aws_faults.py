@@ -22,10 +22,9 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind]
 
 
-def test_crash_after_commit_before_sends_resends_the_same_effects(cloud: Any,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    start(cloud, "f-1")
-    cloud.pump("DefaultTaskQueue")  # greet runs: started + result wait on the decision queue
+def crash_at_first_dispatch(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The decider dies at its first task dispatch (after its commit); later sends go through.
+    Returns every dispatch attempted, as sent."""
     queues = aws.services().queues
     real_send = queues.send_task
     sent: list[dict[str, Any]] = []
@@ -37,6 +36,14 @@ def test_crash_after_commit_before_sends_resends_the_same_effects(cloud: Any,
         real_send(queue, body, delay_s)
 
     monkeypatch.setattr(queues, "send_task", crash_first)
+    return sent
+
+
+def test_crash_after_commit_before_sends_resends_the_same_effects(cloud: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    start(cloud, "f-1")
+    cloud.pump("DefaultTaskQueue")  # greet runs: started + result wait on the decision queue
+    sent = crash_at_first_dispatch(monkeypatch)
     before = len(history("f-1"))
     cloud.pump("DecisionQueue")  # commits the greet result, dies dispatching `digest`
     after_crash = history("f-1")
@@ -61,17 +68,7 @@ def test_a_redelivery_after_many_newer_commits_still_resends_its_effects(
     start(cloud, "f-9")
     cloud.pump("DefaultTaskQueue")
     engine = aws.services().engine
-    queues = aws.services().queues
-    real_send = queues.send_task
-    sent: list[dict[str, Any]] = []
-
-    def crash_first(queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
-        sent.append(json.loads(json.dumps(body)))
-        if len(sent) == 1:
-            raise ConnectionError("decider died between its commit and its sends")
-        real_send(queue, body, delay_s)
-
-    monkeypatch.setattr(queues, "send_task", crash_first)
+    sent = crash_at_first_dispatch(monkeypatch)
     cloud.pump("DecisionQueue")  # commits the greet result, dies dispatching `digest`
     digest = of_type(history("f-9"), "StepScheduled")[-1]
     assert digest["step"] == "digest" and len(sent) == 1
