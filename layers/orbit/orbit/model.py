@@ -33,6 +33,7 @@ __all__ = [
     "apply",
     "fold",
     "apply_commit",
+    "signal_ids",
     "EVENT_TYPES",
     "Event",
     "Recorded",
@@ -82,11 +83,14 @@ def apply_commit(
     remembered ids (`state.remember_inbound`). Signal ids, found in the commit's
     SignalReceived events, are kept longer than the others.
     """
-    signal_ids: set[str] = set()
+    records = list(records)
     for r in records:
         apply(state, r)
-        if isinstance(r.event, SignalReceived) and r.event.signal_id:
-            signal_ids.add(r.event.signal_id)
     ts = state.updated_at_ms if timestamp_ms is None else timestamp_ms
     ids = ([inbound_id] if inbound_id else []) + [i for i in more_inbound if i]
-    remember_inbound(state, ids, first_seq, ts, signal_ids)
+    remember_inbound(state, ids, first_seq, ts, signal_ids(records))
+
+
+def signal_ids(records: Iterable[Recorded]) -> set[str]:
+    """The signal ids a commit's events received (kept longer than other message ids)."""
+    return {r.event.signal_id for r in records if isinstance(r.event, SignalReceived) and r.event.signal_id}

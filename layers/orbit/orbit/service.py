@@ -6,7 +6,7 @@ reloads and decides again. Effects run after the commit; a redelivered
 inbound message gets its commit's stored effects re-sent unchanged, so a crash
 between commit and send loses nothing. The state remembers the ids handled by
 its last few commits (`state.inbound`); an older redelivery is found in the
-commit log, read newest first back to the message's send time (`_find_handled`),
+commit log, read newest first back to the message's send time (`outbox.find_handled`),
 so neither the state nor a snapshot grows with the messages an execution handled.
 
 States are cached per process and advanced in place by `decide`; a cached
@@ -33,13 +33,9 @@ from orbit.effects import (
     StartChild,
 )
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
-from orbit.events import ExecutionParked, Recorded, SignalReceived, TaskError
-from orbit.messages import (
-    CancelMessage,
-    Message,
-    StartMessage,
-    message_from_dict,
-)
+from orbit.events import ExecutionParked, Recorded, TaskError
+from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
+from orbit.model import signal_ids
 from orbit.outbox import find_handled, still_due
 from orbit.ports import (
     Clock,
@@ -248,8 +244,8 @@ class Engine(EngineApi):
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
             self.store.commit(eid, commit)
-            signal_ids = {r.event.signal_id for r in events if isinstance(r.event, SignalReceived)}
-            remember_inbound(state, handled, first_seq, now, signal_ids)  # exactly what `Loaded.fold` does
+            # exactly what `Loaded.fold` (model.apply_commit) does
+            remember_inbound(state, handled, first_seq, now, signal_ids(events))
             since_snapshot += 1
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
