@@ -146,21 +146,16 @@ def bench_definition(k: int) -> dict[str, Any]:
 
 def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detail: bool = True) -> Run:
     """Run the workflows and return what they cost; with `detail`, print the breakdown."""
-    from aws_resources import Clients, create_stack
+    from aws_resources import mocked_services
     from harness import Cloud
-    from moto import mock_aws
-    from orbit import aws, worker
+    from orbit import worker
 
     @worker.task("bench.step", dedupe=dedupe)
     def step(input: Any, ctx: worker.TaskContext) -> dict[str, int]:
         return {"n": int(input.get("prev") or 0) + 1}
 
-    with mock_aws():
-        harness_clients = Clients()  # the harness's own receive/delete: not counted (modelled per batch)
-        stack = create_stack(harness_clients.dynamodb, harness_clients.sqs, harness_clients.s3)
-        os.environ.update(stack.env())
-        aws.reset()
-        svc = aws.services()
+    # The harness's own clients (receive/delete) are not counted: modelled per batch.
+    with mocked_services() as (harness_clients, stack, svc):
         meter = Meter(harness_clients.dynamodb, stack.table)
         for client in (svc.dynamodb, svc.sqs, svc.s3):
             meter.attach(client)
@@ -188,7 +183,6 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detai
         run = measure(meter, timed, n, k)
         if detail:
             report(meter, timed, n, k, dedupe, elapsed, cold)
-    aws.reset()
     return run
 
 

@@ -80,10 +80,9 @@ def main() -> None:
     os.environ["ORBIT_SNAPSHOT_EVERY"] = str(args.snapshot_every)
 
     import orbit
-    from aws_resources import Clients, create_stack
+    from aws_resources import mocked_services
     from harness import Cloud
-    from moto import mock_aws
-    from orbit import aws, worker
+    from orbit import worker
 
     output = value(args.mb, args.data)
 
@@ -95,12 +94,7 @@ def main() -> None:
     def check(input: Any, ctx: worker.TaskContext) -> Any:
         return {"length": len(json.dumps(input))}
 
-    with mock_aws():
-        raw = Clients()
-        stack = create_stack(raw.dynamodb, raw.sqs, raw.s3)
-        os.environ.update(stack.env())
-        aws.reset()
-        svc = aws.services()
+    with mocked_services() as (raw, stack, svc):
         meter = Bytes()
         for client in (svc.dynamodb, svc.sqs, svc.s3):
             client.meta.events.register("provide-client-params.*.*", meter.params)

@@ -24,18 +24,12 @@ def _heartbeat(eid: str, token: str, mid: str, i: int) -> dict[str, Any]:
 
 
 def reads_per_decision(long: int) -> None:
-    from aws_resources import Clients, create_stack
-    from moto import mock_aws
+    from aws_resources import mocked_services
     from orbit import aws
     from orbit.definition import parse_definition
 
     print("\n== one decision on a cold cache (a new decider instance), by history length")
-    with mock_aws():
-        clients = Clients()
-        stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
-        os.environ.update(stack.env())
-        aws.reset()
-        svc = aws.services()
+    with mocked_services() as (clients, stack, svc):
         svc.registry.register(parse_definition(
             {"orbit": 1, "name": "held", "version": "1", "steps": {"work": {"task": "bench.held"}}}))
         every = svc.engine.snapshot_every
@@ -80,4 +74,3 @@ def reads_per_decision(long: int) -> None:
             sent += 1
             svc.engine.handle(_heartbeat(eid, token, f"hb-{sent}", sent))
         probe(f" (worst point of the {every}-commit snapshot cycle)")
-    aws.reset()

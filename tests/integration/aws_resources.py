@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,3 +78,21 @@ def create_stack(ddb: Any, sqs: Any, s3: Any, suffix: str = "") -> Stack:
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
         stack.arns[lid] = attrs["QueueArn"]
     return stack
+
+
+@contextmanager
+def mocked_services() -> Iterator[tuple[Clients, Stack, Any]]:
+    """A moto account with the template's resources and `orbit.aws.services()` built on them, for the
+    benchmarks: (the harness's own clients, the stack, the services); services are reset on exit."""
+    from moto import mock_aws
+    from orbit import aws
+
+    with mock_aws():
+        clients = Clients()
+        stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
+        os.environ.update(stack.env())
+        aws.reset()
+        try:
+            yield clients, stack, aws.services()
+        finally:
+            aws.reset()
