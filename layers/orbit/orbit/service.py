@@ -54,6 +54,8 @@ from orbit.state import ExecutionState, remember_inbound
 log = logging.getLogger("orbit.engine")
 
 MAX_CONFLICT_RETRIES = 8
+# message id -> (its sent_at_ms if the body carries one, SQS ApproximateReceiveCount or 1)
+Deliveries = dict[str, tuple[int | None, int]]
 
 
 class Engine(EngineApi):
@@ -133,7 +135,7 @@ class Engine(EngineApi):
         """
         failures: list[tuple[int, Exception]] = []
         groups: dict[str, list[tuple[int, Message]]] = {}
-        delivery: dict[str, tuple[int | None, int]] = {}
+        delivery: Deliveries = {}
         for i, raw in enumerate(messages):
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
@@ -152,9 +154,7 @@ class Engine(EngineApi):
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
 
-    def _process(
-        self, eid: str, msgs: list[Message], delivery: dict[str, tuple[int | None, int]] | None = None
-    ) -> None:
+    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None) -> None:
         # A group of starts is decided on a blank state without reading the store first: the commit
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
@@ -175,7 +175,7 @@ class Engine(EngineApi):
         self,
         eid: str,
         msgs: list[Message],
-        delivery: dict[str, tuple[int | None, int]],
+        delivery: Deliveries,
         assume_new: bool = False,
     ) -> None:
         # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
