@@ -12,7 +12,8 @@ ORBIT_DECISION_QUEUE_URL, ORBIT_DEFAULT_TASK_QUEUE_URL, ORBIT_TASK_QUEUES
 default: timers up to 15 min ride on SQS DelaySeconds, longer ones go to the
 table; `table`: every timer goes to the table, for a local stack that fires
 them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
-ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S.
+ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S, ORBIT_RETENTION_DAYS (how long an ended
+execution's data is kept when its workflow sets no retention; default 30).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from orbit.definition.retention import DAY_MS
 from orbit.errors import Problem, ValidationError
 
 REQUIRED = ("ORBIT_TABLE", "ORBIT_BUCKET", "ORBIT_DECISION_QUEUE_URL")
@@ -51,6 +53,8 @@ class Settings:
     snapshot_every: int
     timer_shards: int
     worker_lease_s: int
+    retention_days: int = 30
+    xray_daemon: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -67,7 +71,8 @@ class Settings:
         if timers not in ("sqs-delay", "table"):
             problems.append(Problem("ORBIT_TIMERS", f"must be 'sqs-delay' or 'table', not {timers!r}"))
         ints = {}
-        defaults = (("ORBIT_SNAPSHOT_EVERY", 25), ("ORBIT_TIMER_SHARDS", 4), ("ORBIT_WORKER_LEASE_S", 300))
+        defaults = (("ORBIT_SNAPSHOT_EVERY", 25), ("ORBIT_TIMER_SHARDS", 4), ("ORBIT_WORKER_LEASE_S", 300),
+                    ("ORBIT_RETENTION_DAYS", 30))
         for name, default in defaults:
             try:
                 ints[name] = int(env.get(name) or default)
@@ -87,6 +92,8 @@ class Settings:
             timers=timers, snapshot_every=ints["ORBIT_SNAPSHOT_EVERY"],
             timer_shards=ints["ORBIT_TIMER_SHARDS"],
             worker_lease_s=ints["ORBIT_WORKER_LEASE_S"],
+            retention_days=ints["ORBIT_RETENTION_DAYS"],
+            xray_daemon=env.get("AWS_XRAY_DAEMON_ADDRESS") or None,
         )
 
 
@@ -133,7 +140,13 @@ class Services:
         from orbit.adapters.dynamodb import DynamoHistoryStore
 
         return DynamoHistoryStore(self.dynamodb, self.settings.table, self.payloads,
-                                  page_size=self.settings.snapshot_every + 2)
+                                  page_size=self.settings.snapshot_every + 2, blobs=self.blobs)
+
+    @cached_property
+    def blobs(self) -> Any:
+        from orbit.adapters.dynamodb.retention import BlobRefs
+
+        return BlobRefs(self.dynamodb, self.settings.table, self.payloads, self.clock)
 
     @cached_property
     def queues(self) -> Any:
@@ -172,17 +185,30 @@ class Services:
     @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
-        from orbit.observability import MeteredStore
+        from orbit.observability import METER, MeteredStore
         from orbit.service import Engine
 
         return Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
-                      self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every)
+                      self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
+                      retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
+
+    @cached_property
+    def tracer(self) -> Any:
+        """X-Ray segments where Lambda runs a daemon (Tracing: Active); elsewhere headers pass through."""
+        if self.settings.xray_daemon:
+            from orbit.adapters.xray import XRayTracer
+
+            return XRayTracer(daemon_address=self.settings.xray_daemon)
+        from orbit.tracing import PassThrough
+
+        return PassThrough()
 
     @cached_property
     def worker(self) -> Any:
         from orbit.worker import Worker
 
-        return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000)
+        return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000,
+                      tracer=self.tracer)
 
 
 def build_services(env: Mapping[str, str] | None = None, clock: Any = None) -> Services:

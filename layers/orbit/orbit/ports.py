@@ -72,6 +72,7 @@ class Loaded:
     state: ExecutionState
     snapshot_seq: int
     commits: list[Commit]
+    expires_at_s: int | None = None  # set once the execution ended and its retention was applied
 
     def fold(self) -> ExecutionState:
         """The current state: snapshot + commits (also fills `state.inbound`). Mutates `self.state`."""
@@ -87,6 +88,7 @@ class Loaded:
 class HistoryPage:
     records: list[Recorded]
     next_after_seq: int | None  # pass as `after_seq` for the next page; None: no more
+    expires_at_s: int | None = None  # as in Loaded
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,14 @@ class HistoryStore(Protocol):
         ...
 
     def put_hook(self, token: str, execution_id: str, name: str) -> None: ...
+
+    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
+               dedupe_keys: list[str]) -> None:
+        """The execution ended: every item it left (commits, snapshot, index row, hooks, payload
+        references) expires at `expires_at_s` (epoch seconds); worker dedupe records (keys as in
+        DispatchTask.idempotency_key, `cancel#<token>`) expire no later. Idempotent; a later write
+        to an ended execution is followed by another call."""
+        ...
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         """(execution_id, hook name) for a hook token, or None."""

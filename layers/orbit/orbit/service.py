@@ -17,10 +17,12 @@ process had committed), and dropped on any failure.
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from typing import Any
 
 from orbit.decider import decide
+from orbit.definition.retention import DAY_MS, expires_at_s, retention_of
 from orbit.effects import (
     ArmTimer,
     CancelChild,
@@ -49,7 +51,8 @@ from orbit.ports import (
     Timers,
 )
 from orbit.service_api import EngineApi, check_json
-from orbit.state import ExecutionState, remember_inbound
+from orbit.state import FAILED, TERMINAL_WORKFLOW, TIMED_OUT, ExecutionState, remember_inbound
+from orbit.tracing import BODY_KEY, PassThrough, Tracer
 
 log = logging.getLogger("orbit.engine")
 
@@ -70,10 +73,17 @@ class Engine(EngineApi):
         ids: IdSource,
         snapshot_every: int = 100,
         cache_size: int = 512,
+        retention_ms: int = 30 * DAY_MS,
+        tracer: Tracer | None = None,
+        meter: Any = None,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
         self.registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
+        self.retention_ms = retention_ms  # for workflows that set no retention of their own
+        self.tracer: Tracer = tracer or PassThrough()
+        self.meter = meter  # per-workflow counters (observability.Meter), or None
+        self._trace: str | None = None  # the header messages sent by the current decision carry
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
@@ -99,7 +109,7 @@ class Engine(EngineApi):
         # start returns the existing execution even if a newer version was registered since.
         pinned = None if version is None else str(wf.version)
         msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
-        self._process(eid, [msg])
+        self._traced(eid, [msg], {}, self.tracer.current_header())
         return eid
 
     def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
@@ -136,6 +146,7 @@ class Engine(EngineApi):
         failures: list[tuple[int, Exception]] = []
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
+        traces: dict[str, str] = {}  # execution -> the trace header its messages carried
         for i, raw in enumerate(messages):
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
@@ -146,13 +157,33 @@ class Engine(EngineApi):
             count = receive_counts[i] if receive_counts is not None and i < len(receive_counts) else 1
             delivery[m.id] = (sent if isinstance(sent, int) else None, count)
             groups.setdefault(m.execution_id, []).append((i, m))
+            trace = raw.get(BODY_KEY) if isinstance(raw, dict) else None
+            if isinstance(trace, str) and trace:
+                traces.setdefault(m.execution_id, trace)
         for eid, items in groups.items():
             try:
-                self._process(eid, [m for _, m in items], delivery)
+                self._traced(eid, [m for _, m in items], delivery, traces.get(eid))
             except Exception as e:  # noqa: BLE001 - reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
+
+    def _traced(self, eid: str, msgs: list[Message], delivery: Deliveries, trace: str | None) -> None:
+        """One decision in its own span of the execution's trace; what it sends carries the span."""
+        started = time.perf_counter()
+        with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
+            self._trace = span.header
+            try:
+                self._process(eid, msgs, delivery)
+            finally:
+                self._trace = None
+                cached = self._cache.get(eid)
+                workflow = cached[0].workflow if cached is not None else ""
+                if workflow:
+                    span.annotate("workflow", workflow)
+                    if self.meter is not None:
+                        elapsed_ms = (time.perf_counter() - started) * 1000
+                        self.meter.observe(workflow, "DecisionLatency", elapsed_ms)
 
     def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None) -> None:
         # A group of starts is decided on a blank state without reading the store first: the commit
@@ -247,6 +278,8 @@ class Engine(EngineApi):
             # exactly what `Loaded.fold` (model.apply_commit) does
             remember_inbound(state, handled, first_seq, now, signal_ids(events))
             since_snapshot += 1
+            if self.meter is not None:
+                self._count(state, was, events)
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
                 since_snapshot = 0
@@ -269,6 +302,38 @@ class Engine(EngineApi):
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects))
         self._carry_out(eid, effects)
+        # Last, after every write of this decision: an ended execution's items get their expiry.
+        # A crash before it redelivers the message, which (a resend) runs it again.
+        if state.created and state.status in TERMINAL_WORKFLOW and (events or resend):
+            self._retire(state)
+
+    def _count(self, state: ExecutionState, was: tuple[str, bool], events: list[Recorded]) -> None:
+        """Per-workflow counters of a committed decision (the dimension is the workflow name only)."""
+        wf, count = state.workflow, self.meter.count_workflow
+        if state.created and not was[1]:
+            count(wf, "ExecutionsStarted")
+        if state.status != was[0] and state.status in TERMINAL_WORKFLOW:
+            failed = state.status in (FAILED, TIMED_OUT)
+            name = "ExecutionsFailed" if failed else f"Executions{state.status.title()}"
+            count(wf, name)
+        for r in events:
+            if r.event.type == "StepScheduled":
+                count(wf, "StepAttempts")
+            elif r.event.type == "StepFailed":
+                count(wf, "StepFailures")
+
+    def _retire(self, state: ExecutionState) -> None:
+        try:
+            wf = self.registry.get_build(state.workflow, state.version, state.build)
+        except (BuildMismatch, UnknownWorkflow):
+            wf = None  # the stack default applies
+        ended = state.finished_at_ms or state.updated_at_ms
+        tokens = [str(h["token"]) for h in state.hooks.values() if h.get("token")]
+        dedupe = [u.idempotency_key for u in state.units.values() if u.idempotency_key]
+        dedupe += [f"cancel#{t}" for u in state.units.values() for t in u.tokens]
+        self.timers.disarm(state.id)  # nothing is due any more
+        self.store.retire(state.id, ended, expires_at_s(ended, retention_of(wf, self.retention_ms)),
+                          tokens, dedupe)
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
@@ -300,9 +365,10 @@ class Engine(EngineApi):
 
     # ---------------------------------------------------------------- effects
     def _carry_out(self, eid: str, effects: list[Effect]) -> None:
+        trace = {BODY_KEY: self._trace} if self._trace else {}
         for e in effects:
             if isinstance(e, (DispatchTask, CancelTask)):
-                self.queues.send_task(e.queue, e.to_dict())
+                self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms)
             elif isinstance(e, RegisterHook):
@@ -316,10 +382,11 @@ class Engine(EngineApi):
                         e.input,
                         {"execution_id": e.parent_id, "step": e.unit},
                     )
+                    | trace
                 )
             elif isinstance(e, ContinueExecution):
                 self.queues.send_decision(
-                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
+                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent) | trace
                 )
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
@@ -331,6 +398,7 @@ class Engine(EngineApi):
                         "force": False,
                         "parent_id": eid,
                     }
+                    | trace
                 )
             elif isinstance(e, NotifyParent):
                 self.queues.send_decision(
@@ -344,6 +412,7 @@ class Engine(EngineApi):
                         "output": e.output,
                         "error": e.error.to_dict() if e.error else None,
                     }
+                    | trace
                 )
 
     @staticmethod

@@ -11,7 +11,14 @@ import json
 from typing import Any
 
 from orbit.definition.model import Definition
-from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.errors import (
+    ExecutionEnded,
+    ExecutionExpired,
+    HookAlreadyResumed,
+    NotFound,
+    PayloadRefused,
+    ValidationError,
+)
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 from orbit.state import TERMINAL_WORKFLOW, ExecutionState
 
@@ -29,10 +36,17 @@ class EngineApi:
         A child cancelled before its start arrived has a history (the tombstone) but is not an
         execution yet: NotFound as well.
         """
-        state = self.store.load(execution_id).fold()
+        loaded = self.store.load(execution_id)
+        self._check_retained(execution_id, loaded.expires_at_s)
+        state = loaded.fold()
         if not state.created:
             raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
         return state
+
+    def _check_retained(self, execution_id: str, expires_at_s: int | None) -> None:
+        """DynamoDB deletes expired items up to days late: past its expiry an execution is gone."""
+        if expires_at_s is not None and expires_at_s * 1000 <= self.clock.now_ms():
+            raise ExecutionExpired(execution_id, expires_at_s)
 
     def describe(self, execution_id: str) -> dict[str, Any]:
         return self.load_state(execution_id).describe()
@@ -47,6 +61,7 @@ class EngineApi:
             page = self.store.history(
                 execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
             )
+            self._check_retained(execution_id, page.expires_at_s)
             out.extend(r.to_dict() for r in page.records)
             cursor = page.next_after_seq
         return out

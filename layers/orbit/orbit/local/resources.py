@@ -95,6 +95,21 @@ class Deployment:
         return out
 
 
+def lifecycle_rules(bucket_props: dict[str, Any]) -> list[dict[str, Any]]:
+    """A bucket's CloudFormation `LifecycleConfiguration.Rules` in the S3 API's shape."""
+    out = []
+    for rule in (bucket_props.get("LifecycleConfiguration") or {}).get("Rules") or []:
+        api: dict[str, Any] = {"ID": rule.get("Id", ""), "Status": rule.get("Status", "Enabled"),
+                               "Filter": {"Prefix": rule.get("Prefix", "")}}
+        if "ExpirationInDays" in rule:
+            api["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+        if "AbortIncompleteMultipartUpload" in rule:
+            days = int(rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"])
+            api["AbortIncompleteMultipartUpload"] = {"DaysAfterInitiation": days}
+        out.append(api)
+    return out
+
+
 def parse_rate(expression: str, where: str) -> int:
     m = _RATE.match(expression.strip())
     if not m:
@@ -122,6 +137,10 @@ def deploy(
             dep.tables[lid] = _create_table(ddb, refs[lid], resolver.resolve(props, f"Resources.{lid}"))
         elif res.get("Type") == "AWS::S3::Bucket":
             s3.create_bucket(Bucket=refs[lid])
+            rules = lifecycle_rules(props)
+            if rules:
+                s3.put_bucket_lifecycle_configuration(Bucket=refs[lid],
+                                                      LifecycleConfiguration={"Rules": rules})
             dep.buckets[lid] = refs[lid]
     queue_ids = [lid for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"]
     for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve

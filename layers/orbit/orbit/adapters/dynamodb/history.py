@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
+from orbit.adapters.dynamodb.idempotency import RESULT_TTL_S
+from orbit.adapters.dynamodb.retention import BlobRefs, Recorder, retire
 from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.ports import Commit, HistoryPage, IndexEntry, Loaded
 from orbit.state import ExecutionState
@@ -48,11 +50,27 @@ def commit_sk(first_seq: int) -> str:
 
 
 class DynamoHistoryStore:
-    def __init__(self, client: Any, table: str, payloads: Any, page_size: int = 64) -> None:
+    def __init__(self, client: Any, table: str, payloads: Any, page_size: int = 64,
+                 blobs: BlobRefs | None = None) -> None:
         self._db = client
         self.table = table
         self._payloads = payloads
         self._page = page_size
+        self._blobs = blobs  # payload reference tracking (adapters/dynamodb/retention.py)
+
+    def _encode(self, execution_id: str, body: Any) -> dict[str, Any]:
+        """Item attributes for `body`; objects it references are registered to the execution first
+        and listed in `dig`, which `retire` reads."""
+        if self._blobs is None:
+            return encode(body, self._payloads)
+        recorder = Recorder(self._payloads)
+        attrs = encode(body, recorder)
+        if recorder.puts:
+            self._blobs.hold(execution_id, recorder.puts)
+            digests = recorder.digests()
+            if digests:
+                attrs["dig"] = {"SS": digests}
+        return attrs
 
     # ---------------------------------------------------------------- commits
     def commit(self, execution_id: str, commit: Commit) -> None:
@@ -62,7 +80,7 @@ class DynamoHistoryStore:
                 "effects": [e.to_dict() for e in commit.effects], "inbound_ids": list(commit.inbound_ids)}
         item = {"pk": exec_pk(execution_id), "sk": s(commit_sk(commit.first_seq)),
                 "first": n(commit.first_seq), "last": n(commit.last_seq), "ts": n(commit.timestamp_ms),
-                **encode(body, self._payloads)}
+                **self._encode(execution_id, body)}
         if commit.inbound_id is not None:
             item["inbound"] = s(commit.inbound_id)
         try:
@@ -123,15 +141,18 @@ class DynamoHistoryStore:
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if snapshot is None and not newest_first:
             raise NotFound(f"execution {execution_id!r} does not exist")
+        newest = newest_first[0] if newest_first else snapshot
+        expires = num(newest, "expires_at", 0) if newest is not None else 0
         if snapshot is not None:
             state = ExecutionState.from_dict(decode(snapshot, self._payloads))
             seq = num(snapshot, "seq")
         else:
             state, seq = ExecutionState(id=execution_id), 0
-        return Loaded(state, seq, [self._commit(i) for i in reversed(newest_first)])
+        return Loaded(state, seq, [self._commit(i) for i in reversed(newest_first)], expires or None)
 
     def save_snapshot(self, execution_id: str, state: dict[str, Any], seq: int) -> None:
-        item = {"pk": exec_pk(execution_id), "sk": s(SNAP), "seq": n(seq), **encode(state, self._payloads)}
+        item = {"pk": exec_pk(execution_id), "sk": s(SNAP), "seq": n(seq),
+                **self._encode(execution_id, state)}
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR seq < :seq",
                    ExpressionAttributeValues={":seq": n(seq)})
@@ -151,6 +172,7 @@ class DynamoHistoryStore:
             if after_seq > 0 and self._exists(execution_id):
                 return HistoryPage([], None)
             raise NotFound(f"execution {execution_id!r} does not exist")
+        expires = num(start[0], "expires_at", 0) or None
         records: list[Any] = []
         kw: dict[str, Any] = {
             "TableName": self.table, "ConsistentRead": True,
@@ -167,8 +189,9 @@ class DynamoHistoryStore:
                 break
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if len(records) > limit:
-            return HistoryPage(records[:limit], records[limit - 1].seq if limit else after_seq)
-        return HistoryPage(records, None)
+            next_after = records[limit - 1].seq if limit else after_seq
+            return HistoryPage(records[:limit], next_after, expires)
+        return HistoryPage(records, None, expires)
 
     def _exists(self, execution_id: str) -> bool:
         return bool(self._db.query(
@@ -262,6 +285,12 @@ class DynamoHistoryStore:
             if pending:
                 raise RuntimeError(f"table {self.table}: index rows still unprocessed after 8 tries")
         return [(order, rows[i["pk"]["S"]]) for order, i in page if i["pk"]["S"] in rows]
+
+    # ---------------------------------------------------------------- retention
+    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
+               dedupe_keys: list[str]) -> None:
+        retire(self._db, self.table, execution_id, ended_at_ms, expires_at_s, hook_tokens, dedupe_keys,
+               self._blobs, RESULT_TTL_S)
 
     # ---------------------------------------------------------------- hooks
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
