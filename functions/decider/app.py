@@ -57,6 +57,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.warning("decision failed", execution_id=body.get("execution_id"), step=body.get("unit"),
                        kind=body.get("kind"), error=str(error))
         errors[message_id] = error
+    # Watched by the template's DecisionErrors alarm (the messages are retried, then dead-lettered).
+    metrics.add_metric(name="DecisionErrors", unit=MetricUnit.Count, value=len(failures) + len(errors))
     metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds,
                        value=(time.perf_counter() - started) * 1000 / executions)
     publish(metrics)

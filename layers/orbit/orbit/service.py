@@ -308,8 +308,14 @@ class Engine(EngineApi):
             self._retire(state)
 
     def _count(self, state: ExecutionState, was: tuple[str, bool], events: list[Recorded]) -> None:
-        """Per-workflow counters of a committed decision (the dimension is the workflow name only)."""
-        wf, count = state.workflow, self.meter.count_workflow
+        """Counters of a committed decision, per workflow (the dimension is the workflow name only)
+        and stack-wide (what the template's alarms watch)."""
+        wf = state.workflow
+
+        def count(workflow: str, name: str) -> None:
+            self.meter.count_workflow(workflow, name)
+            self.meter.count(name)
+
         if state.created and not was[1]:
             count(wf, "ExecutionsStarted")
         if state.status != was[0] and state.status in TERMINAL_WORKFLOW:

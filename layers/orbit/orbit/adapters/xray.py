@@ -2,18 +2,19 @@
 
 Lambda owns the segment of each invocation (powertools' `Tracer` in the handlers records it, with
 its subsegments), and an invocation's trace cannot be changed after it started. So each decision
-and each step attempt is sent as a segment of its own, through the same X-Ray SDK powertools
-wraps, with the trace id and parent the message carried: the API request's trace continues
-through every queue hop. Annotations (`execution_id`, `workflow`, `step`, `attempt`, `task`) make
-them findable with filter expressions such as `annotation.execution_id = "order-42"`.
+and each step attempt is sent as a segment of its own, built with the X-Ray SDK powertools wraps,
+carrying the trace id and parent the message brought: the API request's trace continues through
+every queue hop. Annotations (`execution_id`, `workflow`, `step`, `attempt`, `task`) make them
+findable with filter expressions such as `annotation.execution_id = "order-42"`.
 
-Segments go to the X-Ray daemon Lambda runs beside the function (AWS_XRAY_DAEMON_ADDRESS);
-`orbit.aws` builds this tracer only when that variable is set.
+Segments go to the X-Ray daemon Lambda runs beside the function (AWS_XRAY_DAEMON_ADDRESS, UDP);
+`orbit.aws` builds this tracer only when that variable is set. When the SDK is switched off
+(POWERTOOLS_TRACE_DISABLED, AWS_XRAY_SDK_ENABLED=false) headers pass through and nothing is sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,29 +22,30 @@ from orbit.tracing import parse_header
 
 
 class _Segment:
-    def __init__(self, segment: Any, header: str) -> None:
+    def __init__(self, segment: Any, header: str | None) -> None:
         self._segment = segment
-        self.header = header
+        self.header = header or None
 
     def annotate(self, key: str, value: Any) -> None:
-        if isinstance(value, (str, int, float, bool)):
+        if self._segment is not None and isinstance(value, (str, int, float, bool)):
             self._segment.put_annotation(key, value)
 
 
-class XRayTracer:
-    def __init__(self, service: str = "orbit", emitter: Any = None,
-                 daemon_address: str | None = None) -> None:
-        from aws_xray_sdk.core import AWSXRayRecorder
-        from aws_xray_sdk.core.context import Context
+def _sdk_enabled() -> bool:
+    from aws_xray_sdk import global_sdk_config
 
-        self.recorder = AWSXRayRecorder()
-        kw: dict[str, Any] = {"context": Context(), "sampling": False, "service": service,
-                              "context_missing": "IGNORE_ERROR"}
-        if daemon_address:
-            kw["daemon_address"] = daemon_address
-        if emitter is not None:
-            kw["emitter"] = emitter
-        self.recorder.configure(**kw)
+    return bool(global_sdk_config.sdk_enabled())
+
+
+class XRayTracer:
+    def __init__(self, emitter: Any = None, daemon_address: str | None = None,
+                 enabled: Callable[[], bool] = _sdk_enabled) -> None:
+        if emitter is None:
+            from aws_xray_sdk.core.emitters.udp_emitter import DEFAULT_DAEMON_ADDRESS, UDPEmitter
+
+            emitter = UDPEmitter(daemon_address or DEFAULT_DAEMON_ADDRESS)
+        self.emitter = emitter
+        self._enabled = enabled
 
     def current_header(self) -> str | None:
         import os
@@ -53,12 +55,15 @@ class XRayTracer:
 
     @contextmanager
     def span(self, name: str, parent: str | None, annotations: dict[str, Any]) -> Iterator[_Segment]:
+        if not self._enabled():
+            yield _Segment(None, parent)
+            return
+        from aws_xray_sdk.core.models.segment import Segment
+
         fields = parse_header(parent)
         sampled = fields.get("Sampled", "1") != "0"
-        segment = self.recorder.begin_segment(name=name, traceid=fields.get("Root"),
-                                              parent_id=fields.get("Parent"), sampling=int(sampled))
-        header = f"Root={segment.trace_id};Parent={segment.id};Sampled={int(sampled)}"
-        span = _Segment(segment, header)
+        segment = Segment(name, traceid=fields.get("Root"), parent_id=fields.get("Parent"), sampled=sampled)
+        span = _Segment(segment, f"Root={segment.trace_id};Parent={segment.id};Sampled={int(sampled)}")
         for key, value in annotations.items():
             span.annotate(key, value)
         try:
@@ -67,4 +72,6 @@ class XRayTracer:
             segment.add_exception(e, [])
             raise
         finally:
-            self.recorder.end_segment()
+            segment.close()
+            if sampled:
+                self.emitter.send_entity(segment)
