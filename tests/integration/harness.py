@@ -81,7 +81,8 @@ class Cloud:
         """One event source mapping poll of `queue`: returns how many messages were handed over."""
         url = self.stack.queues[queue]
         got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=max_messages,
-                                       AttributeNames=["All"], MessageAttributeNames=["All"]).get("Messages", [])
+                                       AttributeNames=["All"],
+                                       MessageAttributeNames=["All"]).get("Messages", [])
         if not got:
             return 0
         try:

@@ -32,7 +32,8 @@ def test_one_trace_follows_an_execution_through_api_queues_deciders_and_workers(
     emitter = CapturingEmitter()
     # The suite runs the handlers with POWERTOOLS_TRACE_DISABLED (no Lambda segment to attach
     # powertools' subsegments to), which switches the X-Ray SDK off: these segments are sent anyway.
-    aws.services().__dict__["tracer"] = XRayTracer(emitter=emitter, enabled=lambda: True)  # before the engine and worker
+    # Set before the engine and the worker are built (they take the tracer then).
+    aws.services().__dict__["tracer"] = XRayTracer(emitter=emitter, enabled=lambda: True)
     sent: list[dict[str, Any]] = []
 
     def note(params: dict[str, Any], **_: Any) -> None:
@@ -46,7 +47,8 @@ def test_one_trace_follows_an_execution_through_api_queues_deciders_and_workers(
             "greet": {"task": "example.greet", "input": {"name": "{% input.name %}"}},
             "shout": {"task": "test.upper", "input": {"text": "{% steps.greet.output.greeting %}"}}}})
         monkeypatch.setenv("_X_AMZN_TRACE_ID", API_TRACE)  # Lambda's variable while the API request runs
-        status, _ = cloud.api("POST", "/executions", {"workflow": "hello3x", "id": "t-1", "input": {"name": "Ada"}})
+        request = {"workflow": "hello3x", "id": "t-1", "input": {"name": "Ada"}}
+        status, _ = cloud.api("POST", "/executions", request)
         monkeypatch.delenv("_X_AMZN_TRACE_ID")  # deciders and workers run in invocations of their own
         assert status == 201
         cloud.run_until_idle()
@@ -73,7 +75,8 @@ def test_one_trace_follows_an_execution_through_api_queues_deciders_and_workers(
     assert all(s["parent_id"] in ids for s in segments)
 
 
-def test_metrics_carry_the_workflow_name_as_their_dimension(cloud: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_metrics_carry_the_workflow_name_as_their_dimension(cloud: Any,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
     from orbit.observability import METER, publish_by_workflow
 
     METER.drain_by_workflow()

@@ -108,7 +108,9 @@ def test_every_item_of_ended_executions_expires_within_its_retention(cloud: Any,
             continue  # definitions belong to the stack, not to an execution
         owner = _owner(item, list(ends))
         assert owner in ends, f"item {pk} / {item['sk']['S']} belongs to no known execution"
-        kind = pk.split("#", 1)[0] + ("/" + item["sk"]["S"].split("#", 1)[0] if pk.startswith("EXEC#") else "")
+        kind = pk.split("#", 1)[0]
+        if kind == "EXEC":
+            kind += "/" + item["sk"]["S"].split("#", 1)[0]
         kinds.add(kind)
         assert "expires_at" in item, f"{pk} / {item['sk']['S']} has no expiry"
         ended_ms, retention_ms = ends[owner]
@@ -124,7 +126,8 @@ def test_every_item_of_ended_executions_expires_within_its_retention(cloud: Any,
 
 def _collect(cloud: Any, clients: Any, stack: Any, now_ms: int) -> int:
     """DynamoDB's TTL sweep, then the retention function on the filtered stream records."""
-    records = [r for r in expire(clients.dynamodb, stack.table, now_ms // 1000) if matches_retention_filter(r)]
+    removed = expire(clients.dynamodb, stack.table, now_ms // 1000)
+    records = [r for r in removed if matches_retention_filter(r)]
     if not records:
         return 0
     response = load_app("retention").handler({"Records": records}, LambdaContext("retention"))

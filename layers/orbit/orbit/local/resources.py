@@ -60,6 +60,9 @@ class SqsMapping:
     queue: QueueInfo
     batch_size: int = 10
     report_failures: bool = False
+    # ScalingConfig.MaximumConcurrency: at most this many invocations at once (None: one at a time
+    # here; on AWS, as many as the account's concurrency allows)
+    max_concurrency: int | None = None
 
 
 @dataclass
@@ -267,7 +270,10 @@ def _add_function(
         if ev.get("Type") == "SQS":
             queue = dep.queue_by_arn(resolver.resolve(ev_props["Queue"], f"{ev_where}.Queue"))
             partial = "ReportBatchItemFailures" in (ev_props.get("FunctionResponseTypes") or [])
-            dep.mappings.append(SqsMapping(fn, queue, int(ev_props.get("BatchSize", 10)), partial))
+            scaling = resolver.resolve(ev_props.get("ScalingConfig") or {}, f"{ev_where}.ScalingConfig")
+            cap = scaling.get("MaximumConcurrency")
+            dep.mappings.append(SqsMapping(fn, queue, int(ev_props.get("BatchSize", 10)), partial,
+                                           int(cap) if cap is not None else None))
         elif ev.get("Type") in ("Schedule", "ScheduleV2"):
             expr = ev_props.get("Schedule") or ev_props.get("ScheduleExpression") or ""
             dep.schedules.append(ScheduleRule(f"{lid}.{ev_name}", fn, parse_rate(expr, ev_where), expr))

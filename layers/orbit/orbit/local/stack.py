@@ -78,7 +78,10 @@ class LocalStack:
         workers: list[str] | tuple[str, ...] = (),
         auto_advance: bool = False,
         parameters: dict[str, str] | None = None,
+        concurrent_workers: bool = False,
     ) -> None:
+        """`concurrent_workers`: run each worker function with as many invocations at once as its
+        MaximumConcurrency parameter allows, as Lambda does (default: one at a time)."""
         import os
 
         from .parameters import check_parameters
@@ -93,6 +96,7 @@ class LocalStack:
             port=port,
             parameters=params,
             env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
+            concurrent=concurrent_workers,
         )
         self.workers = list(workers)
         self.auto_advance = auto_advance
