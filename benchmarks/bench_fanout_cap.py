@@ -65,7 +65,8 @@ def main() -> None:
     print(f"{'cap':>4} {'peak in flight':>15} {'calls':>7} {'wall s':>8} {'calls/s':>8}")
     for cap in (int(c) for c in args.caps.split(",")):
         r = run(args.size, cap, args.call_ms)
-        print(f"{r['cap']:>4} {r['peak']:>15} {r['calls']:>7} {r['wall_s']:>8.1f} {r['calls'] / r['wall_s']:>8.1f}")
+        rate = r["calls"] / r["wall_s"]
+        print(f"{r['cap']:>4} {r['peak']:>15} {r['calls']:>7} {r['wall_s']:>8.1f} {rate:>8.1f}")
 
 
 if __name__ == "__main__":
