@@ -183,3 +183,53 @@ def test_the_bucket_has_the_lifecycle_rules_of_the_template(clients: Any, stack:
     assert by_id["incomplete-uploads"]["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 1
     # payloads/ has no age rule: a running execution may read an object of any age.
     assert not any(r["Filter"].get("Prefix", "").startswith("payloads") for r in rules)
+
+
+def test_the_collector_and_a_writer_never_lose_an_object_between_them(clients: Any, stack: Any,
+                                                                      clock: Any) -> None:
+    import hashlib
+
+    import pytest
+    from orbit.adapters.dynamodb.retention import BlobRefs
+
+    payloads = S3PayloadStore(clients.s3, stack.bucket)
+    data = b'"' + b"y" * 1000 + b'"'
+    ref = payloads.put(data)
+    digest = hashlib.sha256(data).hexdigest()
+    key = "payloads/" + digest
+    gone: list[str] = []
+
+    def delete(d: str) -> None:
+        gone.append(d)
+        payloads.delete(d)
+
+    blobs = BlobRefs(clients.dynamodb, stack.table, payloads, clock)
+    # Nobody references it: collected. A writer that still remembers it (this process wrote it)
+    # registers its reference and finds it missing: it uploads it again before its write.
+    assert blobs.collect(digest, delete) and not _object_exists(clients, stack.bucket, key)
+    blobs.hold("w-1", {ref: data})
+    assert _object_exists(clients, stack.bucket, key)
+    # Now referenced by a running execution (no expiry): the collector keeps it.
+    assert not blobs.collect(digest, delete) and _object_exists(clients, stack.bucket, key)
+    assert gone == [digest]
+
+    # A collector holds the object's lease: a writer waits for it to go...
+    until = {"N": str(clock.now_ms() + 60_000)}
+    lease = {"pk": {"S": "BLOB#" + digest}, "sk": {"S": "GC"}, "until": until}
+    clients.dynamodb.put_item(TableName=stack.table, Item=lease)
+    waits: list[float] = []
+
+    def collector_finishes(s: float) -> None:
+        waits.append(s)
+        clients.dynamodb.delete_item(TableName=stack.table, Key={"pk": lease["pk"], "sk": lease["sk"]})
+
+    waiting = BlobRefs(clients.dynamodb, stack.table, payloads, clock, sleep=collector_finishes)
+    waiting.hold("w-2", {ref: data})
+    assert waits == [0.2]
+    # ... and a second collector does not take a lease that is held.
+    clients.dynamodb.put_item(TableName=stack.table, Item=lease)
+    assert not BlobRefs(clients.dynamodb, stack.table, payloads, clock).collect(digest, delete)
+    # A collector stuck for good makes the write fail (the queue retries it), never proceed blind.
+    with pytest.raises(RuntimeError, match="being collected"):
+        stuck = BlobRefs(clients.dynamodb, stack.table, payloads, clock, sleep=lambda s: None)
+        stuck.hold("w-3", {ref: data})
