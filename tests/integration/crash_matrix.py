@@ -130,7 +130,7 @@ def _check_retention(world: World, ended: set[str]) -> list[str]:
             pk, sk = item["pk"]["S"], item["sk"]["S"]
             if pk.startswith("EXEC#"):
                 owner = pk[5:]
-            elif pk.startswith("BLOB#") and sk.startswith("R#"):
+            elif pk.startswith("BLOB#") and sk.startswith(("R#", "W#")):
                 owner = sk[2:]
             elif pk.startswith("TIMERPTR#"):
                 owner = pk[9:]

@@ -66,7 +66,7 @@ def _owner(item: dict[str, Any], ids: list[str]) -> str | None:
         return pk[5:]
     if pk.startswith("HOOK#"):
         return item["execution_id"]["S"]
-    if pk.startswith("BLOB#") and sk.startswith("R#"):
+    if pk.startswith("BLOB#") and sk.startswith(("R#", "W#")):
         return sk[2:]
     if pk.startswith(("IDEM#", "TIMERPTR#", "TIMER#")):
         key = pk.split("#", 1)[1] if not pk.startswith("TIMER#") else item["execution_id"]["S"]
@@ -117,7 +117,8 @@ def test_every_item_of_ended_executions_expires_within_its_retention(cloud: Any,
         latest = -(-(ended_ms + retention_ms) // 1000)
         at = int(item["expires_at"]["N"])
         assert at <= latest, f"{pk} / {item['sk']['S']} expires after its retention"
-        if not pk.startswith("IDEM#"):  # dedupe records may go earlier (their own 7 days)
+        # Dedupe records and a worker result's hold may go earlier (their own 7 and 15 days).
+        if not pk.startswith("IDEM#") and not item["sk"]["S"].startswith("W#"):
             assert at == latest, f"{pk} / {item['sk']['S']}: {at} != {latest}"
     # Everything the features write was there to check (timers are deleted once the execution ends).
     assert {"EXEC/C", "EXEC/SNAP", "EXEC/A", "HOOK", "IDEM", "BLOB"} <= kinds, kinds
@@ -154,13 +155,14 @@ def test_a_shared_object_outlives_the_first_execution_and_goes_after_the_second(
     assert _object_exists(clients, stack.bucket, key)
     refs = clients.dynamodb.query(TableName=stack.table, KeyConditionExpression="pk = :p",
                                   ExpressionAttributeValues={":p": {"S": "BLOB#" + key[9:]}})["Items"]
-    assert sorted(r["sk"]["S"] for r in refs) == ["R#s-1", "R#s-2"]
+    # Each execution's reference, and each worker result's hold until the decider recorded it.
+    assert sorted(r["sk"]["S"] for r in refs) == ["R#s-1", "R#s-2", "W#s-1", "W#s-2"]
 
     clock.advance(DAY_MS - 12 * 3600_000 + 1_000)  # s-1 expired, s-2 has half a day left
     status, body = cloud.api("GET", "/executions/s-1")
     assert status == 404 and "expired" in body["error"]["message"], body
     assert cloud.api("GET", "/executions/s-1/history")[0] == 404
-    assert _collect(cloud, clients, stack, clock.now_ms()) == 1
+    assert _collect(cloud, clients, stack, clock.now_ms()) == 2  # s-1's reference and its worker's hold
     assert _object_exists(clients, stack.bucket, key), "deleted while s-2 still references it"
     fresh = S3PayloadStore(clients.s3, stack.bucket)  # no cache: read from S3
     aws.services().__dict__["payloads"] = fresh
@@ -168,7 +170,7 @@ def test_a_shared_object_outlives_the_first_execution_and_goes_after_the_second(
     assert status == 200 and desc["steps"]["big"]["output"] == BIG
 
     clock.advance(12 * 3600_000)
-    assert _collect(cloud, clients, stack, clock.now_ms()) == 1
+    assert _collect(cloud, clients, stack, clock.now_ms()) == 2
     assert not _object_exists(clients, stack.bucket, key)
     assert clients.dynamodb.query(TableName=stack.table, KeyConditionExpression="pk = :p",
                                   ExpressionAttributeValues={":p": {"S": "BLOB#" + key[9:]}})["Items"] == []

@@ -174,7 +174,7 @@ class Services:
     def registry(self) -> Any:
         from orbit.adapters.dynamodb import DynamoRegistry
 
-        return DynamoRegistry(self.dynamodb, self.settings.table, self.payloads, self.clock)
+        return DynamoRegistry(self.dynamodb, self.settings.table, self.payloads, self.clock, blobs=self.blobs)
 
     @cached_property
     def idempotency(self) -> Any:
@@ -205,10 +205,11 @@ class Services:
 
     @cached_property
     def worker(self) -> Any:
+        from orbit.adapters.dynamodb.retention import ResultReferences
         from orbit.worker import Worker
 
         return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000,
-                      tracer=self.tracer)
+                      tracer=self.tracer, references=ResultReferences(self.blobs, self.payloads))
 
 
 def build_services(env: Mapping[str, str] | None = None, clock: Any = None) -> Services:

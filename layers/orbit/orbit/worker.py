@@ -138,7 +138,7 @@ class Worker:
     def __init__(self, queues: Any, idempotency: Any, clock: Any,
                  tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
                  lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0,
-                 started_grace_s: float = 1.0, tracer: Any = None) -> None:
+                 started_grace_s: float = 1.0, tracer: Any = None, references: Any = None) -> None:
         self.queues = queues
         self.idempotency = idempotency
         self.clock = clock
@@ -151,6 +151,8 @@ class Worker:
         self.started_grace_s = started_grace_s
         self._local = threading.local()  # the calling thread's held answers, inside `batch()`
         self.tracer = tracer or PassThrough()
+        # Holds a result's S3 objects for its execution until the decider records them (retention).
+        self.references = references
         self._traces: dict[str, str] = {}  # dispatch token -> header its answers carry (any thread)
 
     @contextmanager
@@ -253,7 +255,10 @@ class Worker:
                 output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
                 idem.fail(d.idempotency_key, d.token, d.attempt, error.to_dict())
-        self._answer(held, *started.take(), self._result(d, output, error))
+        result = self._result(d, output, error)
+        if self.references is not None:
+            self.references.hold_value(d.execution_id, result)
+        self._answer(held, *started.take(), result)
 
     def _run(self, d: DispatchTask, idem: Any, running_long: Callable[[], None], session: str, lease_ms: int,
              extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:

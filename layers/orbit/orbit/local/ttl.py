@@ -37,9 +37,9 @@ def expire(client: Any, table: str, now_s: int) -> list[dict[str, Any]]:
 
 
 def matches_retention_filter(record: dict[str, Any]) -> bool:
-    """The template's FilterCriteria for the retention function: TTL removals of `BLOB#* / R#*`."""
+    """The template's FilterCriteria for the retention function: TTL removals of `BLOB#* / R#*|W#*`."""
     keys = record.get("dynamodb", {}).get("Keys", {})
     return (record.get("eventName") == "REMOVE"
             and record.get("userIdentity", {}).get("principalId") == "dynamodb.amazonaws.com"
             and keys.get("pk", {}).get("S", "").startswith("BLOB#")
-            and keys.get("sk", {}).get("S", "").startswith("R#"))
+            and keys.get("sk", {}).get("S", "").startswith(("R#", "W#")))

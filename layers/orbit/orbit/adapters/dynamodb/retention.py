@@ -5,6 +5,8 @@
     IDEM#key / IDEM       worker dedupe records: already carry a TTL (7 days); shortened when the
                           retention is shorter
     BLOB#<sha256> / R#id  "execution id references payload object sha256" (no TTL while it runs)
+    BLOB#<sha256> / W#id  a worker's result for execution id carries the object: held for
+                          WORKER_HOLD_S, until the decider has recorded it (its own R#)
     BLOB#<sha256> / GC    a collector's short lease while it decides to delete the object
 
 Why references and not per-execution key prefixes: payload objects are content-addressed and one
@@ -40,6 +42,9 @@ from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
 
 GC_LEASE_S = 60
 WAIT_FOR_LEASE_S = 5.0
+# Longer than a result message can live (SQS keeps one 14 days, its DLQ as long again is not
+# redriven blind): past it, an unrecorded result (a stale attempt's) no longer holds its object.
+WORKER_HOLD_S = 15 * 24 * 3600
 _OBJECT_PREFIX = "payloads/"
 
 
@@ -83,18 +88,22 @@ class BlobRefs:
     def key(digest: str, sk: str) -> dict[str, Any]:
         return {"pk": s(f"BLOB#{digest}"), "sk": s(sk)}
 
-    def hold(self, execution_id: str, puts: dict[str, bytes]) -> None:
-        """Register `execution_id` as a reader of these objects and make sure each exists."""
+    def hold(self, execution_id: str, puts: dict[str, bytes], ttl_s: int | None = None) -> None:
+        """Register `execution_id` as a reader of these objects and make sure each exists.
+        Without `ttl_s` the reference lasts until `release`; with it (a worker's result), `ttl_s`."""
+        kind = "R" if ttl_s is None else "W"
         for ref, data in puts.items():
             digest = digest_of(ref)
-            if digest is None or (execution_id, digest) in self._held:
+            if digest is None or (kind, execution_id, digest) in self._held:
                 continue
             # A plain put: it also clears the expiry an earlier retire gave this reference.
-            self._db.put_item(TableName=self.table, Item={**self.key(digest, f"R#{execution_id}"),
-                                                          "execution_id": s(execution_id)})
+            item = {**self.key(digest, f"{kind}#{execution_id}"), "execution_id": s(execution_id)}
+            if ttl_s is not None:
+                item["expires_at"] = n(self._clock.now_ms() // 1000 + ttl_s)
+            self._db.put_item(TableName=self.table, Item=item)
             self._wait_for_collector(digest)
             self._payloads.put(data, verify=True)
-            self._held.add((execution_id, digest))
+            self._held.add((kind, execution_id, digest))
 
     def _wait_for_collector(self, digest: str) -> None:
         waited = 0.0
@@ -109,16 +118,19 @@ class BlobRefs:
             waited += 0.2
 
     def release(self, execution_id: str, digests: set[str], expires_at_s: int) -> None:
+        """The execution ended: its references expire with it (a worker's hold no later)."""
         for digest in sorted(digests):
-            try:
-                self._db.update_item(TableName=self.table, Key=self.key(digest, f"R#{execution_id}"),
-                                     UpdateExpression="SET expires_at = :t",
-                                     ConditionExpression="attribute_exists(pk)",
-                                     ExpressionAttributeValues={":t": n(expires_at_s)})
-            except ClientError as e:
-                if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                    raise
-            self._held.discard((execution_id, digest))
+            for sk, condition in ((f"R#{execution_id}", "attribute_exists(pk)"),
+                                  (f"W#{execution_id}", "attribute_exists(pk) AND expires_at > :t")):
+                try:
+                    self._db.update_item(TableName=self.table, Key=self.key(digest, sk),
+                                         UpdateExpression="SET expires_at = :t",
+                                         ConditionExpression=condition,
+                                         ExpressionAttributeValues={":t": n(expires_at_s)})
+                except ClientError as e:
+                    if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                        raise
+            self._held.discard(("R", execution_id, digest))
 
     def collect(self, digest: str, delete_object: Callable[[str], None]) -> bool:
         """Delete the object when no unexpired reference is left; True when it was deleted."""
@@ -147,16 +159,36 @@ class BlobRefs:
         live: list[str] = []
         expired: list[str] = []
         kw: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True,
-                              "KeyConditionExpression": "pk = :pk AND begins_with(sk, :r)",
-                              "ExpressionAttributeValues": {":pk": s(f"BLOB#{digest}"), ":r": s("R#")}}
+                              "KeyConditionExpression": "pk = :pk",
+                              "ExpressionAttributeValues": {":pk": s(f"BLOB#{digest}")}}
         while True:
             page = self._db.query(**kw)
             for item in page["Items"]:
+                if item["sk"]["S"] == "GC":
+                    continue
                 at = num(item, "expires_at", 0)
                 (expired if at and at * 1000 <= now_ms else live).append(item["sk"]["S"])
             if "LastEvaluatedKey" not in page:
                 return live, expired
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+class ResultReferences:
+    """The worker's side: the large values of a result it reports are held for its execution until
+    the decider has recorded them (the decider's `hold` then keeps them while the execution lives)."""
+
+    def __init__(self, blobs: BlobRefs, payloads: Any) -> None:
+        self._blobs = blobs
+        self._payloads = payloads
+
+    def hold_value(self, execution_id: str, message: dict[str, Any]) -> None:
+        """`message`: the result message (its `output` or `error` holds the values)."""
+        from orbit.adapters.payload_values import VALUE_LIMIT, extract
+
+        recorder = Recorder(self._payloads)
+        extract(message, recorder, VALUE_LIMIT)  # the objects the result's encodings refer to
+        if recorder.puts:
+            self._blobs.hold(execution_id, recorder.puts, ttl_s=WORKER_HOLD_S)
 
 
 def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_s: int,
