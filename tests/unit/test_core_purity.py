@@ -27,6 +27,8 @@ CORE = [
     "definition/*.py",
     "expressions.py",
     "contracts.py",
+    "lifecycle.py",
+    "tracing.py",
 ]
 BANNED_MODULES = {"boto3", "botocore", "random", "secrets", "uuid", "time", "aioboto3"}
 BANNED_ATTRS = {

@@ -120,3 +120,24 @@ def test_stream_records_name_the_objects_to_collect() -> None:
     assert asked == ["d1", "bad"]  # once per object, whatever the number of its expired references
     assert digest_of("s3://b/payloads/abc") == "abc"
     assert digest_of("s3://b/messages/abc") is None and digest_of("mem://abc") is None
+
+
+def test_what_an_ended_execution_leaves_and_what_a_decision_counts() -> None:
+    from orbit.events import Recorded, StepFailed, StepScheduled
+    from orbit.lifecycle import decision_metrics, retirement
+    from orbit.state import ExecutionState, UnitState
+
+    s = ExecutionState("e", workflow="wf", status="FAILED", created=True, finished_at_ms=5_000,
+                       updated_at_ms=9_000)
+    s.hooks = {"approve": {"token": "tok1", "resumed": False}, "odd": {"resumed": True}}
+    s.units = {"a": UnitState(idempotency_key="e:a", tokens={"t1": 1, "t2": 2}), "w": UnitState()}
+    r = retirement(s)
+    assert (r.ended_at_ms, r.hook_tokens) == (5_000, ["tok1"])
+    assert r.dedupe_keys == ["e:a", "cancel#t1", "cancel#t2"]
+    from orbit.events import TaskError
+
+    events = [Recorded(1, 0, StepScheduled("a", 1, idempotency_key="e:a", token="tok")),
+              Recorded(2, 0, StepFailed("a", TaskError("X", "no", False)))]
+    assert decision_metrics(s, ("RUNNING", False), events) == [
+        "ExecutionsStarted", "ExecutionsFailed", "StepAttempts", "StepFailures"]
+    assert decision_metrics(s, ("FAILED", True), []) == []  # a late message to an ended execution

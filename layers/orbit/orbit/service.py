@@ -17,6 +17,7 @@ process had committed), and dropped on any failure.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from typing import Any
@@ -36,6 +37,7 @@ from orbit.effects import (
 )
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
 from orbit.events import ExecutionParked, Recorded, TaskError
+from orbit.lifecycle import decision_metrics, retirement
 from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
 from orbit.model import signal_ids
 from orbit.outbox import find_handled, still_due
@@ -51,7 +53,7 @@ from orbit.ports import (
     Timers,
 )
 from orbit.service_api import EngineApi, check_json
-from orbit.state import FAILED, TERMINAL_WORKFLOW, TIMED_OUT, ExecutionState, remember_inbound
+from orbit.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
 from orbit.tracing import BODY_KEY, PassThrough, Tracer
 
 log = logging.getLogger("orbit.engine")
@@ -83,7 +85,7 @@ class Engine(EngineApi):
         self.retention_ms = retention_ms  # for workflows that set no retention of their own
         self.tracer: Tracer = tracer or PassThrough()
         self.meter = meter  # per-workflow counters (observability.Meter), or None
-        self._trace: str | None = None  # the header messages sent by the current decision carry
+        self._local = threading.local()  # .trace: the header the current decision's messages carry
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
@@ -172,11 +174,11 @@ class Engine(EngineApi):
         """One decision in its own span of the execution's trace; what it sends carries the span."""
         started = time.perf_counter()
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
-            self._trace = span.header
+            self._local.trace = span.header
             try:
                 self._process(eid, msgs, delivery)
             finally:
-                self._trace = None
+                self._local.trace = None
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
                 if workflow:
@@ -278,8 +280,9 @@ class Engine(EngineApi):
             # exactly what `Loaded.fold` (model.apply_commit) does
             remember_inbound(state, handled, first_seq, now, signal_ids(events))
             since_snapshot += 1
-            if self.meter is not None:
-                self._count(state, was, events)
+            for name in decision_metrics(state, was, events) if self.meter is not None else ():
+                self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
+                self.meter.count(name)  # stack-wide: what the template's alarms watch
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
                 self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
                 since_snapshot = 0
@@ -307,39 +310,15 @@ class Engine(EngineApi):
         if state.created and state.status in TERMINAL_WORKFLOW and (events or resend):
             self._retire(state)
 
-    def _count(self, state: ExecutionState, was: tuple[str, bool], events: list[Recorded]) -> None:
-        """Counters of a committed decision, per workflow (the dimension is the workflow name only)
-        and stack-wide (what the template's alarms watch)."""
-        wf = state.workflow
-
-        def count(workflow: str, name: str) -> None:
-            self.meter.count_workflow(workflow, name)
-            self.meter.count(name)
-
-        if state.created and not was[1]:
-            count(wf, "ExecutionsStarted")
-        if state.status != was[0] and state.status in TERMINAL_WORKFLOW:
-            failed = state.status in (FAILED, TIMED_OUT)
-            name = "ExecutionsFailed" if failed else f"Executions{state.status.title()}"
-            count(wf, name)
-        for r in events:
-            if r.event.type == "StepScheduled":
-                count(wf, "StepAttempts")
-            elif r.event.type == "StepFailed":
-                count(wf, "StepFailures")
-
     def _retire(self, state: ExecutionState) -> None:
         try:
             wf = self.registry.get_build(state.workflow, state.version, state.build)
         except (BuildMismatch, UnknownWorkflow):
             wf = None  # the stack default applies
-        ended = state.finished_at_ms or state.updated_at_ms
-        tokens = [str(h["token"]) for h in state.hooks.values() if h.get("token")]
-        dedupe = [u.idempotency_key for u in state.units.values() if u.idempotency_key]
-        dedupe += [f"cancel#{t}" for u in state.units.values() for t in u.tokens]
+        r = retirement(state)
         self.timers.disarm(state.id)  # nothing is due any more
-        self.store.retire(state.id, ended, expires_at_s(ended, retention_of(wf, self.retention_ms)),
-                          tokens, dedupe)
+        expires = expires_at_s(r.ended_at_ms, retention_of(wf, self.retention_ms))
+        self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys)
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
@@ -371,7 +350,8 @@ class Engine(EngineApi):
 
     # ---------------------------------------------------------------- effects
     def _carry_out(self, eid: str, effects: list[Effect]) -> None:
-        trace = {BODY_KEY: self._trace} if self._trace else {}
+        header = getattr(self._local, "trace", None)
+        trace = {BODY_KEY: header} if header else {}
         for e in effects:
             if isinstance(e, (DispatchTask, CancelTask)):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})
