@@ -65,9 +65,9 @@ class MeteredStore:
         self._store = store
         self._meter = meter
 
-    def commit(self, execution_id: str, commit: Any) -> None:
+    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
         try:
-            self._store.commit(execution_id, commit)
+            self._store.commit(execution_id, commit, expires_at_s)
         except ConflictError:
             self._meter.count("Conflicts")
             raise

@@ -112,8 +112,9 @@ class HistoryStore(Protocol):
         """Latest snapshot + commits after it. Raises NotFound when nothing was ever committed."""
         ...
 
-    def commit(self, execution_id: str, commit: Commit) -> None:
-        """Append atomically, conditional on `commit.first_seq` not existing -> ConflictError."""
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
+        """Append atomically, conditional on `commit.first_seq` not existing -> ConflictError.
+        `expires_at_s`: the execution has ended; the item expires then (as after `retire`)."""
         ...
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
@@ -127,11 +128,12 @@ class HistoryStore(Protocol):
         """Recorded events with seq > after_seq, in order, at most `limit`. NotFound if none exist."""
         ...
 
-    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int) -> None:
+    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,
+                      expires_at_s: int | None = None) -> None:
         """Keep `state` (ExecutionState.to_dict()) as of `seq`; an older one never replaces a newer one."""
         ...
 
-    def put_index(self, entry: IndexEntry) -> None: ...
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None: ...
 
     def list_executions(
         self,

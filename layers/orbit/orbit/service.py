@@ -274,9 +274,11 @@ class Engine(EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
+        # An execution that ends here writes its last items with their expiry (see _retire).
+        expires = self._expiry(state) if state.created and state.status in TERMINAL_WORKFLOW else None
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
-            self.store.commit(eid, commit)
+            self.store.commit(eid, commit, expires)
             # exactly what `Loaded.fold` (model.apply_commit) does
             remember_inbound(state, handled, first_seq, now, signal_ids(events))
             since_snapshot += 1
@@ -284,7 +286,7 @@ class Engine(EngineApi):
                 self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
                 self.meter.count(name)  # stack-wide: what the template's alarms watch
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
-                self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
+                self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires)
                 since_snapshot = 0
         # The index row is written after the commit, so it is one of the commit's effects: a
         # redelivered message (resend) writes it again, in case the decider that committed died
@@ -299,7 +301,8 @@ class Engine(EngineApi):
                     state.created_at_ms,
                     state.updated_at_ms,
                     (state.parent or {}).get("execution_id"),
-                )
+                ),
+                expires,
             )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
@@ -307,17 +310,21 @@ class Engine(EngineApi):
         self._carry_out(eid, effects)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
-        if state.created and state.status in TERMINAL_WORKFLOW and (events or resend):
-            self._retire(state)
+        if expires is not None and (events or resend):
+            self._retire(state, expires)
 
-    def _retire(self, state: ExecutionState) -> None:
+    def _expiry(self, state: ExecutionState) -> int:
+        """When an ended execution's data expires: its end + its workflow's retention (epoch s)."""
         try:
             wf = self.registry.get_build(state.workflow, state.version, state.build)
         except (BuildMismatch, UnknownWorkflow):
             wf = None  # the stack default applies
+        return expires_at_s(retirement(state).ended_at_ms, retention_of(wf, self.retention_ms))
+
+    def _retire(self, state: ExecutionState, expires: int) -> None:
+        """Everything the execution left expires; what this decision wrote already carries it."""
         r = retirement(state)
         self.timers.disarm(state.id)  # nothing is due any more
-        expires = expires_at_s(r.ended_at_ms, retention_of(wf, self.retention_ms))
         self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys)
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:

@@ -47,7 +47,7 @@ class MemoryHistoryStore:
             ]  # commits are whole: a snapshot always ends on a commit boundary
             return Loaded(state, seq, commits, self.expiry.get(execution_id))
 
-    def commit(self, execution_id: str, commit: Commit) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
         with self._lock:
             last = self._last.get(execution_id, 0)
             if commit.first_seq <= last:
@@ -87,13 +87,14 @@ class MemoryHistoryStore:
             more = bool(out) and out[-1].seq < self._last[execution_id]
             return HistoryPage(out, out[-1].seq if more else None, self.expiry.get(execution_id))
 
-    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int) -> None:
+    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,
+                      expires_at_s: int | None = None) -> None:
         with self._lock:
             old = self._snapshots.get(execution_id)
             if old is None or old[0] < seq:
                 self._snapshots[execution_id] = (seq, copy.deepcopy(state))
 
-    def put_index(self, entry: IndexEntry) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None:
         with self._lock:
             self._index[entry.execution_id] = entry
 

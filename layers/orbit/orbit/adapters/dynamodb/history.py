@@ -73,7 +73,7 @@ class DynamoHistoryStore:
         return attrs
 
     # ---------------------------------------------------------------- commits
-    def commit(self, execution_id: str, commit: Commit) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
         if not commit.events:
             raise ValidationError("a commit needs at least one event", "commit.events")
         body = {"events": [r.to_dict() for r in commit.events],
@@ -83,6 +83,8 @@ class DynamoHistoryStore:
                 **self._encode(execution_id, body)}
         if commit.inbound_id is not None:
             item["inbound"] = s(commit.inbound_id)
+        if expires_at_s is not None:  # the execution ended in this commit (or before): no update later
+            item["expires_at"] = n(expires_at_s)
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk)")
         except ConditionFailed as e:
@@ -150,9 +152,12 @@ class DynamoHistoryStore:
             state, seq = ExecutionState(id=execution_id), 0
         return Loaded(state, seq, [self._commit(i) for i in reversed(newest_first)], expires or None)
 
-    def save_snapshot(self, execution_id: str, state: dict[str, Any], seq: int) -> None:
+    def save_snapshot(self, execution_id: str, state: dict[str, Any], seq: int,
+                      expires_at_s: int | None = None) -> None:
         item = {"pk": exec_pk(execution_id), "sk": s(SNAP), "seq": n(seq),
                 **self._encode(execution_id, state)}
+        if expires_at_s is not None:
+            item["expires_at"] = n(expires_at_s)
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR seq < :seq",
                    ExpressionAttributeValues={":seq": n(seq)})
@@ -200,7 +205,7 @@ class DynamoHistoryStore:
         )["Items"])
 
     # ---------------------------------------------------------------- index
-    def put_index(self, entry: IndexEntry) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None:
         """Write the execution's index row (the service calls it only when the status changes).
 
         Cost, why it is shaped this way: a row write is 1 WRU plus one per GSI it touches, and a GSI
@@ -216,6 +221,8 @@ class DynamoHistoryStore:
                 "gsi2pk": s(f"ST#{entry.status}"), "gsi2sk": s(order),
                 "status": s(entry.status), "updated": n(entry.updated_at_ms),
                 "fixed": s(json.dumps(fixed, separators=(",", ":")))}
+        if expires_at_s is not None:
+            item["expires_at"] = n(expires_at_s)
         # Updates may arrive out of order (two deciders, redeliveries): the newest one wins.
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR updated <= :u",
