@@ -166,10 +166,10 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detai
         timed = TimedCloud(cloud, meter, svc.engine._cache.clear if cold else None)
         retire = svc.engine._retire
 
-        def tagged_retire(state: Any) -> None:  # what retention costs: the expiry an ended execution gets
+        def tagged_retire(*args: Any) -> None:  # what retention costs: the expiry an ended execution gets
             meter.tag = "retention"
             try:
-                retire(state)
+                retire(*args)
             finally:
                 meter.tag = None
 
