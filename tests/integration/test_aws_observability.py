@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from orbit import aws
 from orbit.adapters.xray import XRayTracer
-from orbit.tracing import TRACE_ATTRIBUTE, parse_header
+from orbit.aws import wiring as aws
+from orbit.core.tracing import TRACE_ATTRIBUTE, parse_header
 from test_aws_end_to_end import start
 
 API_TRACE = "Root=1-6756d6a0-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
@@ -77,7 +77,7 @@ def test_one_trace_follows_an_execution_through_api_queues_deciders_and_workers(
 
 def test_metrics_carry_the_workflow_name_as_their_dimension(cloud: Any,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from orbit.observability import METER, publish_by_workflow
+    from orbit.aws.observability import METER, publish_by_workflow
 
     METER.drain_by_workflow()
     seen: dict[tuple[str, str], list[float]] = {}

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness import LambdaContext, load_app
-from orbit import TaskError, aws, worker
+from orbit import TaskError, worker
 from orbit.adapters.s3 import S3PayloadStore
+from orbit.aws import wiring as aws
 from orbit.local.ttl import expire, matches_retention_filter
 
 DAY_MS = 24 * 3600 * 1000

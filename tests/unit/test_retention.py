@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from orbit.definition import parse_definition, validate_definition
-from orbit.definition.retention import DAY_MS, expires_at_s, retention_of, retention_problem
+from orbit.core.definition import parse_definition, validate_definition
+from orbit.core.definition.retention import DAY_MS, expires_at_s, retention_of, retention_problem
+from orbit.core.tracing import parse_header
 from orbit.errors import ExecutionExpired, NotFound, ValidationError
-from orbit.tracing import parse_header
 
 
 def doc(**top: Any) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def test_the_trace_leaves_the_body_and_rides_as_an_attribute() -> None:
 
 
 def test_the_meter_keeps_counts_and_observations_per_workflow() -> None:
-    from orbit.observability import Meter
+    from orbit.aws.observability import Meter
 
     m = Meter()
     m.count_workflow("a", "StepAttempts")
@@ -123,9 +123,9 @@ def test_stream_records_name_the_objects_to_collect() -> None:
 
 
 def test_what_an_ended_execution_leaves_and_what_a_decision_counts() -> None:
-    from orbit.events import Recorded, StepFailed, StepScheduled
-    from orbit.lifecycle import decision_metrics, retirement
-    from orbit.state import ExecutionState, UnitState
+    from orbit.core.history.events import Recorded, StepFailed, StepScheduled
+    from orbit.core.history.lifecycle import decision_metrics, retirement
+    from orbit.core.history.state import ExecutionState, UnitState
 
     s = ExecutionState("e", workflow="wf", status="FAILED", created=True, finished_at_ms=5_000,
                        updated_at_ms=9_000)
@@ -134,7 +134,7 @@ def test_what_an_ended_execution_leaves_and_what_a_decision_counts() -> None:
     r = retirement(s)
     assert (r.ended_at_ms, r.hook_tokens) == (5_000, ["tok1"])
     assert r.dedupe_keys == ["e:a", "cancel#t1", "cancel#t2"]
-    from orbit.events import TaskError
+    from orbit.core.history.events import TaskError
 
     events = [Recorded(1, 0, StepScheduled("a", 1, idempotency_key="e:a", token="tok")),
               Recorded(2, 0, StepFailed("a", TaskError("X", "no", False)))]

@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from orbit.adapters.payload_values import VALUE_LIMIT, extract, resolve
+from orbit.core.tracing import BODY_KEY, TRACE_ATTRIBUTE
 from orbit.errors import OrbitError, ValidationError
-from orbit.tracing import BODY_KEY, TRACE_ATTRIBUTE
 
 # SQS accepts 256 KiB (1 MiB since 2025) per message and per batch; stay well below the
 # classic limit so attributes and JSON escaping never push a message over it.
@@ -189,7 +189,7 @@ class SqsQueues:
         self._send_now(url, bodies, delay_s)
 
     def _send_now(self, url: str, bodies: list[dict[str, Any]], delay_s: int) -> None:
-        # The trace header leaves the body and travels as a message attribute (orbit/tracing.py).
+        # The trace header leaves the body and travels as a message attribute (orbit/core/tracing.py).
         traced = [_without_trace(b) for b in bodies]
         texts = [(encode_body(b, self._payloads, self._inline_limit), trace) for b, trace in traced]
         # SendMessageBatch: 10 entries and INLINE_LIMIT bytes per call (one request instead of ten).

@@ -8,7 +8,7 @@ every queue hop. Annotations (`execution_id`, `workflow`, `step`, `attempt`, `ta
 findable with filter expressions such as `annotation.execution_id = "order-42"`.
 
 Segments go to the X-Ray daemon Lambda runs beside the function (AWS_XRAY_DAEMON_ADDRESS, UDP);
-`orbit.aws` builds this tracer only when that variable is set. When the SDK is switched off
+`orbit.aws.wiring` builds this tracer only when that variable is set. When the SDK is switched off
 (POWERTOOLS_TRACE_DISABLED, AWS_XRAY_SDK_ENABLED=false) headers pass through and nothing is sent.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from orbit.tracing import parse_header
+from orbit.core.tracing import parse_header
 
 
 class _Segment:

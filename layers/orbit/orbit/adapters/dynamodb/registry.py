@@ -51,7 +51,7 @@ class DynamoRegistry:
         monotonic: Callable[[], float] = time.monotonic,
         blobs: Any = None,
     ) -> None:
-        from orbit.workflow import REGISTRY
+        from orbit.core.runtime.code_registry import REGISTRY
 
         self._db = client
         self.table = table
@@ -69,7 +69,7 @@ class DynamoRegistry:
         self._blobs = blobs  # a large definition's S3 objects are held for good (retention.py)
 
     def register(self, workflow: Any) -> None:
-        from orbit.definition import Definition
+        from orbit.core.definition import Definition
 
         if not isinstance(workflow, Definition):
             self.code.register(workflow)
@@ -120,7 +120,7 @@ class DynamoRegistry:
             if self._get_item(name, f"V#{version}") is not None:
                 raise BuildMismatch(f"workflow {name!r} version {version!r} has no build {build!r}")
             raise UnknownWorkflow(f"no workflow named {name!r} with version {version!r} is registered")
-        from orbit.definition import parse_definition
+        from orbit.core.definition import parse_definition
 
         definition = parse_definition(decode(item, self._payloads))
         with self._lock:
