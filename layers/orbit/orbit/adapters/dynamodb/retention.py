@@ -33,6 +33,7 @@ or the writer waits and re-uploads it.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -42,9 +43,10 @@ from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
 
 GC_LEASE_S = 60
 WAIT_FOR_LEASE_S = 5.0
-# Longer than a result message can live (SQS keeps one 14 days, its DLQ as long again is not
-# redriven blind): past it, an unrecorded result (a stale attempt's) no longer holds its object.
+# A day longer than SQS keeps a message (14 days): a result is recorded, or dead, by then. Past
+# it, a result nobody recorded (a stale attempt's) no longer holds its object.
 WORKER_HOLD_S = 15 * 24 * 3600
+HELD_MEMORY = 100_000  # (kind, execution, object) registrations a process remembers
 _OBJECT_PREFIX = "payloads/"
 
 
@@ -82,7 +84,9 @@ class BlobRefs:
         self._payloads = payloads
         self._clock = clock
         self._sleep = sleep
-        self._held: set[tuple[str, str]] = set()  # (execution, digest) this process registered
+        # (kind, execution, digest) this process registered, least recent first: a registration
+        # forgotten here only costs the next write a put.
+        self._held: OrderedDict[tuple[str, str, str], None] = OrderedDict()
 
     @staticmethod
     def key(digest: str, sk: str) -> dict[str, Any]:
@@ -103,7 +107,9 @@ class BlobRefs:
             self._db.put_item(TableName=self.table, Item=item)
             self._wait_for_collector(digest)
             self._payloads.put(data, verify=True)
-            self._held.add((kind, execution_id, digest))
+            self._held[(kind, execution_id, digest)] = None
+            while len(self._held) > HELD_MEMORY:
+                self._held.popitem(last=False)
 
     def _wait_for_collector(self, digest: str) -> None:
         waited = 0.0
@@ -130,7 +136,7 @@ class BlobRefs:
                 except ClientError as e:
                     if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                         raise
-            self._held.discard(("R", execution_id, digest))
+            self._held.pop(("R", execution_id, digest), None)
 
     def collect(self, digest: str, delete_object: Callable[[str], None]) -> bool:
         """Delete the object when no unexpired reference is left; True when it was deleted."""
