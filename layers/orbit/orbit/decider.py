@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orbit.effects import ArmTimer
+from orbit.effects import ArmTimer, ContinueDecision
 from orbit.engine.abort import compensation_unanswered, progress_abort
 from orbit.engine.context import Ctx, Decision
 from orbit.engine.execute import create_hook, execute
@@ -52,7 +52,12 @@ from orbit.state import COMPENSATING, ExecutionState
 
 __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
 
-MAX_ROUNDS = 10_000
+# One decision's budget. A decision that reaches either stops between two rounds (a state any
+# round could have left) and sends itself a continuation (ContinueDecision): a long chain of
+# compute steps runs as a series of bounded decisions, each well inside the decider's Lambda
+# timeout and each commit a bounded size, instead of one decision that never ends.
+MAX_ROUNDS = 500
+MAX_DECISION_EVENTS = 2_000
 RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
 
 
@@ -77,8 +82,8 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
         return ctx.decision
     else:
         _inbound(ctx, inbound)
-    if not state.terminal:
-        _fixpoint(ctx)
+    if not state.terminal and not _fixpoint(ctx):
+        ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage))):
@@ -172,23 +177,27 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx) -> None:
+def _fixpoint(ctx: Ctx) -> bool:
+    """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
     for _ in range(MAX_ROUNDS):
+        if ctx.event_count >= MAX_DECISION_EVENTS:
+            return False
         before = ctx.event_count
         progress_abort(ctx)
         if s.terminal:
-            return
+            return True
         if s.parked is None:
             runtime = runtime or runtime_for(ctx.workflow)
             execute(ctx, runtime.run(ctx.workflow, s, ctx.now))
             if s.terminal:
-                return
+                return True
             if ctx.event_count == before and s.status == COMPENSATING:
                 compensation_unanswered(ctx)
         if ctx.event_count == before:
-            return
+            return True
+    return False
 
 
 def workflow_build(workflow: Any) -> str:

@@ -19,7 +19,6 @@ where it would make an ordering invisible.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import math
 import threading
@@ -33,6 +32,14 @@ from jsonata.jexception import JException
 from jsonata.parser import Parser
 
 from orbit.errors import ExpressionError
+from orbit.expression_budget import (
+    MAX_EXPRESSION_LENGTH,
+    Budget,
+    BudgetExceeded,
+    budgeted,
+    regex_engine,
+    running,
+)
 from orbit.expression_errors import plain_message
 
 __all__ = [
@@ -70,10 +77,16 @@ def expressions_in(template: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def _compile(text: str) -> jsonata.Jsonata:
     if not text:
         raise ExpressionError("empty expression")
+    if len(text) > MAX_EXPRESSION_LENGTH:  # parsing cost grows faster than the text
+        raise ExpressionError(f"expression of {len(text)} characters, more than {MAX_EXPRESSION_LENGTH}")
     try:
-        compiled = jsonata.Jsonata(text)
+        compiled = jsonata.Jsonata(text, regex_engine)
     except JException as exc:
         raise ExpressionError(f"{_jmessage(exc)} in {text!r}") from None
+    except ExpressionError as exc:  # the regex engine refused a pattern
+        raise ExpressionError(f"{exc} in {text!r}") from None
+    except RecursionError:
+        raise ExpressionError(f"expression nested too deeply: {text[:80]!r}") from None
     except Exception as exc:  # the parser has rough edges (e.g. IndexError on some inputs)
         raise ExpressionError(f"cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if compiled.errors:
@@ -95,7 +108,7 @@ def _runner(text: str) -> jsonata.Jsonata:
         cache = _THREAD.cache = {}
     runner = cache.get(text)
     if runner is None:
-        runner = cache[text] = copy.copy(_compile(text))
+        runner = cache[text] = budgeted(_compile(text))
     return runner
 
 
@@ -135,18 +148,36 @@ def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str)
     # jsonata evaluates on a per-thread "current" instance (and higher-order
     # functions call back into it); make that this thread's copy of this one.
     jsonata.Jsonata.CURRENT.jsonata = compiled
+    budget = Budget()
     try:
-        result = compiled.evaluate(root, bindings)
-    except JException as exc:
-        raise ExpressionError(f"{where}{_jmessage(exc)} in {template!r}") from None
-    except RecursionError:
-        raise ExpressionError(f"{where}expression recursed too deeply: {template!r}") from None
-    except Exception as exc:  # e.g. ZeroDivisionError, ValueError from $number('x')
-        raise ExpressionError(f"{where}{plain_message(exc)} in {template!r}") from None
+        with running(budget):
+            result = compiled.evaluate(root, bindings)
+            budget.check_size(result)
+    except BudgetExceeded as exc:
+        raise ExpressionError(f"{where}{exc} in {_short(template)}") from None
+    except Exception as exc:
+        if budget.exceeded is not None:  # wrapped by jsonata (e.g. inside $eval): report the budget
+            raise ExpressionError(f"{where}{budget.exceeded} in {_short(template)}") from None
+        raise _plain_error(exc, where, template) from None
     try:
         return _to_json(result)
     except ValueError as exc:
         raise ExpressionError(f"{where}{exc} in {template!r}") from None
+
+
+def _short(template: str) -> str:
+    return repr(template) if len(template) <= 200 else repr(template[:200]) + "..."
+
+
+def _plain_error(exc: Exception, where: str, template: str) -> ExpressionError:
+    if isinstance(exc, JException):
+        return ExpressionError(f"{where}{_jmessage(exc)} in {_short(template)}")
+    if isinstance(exc, RecursionError):
+        return ExpressionError(f"{where}expression recursed too deeply: {_short(template)}")
+    if isinstance(exc, ExpressionError):  # a regular expression refused at run time ($eval's text)
+        return ExpressionError(f"{where}{exc}")
+    # e.g. ZeroDivisionError, ValueError from $number('x')
+    return ExpressionError(f"{where}{plain_message(exc)} in {_short(template)}")
 
 
 def _clock_bindings(now_ms: int) -> dict[str, Any]:
