@@ -259,7 +259,7 @@ def references(template: Any) -> set[str]:
     Expressions that do not parse contribute nothing (validation reports them)."""
     names: set[str] = set()
     for _, text in expressions_in(template):
-        names |= _expression_refs(text)[0]
+        names |= _expression_refs(text, "steps")[0]
     return names
 
 
@@ -271,10 +271,12 @@ def expression_references(text: str, root: str = "steps") -> tuple[frozenset[str
 
 def reads_steps_dynamically(template: Any) -> bool:
     """True when some expression reads ``steps`` without a static step name."""
-    return any(_expression_refs(text)[1] for _, text in expressions_in(template))
+    return any(_expression_refs(text, "steps")[1] for _, text in expressions_in(template))
 
 
-@lru_cache(maxsize=4096)
+# The analyses keep small results for every expression of a definition of up to 20,000 steps
+# (docs/limits.md); a smaller cache would re-parse each expression once per validation pass.
+@lru_cache(maxsize=65536)
 def _expression_refs(text: str, root: str = "steps") -> tuple[frozenset[str], bool]:
     try:
         ast = _compile(text).ast
@@ -332,7 +334,7 @@ def _paths(node: Any) -> Iterator[list[Any]]:
 _RELATIVE_ATTRS = frozenset({"stages", "predicate", "group", "terms", "pattern", "update", "delete"})
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65536)
 def root_names(text: str) -> frozenset[str]:
     """Field names read from the expression root (``input`` in ``input.x``, ``inputs``
     in a typo). Paths inside filters, group/sort terms, transforms and after the first

@@ -15,6 +15,11 @@ from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRe
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 from orbit.state import TERMINAL_WORKFLOW, ExecutionState
 
+# Pages of the HTTP API (docs/limits.md): a read never returns more than the maximum, and a caller
+# who names no limit gets the default, so one request stays small after a 200,000-element fan-out.
+HISTORY_PAGE, MAX_HISTORY_PAGE = 1000, 10_000
+STEPS_PAGE, MAX_STEPS_PAGE = 1000, 10_000
+
 
 class EngineApi:
     store: HistoryStore
@@ -34,8 +39,16 @@ class EngineApi:
             raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
         return state
 
-    def describe(self, execution_id: str) -> dict[str, Any]:
-        return self.load_state(execution_id).describe()
+    def describe(
+        self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
+    ) -> dict[str, Any]:
+        """The describe shape; with `steps_limit`, `steps` holds at most that many units (after
+        the unit `steps_after`, in the order they were created) and `steps_next` names the unit
+        to pass as `steps_after` for the next page (None on the last page)."""
+        desc = self.load_state(execution_id).describe()
+        if steps_limit is not None:
+            desc["steps"], desc["steps_next"] = page_units(desc["steps"], steps_after, steps_limit)
+        return desc
 
     def history(
         self, execution_id: str, after_seq: int = 0, limit: int | None = None
@@ -142,6 +155,22 @@ class EngineApi:
         err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)
+
+
+def page_units(
+    steps: dict[str, Any], after: str | None, limit: int
+) -> tuple[dict[str, Any], str | None]:
+    """One page of describe's `steps` and the key to continue after (None when it is the last)."""
+    keys = list(steps)
+    start = 0
+    if after is not None:
+        if after not in steps:
+            raise ValidationError(f"unknown unit {after!r} (use the steps_next of the previous page)",
+                                  "query.steps_after")
+        start = keys.index(after) + 1
+    page = keys[start : start + limit]
+    more = start + limit < len(keys)
+    return {k: steps[k] for k in page}, (page[-1] if more and page else None)
 
 
 def _check_running(state: ExecutionState, action: str) -> None:
