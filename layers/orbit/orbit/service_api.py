@@ -34,10 +34,19 @@ class EngineApi:
         A child cancelled before its start arrived has a history (the tombstone) but is not an
         execution yet: NotFound as well.
         """
-        state = self.store.load(execution_id).fold()
+        state = self._cached_state(execution_id) or self.store.load(execution_id).fold()
         if not state.created:
             raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
         return state
+
+    def _cached_state(self, execution_id: str) -> ExecutionState | None:
+        """The state this process's decider holds for the execution, if nothing was committed
+        since (one short history read says so): folding a 200,000-unit state from the store
+        takes seconds, and `orbit dev` / `orbit run` read the executions they decide."""
+        entry = (getattr(self, "_cache", None) or {}).get(execution_id)
+        if entry is None or self.store.history(execution_id, entry[0].last_seq, 1).records:
+            return None
+        return entry[0]  # type: ignore[no-any-return]
 
     def describe(
         self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
@@ -45,9 +54,12 @@ class EngineApi:
         """The describe shape; with `steps_limit`, `steps` holds at most that many units (after
         the unit `steps_after`, in the order they were created) and `steps_next` names the unit
         to pass as `steps_after` for the next page (None on the last page)."""
-        desc = self.load_state(execution_id).describe()
-        if steps_limit is not None:
-            desc["steps"], desc["steps_next"] = page_units(desc["steps"], steps_after, steps_limit)
+        state = self.load_state(execution_id)
+        if steps_limit is None:
+            return state.describe()
+        page, after = page_units(state.units, steps_after, steps_limit)
+        desc = state.describe(page)
+        desc["steps_next"] = after
         return desc
 
     def history(
@@ -157,20 +169,18 @@ class EngineApi:
             raise PayloadRefused(name, err.message, err.details)
 
 
-def page_units(
-    steps: dict[str, Any], after: str | None, limit: int
-) -> tuple[dict[str, Any], str | None]:
-    """One page of describe's `steps` and the key to continue after (None when it is the last)."""
-    keys = list(steps)
+def page_units(units: dict[str, Any], after: str | None, limit: int) -> tuple[list[str], str | None]:
+    """One page of unit keys and the key to continue after (None when it is the last)."""
+    keys = list(units)
     start = 0
     if after is not None:
-        if after not in steps:
+        if after not in units:
             raise ValidationError(f"unknown unit {after!r} (use the steps_next of the previous page)",
                                   "query.steps_after")
         start = keys.index(after) + 1
     page = keys[start : start + limit]
     more = start + limit < len(keys)
-    return {k: steps[k] for k in page}, (page[-1] if more and page else None)
+    return page, (page[-1] if more and page else None)
 
 
 def _check_running(state: ExecutionState, action: str) -> None:
