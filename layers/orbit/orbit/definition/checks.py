@@ -60,6 +60,10 @@ MAX_STEPS = 20_000
 def check_size(document: Any, out: Problems) -> bool:
     """Refuse documents too big or deep to check safely (YAML aliases can expand a small
     file into billions of values; deep nesting would exhaust the stack). Iterative."""
+    steps = document.get("steps") if isinstance(document, dict) else None
+    if isinstance(steps, dict) and len(steps) > MAX_STEPS:  # first: it costs nothing to see
+        out.add("steps", f"{len(steps)} steps, more than {MAX_STEPS}")
+        return False
     count = chars = 0
     stack: list[tuple[Any, int]] = [(document, 0)]
     while stack:
@@ -83,10 +87,6 @@ def check_size(document: Any, out: Problems) -> bool:
             out.add("", f"the document is too large: more than {MAX_CHARS} characters in its keys "
                         "and strings")
             return False
-    steps = document.get("steps") if isinstance(document, dict) else None
-    if isinstance(steps, dict) and len(steps) > MAX_STEPS:
-        out.add("steps", f"{len(steps)} steps, more than {MAX_STEPS}")
-        return False
     return True
 
 
