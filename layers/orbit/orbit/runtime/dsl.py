@@ -41,6 +41,7 @@ from orbit.state import (
     parse_key,
 )
 
+FANOUT_ROUND = 1000
 HTTP_TASK = "orbit.http"
 HTTP_QUEUE = "http"
 
@@ -305,7 +306,9 @@ class _Run:
         if fo.ended >= fo.total:
             outputs = [self.element_output(name, i) for i in range(fo.total)]
             return [RecordResult(name, outputs)]
-        slots = (step.concurrency or fo.total) - fo.running
+        # At most FANOUT_ROUND elements start per round, so a decision that reaches its event budget
+        # stops between rounds instead of committing a 200,000-element fan-out as one write.
+        slots = min((step.concurrency or fo.total) - fo.running, FANOUT_ROUND)
         items = self.s.units[name].input or []
         out: list[Command] = []
         root = self.root(only=step.depends_on)
