@@ -24,6 +24,7 @@ CORE = [
     "engine/*.py",
     "runtime/commands.py",
     "runtime/dsl.py",
+    "runtime/dsl_plan.py",
     "definition/*.py",
     "expressions.py",
     "contracts.py",

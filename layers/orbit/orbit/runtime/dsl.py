@@ -31,6 +31,7 @@ from orbit.runtime.commands import (
     WaitForSignal,
     WaitUntil,
 )
+from orbit.runtime.dsl_plan import Plan
 from orbit.state import (
     COMPENSATING,
     PENDING,
@@ -71,55 +72,22 @@ def _expression_error(unit: str, what: str, e: Exception) -> TaskError:
 
 class DslRuntime:
     """`Runtime` for DSL definitions. One instance serves one decision's rounds (the decider asks
-    for a runtime per decision); it carries a `_Plan` from round to round."""
+    for a runtime per decision); it carries a `Plan` from round to round."""
 
     def __init__(self) -> None:
-        self._plan: _Plan | None = None
+        self._plan: Plan | None = None
 
     def run(self, defn: Any, state: ExecutionState, now_ms: int) -> list[Command]:
         plan = self._plan
         if plan is None or plan.defn is not defn or plan.state is not state:
-            plan = self._plan = _Plan(defn, state)
+            plan = self._plan = Plan(defn, state)
         return _Run(defn, state, now_ms, plan).commands()
 
 
-class _Plan:
-    """Which top-level steps a round must look at, kept between the rounds of one decision.
-
-    A round looks at every step only the first time. After that it looks at the steps it began
-    that have not ended (`watch`) and at the steps waiting on one that just ended (`waiting`):
-    a chain of 12,000 compute steps then costs each round a few steps instead of 12,000, so a
-    long decision is linear in its steps, not quadratic. A step is skipped only while a step it
-    depends on is still not ended (statuses never go back from ended during a decision), so
-    the commands are those a look at every step would give, in the same (file) order.
-    """
-
-    def __init__(self, defn: Any, state: ExecutionState) -> None:
-        self.defn, self.state = defn, state
-        self.order = {name: i for i, name in enumerate(defn.steps)}
-        self.open: set[str] = set(defn.steps)
-        self.watch: set[str] = set()
-        self.waiting: dict[str, list[str]] = {}  # step -> steps blocked until it ends
-        self.ended: set[str] = set()
-        names = list(getattr(defn, "signals", {}) or {})
-        names += [st.wait_for for st in defn.steps.values() if st.kind == "wait_for" and st.wait_for]
-        self.hooks = list(dict.fromkeys(names))
-
-    def candidates(self) -> list[str]:
-        for name in list(self.watch):
-            if self.state.status_of(name) in TERMINAL_UNIT:
-                self.watch.discard(name)
-                self.open.update(self.waiting.pop(name, ()))
-            self.open.add(name)
-        names = sorted(self.open, key=self.order.__getitem__)
-        self.open = set()
-        return names
-
-
 class _Run:
-    def __init__(self, defn: Any, state: ExecutionState, now_ms: int, plan: _Plan | None = None) -> None:
+    def __init__(self, defn: Any, state: ExecutionState, now_ms: int, plan: Plan | None = None) -> None:
         self.d, self.s, self.now = defn, state, now_ms
-        self.plan = plan if plan is not None else _Plan(defn, state)
+        self.plan = plan if plan is not None else Plan(defn, state)
         self._steps_root: dict[str, Any] | None = None
 
     # -- the expression root (DSL.md "Expressions") --
