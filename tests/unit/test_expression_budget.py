@@ -32,7 +32,7 @@ RUNAWAYS = {
     "map over a million": ("$map([1..1000000], function($v){ $v + 1 })", {}, "steps"),
     "non-tail recursion": ("($f := function($n){ 1 + $f($n + 1) }; $f(0))", {}, "depth"),
     "deep nesting": ("(" * 400 + "1" + ")" * 400, {}, "depth"),
-    "range over the 1e6 limit": ("$count([1..10000000])", {}, "array size"),
+    "range over the 1e6 limit": ("$count([1..10000 * 1000])", {}, "array size"),
     "range built from the input": ("$count([1..input.n])", {"n": 50_000_000}, "array size"),
     "append past the limit": ("$count($append([1..1000000], [1..1000000]))", {}, "total array size"),
     "$distinct of a large array": ("$count($distinct([1..1000000]))", {}, "array size"),
@@ -69,6 +69,15 @@ def test_catastrophic_regular_expressions_run_in_linear_time(expr: str, inp: Any
     started = time.perf_counter()
     evaluate("{% " + expr + " %}", {"input": inp}, 0)
     assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("expr", ["[1..10000000]", "$count([0..1000000])",
+                                  "$map([-5..999999], function($v){ $v })"])
+def test_a_literal_range_past_the_limit_is_refused_at_validation(expr: str) -> None:
+    doc = {"orbit": 1, "name": "wf", "version": "1", "steps": {"s": {"compute": "{% " + expr + " %}"}}}
+    with pytest.raises(ValidationError) as exc:
+        parse_definition(doc)
+    assert "steps.s.compute" in str(exc.value) and f"more than {budget.MAX_ARRAY}" in str(exc.value)
 
 
 @pytest.mark.parametrize("pattern", ["(a)\\1", "(?=a)b", "(?<!a)b"])

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import jsonata
+from jsonata.parser import Parser
 from jsonata.utils import Utils
 
 from orbit.errors import ExpressionError
@@ -226,6 +227,30 @@ class BudgetedJsonata(jsonata.Jsonata):
         result = super().apply_inner(proc, args, input, environment)
         current().check_size(result)
         return result
+
+
+def check_literal_ranges(ast: Any) -> None:
+    """Refuse a range whose bounds are written in the expression and span more than MAX_ARRAY, so
+    `[1..10000000]` is refused by validation, not only when it runs."""
+    stack, seen = [ast], set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+            continue
+        if not isinstance(node, Parser.Symbol) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.type == "binary" and node.value == ".." and getattr(node.lhs, "type", None) == "number" \
+                and getattr(node.rhs, "type", None) == "number":
+            size = int(node.rhs.value) - int(node.lhs.value) + 1
+            if size > MAX_ARRAY:
+                raise ExpressionError(f"the range [{node.lhs.value}..{node.rhs.value}] has {size} elements, "
+                                      f"more than {MAX_ARRAY}")
+        for attr, value in vars(node).items():
+            if attr not in ("_outer_instance", "tuple", "seeking_parent") and \
+                    isinstance(value, (Parser.Symbol, list, tuple)):
+                stack.append(value)
 
 
 def budgeted(compiled: jsonata.Jsonata) -> jsonata.Jsonata:

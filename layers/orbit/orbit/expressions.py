@@ -37,6 +37,7 @@ from orbit.expression_budget import (
     Budget,
     BudgetExceeded,
     budgeted,
+    check_literal_ranges,
     regex_engine,
     running,
 )
@@ -91,6 +92,10 @@ def _compile(text: str) -> jsonata.Jsonata:
         raise ExpressionError(f"cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if compiled.errors:
         raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}")
+    try:
+        check_literal_ranges(compiled.ast)
+    except ExpressionError as exc:
+        raise ExpressionError(f"{exc} in {text!r}") from None
     # Input validation walks the whole root on every call (O(size of history));
     # our roots are built from JSON values, so the walk buys nothing.
     compiled.set_validate_input(False)
