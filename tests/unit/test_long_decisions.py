@@ -50,6 +50,21 @@ def test_a_chain_longer_than_one_decision_completes(monkeypatch: pytest.MonkeyPa
     assert sim.dead_letters == []
 
 
+def test_a_decision_that_spends_its_expression_steps_continues_in_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(decider, "MAX_DECISION_STEPS", 200)
+    heavy = "{% $sum($map([1..30], function($v){ $v })) + steps.PREV.output %}"
+    steps: dict[str, Any] = {"s0": {"compute": "{% 0 %}"}}
+    steps.update({f"s{i}": {"compute": heavy.replace("PREV", f"s{i - 1}")} for i in range(1, 20)})
+    sim = sim_with(steps, output="{% steps.s19.output %}")
+    eid = sim.start("wf", {})
+    sim.run_until_idle()
+    assert sim.describe(eid)["output"] == 19 * 465
+    # 20 steps are far from the round and event budgets: only the steps budget continues it
+    assert sum(1 for m in handled(sim, eid) if m.startswith("continue:")) >= 2
+
+
 def test_with_the_default_budget_a_long_chain_continues_itself() -> None:
     n = decider.MAX_ROUNDS * 2 + 100
     sim = sim_with(chain(n), output="{% steps.s" + str(n - 1) + ".output %}")

@@ -34,6 +34,7 @@ from orbit.events import (
     WorkflowCreated,
     WorkflowStarted,
 )
+from orbit.expression_budget import spent_steps
 from orbit.messages import (
     CancelMessage,
     ChildDoneMessage,
@@ -58,6 +59,9 @@ __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
 # timeout and each commit a bounded size, instead of one decision that never ends.
 MAX_ROUNDS = 500
 MAX_DECISION_EVENTS = 2_000
+# Expression evaluation steps one decision may spend before it continues in the next (each
+# expression has its own budget too: docs/limits.md). Counted, so replays stop at the same place.
+MAX_DECISION_STEPS = 500_000
 RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
 
 
@@ -181,8 +185,9 @@ def _fixpoint(ctx: Ctx) -> bool:
     """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
+    spent_before = spent_steps()
     for _ in range(MAX_ROUNDS):
-        if ctx.event_count >= MAX_DECISION_EVENTS:
+        if ctx.event_count >= MAX_DECISION_EVENTS or spent_steps() - spent_before > MAX_DECISION_STEPS:
             return False
         before = ctx.event_count
         progress_abort(ctx)

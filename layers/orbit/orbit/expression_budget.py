@@ -121,6 +121,15 @@ class Budget:
 _THREAD = threading.local()
 
 
+def spent_steps() -> int:
+    """Evaluation steps spent on this thread so far (the decider reads it between rounds)."""
+    return int(getattr(_THREAD, "spent", 0))
+
+
+def _spend(steps: int) -> None:
+    _THREAD.spent = spent_steps() + steps
+
+
 def current() -> Budget:
     """The budget of the evaluation running on this thread (a fresh one outside any)."""
     budget: Budget | None = getattr(_THREAD, "budget", None)
@@ -135,6 +144,7 @@ def running(budget: Budget) -> Iterator[Budget]:
         yield budget
     finally:
         _THREAD.budget = previous
+        _spend(budget.steps)
 
 
 def _entry(expr: Any, input: Any, env: Any) -> None:
