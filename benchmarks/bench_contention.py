@@ -27,9 +27,9 @@ from orbit.adapters.memory import (
     MemoryTimers,
     SeededIds,
 )
-from orbit.definition import parse_definition
+from orbit.core.definition import parse_definition
 from orbit.errors import ConflictError
-from orbit.service import Engine
+from orbit.service.engine import Engine
 
 LATENCY_S = 0.004
 

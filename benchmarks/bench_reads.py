@@ -24,9 +24,9 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from dsl_harness import sim_with  # noqa: E402
-from orbit import cli as orbit_cli  # noqa: E402
-from orbit.api import handle_request  # noqa: E402
+from orbit.cli import main as orbit_cli  # noqa: E402
 from orbit.local.timeline import render  # noqa: E402
+from orbit.service.http import handle_request  # noqa: E402
 from test_paged_reads import InProcessClient  # noqa: E402
 
 

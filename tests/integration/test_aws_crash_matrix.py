@@ -122,7 +122,7 @@ def test_a_crash_around_a_decision_continuation_loses_nothing(clients: Any, monk
     """A decision that stops at its round budget commits, then sends itself a continuation (a
     `wake` message). The decider dies before or after each continuation's commit and send: the
     redelivered message re-sends the stored continuation, and the chain still completes once."""
-    from orbit import decider
+    from orbit.core.decider import decide as decider
 
     monkeypatch.setattr(decider, "MAX_ROUNDS", 3)
     ref = reference_run(clients, CHAIN)

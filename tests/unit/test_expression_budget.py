@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from dsl_harness import sim_with
-from orbit import expression_budget as budget
-from orbit.definition import parse_definition
+from orbit.core.definition import expression_budget as budget
+from orbit.core.definition import parse_definition
+from orbit.core.definition.expressions import evaluate
 from orbit.errors import ExpressionError, ValidationError
-from orbit.expressions import evaluate
 
 ROOT: dict[str, Any] = {"input": {}}
 

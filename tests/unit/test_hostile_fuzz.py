@@ -25,8 +25,8 @@ from urllib.parse import quote
 from dsl_harness import T0
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from orbit.api import handle_request
-from orbit.simulator import Simulator, fail, succeed
+from orbit.service.http import handle_request
+from orbit.testing.simulator import Simulator, fail, succeed
 
 # Lone surrogates (category Cs), ':' in caller-chosen ids, '/' in execution ids: issue-17a's classes.
 KNOWN_ELSEWHERE = {"blacklist_categories": ("Cs",)}

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from dsl_harness import sim_with
-from orbit import decider
-from orbit.conflict_backoff import BASE_S, CAP_S, conflict_delay
+from orbit.core.decider import decide as decider
 from orbit.errors import ConflictError
-from orbit.service import MAX_CONFLICT_RETRIES
+from orbit.service.conflict_backoff import BASE_S, CAP_S, conflict_delay
+from orbit.service.engine import MAX_CONFLICT_RETRIES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 

@@ -9,10 +9,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from dsl_harness import sim_with
-from orbit import cli as orbit_cli
-from orbit.api import handle_request
+from orbit.cli import main as orbit_cli
 from orbit.client import ApiError, Client
-from orbit.service_api import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
+from orbit.service.http import handle_request
+from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 
 ELEMENTS = 1500  # a compute fan-out: each element adds its own events, well past one page
 
