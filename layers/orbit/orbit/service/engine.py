@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from orbit.core.decider.decide import decide
@@ -28,6 +29,7 @@ from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
     CancelTask,
+    ContinueDecision,
     ContinueExecution,
     DispatchTask,
     Effect,
@@ -42,6 +44,7 @@ from orbit.core.history.model import signal_ids
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
 from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -75,11 +78,13 @@ class Engine(EngineApi):
         ids: IdSource,
         snapshot_every: int = 100,
         cache_size: int = 512,
+        backoff: Callable[[int], None] = sleep_after_conflict,
         retention_ms: int = 30 * DAY_MS,
         tracer: Tracer | None = None,
         meter: Any = None,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
+        self.backoff = backoff  # called with the attempt number after each lost commit race
         self.registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
         self.retention_ms = retention_ms  # for workflows that set no retention of their own
@@ -192,12 +197,14 @@ class Engine(EngineApi):
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
         assume_new = all(isinstance(m, StartMessage) for m in msgs)
-        for _ in range(MAX_CONFLICT_RETRIES):
+        for attempt in range(MAX_CONFLICT_RETRIES):
             try:
                 self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
                 return
             except ConflictError:
                 self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
+                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
                 assume_new = False
             except BaseException:
                 self._cache.pop(eid, None)
@@ -392,6 +399,10 @@ class Engine(EngineApi):
                         "parent_id": eid,
                     }
                     | trace
+                )
+            elif isinstance(e, ContinueDecision):
+                self.queues.send_decision(
+                    {"kind": "wake", "execution_id": e.execution_id, "id": e.message_id}
                 )
             elif isinstance(e, NotifyParent):
                 self.queues.send_decision(
