@@ -48,8 +48,14 @@ class Unreachable(OrbitError):
 def stack_api_url(stack: str, region: str | None = None) -> str:
     """The `ApiUrl` output of a deployed Orbit stack."""
     import boto3
+    from botocore.exceptions import NoRegionError
 
-    cfn = boto3.client("cloudformation", region_name=region)
+    try:
+        cfn = boto3.client("cloudformation", region_name=region)
+    except NoRegionError:
+        raise OrbitError(
+            f"--stack {stack}: no AWS region is set; pass --region REGION or set AWS_REGION"
+        ) from None
     try:
         outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
     except Exception as exc:  # noqa: BLE001 - botocore raises several kinds; all mean the same here

@@ -61,8 +61,10 @@ class LocalCloud:
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Deployment:
         if not isinstance(sys.stdout, EmfFilter):
+            # What the handlers print (powertools' JSON log lines, a worker's print()) is a log:
+            # it goes to stderr, so stdout stays the command's result (`orbit run --json`).
             self._stdout = sys.stdout
-            sys.stdout = EmfFilter(sys.stdout)  # type: ignore[assignment]
+            sys.stdout = EmfFilter(sys.stderr)  # type: ignore[assignment]
         self.emulator.start()
         try:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)
@@ -94,6 +96,11 @@ class LocalCloud:
         # Back to wall time: the emulator's state is gone, and code that runs after this stack
         # in the same process (other tests, a later stack) expects moto's clock to be real.
         clock.reset()
+
+    @property
+    def console(self) -> Any:
+        """The process's real stdout while handlers' output goes to stderr (for a command's result)."""
+        return self._stdout if self._stdout is not None else sys.stdout
 
     # ------------------------------------------------------------------ driving
     def pump_once(self) -> int:
