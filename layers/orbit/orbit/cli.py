@@ -133,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("", file=out)
         print(f"status: {desc['status']}", file=out)
         if desc.get("error"):
-            print(f"error:  {json.dumps(desc['error'])}", file=out)
+            print(cut(f"error:  {json.dumps(desc['error'])}", columns), file=out)
             if desc["error"].get("code") == "UNKNOWN_WORKFLOW":
                 print("hint:   register the child workflow too: --register CHILD.yaml", file=out)
         for line in value_lines("output", desc.get("output"), columns, args.expand):
