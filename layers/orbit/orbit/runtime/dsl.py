@@ -93,7 +93,7 @@ class _Run:
         self.d, self.s, self.now = defn, state, now_ms
         self._steps_root: dict[str, Any] | None = None
 
-    # -- the expression root (DSL.md "Expressions") --
+    # -- the expression root (docs/definitions.md, "Expressions") --
     def root(self, **extra: Any) -> dict[str, Any]:
         if self._steps_root is None:
             self._steps_root = {}
