@@ -17,7 +17,7 @@ JSON = Any
 # Runtime error codes (docs/definitions.md, "Errors").
 TIMEOUT = "TIMEOUT"
 QUEUE_TIMEOUT = "QUEUE_TIMEOUT"
-# Extension (docs/definitions.md lists it with the others): a started attempt sent no heartbeat within its heartbeat_timeout.
+# An Orbit addition: a started attempt sent no heartbeat within its heartbeat_timeout.
 HEARTBEAT_TIMEOUT = "HEARTBEAT_TIMEOUT"
 EXPRESSION_ERROR = "EXPRESSION_ERROR"
 INPUT_CONTRACT_VIOLATION = "INPUT_CONTRACT_VIOLATION"
