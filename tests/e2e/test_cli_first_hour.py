@@ -270,3 +270,13 @@ def test_every_option_and_argument_has_help_with_examples(cli):
                 assert action.help, f"orbit {name} {action.option_strings or action.dest}: no help"
     text = cli("run", "--help").stdout
     assert "(default: server)" in text and "(default: 300.0)" in text and "examples:" in text
+
+
+def test_live_progress_shows_readable_durations(cli):
+    res = cli(
+        "run", "examples/trial_reminder.yaml", "--input", '{"email": "a@b.c"}', *MISC, "--mode", "inprocess"
+    )
+    assert res.returncode == 0, res.stderr
+    stamps = [line.split("]")[0] + "]" for line in res.stderr.splitlines() if line.startswith("[")]
+    assert "[     7d]" in stamps, stamps  # the 7-day sleep, as the timeline writes it, not [604800.0s]
+    assert all(len(s) == 9 for s in stamps), stamps  # [ + 7 columns + ]: never 604800.0s
