@@ -226,7 +226,7 @@ def test_text_fits_the_width_and_ends_with_an_ellipsis(cli, files):
         str(files / "failing_workers.py"),
         "--mode",
         "inprocess",
-        env={"COLUMNS": "70"},
+        env={"ORBIT_COLUMNS": "70"},
     )
     assert res.returncode == 1
     timeline = [line for line in res.stdout.splitlines() if "UPSTREAM_DOWN" in line]

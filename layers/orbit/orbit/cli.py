@@ -100,6 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers or [],
         auto_advance=not args.real_time,
         parameters=parameters,
+        logs_to_stderr=True,
     ) as stack:
         for extra in args.register or []:
             stack.register(extra)

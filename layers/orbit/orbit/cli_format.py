@@ -1,6 +1,6 @@
 """Text for people: lines cut to the terminal with `…`, times in UTC, values kept short.
 
-A line is cut only when there is a width to fit: the terminal's, or $COLUMNS.
+A line is cut only when there is a width to fit: the terminal's (or $ORBIT_COLUMNS).
 Output piped to another program keeps every character (scripts use --json anyway).
 """
 
@@ -18,10 +18,11 @@ MAX_PRETTY_LINES = 40  # a longer value is printed on one line (and cut to the w
 
 
 def width(stream: TextIO | None = None) -> int | None:
-    """Columns to fit: $COLUMNS, else the terminal's when `stream` is one, else None (no limit)."""
-    env = os.environ.get("COLUMNS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    """Columns to fit: $ORBIT_COLUMNS when set, else the terminal's when `stream` is one (which
+    honours $COLUMNS), else None: output piped to a file or a program is never cut."""
+    forced = os.environ.get("ORBIT_COLUMNS", "")
+    if forced.isdigit() and int(forced) > 0:
+        return int(forced)
     stream = stream or sys.stdout
     try:
         if stream.isatty():

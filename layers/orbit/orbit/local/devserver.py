@@ -156,7 +156,9 @@ def serve(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    with LocalStack(template=template, mode="server", workers=workers, parameters=parameters) as stack:
+    with LocalStack(
+        template=template, mode="server", workers=workers, parameters=parameters, logs_to_stderr=True
+    ) as stack:
         names = [stack.register(Path(d)) for d in definitions]
         try:
             dev = DevServer(stack, port)

@@ -78,7 +78,10 @@ class LocalStack:
         workers: list[str] | tuple[str, ...] = (),
         auto_advance: bool = False,
         parameters: dict[str, str] | None = None,
+        logs_to_stderr: bool = False,
     ) -> None:
+        """`logs_to_stderr`: what the handlers print (their JSON log lines) goes to stderr, keeping
+        stdout for a command's result (the CLI sets it)."""
         import os
 
         from .parameters import check_parameters
@@ -93,6 +96,7 @@ class LocalStack:
             port=port,
             parameters=params,
             env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
+            logs_to_stderr=logs_to_stderr,
         )
         self.workers = list(workers)
         self.auto_advance = auto_advance
