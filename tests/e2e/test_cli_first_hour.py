@@ -280,3 +280,21 @@ def test_live_progress_shows_readable_durations(cli):
     stamps = [line.split("]")[0] + "]" for line in res.stderr.splitlines() if line.startswith("[")]
     assert "[     7d]" in stamps, stamps  # the 7-day sleep, as the timeline writes it, not [604800.0s]
     assert all(len(s) == 9 for s in stamps), stamps  # [ + 7 columns + ]: never 604800.0s
+
+
+def test_json_is_one_document_even_when_the_command_fails(cli, files):
+    res = cli("run", "missing_flow.yaml", "--json")
+    assert res.returncode == 2 and "Traceback" not in res.stdout + res.stderr
+    assert json.loads(res.stdout)["error"] == {
+        "code": "USAGE_ERROR",
+        "message": "orbit run: missing_flow.yaml: file not found",
+    }
+    res = cli(
+        "run", str(files / "sleepy.yaml"), "--real-time", "--timeout", "1", "--mode", "inprocess", "--json"
+    )
+    assert res.returncode == 1
+    assert res.stdout.startswith("{"), (res.stdout, res.stderr)
+    doc = json.loads(res.stdout)  # how far it got, and why it stopped
+    assert doc["execution"]["status"] == "RUNNING" and doc["error"]["code"] == "TIMEOUT"
+    res = cli("describe", "x", "--url", "http://127.0.0.1:9", "--json")
+    assert res.returncode == 1 and json.loads(res.stdout)["error"]["code"] == "Unreachable"

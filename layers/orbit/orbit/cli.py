@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from typing import Any, NoReturn
 
 from orbit.cli_args import (
@@ -25,8 +24,9 @@ from orbit.cli_args import (
     parse_signal_arg,
     require_file,
 )
+from orbit.cli_errors import report
 from orbit.cli_format import cut, utc, value_lines, width
-from orbit.errors import ExecutionEnded, OrbitError, ValidationError
+from orbit.errors import ExecutionEnded
 from orbit.state import WORKFLOW_STATUSES
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
@@ -92,7 +92,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         load_code_workflows(args.file)
     else:
         check_signals(definitions[0], [name for name, _ in signals])
-    out = sys.stderr if args.json else sys.stdout
+    stdout = sys.stdout  # inside the local stack, sys.stdout carries the handlers' logs to stderr
+    out = sys.stderr if args.json else stdout
     columns = None if args.json else width(out)
     with LocalStack(
         template=args.template,
@@ -120,11 +121,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         except TimeoutError:
             # the run is not over: show how far it got, then one line saying what to do
-            print(render(stack.history(exec_id), stack.describe(exec_id), args.expand, columns), file=out)
-            raise OrbitError(
-                f"execution {exec_id} had not ended after --timeout {args.timeout:g} s of wall time "
-                "(its timeline so far is above); raise --timeout, or drop --real-time to skip waits"
-            ) from None
+            desc, history = stack.describe(exec_id), stack.history(exec_id)
+            msg = (f"execution {exec_id} had not ended after --timeout {args.timeout:g} s of wall time "
+                   "(its timeline so far is above); raise --timeout, or drop --real-time to skip waits")
+            if args.json:  # still one document: how far it got, and why it stopped
+                error = {"code": "TIMEOUT", "message": msg}
+                doc = {"execution": desc, "history": history, "error": error}
+                print(json.dumps(doc, indent=2, default=str), file=stdout)
+            else:
+                print(render(history, desc, args.expand, columns), file=out)
+            print(f"orbit run: {msg}", file=sys.stderr)
+            return 1
         history = stack.history(exec_id)
     if args.json:
         _print_json({"execution": desc, "history": history})
@@ -639,28 +646,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `orbit history ID | head`: the reader left, nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown from flushing again
         return 141  # what a shell reports for a command killed by SIGPIPE
-    except UsageError as exc:
-        print(f"orbit {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:
-        # one problem per line, each with its path (and file, when the error knows it)
-        prefix = f"{exc.source}: " if getattr(exc, "source", None) else ""
-        print(f"orbit {args.command}: {len(exc.problems)} problem(s):", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {prefix}{problem}", file=sys.stderr)
-        return 1
-    except OrbitError as exc:
-        print(f"orbit {args.command}: {exc}", file=sys.stderr)
-        if verbose:
-            traceback.print_exc()
-        return 1
     except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
-        if verbose:
-            traceback.print_exc()
-        detail = " ".join(str(exc).split()) or "(no message)"
-        hint = "" if verbose else "; run again with --verbose to see where"
-        print(f"orbit {args.command}: unexpected {type(exc).__name__}: {detail}{hint}", file=sys.stderr)
-        return 1
+        return report(exc, args.command, verbose, bool(getattr(args, "json", False)))
 
 
 if __name__ == "__main__":
