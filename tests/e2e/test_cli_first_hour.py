@@ -259,7 +259,7 @@ def test_graph_prints_mermaid_with_after_when_for_and_compensate(cli):
 
 
 def test_every_option_and_argument_has_help_with_examples(cli):
-    from orbit.cli import build_parser
+    from orbit.cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")

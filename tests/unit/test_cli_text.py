@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from orbit.cli_format import cut, utc, value_lines
-from orbit.definition import parse_definition
-from orbit.definition.mermaid import to_mermaid
+from orbit.core.definition import parse_definition
+from orbit.core.definition.mermaid import to_mermaid
+from orbit.local.text import cut, utc, value_lines
 from orbit.local.timeline import Row, collapse_fanouts
 
 

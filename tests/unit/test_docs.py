@@ -23,8 +23,8 @@ def test_links_point_at_files_in_the_repository_and_nothing_names_shared(doc):
 
 
 def test_the_definition_reference_names_every_key_the_validator_accepts():
-    from orbit.definition.steps_check import COMPENSATE_KEYS, HTTP_KEYS, RETRY_KEYS, STEP_KEYS
-    from orbit.definition.validate import DEFAULTS_KEYS, SIGNAL_KEYS, TOP_KEYS
+    from orbit.core.definition.steps_check import COMPENSATE_KEYS, HTTP_KEYS, RETRY_KEYS, STEP_KEYS
+    from orbit.core.definition.validate import DEFAULTS_KEYS, SIGNAL_KEYS, TOP_KEYS
 
     text = (ROOT / "docs" / "definitions.md").read_text()
     keys = {*TOP_KEYS, *STEP_KEYS, *RETRY_KEYS, *HTTP_KEYS, *DEFAULTS_KEYS, *SIGNAL_KEYS, *COMPENSATE_KEYS}
@@ -33,7 +33,7 @@ def test_the_definition_reference_names_every_key_the_validator_accepts():
 
 
 def test_the_documented_retry_defaults_are_the_engines():
-    from orbit.definition.model import RetryPolicy
+    from orbit.core.definition.model import RetryPolicy
 
     text = (ROOT / "docs" / "definitions.md").read_text()
     base = RetryPolicy()
@@ -45,7 +45,7 @@ def test_the_documented_retry_defaults_are_the_engines():
 
 
 def test_the_cli_reference_names_every_command():
-    from orbit.cli import build_parser
+    from orbit.cli.main import build_parser
 
     text = (ROOT / "docs" / "cli.md").read_text()
     sub = next(a for a in build_parser()._actions if a.dest == "command")

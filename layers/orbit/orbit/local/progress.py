@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, TextIO
 
-from orbit.cli_format import cut
+from orbit.local.text import cut
 
 from .timeline import fmt_duration
 

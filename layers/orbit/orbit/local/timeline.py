@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from orbit.cli_format import cut
+from orbit.local.text import cut
 
 from .waiting import waiting
 
