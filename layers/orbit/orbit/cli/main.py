@@ -26,8 +26,9 @@ from orbit.cli.args import (
 )
 from orbit.cli.errors import report
 from orbit.core.history.state import WORKFLOW_STATUSES
-from orbit.errors import ExecutionEnded
+from orbit.errors import ExecutionEnded, ValidationError
 from orbit.local.text import cut, utc, value_lines, width
+from orbit.service.operations import HISTORY_PAGE
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -68,6 +69,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         print(f"{path}: valid")
     return 1 if problems else 0
+
+
+RUN_TIMELINE_EVENTS = 2000
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -121,7 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         except TimeoutError:
             # the run is not over: show how far it got, then one line saying what to do
-            desc, history = stack.describe(exec_id), stack.history(exec_id)
+            desc = stack.describe(exec_id)
+            history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS)
             msg = (f"execution {exec_id} had not ended after --timeout {args.timeout:g} s of wall time "
                    "(its timeline so far is above); raise --timeout, or drop --real-time to skip waits")
             if args.json:  # still one document: how far it got, and why it stopped
@@ -132,12 +137,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(render(history, desc, args.expand, columns), file=out)
             print(f"orbit run: {msg}", file=sys.stderr)
             return 1
-        history = stack.history(exec_id)
+        # The timeline shows the first RUN_TIMELINE_EVENTS events: a 200,000-element fan-out's
+        # million would take minutes and gigabytes to read and print, after the work is done.
+        history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS + 1)
+    truncated = len(history) > RUN_TIMELINE_EVENTS
+    history = history[:RUN_TIMELINE_EVENTS]
     if args.json:
-        _print_json({"execution": desc, "history": history})
+        _print_json({"execution": desc, "history": history, **({"history_truncated": True} if cut else {})})
     else:
         print("", file=out)
         print(render(history, None, args.expand, columns), file=out)
+        if truncated:
+            print(f"(timeline: the first {RUN_TIMELINE_EVENTS} events; run it under `orbit dev` and use "
+                  "`orbit history ID --after-seq N` for the rest)", file=out)
         print("", file=out)
         print(f"status: {desc['status']}", file=out)
         if desc.get("error"):
@@ -214,7 +226,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    desc = _client(args).describe(args.id)
+    paging = {k: v for k, v in (("steps_after", args.steps_after), ("steps_limit", args.steps_limit)) if v}
+    desc = _client(args).describe(args.id, **paging)
     if args.json:
         _print_json(desc)
         return 0
@@ -233,6 +246,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if desc.get("output") is not None:
         for line in value_lines("output", desc["output"], columns):
             print(line)
+    if desc.get("steps_next"):  # one page of a large fan-out's units: say how to see the rest
+        print(f"(more steps: orbit describe {args.id} --steps-after '{desc['steps_next']}')")
     return 0
 
 
@@ -248,7 +263,13 @@ def cmd_history(args: argparse.Namespace) -> int:
         return 0
     # the state (read first, so the history is at least as new) says which steps are unfinished
     desc = None if args.json or args.raw else client.describe(args.id)
-    events = client.history(args.id)
+    # One page by default: a 200,000-element fan-out's history would take minutes to fetch and print.
+    if args.limit < 1 or args.after_seq < 0:
+        raise ValidationError("--limit must be at least 1 and --after-seq at least 0", "history")
+    events = client.history(args.id, after_seq=args.after_seq, limit=args.limit)
+    if len(events) >= args.limit > 0:
+        print(f"(first {len(events)} events; more: orbit history {args.id} --after-seq {events[-1]['seq']})",
+              file=sys.stderr)
     if args.json:
         _print_json(events)
     elif args.raw:
@@ -549,6 +570,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_examples("orbit describe order-1", "orbit describe order-1 --json"),
     )
     sp.add_argument("id", metavar="ID", help="the execution id, e.g. order-1")
+    sp.add_argument("--steps-after", default=None, metavar="UNIT",
+                    help="show the steps after this unit (a page's last), e.g. --steps-after 'ship[999]'")
+    sp.add_argument("--steps-limit", type=int, default=None, metavar="N",
+                    help="at most this many steps (default: 1000), e.g. --steps-limit 50")
     api_opts(sp)
     sp.set_defaults(func=cmd_describe)
 
@@ -572,6 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with --follow: stop following after this many seconds",
     )
+    sp.add_argument("--after-seq", type=int, default=0, metavar="SEQ",
+                    help="start after this event (a page's last seq), e.g. --after-seq 1000")
+    sp.add_argument("--limit", type=int, default=HISTORY_PAGE, metavar="N",
+                    help="at most this many events, e.g. --limit 100")
     api_opts(sp)
     sp.set_defaults(func=cmd_history)
 
