@@ -13,10 +13,11 @@ from typing import Any
 from orbit.definition.model import Definition
 from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
+from orbit.service_catalog import CatalogApi
 from orbit.state import TERMINAL_WORKFLOW, ExecutionState
 
 
-class EngineApi:
+class EngineApi(CatalogApi):
     store: HistoryStore
     queues: Queues
     registry: Registry
@@ -57,8 +58,14 @@ class EngineApi:
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        return self.store.list_executions(workflow, status, limit, cursor)
+        return self.store.list_executions(
+            workflow, status, limit, cursor, started_after_ms=started_after_ms,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
+        )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
         """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
@@ -129,12 +136,7 @@ class EngineApi:
                     f"it knows: {', '.join(sorted(known)) or 'none'}",
                     "signal",
                 )
-        spec = signals.get(name)
-        schema = (
-            getattr(spec, "schema", spec)
-            if not isinstance(spec, dict) or "schema" not in spec
-            else spec["schema"]
-        )
+        schema = signal_schema(signals.get(name))
         if schema is None:
             return
         from orbit.contracts import check_schema
@@ -142,6 +144,11 @@ class EngineApi:
         err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)
+
+
+def signal_schema(spec: Any) -> Any:
+    """The JSON schema of a signal as a definition or a code workflow declares it (None: any)."""
+    return spec["schema"] if isinstance(spec, dict) and "schema" in spec else getattr(spec, "schema", spec)
 
 
 def _check_running(state: ExecutionState, action: str) -> None:

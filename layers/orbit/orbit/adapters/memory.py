@@ -272,6 +272,11 @@ class MemoryRegistry:
             raise UnknownWorkflow(f"workflow {name!r} has no version {v!r} (known: {sorted(versions)})")
         return list(builds.values())[-1]
 
+    def builds(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(name, version, build) of the definitions held, in registration order per name."""
+        return [(name, v, b) for name, versions in self._by.items() for v, builds in versions.items()
+                for b in builds][:limit]
+
     def get_build(self, name: str, version: str, build: str) -> Any:
         builds = self._by.get(name, {}).get(str(version), {})
         if build in builds:
