@@ -22,6 +22,7 @@ from orbit.cli_args import (
     parse_json_arg,
     parse_signal_arg,
 )
+from orbit.console.cli import add_ui_parser
 from orbit.errors import ExecutionEnded, OrbitError, ValidationError
 from orbit.state import WORKFLOW_STATUSES
 
@@ -293,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("files", nargs="*", help="definitions, or .py files of code workflows, to register")
     sp.add_argument("--port", type=int, default=8765)
     local_opts(sp)
-    sp.set_defaults(func=cmd_dev)
+    sp.set_defaults(func=cmd_dev)  # also serves the console at /console/
 
     sp = sub.add_parser(
         "validate", help="check a definition (every problem with its path) or a .py file of code workflows"
@@ -343,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
+    add_ui_parser(sub)
     return p
 
 

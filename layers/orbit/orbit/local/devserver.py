@@ -7,6 +7,8 @@ request threads take turns (a lock): on AWS they would be separate Lambdas.
 
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts.
+The web console is served under `/console/` (`orbit.console`), calling the
+same router in process.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class DevServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        from orbit.console.server import PREFIX, ConsoleApp, allowed_hosts
+
+        self.console = ConsoleApp(self._console_call, allowed_hosts("127.0.0.1", self.port), self.url)
+        self.console_prefix = PREFIX
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
 
     def _pump_loop(self) -> None:
@@ -46,6 +52,9 @@ class DevServer:
                 handled = 0
             if not handled:
                 self.stopping.wait(0.05)
+
+    def _console_call(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
         from orbit.api import handle_request
@@ -71,6 +80,13 @@ class DevServer:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                path = urlsplit(self.path).path
+                prefix = server.console_prefix
+                if path in ("/", prefix) or path.startswith(prefix + "/"):
+                    from orbit.console.server import write_response
+
+                    write_response(self, *server.console.handle(self.command, self.path, self.headers, raw))
+                    return
                 status, payload = server.request(self.command, self.path, raw)
                 body = json.dumps(payload, default=str).encode()
                 self.send_response(status)
@@ -116,6 +132,7 @@ def serve(
                 f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port"
             ) from None
         print(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})", flush=True)
+        print(f"console: {dev.url}{dev.console_prefix}/", flush=True)
         if names:
             print(f"registered: {', '.join(names)}", flush=True)
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled
