@@ -5,6 +5,7 @@ the signal's contract before it is sent."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict
@@ -43,8 +44,10 @@ class ConsoleData:
                 self._events.popitem(last=False)
         return 200, events
 
-    def waiting(self, eid: str) -> tuple[int, Any]:
-        """`{"lines": [{unit, status, kind, line...}]}` for each unfinished step."""
+    def live(self, eid: str) -> tuple[int, Any]:
+        """What the execution page refreshes: its describe, what each unfinished step waits for,
+        its hooks (name, token, resumed) and its Gantt rows, all from one read of what is new."""
+        from orbit.console.gantt import gantt
         from orbit.local.waiting import waiting
 
         status, describe = self.backend("GET", f"/executions/{quote(eid, safe='')}", None)
@@ -53,7 +56,31 @@ class ConsoleData:
         status, events = self.history(eid)
         if status != 200:
             return status, events
-        return 200, {"lines": [asdict(w) for w in waiting(describe, events)]}
+        hooks: dict[str, dict[str, Any]] = {}
+        for ev in events:
+            if ev.get("type") == "HookCreated":
+                hooks[ev["name"]] = {"name": ev["name"], "token": ev.get("token"), "resumed": False}
+            elif ev.get("type") == "HookResumed" and ev.get("name") in hooks:
+                hooks[ev["name"]]["resumed"] = True
+        return 200, {
+            "describe": describe,
+            "waiting": [asdict(w) for w in waiting(describe, events)],
+            "hooks": list(hooks.values()),
+            "gantt": gantt(events, int(time.time() * 1000)),  # noqa: TID251 - open bars end now
+            "last_seq": events[-1]["seq"] if events else 0,
+        }
+
+    def history_page(self, eid: str, after_seq: int, limit: int, types: set[str]) -> tuple[int, Any]:
+        """Events after `after_seq`, at most `limit`; with `types`, only those (read from the whole
+        history, which this server keeps per execution and extends with what is new)."""
+        if not types:
+            return self.backend(
+                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after_seq}&limit={limit}", None
+            )
+        status, events = self.history(eid)
+        if status != 200:
+            return status, events
+        return 200, [e for e in events if e["seq"] > after_seq and e.get("type") in types][:limit]
 
     def check_signal(self, eid: str, name: str, payload: Any) -> tuple[int, Any]:
         """200 `{"ok": true}` when the payload meets the signal's schema; 400 with the refusal."""

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from orbit.console.data import ConsoleData
 
@@ -105,9 +105,12 @@ class ConsoleApp:
         if method == "GET":
             if path == "/_console":
                 return _json(200, {"target": self.target})
-            m = re.fullmatch(r"/_waiting/([^/]+)", path)
+            m = re.fullmatch(r"/_live/([^/]+)", path)
             if m:
-                return _json(*self.data.waiting(m.group(1)))
+                return _json(*self.data.live(unquote(m.group(1))))
+            m = re.fullmatch(r"/_history/([^/]+)", path)
+            if m:
+                return _json(*self._history(unquote(m.group(1)), dict(parse_qsl(query))))
             if not any(p.fullmatch(path) for p in _GETS):
                 return _json(
                     404, {"error": {"code": "NOT_FOUND", "message": f"the console does not read {path}"}}
@@ -126,13 +129,21 @@ class ConsoleApp:
             return _json(400, {"error": {"code": "VALIDATION_ERROR", "message": f"body is not JSON: {exc}"}})
         m = re.fullmatch(r"/_check_signal/([^/]+)/([^/]+)", path)
         if m:
-            return _json(*self.data.check_signal(m.group(1), m.group(2), body.get("payload")))
+            return _json(*self.data.check_signal(unquote(m.group(1)), unquote(m.group(2)), body.get("payload")))
         if not any(p.fullmatch(path) for p in _POSTS):
             return _json(
                 404, {"error": {"code": "NOT_FOUND", "message": f"the console does not send {path}"}}
             )
         status, payload = self.backend("POST", path, body)
         return _json(202 if status == 200 else status, payload)
+
+    def _history(self, eid: str, q: dict[str, str]) -> tuple[int, Any]:
+        try:
+            after, limit = int(q.get("after_seq") or 0), int(q.get("limit") or 100)
+        except ValueError:
+            return 400, {"error": {"code": "VALIDATION_ERROR", "message": "after_seq and limit are integers"}}
+        types = {t for t in (q.get("types") or "").split(",") if t}
+        return self.data.history_page(eid, max(0, after), min(max(1, limit), 1000), types)
 
     def _csrf_refusal(self, headers: Any) -> str | None:
         token = headers.get("x-orbit-csrf") or ""
