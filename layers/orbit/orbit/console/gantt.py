@@ -3,7 +3,8 @@ the units first appear, each a list of segments (start, end, kind).
 
 Kinds: `queue` (scheduled, waiting for a worker), `attempt` (a worker has it; `failed` when the
 attempt failed), `backoff` (retry delay), `timer`, `signal` (wait_for), `child`, `heartbeat`
-(a point), and the execution row's `compensation` band. A segment still open ends at `now_ms`
+(a point), `fanout` (a `for` step, from its fan-out to its end), and the
+execution row's `compensation` band. A segment still open ends at `now_ms`
 with `open: true`. Works on the API's history shape only.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-_OPEN_KIND = {"TimerStarted": "timer", "WaitStarted": "signal", "ChildStarted": "child"}
+_OPEN_KIND = {
+    "TimerStarted": "timer", "WaitStarted": "signal", "ChildStarted": "child", "StepFanOut": "fanout",
+}
 _UNIT_END = {"StepSucceeded", "StepFailed", "StepSkipped", "StepCancelled", "TimerFired", "SignalConsumed"}
 EXECUTION = "(execution)"
 
@@ -51,7 +54,8 @@ def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
             open_[unit]["end_ms"] = ev.get("fire_at_ms")
             open_.pop(unit)
         elif t in _OPEN_KIND and unit:
-            start(unit, _OPEN_KIND[t], at, name=ev.get("signal") or ev.get("child_id"))
+            name = f"{len(ev.get('items') or [])} elements" if t == "StepFanOut" else None
+            start(unit, _OPEN_KIND[t], at, name=name or ev.get("signal") or ev.get("child_id"))
         elif t == "StepHeartbeat" and unit:
             rows.setdefault(unit, []).append({"kind": "heartbeat", "start_ms": at, "end_ms": None})
         elif t in _UNIT_END and unit:

@@ -129,7 +129,8 @@ class ConsoleApp:
             return _json(400, {"error": {"code": "VALIDATION_ERROR", "message": f"body is not JSON: {exc}"}})
         m = re.fullmatch(r"/_check_signal/([^/]+)/([^/]+)", path)
         if m:
-            return _json(*self.data.check_signal(unquote(m.group(1)), unquote(m.group(2)), body.get("payload")))
+            eid, name = unquote(m.group(1)), unquote(m.group(2))
+            return _json(*self.data.check_signal(eid, name, body.get("payload")))
         if not any(p.fullmatch(path) for p in _POSTS):
             return _json(
                 404, {"error": {"code": "NOT_FOUND", "message": f"the console does not send {path}"}}

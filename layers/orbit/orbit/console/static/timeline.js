@@ -6,7 +6,7 @@
   const { el } = Orbit;
   const KINDS = {
     queue: "queue wait", attempt: "attempt", failed: "failed attempt", backoff: "retry backoff",
-    timer: "timer", signal: "signal wait", child: "child run", heartbeat: "heartbeat", compensation: "compensation",
+    timer: "timer", signal: "signal wait", child: "child run", fanout: "fan-out", heartbeat: "heartbeat", compensation: "compensation",
   };
 
   function data(gantt) {
