@@ -72,6 +72,7 @@
         signalBox.hidden = !running;
         hooksBox.replaceChildren();
         const open = (hooks || []).filter((h) => !h.resumed);
+        hooksBox.hidden = !(running && open.length);
         if (running && open.length) {
           hooksBox.append(el("h4", { text: "Resume a hook" }));
           for (const h of open) {

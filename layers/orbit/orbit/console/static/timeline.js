@@ -45,12 +45,18 @@
       start: new Date(gantt.start_ms - span * 0.03), end: new Date(gantt.end_ms + span * 0.05),
       margin: { item: 2 }, tooltip: { followMouse: false }, xss: { disabled: false },
     });
+    let userMoved = false; // follow a running execution until the user zooms or drags
+    tl.on("rangechanged", (props) => { if (props.byUser) userMoved = true; });
     return {
       update(next) {
         const n = data(next);
         groups.update(n.groups);
         items.clear();
         items.add(n.items);
+        if (!userMoved) {
+          const s = Math.max(next.end_ms - next.start_ms, 50);
+          tl.setWindow(new Date(next.start_ms - s * 0.03), new Date(next.end_ms + s * 0.05), { animation: false });
+        }
       },
       destroy() { tl.destroy(); },
       widget: tl,
