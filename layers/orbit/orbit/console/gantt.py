@@ -17,6 +17,7 @@ _OPEN_KIND = {
 }
 _UNIT_END = {"StepSucceeded", "StepFailed", "StepSkipped", "StepCancelled", "TimerFired", "SignalConsumed"}
 EXECUTION = "(execution)"
+MAX_ROWS = 100  # a 10,000-element fan-out draws its first rows; the rest are counted, not sent
 
 
 def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
@@ -70,8 +71,10 @@ def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
         close(unit, max(now_ms, last))
     ordered = {EXECUTION: rows.pop(EXECUTION)} if EXECUTION in rows else {}
     ordered.update(rows)
+    units = list(ordered.items())
     return {
+        "hidden_rows": max(0, len(units) - MAX_ROWS),
         "start_ms": first,
         "end_ms": max([last] + [s["end_ms"] or s["start_ms"] for segs in rows.values() for s in segs]),
-        "rows": [{"unit": u, "segments": segs} for u, segs in ordered.items()],
+        "rows": [{"unit": u, "segments": segs} for u, segs in units[:MAX_ROWS]],
     }

@@ -142,3 +142,18 @@ Orbit.uid = function () {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 };
+
+// A vendored script loaded when first needed (same origin, so the CSP allows it).
+Orbit.loadScript = function (src) {
+  Orbit.loaded = Orbit.loaded || {};
+  if (!Orbit.loaded[src]) {
+    Orbit.loaded[src] = new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error("cannot load " + src));
+      document.head.append(s);
+    });
+  }
+  return Orbit.loaded[src];
+};

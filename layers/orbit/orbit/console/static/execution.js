@@ -44,6 +44,8 @@
 
   Orbit.views.execution = async function (main, parts) {
     const eid = parts[0];
+    const firstPage = Orbit.api("/_history/" + enc(eid) + "?after_seq=0&limit=100");
+    firstPage.catch(() => {});
     const [d, wf] = await Promise.all([
       Orbit.api("/executions/" + enc(eid)),
       Orbit.api("/executions/" + enc(eid) + "/workflow").catch(() => null),
@@ -64,7 +66,12 @@
     }
     drawGraph(d);
     actions.update(d, []);
-    history.load();
+    await history.load(firstPage);
+    // The first screen (header, actions, graph, first history page) is drawn: let it paint before the
+    // timeline, which reads the whole history and takes vis-timeline a while to lay out.
+    performance.mark("orbit:first-screen");
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    await Orbit.loadScript("vendor/vis-timeline-graph2d.min.js"); // 0.5 MB: not on the first screen's path
 
     let timeline = null;
     let lastSeq = -1;

@@ -47,9 +47,11 @@
       return [tr, detail];
     }
 
-    async function load() {
+    const url = (after) => "/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: PAGE, types: filter.value });
+    // `prefetched`: the first page, asked for while the rest of the page was still loading
+    async function load(prefetched) {
       const after = afters[afters.length - 1];
-      const events = await Orbit.api("/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: PAGE, types: filter.value }));
+      const events = await (prefetched || Orbit.api(url(after)));
       body.replaceChildren(...events.flatMap(row));
       if (!events.length) body.append(el("tr", {}, el("td", { colSpan: 5, class: "muted", text: "no events" })));
       last = events;
@@ -67,6 +69,7 @@
       load,
       // live: only the newest page changes, and only until it is full
       async refresh() { if (last && last.length < PAGE) await load(); },
+      firstPage: () => Orbit.api(url(0)),
     };
   };
 })();

@@ -35,7 +35,10 @@
       el("button", { type: "button", text: "Zoom out", onclick: zoom(-0.5) }),
       el("button", { type: "button", text: "Fit", onclick: () => tl.fit() }),
       el("span", { class: "legend" }, Object.entries(KINDS).map(([k, v]) => el("span", { class: "key seg-" + k, text: v }))));
-    holder.append(bar, box);
+    const more = el("p", { class: "muted", id: "timeline-hidden" });
+    const note = (g) => { more.textContent = g.hidden_rows ? g.hidden_rows + " more rows not drawn (the first " + g.rows.length + " are)" : ""; };
+    note(gantt);
+    holder.append(bar, box, more);
     const d = data(gantt);
     const groups = new vis.DataSet(d.groups);
     const items = new vis.DataSet(d.items);
@@ -50,6 +53,7 @@
     return {
       update(next) {
         const n = data(next);
+        note(next);
         groups.update(n.groups);
         items.clear();
         items.add(n.items);
