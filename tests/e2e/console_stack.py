@@ -16,7 +16,7 @@ from typing import Any
 
 from orbit.client import Client
 from orbit.console.server import ConsoleServer, client_backend
-from orbit.local import LocalStack
+from orbit.local import LocalStack, load_workers
 from orbit.local.devserver import DevServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,10 +59,11 @@ class Consoles:
 
 @contextmanager
 def consoles() -> Iterator[Consoles]:
-    """Five order sagas on a running local stack: completed, failed with compensation, two waiting
-    for the approval signal (one with an XSS attempt in its input), one to cancel."""
+    """Order sagas on a running local stack: completed, failed with compensation, two waiting for
+    the approval signal (one with an XSS attempt in its input), one to cancel; and the code saga."""
     with LocalStack(workers=[str(ROOT / "examples/workers/orders.py")], mode="server") as stack:
         stack.register(ROOT / "examples/order_fulfilment.yaml")
+        stack.register(load_workers(str(ROOT / "examples/code/order_saga.py")).order_saga)
         dev = DevServer(stack, 0)
         thread = threading.Thread(target=dev.serve_forever, daemon=True)
         thread.start()
@@ -77,12 +78,14 @@ def consoles() -> Iterator[Consoles]:
             "cancel": order,
         }
         ids = {k: client.start("order-fulfilment", v, id=f"order-{k}")["id"] for k, v in inputs.items()}
+        ids["code"] = client.start("order-fulfilment-code", order, id="code-order")["id"]
         c = Consoles(stack, dev, ui, client, ids)
-        for key in ("ok", "declined"):
+        for key in ("ok", "declined", "code"):
             c.wait_waiting(ids[key], "approval")
             client.signal(ids[key], "approval", {"approved": True, "by": "ada"})
         c.wait_status(ids["ok"], ("COMPLETED",))
         c.wait_status(ids["declined"], ("FAILED",))
+        c.wait_status(ids["code"], ("COMPLETED",))
         for key in ("waiting", "xss", "cancel"):
             c.wait_waiting(ids[key], "approval")
         try:

@@ -63,7 +63,7 @@ def node_fill(page: Page, step: str) -> str:
 def test_list_counts_filters_and_pages(page: Page, stack: Consoles) -> None:
     page.goto(stack.ui.url)
     rows = page.locator("#executions tbody tr[data-id]")
-    expect(rows).to_have_count(5)
+    expect(rows).to_have_count(6)
     expect(page.locator('.count[data-status="FAILED"] .n')).to_have_text("1")
     expect(page.locator('.count[data-status="RUNNING"] .n')).to_have_text("3")
     shot(page, "executions")
@@ -86,7 +86,7 @@ def test_list_counts_filters_and_pages(page: Page, stack: Consoles) -> None:
     expect(page.locator("#executions")).to_contain_text("No executions match.")
 
     page.goto(stack.ui.url + "#/executions?started_after=1")
-    expect(rows).to_have_count(5)
+    expect(rows).to_have_count(6)
 
 
 def test_cursor_pages(page: Page, stack: Consoles, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,6 +210,18 @@ def test_values_from_a_history_render_as_text(page: Page, stack: Consoles) -> No
     assert page.locator("main img, main script").count() == 0
     page.goto(stack.ui.url + "#/executions?id_prefix=order-x")
     expect(page.locator("#executions tbody tr[data-id]")).to_have_count(1)
+
+
+def test_code_workflow_shows_its_units_in_call_order(page: Page, stack: Consoles) -> None:
+    open_execution(page, stack, "code")
+    expect(page.locator("#graph h3")).to_have_text("Units in call order")
+    units = page.locator("#graph ol.units li")
+    expect(units.first).to_have_attribute("data-step", "reserve")
+    names = units.evaluate_all("els => els.map(e => e.dataset.step)")
+    assert names[:3] == ["reserve", "approval", "charge"] and len(names) >= 4, names
+    assert all(s == "SUCCEEDED" for s in units.evaluate_all("els => els.map(e => e.dataset.status)"))
+    expect(page.locator("#header")).to_contain_text("code build")
+    shot(page, "execution-code")
 
 
 def test_workflows_view(page: Page, stack: Consoles) -> None:
