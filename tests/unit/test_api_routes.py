@@ -69,7 +69,7 @@ def test_console_reads_counts_workflows_sources_and_list_filters() -> None:
     for eid in ("ord-1", "ord-2", "pay-1"):
         sim.start("wf", {}, id=eid)
     sim.run_until_idle()
-    assert handle_request(sim.engine, "GET", "/counts") == (200, {"counts": {"RUNNING": 3}, "cap": 10_000})
+    assert handle_request(sim.engine, "GET", "/counts") == (200, {"counts": {"RUNNING": 3}, "cap": 1_000})
     status, body = handle_request(sim.engine, "GET", "/workflows")
     assert status == 200 and [(w["name"], w["kind"]) for w in body["workflows"]] == [("wf", "definition")]
     build = body["workflows"][0]["versions"][0]["builds"][0]

@@ -97,3 +97,14 @@ def test_static_files_stay_inside_the_package(app: tuple[ConsoleApp, Recorder]) 
     assert call(console, "GET", PREFIX + "/vendor/dagre.min.js")[0] == 200
     for bad in ("/../server.py", "/%2e%2e/server.py", "/vendor/../../data.py", "/nope.js"):
         assert call(console, "GET", PREFIX + bad)[0] == 404, bad
+
+
+def test_a_console_on_another_address_answers_any_host_but_still_wants_same_origin_actions() -> None:
+    rec = Recorder()
+    console = ConsoleApp(rec, allowed_hosts("0.0.0.0", 8780))
+    assert allowed_hosts("0.0.0.0", 8780) is None
+    assert allowed_hosts("localhost", 1) == {"127.0.0.1:1", "localhost:1"}
+    headers = {"host": "box.lan:8780", "x-orbit-csrf": console.csrf, "content-type": "application/json"}
+    path = PREFIX + "/api/executions/e/signals/approval"
+    assert console.handle("POST", path, {**headers, "origin": "http://box.lan:8780"}, b"{}")[0] == 202
+    assert console.handle("POST", path, {**headers, "origin": "http://evil.example"}, b"{}")[0] == 403

@@ -89,7 +89,7 @@ class HistoryPage:
     next_after_seq: int | None  # pass as `after_seq` for the next page; None: no more
 
 
-COUNT_CAP = 10_000  # counts by status stop here ("10,000+"): a count reads every row it counts
+COUNT_CAP = 1_000  # counts by status stop here ("1,000+"): a count reads every row it counts
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def client_backend(client: Any) -> Backend:
 class ConsoleApp:
     """Routes one request under /console; the HTTP server around it is ConsoleServer or `orbit dev`'s."""
 
-    def __init__(self, backend: Backend, allowed_hosts: set[str], target: str = "") -> None:
+    def __init__(self, backend: Backend, allowed_hosts: set[str] | None, target: str = "") -> None:
         self.backend = backend
         self.allowed_hosts = allowed_hosts
         self.csrf = secrets.token_urlsafe(32)
@@ -86,7 +86,7 @@ class ConsoleApp:
     def handle(self, method: str, target: str, headers: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
         parts = urlsplit(target)
         path = parts.path
-        if (headers.get("host") or "") not in self.allowed_hosts:
+        if self.allowed_hosts is not None and (headers.get("host") or "") not in self.allowed_hosts:
             return _json(421, {"error": {"code": "MISDIRECTED", "message": "unexpected Host header"}})
         if path in ("", "/", PREFIX):
             return 302, {"location": PREFIX + "/"}, b""
@@ -151,7 +151,7 @@ class ConsoleApp:
         if not hmac.compare_digest(token.encode(), self.csrf.encode()):
             return "missing or wrong X-Orbit-CSRF token; reload the console"
         origin = headers.get("origin")
-        if origin and urlsplit(origin).netloc not in self.allowed_hosts:
+        if origin and urlsplit(origin).netloc != (headers.get("host") or ""):
             return f"cross-origin request from {origin} refused"
         if "application/json" not in (headers.get("content-type") or ""):
             return "actions must be sent as application/json"
@@ -186,13 +186,21 @@ def write_response(
     handler.send_header("x-content-type-options", "nosniff")
     handler.send_header("referrer-policy", "no-referrer")
     handler.send_header("content-length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
+    try:
+        handler.end_headers()
+        handler.wfile.write(body)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the browser went elsewhere before the answer came back
 
 
-def allowed_hosts(host: str, port: int) -> set[str]:
-    names = {host, "localhost", "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {host}
-    return {f"{n}:{port}" for n in names} | ({f"[::1]:{port}"} if host == "::1" else set())
+def allowed_hosts(host: str, port: int) -> set[str] | None:
+    """The Host headers a loopback console answers (a DNS-rebound name is refused); None, any,
+    when `--host` asked for another address: we cannot know the names it is reached by."""
+    if host in ("127.0.0.1", "localhost"):
+        return {f"{n}:{port}" for n in ("127.0.0.1", "localhost")}
+    if host == "::1":
+        return {f"[::1]:{port}"}
+    return None
 
 
 class ConsoleServer:
