@@ -16,6 +16,7 @@ The console runs as `orbit ui` does (its server, the Client) against `orbit dev`
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import threading
@@ -120,7 +121,17 @@ def main() -> None:
         eid, _ = build(stack, args.elements, args.executions)
         dev = DevServer(stack, 0)
         threading.Thread(target=dev.serve_forever, daemon=True).start()
-        ui = ConsoleServer(client_backend(Client(url=dev.url)), port=0, target=dev.url).start()
+        client = Client(url=dev.url)
+        ui = ConsoleServer(client_backend(client), port=0, target=dev.url).start()
+        calls = {"describe": lambda: client.describe(eid),
+                 "first history page": lambda: client.history_page(eid),
+                 "pinned workflow": lambda: client.execution_workflow(eid)}
+        parts = []
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            size = len(json.dumps(call()))
+            parts.append(f"{name} {(time.perf_counter() - t0) * 1000:.0f} ms ({size / 1024:.0f} KB)")
+        print("API calls behind the first screen (orbit dev, moto in process): " + ", ".join(parts))
         try:
             measure(ui.url, eid, args.pages)
         finally:

@@ -7,6 +7,7 @@ import inspect
 from typing import Any
 
 from orbit.errors import BuildMismatch, NotFound, UnknownWorkflow
+from orbit.events import WorkflowCreated
 from orbit.ports import COUNT_CAP
 
 
@@ -58,8 +59,14 @@ class CatalogApi:
 
     def execution_workflow(self, execution_id: str) -> dict[str, Any]:
         """The build an execution is pinned to (`workflow_source`), with its `build` id."""
-        state = self.load_state(execution_id)  # type: ignore[attr-defined] - EngineApi's
-        return self.workflow_source(state.workflow, state.version, state.build)
+        # its first event names the pinned build: one short read instead of loading the state
+        first = self.store.history(execution_id, 0, 1).records
+        created = first[0].event if first else None
+        if not isinstance(created, WorkflowCreated):  # a tombstone: NotFound, as describe says
+            self.load_state(execution_id)  # type: ignore[attr-defined] - EngineApi's
+            raise NotFound(f"execution {execution_id!r} has no WorkflowCreated event")
+        build = created.build or created.definition_hash  # as the state pins it (evolve)
+        return self.workflow_source(created.workflow, created.version, build)
 
     def _held(self, name: str, version: str, build: str) -> Any:
         try:

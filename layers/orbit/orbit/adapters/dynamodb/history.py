@@ -151,6 +151,9 @@ class DynamoHistoryStore(IndexRows):
             "TableName": self.table, "ConsistentRead": True,
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lo AND :hi",
             "ExpressionAttributeValues": {":pk": pk, ":lo": start[0]["sk"], ":hi": s("C#~")},
+            # a commit holds at least one event: limit + 1 commits always fill the page, so a short
+            # page (the console asks for 100 events) does not read 1 MB of commits
+            "Limit": max(2, min(limit + 1, self._page)),
         }
         while len(records) <= limit:  # one record past the limit tells whether another page exists
             page = self._db.query(**kw)
