@@ -51,7 +51,8 @@ class Consoles:
     def wait_waiting(self, eid: str, step: str, timeout_s: float = 30) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if any(e["type"] == "WaitStarted" and e.get("step") == step for e in self.client.history(eid)):
+            events = self.client.history(eid)
+            if any(e["type"] == "WaitStarted" and step in e.get("step", "") for e in events):
                 return
             time.sleep(0.1)
         raise AssertionError(f"{eid} never waited at {step}")
@@ -69,28 +70,33 @@ def consoles() -> Iterator[Consoles]:
         thread.start()
         client = Client(url=dev.url)
         ui = ConsoleServer(client_backend(client), port=0, target=dev.url).start()
-        order = json.loads((ROOT / "examples/inputs/order.json").read_text())
-        inputs = {
-            "ok": order,
-            "declined": {**order, "card": "tok_declined"},
-            "waiting": order,
-            "xss": {**order, "order_id": XSS},
-            "cancel": order,
-        }
-        ids = {k: client.start("order-fulfilment", v, id=f"order-{k}")["id"] for k, v in inputs.items()}
-        ids["code"] = client.start("order-fulfilment-code", order, id="code-order")["id"]
-        c = Consoles(stack, dev, ui, client, ids)
-        for key in ("ok", "declined", "code"):
-            c.wait_waiting(ids[key], "approval")
-            client.signal(ids[key], "approval", {"approved": True, "by": "ada"})
-        c.wait_status(ids["ok"], ("COMPLETED",))
-        c.wait_status(ids["declined"], ("FAILED",))
-        c.wait_status(ids["code"], ("COMPLETED",))
-        for key in ("waiting", "xss", "cancel"):
-            c.wait_waiting(ids[key], "approval")
         try:
-            yield c
+            yield _started(stack, dev, ui, client)
         finally:
             ui.stop()
             dev.httpd.shutdown()
             thread.join(timeout=10)
+
+
+def _started(stack: LocalStack, dev: DevServer, ui: ConsoleServer, client: Client) -> Consoles:
+    """Starts the executions and brings each to where the tests want it."""
+    order = json.loads((ROOT / "examples/inputs/order.json").read_text())
+    inputs = {
+        "ok": order,
+        "declined": {**order, "card": "tok_declined"},
+        "waiting": order,
+        "xss": {**order, "order_id": XSS},
+        "cancel": order,
+    }
+    ids = {k: client.start("order-fulfilment", v, id=f"order-{k}")["id"] for k, v in inputs.items()}
+    ids["code"] = client.start("order-fulfilment-code", order, id="code-order")["id"]
+    c = Consoles(stack, dev, ui, client, ids)
+    for key in ("ok", "declined", "code"):
+        c.wait_waiting(ids[key], "approval")
+        client.signal(ids[key], "approval", {"approved": True, "by": "ada"})
+    c.wait_status(ids["ok"], ("COMPLETED",))
+    c.wait_status(ids["declined"], ("FAILED",))
+    c.wait_status(ids["code"], ("COMPLETED",))
+    for key in ("waiting", "xss", "cancel"):
+        c.wait_waiting(ids[key], "approval")
+    return c

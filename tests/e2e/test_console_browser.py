@@ -216,9 +216,9 @@ def test_code_workflow_shows_its_units_in_call_order(page: Page, stack: Consoles
     open_execution(page, stack, "code")
     expect(page.locator("#graph h3")).to_have_text("Units in call order")
     units = page.locator("#graph ol.units li")
-    expect(units.first).to_have_attribute("data-step", "reserve")
+    expect(units.first).to_have_attribute("data-step", "1.reserve")
     names = units.evaluate_all("els => els.map(e => e.dataset.step)")
-    assert names[:3] == ["reserve", "approval", "charge"] and len(names) >= 4, names
+    assert names[:3] == ["1.reserve", "2.wait_for(approval)", "3.charge"] and len(names) >= 4, names
     assert all(s == "SUCCEEDED" for s in units.evaluate_all("els => els.map(e => e.dataset.status)"))
     expect(page.locator("#header")).to_contain_text("code build")
     shot(page, "execution-code")

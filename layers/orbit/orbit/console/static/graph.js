@@ -90,10 +90,11 @@
   };
 
   // Code workflows: their units in call order (the describe keeps the order they were first called).
+  // (a code workflow's unit names already carry their call number: "3.charge")
   Orbit.unitList = function (units) {
-    const items = Object.entries(units || {}).map(([name, u], i) =>
+    const items = Object.entries(units || {}).map(([name, u]) =>
       el("li", { class: "unit st-" + u.status, dataset: { step: name, status: u.status } },
-        el("span", { class: "idx", text: String(i + 1) }), el("span", { class: "uname", text: name }),
+        el("span", { class: "uname", text: name }),
         Orbit.badge(u.status), u.attempt > 1 ? el("span", { class: "muted", text: " attempt " + u.attempt }) : ""));
     return el("ol", { class: "units" }, items.length ? items : el("li", { class: "muted", text: "no calls yet" }));
   };
