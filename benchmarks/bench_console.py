@@ -38,7 +38,7 @@ NEW_FIRST_ROW = ("b => { const r = document.querySelector('#executions tbody tr[
 
 
 def build(stack: Any, elements: int, executions: int) -> tuple[str, int]:
-    from orbit.ports import IndexEntry
+    from orbit.service.ports import IndexEntry
     from orbit.worker import task
 
     task("bench.console.echo")(lambda inp, ctx: {"v": inp["v"]})

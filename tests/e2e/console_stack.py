@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from orbit.client import Client
-from orbit.console.server import ConsoleServer, client_backend
+from orbit.console.server import ConsoleApp, ConsoleServer, client_backend, mount_on
 from orbit.local import LocalStack, load_workers
 from orbit.local.devserver import DevServer
 
@@ -39,6 +39,7 @@ class Consoles:
     ui: ConsoleServer
     client: Client
     ids: dict[str, str]
+    dev_console: ConsoleApp | None = None
 
     def wait_status(self, eid: str, statuses: tuple[str, ...], timeout_s: float = 30) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
@@ -70,8 +71,11 @@ def consoles() -> Iterator[Consoles]:
         thread.start()
         client = Client(url=dev.url)
         ui = ConsoleServer(client_backend(client), port=0, target=dev.url).start()
+        mounted = mount_on(dev)  # as `orbit dev` serves it
         try:
-            yield _started(stack, dev, ui, client)
+            c = _started(stack, dev, ui, client)
+            c.dev_console = mounted
+            yield c
         finally:
             ui.stop()
             dev.httpd.shutdown()

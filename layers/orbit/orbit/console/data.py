@@ -84,7 +84,7 @@ class ConsoleData:
 
     def check_signal(self, eid: str, name: str, payload: Any) -> tuple[int, Any]:
         """200 `{"ok": true}` when the payload meets the signal's schema; 400 with the refusal."""
-        from orbit.contracts import check_schema
+        from orbit.core.definition.contracts import check_schema
 
         status, wf = self.backend("GET", f"/executions/{quote(eid, safe='')}/workflow", None)
         if status != 200:

@@ -242,6 +242,18 @@ class ConsoleServer:
         self.httpd.server_close()
 
 
+def mount_on(dev: Any) -> ConsoleApp:
+    """Serve the console from `orbit dev`'s server (a `DevServer`) under /console/, calling its API
+    in process; `/` redirects there."""
+    app = ConsoleApp(dev.call, allowed_hosts("127.0.0.1", dev.port), dev.url)
+
+    def serve(handler: BaseHTTPRequestHandler, method: str, target: str, raw: bytes) -> None:
+        write_response(handler, *app.handle(method, target, handler.headers, raw))
+
+    dev.mount(PREFIX, serve, root=True)
+    return app
+
+
 def serve_console(backend: Backend, host: str, port: int, target: str) -> int:
     from orbit.errors import OrbitError
 

@@ -1,14 +1,15 @@
 """`orbit dev`: the local stack kept up, with the HTTP API served on loopback.
 
-Requests are routed by `orbit.api.handle_request`, the same router the API
+Requests are routed by `orbit.service.http.handle_request`, the same router the API
 Lambda uses. A background thread pumps the queues and fires the schedule in
 real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
 
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts.
-The web console is served under `/console/` (`orbit.console`), calling the
-same router in process.
+Another app can be mounted under a path prefix (`mount`): `orbit dev` mounts
+the web console at `/console/` (`orbit.console.mount_on`), calling the same
+router in process.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,9 @@ from urllib.parse import parse_qsl, urlsplit
 from orbit.errors import OrbitError
 
 from .stack import LocalStack
+
+# an app mounted on the dev server: (handler, method, target, raw body) -> writes the response
+Mounted = Callable[[BaseHTTPRequestHandler, str, str, bytes], None]
 
 
 class DevServer:
@@ -36,10 +41,7 @@ class DevServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        from orbit.console.server import PREFIX, ConsoleApp, allowed_hosts
-
-        self.console = ConsoleApp(self._console_call, allowed_hosts("127.0.0.1", self.port), self.url)
-        self.console_prefix = PREFIX
+        self.mounts: list[tuple[str, Mounted]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
 
     def _pump_loop(self) -> None:
@@ -53,11 +55,18 @@ class DevServer:
             if not handled:
                 self.stopping.wait(0.05)
 
-    def _console_call(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+    def mount(self, prefix: str, app: Mounted, root: bool = False) -> None:
+        """Serve `app(handler, method, target, raw)` for paths under `prefix` (and `/` with `root`)."""
+        self.mounts.append((prefix, app))
+        if root:
+            self.mounts.append(("/", app))
+
+    def call(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        """The API in process, for a mounted app: (status, JSON answer)."""
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
-        from orbit.api import handle_request
+        from orbit.service.http import handle_request
 
         parts = urlsplit(target)
         if parts.path == "/_local/advance" and method == "POST":
@@ -81,12 +90,10 @@ class DevServer:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 path = urlsplit(self.path).path
-                prefix = server.console_prefix
-                if path in ("/", prefix) or path.startswith(prefix + "/"):
-                    from orbit.console.server import write_response
-
-                    write_response(self, *server.console.handle(self.command, self.path, self.headers, raw))
-                    return
+                for prefix, app in server.mounts:
+                    if path == prefix or path.startswith(prefix.rstrip("/") + "/") and prefix != "/":
+                        app(self, self.command, self.path, raw)
+                        return
                 status, payload = server.request(self.command, self.path, raw)
                 body = json.dumps(payload, default=str).encode()
                 self.send_response(status)
@@ -118,6 +125,7 @@ def serve(
     workers: list[str],
     definitions: list[str],
     parameters: dict[str, str] | None = None,
+    on_start: list[Callable[[DevServer], None]] | None = None,
 ) -> int:
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -132,7 +140,8 @@ def serve(
                 f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port"
             ) from None
         print(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})", flush=True)
-        print(f"console: {dev.url}{dev.console_prefix}/", flush=True)
+        for announce in on_start or []:
+            announce(dev)
         if names:
             print(f"registered: {', '.join(names)}", flush=True)
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled

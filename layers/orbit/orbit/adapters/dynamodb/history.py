@@ -30,9 +30,9 @@ from typing import Any
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
+from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
-from orbit.ports import Commit, HistoryPage, Loaded
-from orbit.state import ExecutionState
+from orbit.service.ports import Commit, HistoryPage, Loaded
 
 SNAP = "SNAP"
 __all__ = ["INDEX", "STATUSES", "DynamoHistoryStore", "commit_sk", "exec_pk"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
 from orbit.errors import ValidationError
-from orbit.ports import COUNT_CAP, IndexEntry
+from orbit.service.ports import COUNT_CAP, IndexEntry
 
 INDEX = "A#INDEX"
 STATUSES = ("RUNNING", "COMPENSATING", "COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
