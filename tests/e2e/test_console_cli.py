@@ -45,6 +45,8 @@ def test_the_server_signs_api_calls_and_the_browser_never_sees_credentials(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDCONSOLETEST")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "console-secret-key")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "console-session-token")
+    monkeypatch.delenv("AWS_SECURITY_TOKEN", raising=False)  # botocore reads it first (moto sets it)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
     seen: list[dict[str, Any]] = []
 
     class Api(Quiet):
