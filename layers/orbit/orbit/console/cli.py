@@ -6,11 +6,15 @@ import argparse
 
 
 def add_ui_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    sp = sub.add_parser("ui", help="serve the web console on 127.0.0.1 (for orbit dev, --stack or --url)")
+    sp = sub.add_parser(
+        "ui",
+        help="serve the web console on 127.0.0.1 (for orbit dev, --stack or --url)",
+        epilog="examples:\n  orbit ui\n  orbit ui --stack orbit --region eu-west-1\n  orbit ui --url http://127.0.0.1:9000",
+    )
     sp.add_argument("--url", default=None, help="API URL (default $ORBIT_URL or http://127.0.0.1:8765)")
     sp.add_argument("--stack", default=None, help="deployed stack name (reads its ApiUrl output)")
-    sp.add_argument("--region", default=None)
-    sp.add_argument("--port", type=int, default=8780)
+    sp.add_argument("--region", default=None, help="AWS region of --stack (default: your AWS configuration)")
+    sp.add_argument("--port", type=int, default=8780, help="the console's port, e.g. --port 8781")
     sp.add_argument("--host", default="127.0.0.1", help="listen address (default loopback only)")
     sp.set_defaults(func=cmd_ui)
 
