@@ -32,7 +32,15 @@ from orbit.effects import (
     RegisterHook,
     StartChild,
 )
-from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    ExecutionExists,
+    NotFound,
+    OrbitError,
+    UnknownWorkflow,
+    ValidationError,
+)
 from orbit.events import ExecutionParked, Recorded, TaskError
 from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
 from orbit.model import signal_ids
@@ -50,6 +58,7 @@ from orbit.ports import (
 )
 from orbit.service_api import EngineApi, check_json
 from orbit.state import ExecutionState, remember_inbound
+from orbit.storable import execution_id_problem
 
 log = logging.getLogger("orbit.engine")
 
@@ -93,6 +102,10 @@ class Engine(EngineApi):
         Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
+        if execution_id is not None and parent is None:
+            problem = execution_id_problem(execution_id)
+            if problem:
+                raise ValidationError(problem, "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
@@ -116,6 +129,22 @@ class Engine(EngineApi):
                 f"({state.workflow} v{state.version}) with a different "
                 f"{'workflow' if state.workflow != m.workflow else 'input'}",
             )
+
+    @staticmethod
+    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
+        """A start whose parent link differs from the existing execution's: never adopted.
+
+        Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution
+        created before that rule, or a store written by hand. The parent's step fails with
+        CHILD_ID_TAKEN instead of waiting for a child that will never report back; a caller's
+        start of a child's id is refused (ExecutionExists).
+        """
+        if not m.parent:
+            raise ExecutionExists(state.id, f"execution {state.id!r} is a child of another execution")
+        message = (f"execution id {state.id!r} is already taken by an execution that is not this "
+                   f"step's child ({'no parent' if not state.parent else 'another parent'})")
+        return [NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), state.id, "FAILED",
+                             None, TaskError("CHILD_ID_TAKEN", message, False))]
 
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
@@ -196,7 +225,11 @@ class Engine(EngineApi):
         was = (state.status, state.created)
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
-                self._check_same_start(state, m)  # same id again: same input returns it, else refused
+                if (m.parent or state.parent) and m.parent != state.parent:
+                    effects.extend(self._not_the_parents(state, m))  # squatted child id: fail the step
+                    continue
+                if not m.parent:
+                    self._check_same_start(state, m)  # same id again: same input returns it, else refused
             if m.id in handled:
                 continue  # the same message twice in one batch: decided once
             if m.id in state.inbound:  # a redelivery: the history is the outbox

@@ -7,13 +7,13 @@ queue like every other inbound message.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from orbit.definition.model import Definition
 from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 from orbit.state import TERMINAL_WORKFLOW, ExecutionState
+from orbit.storable import signal_id_problem, value_problem
 
 
 class EngineApi:
@@ -63,15 +63,23 @@ class EngineApi:
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
         """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
         breaks the schema, ValidationError if a definition has no signal of that name."""
+        if signal_id is not None:
+            problem = signal_id_problem(signal_id)
+            if problem:
+                raise ValidationError(problem, "id")
         check_json(payload, "payload")
+        check_json(name, "signal")
         state = self.load_state(execution_id)
         _check_running(state, f"signal {name!r} was not sent")
         self._check_payload(state, name, payload)
-        mid = signal_id or f"signal:{self.ids.token()}"
+        # The caller's id lives in its own namespace: whatever it is, it can never equal the id of
+        # a start, hook resume, task result, child completion or timer message (deduplicated alike).
+        sid = signal_id or self.ids.token()
         self.queues.send_decision(
-            {"kind": "signal", "execution_id": execution_id, "id": mid, "name": name, "payload": payload}
+            {"kind": "signal", "execution_id": execution_id, "id": f"signal:{sid}", "name": name,
+             "payload": payload}
         )
-        return mid
+        return sid
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
         """Resume a hook once by its token; returns the execution id."""
@@ -151,8 +159,8 @@ def _check_running(state: ExecutionState, action: str) -> None:
 
 
 def check_json(value: Any, path: str) -> None:
-    """ValidationError at `path` unless `value` is JSON data (it goes into history as it is)."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValidationError(f"must be JSON data: {e}", path) from None
+    """ValidationError at `path` unless `value` is storable JSON data (it goes into history as it is):
+    no lone surrogates, no NaN, at most MAX_DEPTH levels deep."""
+    problem = value_problem(value, path)
+    if problem:
+        raise ValidationError(problem)

@@ -5,6 +5,13 @@ Lambda uses. A background thread pumps the queues and fires the schedule in
 real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
 
+It behaves like a real HTTP server toward hostile clients (see docs/security.md):
+request bodies over `orbit.api.MAX_BODY_BYTES` are a 413 before they are read,
+a bad or missing `Content-Length` (or a chunked body) is a 400, unsupported
+methods get a JSON 405, a client that stops sending mid-request is dropped after
+`READ_TIMEOUT_S`, the listen backlog is 128, and the engine lock is taken only
+once the whole request has been read, never across a read.
+
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts.
 """
@@ -15,13 +22,14 @@ import json
 import signal
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from orbit.errors import OrbitError
 
+from .http_framing import DevHTTPServer, handler_for
 from .stack import LocalStack
 
 
@@ -30,7 +38,7 @@ class DevServer:
         self.stack = stack
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self.httpd = DevHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -65,26 +73,7 @@ class DevServer:
             )
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                status, payload = server.request(self.command, self.path, raw)
-                body = json.dumps(payload, default=str).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - BaseHTTPRequestHandler's names
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass  # one line per request would drown the progress output
-
-        return Handler
+        return handler_for(self)
 
     def serve_forever(self) -> None:
         self._pump.start()
