@@ -163,4 +163,4 @@ def check_json(value: Any, path: str) -> None:
     no lone surrogates, no NaN, at most MAX_DEPTH levels deep."""
     problem = value_problem(value, path)
     if problem:
-        raise ValidationError(problem)
+        raise ValidationError(f"must be JSON data that can be stored: {problem}", path)

@@ -29,13 +29,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from orbit.errors import OrbitError
 
-from .http_framing import DevHTTPServer, handler_for
+from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
 from .stack import LocalStack
 
 
 class DevServer:
-    def __init__(self, stack: LocalStack, port: int = 8765) -> None:
+    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S) -> None:
         self.stack = stack
+        self.read_timeout_s = read_timeout_s
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.httpd = DevHTTPServer(("127.0.0.1", port), self._handler_class())
@@ -73,7 +74,7 @@ class DevServer:
             )
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        return handler_for(self)
+        return handler_for(self, self.read_timeout_s)
 
     def serve_forever(self) -> None:
         self._pump.start()

@@ -28,10 +28,11 @@ class DevHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def handler_for(server: _Requests) -> type[BaseHTTPRequestHandler]:
+def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        timeout = READ_TIMEOUT_S  # a socket timeout on every read: a slow client costs only its thread
+        timeout = read_timeout_s  # a socket timeout on every read: a slow client costs only its thread
         error_content_type = "application/json"
+        default_request_version = "HTTP/1.0"  # so even a malformed request line gets a status line back
 
         def _serve(self) -> None:
             raw = self._read_body()
