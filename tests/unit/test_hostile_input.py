@@ -298,3 +298,22 @@ def test_output_that_cannot_be_stored_fails_the_execution() -> None:
     d = sim.describe("e1")
     assert d["status"] == "FAILED" and d["error"]["code"] == "VALUE_NOT_STORABLE"
     assert d["error"]["message"].startswith("output.x:")
+
+
+# ------------------------------------------------------------------ 10. hook tokens are credentials
+@pytest.mark.parametrize("signal", ["approval", "go_ahead"])
+def test_history_readers_never_see_a_hook_token(signal: str) -> None:
+    sim = sim_with({"w": {"wait_for": signal}}, signals={signal: {"schema": {"type": "object"}}})
+    sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    token = sim.engine.load_state("e1").hooks[signal]["token"]
+    assert handle_request(sim.engine, "POST", f"/hooks/{token}", {"payload": {"ok": 1}})[0] == 202
+    sim.run()
+    status, shown = handle_request(sim.engine, "GET", "/executions/e1/history")
+    assert status == 200 and token not in repr(shown)
+    assert token not in repr(handle_request(sim.engine, "GET", "/executions/e1")[1])
+    created = next(e for e in shown if e["type"] == "HookCreated")
+    assert created["token_sha256"].startswith("sha256:") and "token" not in created
+    assert sim.describe("e1")["steps"]["w"]["output"] == {"ok": 1}  # accepted, not lost
+    assert any(e.get("token") == token for e in sim.history("e1"))  # the store keeps what the engine needs
+    _still_answers(sim)

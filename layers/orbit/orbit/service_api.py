@@ -7,6 +7,7 @@ queue like every other inbound message.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from orbit.definition.model import Definition
@@ -40,7 +41,16 @@ class EngineApi:
     def history(
         self, execution_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`)."""
+        """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`).
+
+        Hook tokens are credentials: events show `token_sha256` instead (see `shown`)."""
+        return [shown(e) for e in self.recorded_history(execution_id, after_seq, limit)]
+
+    def recorded_history(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The events exactly as stored, hook tokens included: for in-process tools (the simulator,
+        golden histories), never served by the API or printed by the CLI."""
         out: list[dict[str, Any]] = []
         cursor: int | None = after_seq
         while cursor is not None and (limit is None or len(out) < limit):
@@ -150,6 +160,27 @@ class EngineApi:
         err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)
+
+
+def token_digest(token: str) -> str:
+    """What views show of a hook token: enough to tell two apart, useless to resume one."""
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def shown(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as history readers see it: hook tokens replaced by their digest.
+
+    A hook token resumes an execution, so it is delivered only where the definition sends it
+    (`hooks.NAME.token` in a step input, `ctx.hook_token` in code) and never shown by describe,
+    history, the CLI or the API.
+    """
+    kind = event.get("type")
+    if kind in ("HookCreated", "HookResumed") and isinstance(event.get("token"), str):
+        event = {**event, "token_sha256": token_digest(event["token"])}
+        del event["token"]
+    elif kind == "SignalConsumed" and str(event.get("signal_id", "")).startswith("hook:"):
+        event = {**event, "signal_id": "hook:" + token_digest(event["signal_id"][5:])}
+    return event
 
 
 def _check_running(state: ExecutionState, action: str) -> None:
