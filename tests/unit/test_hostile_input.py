@@ -51,6 +51,23 @@ def loopback() -> Iterator[tuple[str, list[str]]]:
         httpd.server_close()
 
 
+@pytest.fixture(autouse=True)
+def nothing_fetched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every outbound connection the engine tries is recorded (and fails): none is allowed."""
+    import socket
+
+    tried: list[Any] = []
+
+    def connect(self: socket.socket, address: Any) -> None:
+        tried.append(address)
+        raise OSError(f"test: the engine tried to connect to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect)
+    yield tried
+    assert tried == [], f"the engine reached the network: {tried}"
+
+
 def _still_answers(sim: Simulator) -> None:
     """Another caller's request is answered, and fast, after the hostile one."""
     begun = time.monotonic()
@@ -316,4 +333,19 @@ def test_history_readers_never_see_a_hook_token(signal: str) -> None:
     assert created["token_sha256"].startswith("sha256:") and "token" not in created
     assert sim.describe("e1")["steps"]["w"]["output"] == {"ok": 1}  # accepted, not lost
     assert any(e.get("token") == token for e in sim.history("e1"))  # the store keeps what the engine needs
+    _still_answers(sim)
+
+
+@pytest.mark.parametrize("kind", ["compute", "task"])
+def test_an_unstorable_value_with_on_failure_continue_lets_the_execution_go_on(kind: str) -> None:
+    bad = '{% "\\ud800" %}'
+    step = {"compute": bad} if kind == "compute" else {"task": "svc.do", "input": {"x": bad}}
+    sim = sim_with({"a": {**step, "on_failure": "continue"}, "b": {"compute": "{% 1 %}", "after": ["a"]}})
+    sim.worker("svc.do", succeed({}))
+    sim.start("wf", {}, id="e1")
+    sim.run()
+    d = sim.describe("e1")
+    assert d["status"] == "COMPLETED", d
+    assert d["steps"]["a"]["error"]["code"] == "VALUE_NOT_STORABLE"
+    assert d["steps"]["b"]["output"] == 1
     _still_answers(sim)

@@ -18,7 +18,6 @@ from orbit.events import (
     ProgressRecorded,
     StepFanOut,
     StepSkipped,
-    TaskError,
     TimerFired,
     TimerStarted,
     WaitStarted,
@@ -46,9 +45,9 @@ from orbit.runtime.commands import (
     WaitForSignal,
     WaitUntil,
     flatten,
+    storable,
 )
 from orbit.state import PENDING, parse_key
-from orbit.storable import VALUE_NOT_STORABLE, value_problem
 
 
 def _fresh(ctx: Ctx, unit: str) -> bool:
@@ -66,37 +65,6 @@ def execute(ctx: Ctx, commands: list[Command]) -> None:
         if ctx.state.terminal:
             return
         _one(ctx, storable(c))
-
-
-def storable(c: Command) -> Command:
-    """`c`, or the failure it becomes when a value it would record cannot be stored.
-
-    A lone surrogate, a NaN or JSON nested too deep, produced by an expression or by code, would
-    make the commit (and so every later decision) fail; the step or the execution fails instead.
-    """
-    if isinstance(c, RecordResult):
-        checked: tuple[object, str, str | None] = (c.output, f"steps.{c.unit}.output", c.unit)
-    elif isinstance(c, ScheduleStep):
-        checked = (c.step.input, f"steps.{c.step.unit}.input", c.step.unit)
-    elif isinstance(c, LinkChild):
-        checked = (c.input, f"steps.{c.unit}.input", c.unit)
-    elif isinstance(c, Complete):
-        checked = (c.output, "output", None)
-    elif isinstance(c, ContinueAsNew):
-        checked = (c.input, "continue_as_new.input", None)
-    elif isinstance(c, RecordProgress):
-        checked = (c.data, "progress", None)
-    else:
-        return c
-    value, where, unit = checked
-    problem = value_problem(value, where)
-    if problem is None:
-        return c
-    error = TaskError(VALUE_NOT_STORABLE, f"{problem}", retryable=False)
-    if unit is None:
-        return Fail(error)
-    keep_going = isinstance(c, ScheduleStep) and c.step.on_exhausted == CONTINUE_WORKFLOW
-    return FailStep(unit, error, keep_going or getattr(c, "on_exhausted", None) == CONTINUE_WORKFLOW)
 
 
 def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, flat on purpose

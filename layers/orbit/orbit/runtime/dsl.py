@@ -30,6 +30,7 @@ from orbit.runtime.commands import (
     StepCommand,
     WaitForSignal,
     WaitUntil,
+    storable,
 )
 from orbit.state import (
     COMPENSATING,
@@ -221,7 +222,7 @@ class _Run:
                     )
                 ]
             if kind == "compute":
-                return [RecordResult(unit, _evaluate(step.compute, root, self.now))]
+                return [storable(RecordResult(unit, _evaluate(step.compute, root, self.now)), continue_)]
             if kind == "sleep":
                 if step.sleep_until is not None:
                     return [WaitUntil(unit, _instant(_evaluate(step.sleep_until, root, self.now)))]
