@@ -19,6 +19,7 @@ forward (and runs what became due), for trying out long sleeps and timeouts.
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import threading
@@ -31,6 +32,8 @@ from orbit.errors import OrbitError
 
 from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
 from .stack import LocalStack
+
+MAX_ADVANCE_S = 10 * 366 * 86_400  # ten years of virtual time in one request
 
 
 class DevServer:
@@ -63,8 +66,11 @@ class DevServer:
         if parts.path == "/_local/advance" and method == "POST":
             try:
                 seconds = float(json.loads(raw or b"{}").get("seconds", 0))
-            except (ValueError, AttributeError):
-                return 400, {"error": {"code": "VALIDATION_ERROR", "message": 'body: {"seconds": number}'}}
+            except (ValueError, TypeError, AttributeError, RecursionError):
+                seconds = math.nan
+            if not 0 <= seconds <= MAX_ADVANCE_S:  # NaN fails this too
+                return 400, {"error": {"code": "VALIDATION_ERROR",
+                                       "message": f'body: {{"seconds": a number from 0 to {MAX_ADVANCE_S}}}'}}
             with self.lock:
                 self.stack.advance(seconds)
             return 200, {"now_ms": self.stack.now_ms()}
