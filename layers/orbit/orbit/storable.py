@@ -12,6 +12,7 @@ surrogates such as "\\ud800") and at most `MAX_DEPTH` nested containers.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -32,6 +33,32 @@ _ID_CHARS = re.compile(r"[A-Za-z0-9._:@+=,;!$*()'\[\]-]+")
 
 def value_problem(value: Any, where: str) -> Problem | None:
     """None when `value` is storable; otherwise the first bad place (`where[2].name`) and what is wrong."""
+    # Fast path (the C encoder checks types, NaN and UTF-8 in one pass; then only containers are
+    # walked for depth); the path-naming walk below runs only for a value that has a problem.
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        return _first_problem(value, where) or Problem(where, "is not JSON data")
+    if _deeper_than(value, MAX_DEPTH):
+        return _first_problem(value, where)
+    return None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    containers = (dict, list)
+    level = [value] if isinstance(value, containers) else []
+    depth = 0
+    while level:  # one level at a time, containers only: scalars cost a type check each
+        if depth >= limit:
+            return True
+        below: list[Any] = []
+        for v in level:
+            below += [x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, containers)]
+        level, depth = below, depth + 1
+    return False
+
+
+def _first_problem(value: Any, where: str) -> Problem | None:
     stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
         v, path, depth = stack.pop()
