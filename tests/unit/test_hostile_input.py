@@ -355,3 +355,12 @@ def test_an_unstorable_value_with_on_failure_continue_lets_the_execution_go_on(k
     assert d["steps"]["a"]["error"]["code"] == "VALUE_NOT_STORABLE"
     assert d["steps"]["b"]["output"] == 1
     _still_answers(sim)
+
+
+@pytest.mark.parametrize("ref", ["https://example.com/s.json", "file:///etc/passwd"])
+def test_a_code_workflows_signal_schema_is_held_to_the_same_rule(ref: str) -> None:
+    from orbit.workflow import CodeRegistry, workflow
+
+    with pytest.raises(ValidationError) as raised:
+        workflow("code-remote", signals={"go": {"schema": {"$ref": ref}}}, registry=CodeRegistry())
+    assert "workflow.signals.go: invalid JSON Schema: $ref" in str(raised.value)
