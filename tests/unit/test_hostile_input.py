@@ -364,3 +364,21 @@ def test_a_code_workflows_signal_schema_is_held_to_the_same_rule(ref: str) -> No
     with pytest.raises(ValidationError) as raised:
         workflow("code-remote", signals={"go": {"schema": {"$ref": ref}}}, registry=CodeRegistry())
     assert "workflow.signals.go: invalid JSON Schema: $ref" in str(raised.value)
+
+
+@pytest.mark.parametrize("call", ["cancel", "signal_name", "signal_payload"])
+def test_in_process_callers_get_the_same_refusals(call: str) -> None:
+    sim = sim_with({"w": {"wait_for": "go"}})
+    sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    before = sim.history("e1")
+    with pytest.raises(ValidationError):
+        if call == "cancel":
+            sim.cancel("e1", "bye \ud800")
+        elif call == "signal_name":
+            sim.signal("e1", "go\udc00", 1)
+        else:
+            sim.signal("e1", "go", {"deep": _deep(80)})
+    sim.run_until_idle()
+    assert sim.history("e1") == before and sim.describe("e1")["status"] == "RUNNING"
+    _still_answers(sim)

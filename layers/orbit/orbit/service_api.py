@@ -121,6 +121,7 @@ class EngineApi:
         return execution_id
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+        check_json(reason, "reason")
         _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
             {
