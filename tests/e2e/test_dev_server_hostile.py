@@ -126,6 +126,7 @@ def test_a_bad_content_length_is_a_400(dev, header: str) -> None:
     sock.close()
     assert status == 400 and body["error"]["code"] == "BAD_FRAMING", body
     _still_answers(dev)
+    _nothing_lost(dev, f"after-bad-length-{sorted(['abc', '-1', '1e3', '12, 12']).index(header)}")
 
 
 @pytest.mark.parametrize("request_bytes", [
@@ -154,6 +155,7 @@ def test_unsupported_methods_get_a_json_405(dev, method: str) -> None:
         sock.close()
         assert status == 405 and body["error"]["code"] == "METHOD_NOT_ALLOWED", body
     _still_answers(dev)
+    _nothing_lost(dev, f"after-{method.lower()}")
 
 
 @pytest.mark.parametrize("sent", [b"", b'{"workflow": "wf", "in'])
@@ -172,6 +174,7 @@ def test_a_slow_client_never_holds_the_lock_and_is_dropped(dev, sent: bytes) -> 
     ids = [e["execution_id"] for e in _call(dev, "GET", "/executions?limit=1000")[1]["executions"]]
     assert not any(i.startswith("slow") for i in ids)
     _still_answers(dev)
+    _nothing_lost(dev, f"after-slow-{len(sent)}")
 
 
 def test_many_concurrent_clients_are_all_answered(dev) -> None:
