@@ -14,11 +14,11 @@ from threading import Thread
 from typing import Any
 
 import pytest
-from orbit.api import handle_request
-from orbit.contracts import check_schema
-from orbit.definition import parse_definition
+from orbit.core.definition import parse_definition
+from orbit.core.definition.contracts import check_schema
 from orbit.errors import ValidationError
-from orbit.simulator import Simulator, succeed
+from orbit.service.http import handle_request
+from orbit.testing.simulator import Simulator, succeed
 
 from tests.unit.dsl_harness import T0, definition, events, sim_with
 

@@ -1,12 +1,12 @@
 """`orbit dev`: the local stack kept up, with the HTTP API served on loopback.
 
-Requests are routed by `orbit.api.handle_request`, the same router the API
+Requests are routed by `orbit.service.http.handle_request`, the same router the API
 Lambda uses. A background thread pumps the queues and fires the schedule in
 real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
 
 It behaves like a real HTTP server toward hostile clients (see docs/security.md):
-request bodies over `orbit.api.MAX_BODY_BYTES` are a 413 before they are read,
+request bodies over `orbit.service.http.MAX_BODY_BYTES` are a 413 before they are read,
 a bad or missing `Content-Length` (or a chunked body) is a 400, unsupported
 methods get a JSON 405, a client that stops sending mid-request is dropped after
 `READ_TIMEOUT_S`, the listen backlog is 128, and the engine lock is taken only
@@ -60,7 +60,7 @@ class DevServer:
                 self.stopping.wait(0.05)
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
-        from orbit.api import handle_request
+        from orbit.service.http import handle_request
 
         parts = urlsplit(target)
         if parts.path == "/_local/advance" and method == "POST":

@@ -11,7 +11,7 @@ import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from orbit.api import MAX_BODY_BYTES
+from orbit.service.http import MAX_BODY_BYTES
 
 READ_TIMEOUT_S = 10.0
 """A client silent this long in the middle of a request (headers or body) is disconnected."""
