@@ -7,7 +7,7 @@ checks the same few schemas over and over.
 A schema never reaches the network or the disk: a ``$ref`` (or ``$dynamicRef``,
 ``$recursiveRef``) must point inside the schema itself (``#/$defs/item``,
 ``#anchor``); anything else is a validation problem naming where it is. Evaluation
-uses a registry that holds only the JSON Schema meta-schemas and retrieves nothing,
+uses an empty registry that retrieves nothing,
 so a schema that slipped past validation fails to apply instead of fetching.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
-from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from referencing import Registry
 
 from orbit.core.history.events import TaskError
 
@@ -29,6 +29,7 @@ _ROOT_LABEL = {
     "OUTPUT_CONTRACT_VIOLATION": "output",
 }
 _MAX_DETAILS = 20
+_NOTHING_TO_RETRIEVE: Registry = Registry()  # no resources, no retrieve function: never a fetch
 
 
 def validate_schema(schema: Any) -> list[str]:
@@ -73,7 +74,7 @@ def _schema_problems(key: str) -> tuple[str, ...]:
     schema = json.loads(key)
     try:
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-        meta = cls(cls.META_SCHEMA, registry=SPECIFICATIONS)
+        meta = cls(cls.META_SCHEMA)  # the meta-schemas' own refs: all bundled with jsonschema
         problems = [_schema_problem(err) for err in meta.iter_errors(schema)]
     except Exception as exc:  # unknown $schema URIs, unhashable oddities: report, never raise
         return (f"{type(exc).__name__}: {exc}",)
@@ -115,7 +116,7 @@ def _validator(key: str) -> Any:
     schema = json.loads(key)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     # Local references resolve inside `schema`; anything else is Unresolvable, never retrieved.
-    return cls(schema, registry=SPECIFICATIONS)
+    return cls(schema, registry=_NOTHING_TO_RETRIEVE)
 
 
 def _message(err: js_exceptions.ValidationError) -> str:
