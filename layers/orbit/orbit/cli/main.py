@@ -25,6 +25,7 @@ from orbit.cli.args import (
     require_file,
 )
 from orbit.cli.errors import report
+from orbit.console.cli import add_ui_parser
 from orbit.core.history.state import WORKFLOW_STATUSES
 from orbit.errors import ExecutionEnded, ValidationError
 from orbit.local.text import cut, utc, value_lines, width
@@ -193,7 +194,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
         workers=args.workers or [],
         definitions=[f for f in files if not f.endswith(".py")],
         parameters=parameters,
+        on_start=[_console_on_dev],
     )
+
+
+def _console_on_dev(dev: Any) -> None:
+    from orbit.console.server import PREFIX, mount_on
+
+    mount_on(dev)
+    print(f"console: {dev.url}{PREFIX}/", flush=True)
 
 
 # ---------------------------------------------------------------------- API commands
@@ -495,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--port", type=int, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000")
     local_opts(sp)
-    sp.set_defaults(func=cmd_dev)
+    sp.set_defaults(func=cmd_dev)  # also serves the console at /console/
 
     sp = sub.add_parser(
         "validate",
@@ -657,6 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("duration", metavar="DURATION", help="how far: 500ms, 30s, 5m, 2h, 7d or 1h30m, e.g. 7d")
     api_opts(sp)
     sp.set_defaults(func=cmd_advance)
+    add_ui_parser(sub)
     return p
 
 

@@ -10,6 +10,7 @@ import json
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from orbit.service.http import MAX_BODY_BYTES
 
@@ -38,6 +39,11 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
             raw = self._read_body()
             if raw is None:
                 return  # answered already (400/413) and the connection is closed
+            path = urlsplit(self.path).path
+            for prefix, app in getattr(server, "mounts", ()):  # e.g. the web console under /console/
+                if path == prefix or path.startswith(prefix.rstrip("/") + "/") and prefix != "/":
+                    app(self, self.command, self.path, raw)
+                    return
             # Only now, with the request read in full, does the engine lock come into play.
             status, payload = server.request(self.command, self.path, raw)
             self._reply(status, payload)
