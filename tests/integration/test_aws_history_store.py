@@ -94,6 +94,17 @@ class TestDynamoHistoryStore(HistoryStoreContract):
         assert [r.execution_id for r in first + rest] == ["b", "a"] and end is None
 
 
+@pytest.mark.parametrize("token", ["tok-3f9a1c7d5e2b4a6c8d0e1f2a3b4c5d6e", "Zm9vYmFyYmF6cXV4cXV1eA"])
+def test_the_hook_lookup_item_holds_a_digest_never_the_token(stack: Stack, clients: Any, token: str) -> None:
+    store = DynamoHistoryStore(clients.dynamodb, stack.table, S3PayloadStore(clients.s3, stack.bucket))
+    store.put_hook(token, "e-1", "approval")
+    assert store.find_hook(token) == ("e-1", "approval")
+    assert store.claim_hook(token, {"ok": 1}) and not store.claim_hook(token, {"ok": 2})
+    items = clients.dynamodb.scan(TableName=stack.table)["Items"]
+    assert items and token not in repr(items)
+    assert store.find_hook(token[:-1]) is None
+
+
 def test_a_rare_id_prefix_reads_a_bounded_number_of_rows_per_call(
     stack: Stack, clients: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,6 +53,8 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     except ValueError as e:
         raise ValidationError(str(e), "workflow.timeout") from None
 
+    _check_signal_schemas(signals or {})
+
     def register(fn: WorkflowFunction) -> CodeWorkflow:
         if not callable(fn) or len(inspect.signature(fn).parameters) != 2:
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
@@ -60,6 +62,21 @@ def workflow(name: str, version: str = "1", build: str | None = None,
         return (registry or REGISTRY).register(wf)
 
     return register
+
+
+def _check_signal_schemas(signals: dict[str, Any]) -> None:
+    """Signal schemas are checked like a definition's: valid, and with local `$ref`s only."""
+    from orbit.core.definition.contracts import validate_schema
+    from orbit.errors import Problem
+
+    problems = []
+    for name, spec in signals.items():
+        schema = spec["schema"] if isinstance(spec, dict) and "schema" in spec else spec
+        if schema is not None:
+            problems += [Problem(f"workflow.signals.{name}", f"invalid JSON Schema: {message}")
+                         for message in validate_schema(schema)]
+    if problems:
+        raise ValidationError(problems)
 
 
 __all__ = ["REGISTRY", "CodeRegistry", "CodeWorkflow", "WorkflowFunction", "source_build_id", "workflow"]

@@ -20,7 +20,7 @@ from typing import Any
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
-from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded
+from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded, hook_key
 
 
 class MemoryHistoryStore:
@@ -32,7 +32,7 @@ class MemoryHistoryStore:
         self._snapshots: dict[str, tuple[int, dict[str, JSON]]] = {}
         self._index: dict[str, IndexEntry] = {}
         self._hooks: dict[str, tuple[str, str]] = {}
-        self._hook_claims: dict[str, str] = {}  # token -> digest of the payload that claimed it
+        self._hook_claims: dict[str, str] = {}  # hook_key(token) -> digest of the claiming payload
 
     def load(self, execution_id: str) -> Loaded:
         with self._lock:
@@ -132,21 +132,22 @@ class MemoryHistoryStore:
 
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
         with self._lock:
-            self._hooks[token] = (execution_id, name)
+            self._hooks[hook_key(token)] = (execution_id, name)
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         with self._lock:
-            return self._hooks.get(token)
+            return self._hooks.get(hook_key(token))
 
     def claim_hook(self, token: str, payload: Any) -> bool:
         """Resume-once, atomically, as the DynamoDB store does: the first payload claims the
         token; the same payload again (a retried request) is still True, another is False."""
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode()).hexdigest()
+        key = hook_key(token)
         with self._lock:
-            if token not in self._hooks:
+            if key not in self._hooks:
                 return False
-            return self._hook_claims.setdefault(token, digest) == digest
+            return self._hook_claims.setdefault(key, digest) == digest
 
     def execution_ids(self) -> list[str]:
         with self._lock:

@@ -5,6 +5,13 @@ Lambda uses. A background thread pumps the queues and fires the schedule in
 real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
 
+It behaves like a real HTTP server toward hostile clients (see docs/security.md):
+request bodies over `orbit.service.http.MAX_BODY_BYTES` are a 413 before they are read,
+a bad or missing `Content-Length` (or a chunked body) is a 400, unsupported
+methods get a JSON 405, a client that stops sending mid-request is dropped after
+`READ_TIMEOUT_S`, the listen backlog is 128, and the engine lock is taken only
+once the whole request has been read, never across a read.
+
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts
 (`orbit advance DURATION` sends it).
@@ -22,26 +29,30 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from orbit.errors import OrbitError
 
+from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
 from .stack import LocalStack
 from .timeline import fmt_duration
+
+MAX_ADVANCE_S = 100 * 365 * 86_400  # a hundred years of virtual time in one request
 
 # an app mounted on the dev server: (handler, method, target, raw body) -> writes the response
 Mounted = Callable[[BaseHTTPRequestHandler, str, str, bytes], None]
 
 
 class DevServer:
-    def __init__(self, stack: LocalStack, port: int = 8765) -> None:
+    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S) -> None:
         self.stack = stack
+        self.read_timeout_s = read_timeout_s
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self.httpd = DevHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -100,9 +111,9 @@ class DevServer:
         if parts.path == "/_local/advance" and method == "POST":
             try:
                 seconds = float(json.loads(raw or b"{}").get("seconds", 0))
-            except (ValueError, AttributeError):
+            except (ValueError, TypeError, AttributeError, RecursionError):
                 return 400, {"error": {"code": "VALIDATION_ERROR", "message": 'body: {"seconds": number}'}}
-            if not 0 <= seconds <= 100 * 365 * 86400:  # also refuses NaN: the clock only moves forward
+            if not 0 <= seconds <= MAX_ADVANCE_S:  # also refuses NaN: the clock only moves forward
                 return 400, {"error": {"code": "VALIDATION_ERROR",
                                        "message": f"seconds must be between 0 and 100 years, not {seconds}"}}
             with self.lock:
@@ -131,31 +142,7 @@ class DevServer:
         self._report_ended()  # refused input, for one, ends it at once
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                path = urlsplit(self.path).path
-                for prefix, app in server.mounts:
-                    if path == prefix or path.startswith(prefix.rstrip("/") + "/") and prefix != "/":
-                        app(self, self.command, self.path, raw)
-                        return
-                status, payload = server.request(self.command, self.path, raw)
-                body = json.dumps(payload, default=str).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - BaseHTTPRequestHandler's names
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass  # one line per request would drown the progress output
-
-        return Handler
+        return handler_for(self, self.read_timeout_s)
 
     def serve_forever(self) -> None:
         self._pump.start()

@@ -38,7 +38,16 @@ from orbit.core.history.events import ExecutionParked, Recorded, TaskError
 from orbit.core.history.messages import CancelMessage, Message, StartMessage, message_from_dict
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import ExecutionState, remember_inbound
-from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.core.history.storable import execution_id_problem
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    ExecutionExists,
+    NotFound,
+    OrbitError,
+    UnknownWorkflow,
+    ValidationError,
+)
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
@@ -98,6 +107,10 @@ class Engine(EngineApi):
         Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
+        if execution_id is not None and parent is None:
+            problem = execution_id_problem(execution_id)
+            if problem:
+                raise ValidationError(problem, "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
@@ -121,6 +134,22 @@ class Engine(EngineApi):
                 f"({state.workflow} v{state.version}) with a different "
                 f"{'workflow' if state.workflow != m.workflow else 'input'}",
             )
+
+    @staticmethod
+    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
+        """A start whose parent link differs from the existing execution's: never adopted.
+
+        Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution
+        created before that rule, or a store written by hand. The parent's step fails with
+        CHILD_ID_TAKEN instead of waiting for a child that will never report back; a caller's
+        start of a child's id is refused (ExecutionExists).
+        """
+        if not m.parent:
+            raise ExecutionExists(state.id, f"execution {state.id!r} is a child of another execution")
+        message = (f"execution id {state.id!r} is already taken by an execution that is not this "
+                   f"step's child ({'no parent' if not state.parent else 'another parent'})")
+        return [NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), state.id, "FAILED",
+                             None, TaskError("CHILD_ID_TAKEN", message, False))]
 
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
@@ -203,7 +232,11 @@ class Engine(EngineApi):
         was = (state.status, state.created)
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
-                self._check_same_start(state, m)  # same id again: same input returns it, else refused
+                if (m.parent or state.parent) and m.parent != state.parent:
+                    effects.extend(self._not_the_parents(state, m))  # squatted child id: fail the step
+                    continue
+                if not m.parent:
+                    self._check_same_start(state, m)  # same id again: same input returns it, else refused
             if m.id in handled:
                 continue  # the same message twice in one batch: decided once
             if m.id in state.inbound:  # a redelivery: the history is the outbox

@@ -23,8 +23,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
-request, invalid definition, payload refused), 404 (unknown execution,
-workflow, hook, route), 405, 409 (execution exists with a different input,
+request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
+deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
+(unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
 hook already resumed, signal/hook/cancel for an execution that has ended) and
 500 for anything unexpected (logged, no internals leaked).
 """
@@ -40,6 +41,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from orbit.core.history.state import WORKFLOW_STATUSES
+from orbit.core.history.storable import MAX_DEPTH, execution_id_problem, signal_id_problem, value_problem
 from orbit.errors import (
     ExecutionEnded,
     ExecutionExists,
@@ -54,6 +56,8 @@ from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_P
 
 log = logging.getLogger("orbit.service.http")
 Response = tuple[int, Any]
+MAX_BODY_BYTES = 6 * 1024 * 1024
+"""A request body larger than this is a 413 (Lambda's own limit for a synchronous request is 6 MB)."""
 
 
 def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
@@ -62,8 +66,8 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
         raise ValidationError("is required (a registered workflow name)", "body.workflow")
     version = body.get("version")
     eid = body.get("id")
-    if eid is not None and (not isinstance(eid, str) or not eid):
-        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    if eid is not None and (problem := execution_id_problem(eid)):
+        raise ValidationError(problem, "body.id")
     eid = engine.start(workflow, None if version is None else str(version), body.get("input"), eid)
     return 201, {"id": eid}
 
@@ -118,8 +122,8 @@ def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: s
 
 def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
     signal_id = body.get("id")  # the caller's id for the signal makes a retried request idempotent
-    if signal_id is not None and (not isinstance(signal_id, str) or not signal_id):
-        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    if signal_id is not None and (problem := signal_id_problem(signal_id)):
+        raise ValidationError(problem, "body.id")
     return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
 
 
@@ -167,6 +171,8 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
     """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed."""
     method = method.upper()
     path = "/" + path.strip("/")
+    if isinstance(body, (str, bytes)) and len(body) > MAX_BODY_BYTES:
+        return _error(413, "PAYLOAD_TOO_LARGE", f"request body: {len(body)} bytes; at most {MAX_BODY_BYTES}")
     allowed = []
     for route_method, pattern, fn in _ROUTES:
         m = pattern.fullmatch(path)
@@ -216,8 +222,13 @@ def _parse_body(body: Any) -> dict[str, Any]:
             body = json.loads(body)
         except ValueError as e:
             raise ValidationError(f"request body is not JSON: {e}", "body") from None
+        except RecursionError:
+            raise ValidationError(f"nested more than {MAX_DEPTH} levels deep", "body") from None
     if not isinstance(body, dict):
         raise ValidationError("request body must be a JSON object", "body")
+    problem = value_problem(body, "body")  # lone surrogates, depth: refused before anything is recorded
+    if problem:
+        raise ValidationError(problem)
     return body
 
 

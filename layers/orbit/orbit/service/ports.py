@@ -156,7 +156,9 @@ class HistoryStore(Protocol):
         """Executions per status (statuses with none may be left out), each counted up to `cap`."""
         ...
 
-    def put_hook(self, token: str, execution_id: str, name: str) -> None: ...
+    def put_hook(self, token: str, execution_id: str, name: str) -> None:
+        """Index a hook by `hook_key(token)`: the lookup item never holds the token itself."""
+        ...
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         """(execution_id, hook name) for a hook token, or None."""
@@ -211,3 +213,10 @@ class Registry(Protocol):
     def get_build(self, name: str, version: str, build: str) -> Any:
         """Exactly the pinned build; BuildMismatch when only other builds exist."""
         ...
+
+
+def hook_key(token: str) -> str:
+    """What a store indexes a hook token by (SHA-256 hex): a hook token is a credential."""
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()

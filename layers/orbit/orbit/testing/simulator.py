@@ -173,7 +173,8 @@ class Simulator:
         return self.engine.describe(execution_id)
 
     def history(self, execution_id: str) -> list[dict[str, Any]]:
-        return self.engine.history(execution_id)
+        """The history as recorded (hook tokens included: the simulator is the engine's own view)."""
+        return self.engine.recorded_history(execution_id)
 
     def types(self, execution_id: str) -> list[str]:
         return [e["type"] for e in self.history(execution_id)]

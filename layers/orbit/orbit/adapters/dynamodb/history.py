@@ -32,7 +32,7 @@ from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, nu
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
 from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
-from orbit.service.ports import Commit, HistoryPage, Loaded
+from orbit.service.ports import Commit, HistoryPage, Loaded, hook_key
 
 SNAP = "SNAP"
 __all__ = ["INDEX", "STATUSES", "DynamoHistoryStore", "commit_sk", "exec_pk"]
@@ -176,8 +176,8 @@ class DynamoHistoryStore(IndexRows):
 
     # ---------------------------------------------------------------- hooks
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
-        self._db.put_item(TableName=self.table, Item={
-            "pk": s(f"HOOK#{token}"), "sk": s("HOOK"), "execution_id": s(execution_id), "name": s(name)})
+        self._db.put_item(TableName=self.table, Item={"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK"),
+                                                      "execution_id": s(execution_id), "name": s(name)})
 
     def claim_hook(self, token: str, payload: Any) -> bool:
         """Resume-once, atomically: the first payload to claim the token wins; the same payload again
@@ -185,7 +185,7 @@ class DynamoHistoryStore(IndexRows):
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         digest = hashlib.sha256(canonical).hexdigest()
         try:
-            update_if(self._db, self.table, {"pk": s(f"HOOK#{token}"), "sk": s("HOOK")},
+            update_if(self._db, self.table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")},
                       "SET resumed_with = :d",
                       "attribute_exists(pk) AND (attribute_not_exists(resumed_with) OR resumed_with = :d)",
                       ExpressionAttributeValues={":d": s(digest)})
@@ -195,5 +195,5 @@ class DynamoHistoryStore(IndexRows):
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         item = self._db.get_item(TableName=self.table, ConsistentRead=True,
-                                 Key={"pk": s(f"HOOK#{token}"), "sk": s("HOOK")}).get("Item")
+                                 Key={"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}).get("Item")
         return (item["execution_id"]["S"], item["name"]["S"]) if item else None

@@ -15,6 +15,7 @@ Order of work:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
@@ -48,6 +49,7 @@ from orbit.core.history.messages import (
     WakeMessage,
 )
 from orbit.core.history.state import COMPENSATING, ExecutionState
+from orbit.core.history.storable import VALUE_NOT_STORABLE, value_problem
 from orbit.core.runtime.commands import Runtime
 
 __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
@@ -133,6 +135,7 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
             outcome = "succeeded" if m.error is None else f"failed:{m.error.code}"
             ctx.emit(StaleResultIgnored(m.unit, m.token, outcome))
         return
+    m = _storable_inbound(m)
     if isinstance(m, ResultMessage):
         result(ctx, m.unit, m.token, m.output, m.error)
     elif isinstance(m, StartedMessage):
@@ -156,6 +159,24 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
         _child_done(ctx, m)
     if not isinstance(m, WakeMessage) and _overdue(s, ctx.now):
         wake_due(ctx)  # a late timer: act on what is already due rather than wait for it
+
+
+def _storable_inbound(m: Message) -> Message:
+    """A worker's answer or heartbeat whose values cannot be stored (a lone surrogate, NaN, nesting
+    deeper than MAX_DEPTH) becomes a non-retryable VALUE_NOT_STORABLE failure, or loses its details:
+    recording it as it is would make this and every later commit fail."""
+    if isinstance(m, ResultMessage):
+        err = m.error.to_dict() if m.error is not None else None
+        problem = value_problem(m.output, f"steps.{m.unit}.output") or value_problem(
+            err, f"steps.{m.unit}.error"
+        )
+        if problem is not None:
+            return replace(m, output=None, error=TaskError(VALUE_NOT_STORABLE, str(problem), retryable=False))
+    elif isinstance(m, HeartbeatMessage) and value_problem(m.details, "details") is not None:
+        return replace(m, details=None)
+    elif isinstance(m, (SignalMessage, HookMessage)) and (problem := value_problem(m.payload, "payload")):
+        return replace(m, payload={"refused": VALUE_NOT_STORABLE, "problem": str(problem)})
+    return m
 
 
 def _overdue(s: ExecutionState, now: int) -> bool:

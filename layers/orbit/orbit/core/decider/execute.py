@@ -46,6 +46,7 @@ from orbit.core.runtime.commands import (
     WaitForSignal,
     WaitUntil,
     flatten,
+    storable,
 )
 
 
@@ -63,7 +64,7 @@ def execute(ctx: Ctx, commands: list[Command]) -> None:
     for c in flatten(commands):
         if ctx.state.terminal:
             return
-        _one(ctx, c)
+        _one(ctx, storable(c))
 
 
 def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, flat on purpose

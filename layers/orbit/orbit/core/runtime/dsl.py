@@ -43,6 +43,7 @@ from orbit.core.runtime.commands import (
     StepCommand,
     WaitForSignal,
     WaitUntil,
+    storable,
 )
 from orbit.core.runtime.dsl_plan import Plan
 from orbit.errors import ExpressionError
@@ -264,7 +265,7 @@ class _Run:
                     )
                 ]
             if kind == "compute":
-                return [RecordResult(unit, _evaluate(step.compute, root, self.now))]
+                return [storable(RecordResult(unit, _evaluate(step.compute, root, self.now)), continue_)]
             if kind == "sleep":
                 if step.sleep_until is not None:
                     return [WaitUntil(unit, _instant(_evaluate(step.sleep_until, root, self.now)))]
