@@ -32,7 +32,15 @@ from orbit.effects import (
     RegisterHook,
     StartChild,
 )
-from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    ExecutionExists,
+    NotFound,
+    OrbitError,
+    UnknownWorkflow,
+    ValidationError,
+)
 from orbit.events import ExecutionParked, Recorded, TaskError
 from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
 from orbit.model import signal_ids
@@ -48,6 +56,8 @@ from orbit.ports import (
     Registry,
     Timers,
 )
+from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
+from orbit.schedules_service import is_schedule_message
 from orbit.service_api import EngineApi, check_json
 from orbit.state import ExecutionState, remember_inbound
 
@@ -59,6 +69,8 @@ Deliveries = dict[str, tuple[int | None, int]]
 
 
 class Engine(EngineApi):
+    schedules: Any = None  # orbit.schedules_service.ScheduleService, when the deployment has schedules
+
     def __init__(
         self,
         store: HistoryStore,
@@ -93,6 +105,8 @@ class Engine(EngineApi):
         Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
+        if execution_id is not None and execution_id.startswith(SCHEDULE_PREFIX) and parent is None:
+            raise ValidationError(f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
@@ -137,6 +151,13 @@ class Engine(EngineApi):
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
+                try:  # a schedule's fire, or the end of a run it started: not an execution's message
+                    self.schedules.handle(raw)
+                except Exception as e:  # noqa: BLE001 - reported per message, the queue retries it
+                    log.exception("schedule message failed: %s", raw.get("execution_id"))
+                    failures.append((i, e))
+                continue
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
             except OrbitError as e:

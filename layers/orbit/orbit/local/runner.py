@@ -24,6 +24,7 @@ from .emulator import Emulator, Mode
 from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
 from .resources import Deployment, deploy
+from .at_schedules import AtSchedules
 from .scheduler import Scheduler
 
 log = logging.getLogger("orbit.local")
@@ -50,6 +51,7 @@ class LocalCloud:
         self.deployment: Deployment | None = None
         self.pollers: list[QueuePoller] = []
         self.scheduler: Scheduler | None = None
+        self.at_schedules: AtSchedules | None = None
         self.handlers: dict[str, Any] = {}
         self.next_timer: NextTimer = lambda: None
         self.errors: list[tuple[str, BaseException]] = []
@@ -78,6 +80,7 @@ class LocalCloud:
             self.scheduler = Scheduler(
                 [(r, self.handlers[r.function.logical_id]) for r in self.deployment.schedules], clock.now_ms()
             )
+            self.at_schedules = AtSchedules(self.deployment, sqs)
         except BaseException:
             self.stop()  # emulator down, stdout and environment restored
             raise
@@ -110,6 +113,8 @@ class LocalCloud:
         assert self.scheduler is not None, "start() the local cloud first"
         try:
             self.scheduler.fire_due(clock.now_ms())
+            if self.at_schedules is not None:
+                self.at_schedules.fire_due(clock.now_ms())
         except Exception as exc:  # noqa: BLE001 - EventBridge retries; we report and go on
             log.warning("scheduled function failed: %r", exc)
             self.errors.append(("schedule", exc))
