@@ -3,7 +3,7 @@ the real decider and API code, time skipping."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -37,7 +37,8 @@ def _align(stack, minutes: int) -> None:
 
 
 def test_mondays_at_nine_in_paris_across_daylight_saving(stack):
-    stack.create_schedule("paris-monday", "sched-quick", {"n": 1}, cron="0 9 * * MON", timezone="Europe/Paris")
+    stack.create_schedule("paris-monday", "sched-quick", {"n": 1}, cron="0 9 * * MON",
+                          timezone="Europe/Paris")
     start = clock.now_ms()
     stack.advance(20 * 7 * 86_400)
     runs = _runs(stack, "paris-monday")
@@ -181,7 +182,8 @@ def test_trigger_and_pause_on_failure(stack):
 
 
 def test_bad_input_is_refused_naming_the_field_and_creates_nothing(stack):
-    cases = [({"cron": "61 * * * *"}, "cron"), ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone"),
+    cases = [({"cron": "61 * * * *"}, "cron"),
+             ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone"),
              ({"every": "1h", "start": "2027-01-02T00:00:00Z", "end": "2027-01-01T00:00:00Z"}, "end")]
     for kw, field in cases:
         with pytest.raises(ValidationError) as e:

@@ -25,8 +25,15 @@ from typing import Any, Callable
 from orbit.core.schedule import state as st
 from orbit.core.schedule.config import check_overlap, check_schedule_id, parse_config
 from orbit.core.schedule.times import parse_time
-from orbit.errors import ConflictError, ExecutionEnded, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
-from orbit.errors import ValidationError
+from orbit.errors import (
+    ConflictError,
+    ExecutionEnded,
+    ExecutionExists,
+    NotFound,
+    OrbitError,
+    UnknownWorkflow,
+    ValidationError,
+)
 
 log = logging.getLogger("orbit.schedules")
 MAX_RETRIES = 8

@@ -20,6 +20,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
+from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
 from orbit.decider import decide
 from orbit.effects import (
     ArmTimer,
@@ -56,7 +57,6 @@ from orbit.ports import (
     Registry,
     Timers,
 )
-from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
 from orbit.schedules_service import is_schedule_message
 from orbit.service_api import EngineApi, check_json
 from orbit.state import ExecutionState, remember_inbound

@@ -20,11 +20,11 @@ from typing import Any, Callable
 import boto3
 
 from . import clock
+from .at_schedules import AtSchedules
 from .emulator import Emulator, Mode
 from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
 from .resources import Deployment, deploy
-from .at_schedules import AtSchedules
 from .scheduler import Scheduler
 
 log = logging.getLogger("orbit.local")

@@ -74,7 +74,9 @@ class ScheduleOps:
         with self.services.queues.batched():
             return self.schedules.trigger(schedule_id, overlap)  # type: ignore[no-any-return]
 
-    def backfill_schedule(self, schedule_id: str, start: str, end: str, overlap: str | None = None) -> list[str]:
+    def backfill_schedule(
+        self, schedule_id: str, start: str, end: str, overlap: str | None = None
+    ) -> list[str]:
         with self.services.queues.batched():
             return list(self.schedules.backfill(schedule_id, start, end, overlap))
 

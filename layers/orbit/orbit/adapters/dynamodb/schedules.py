@@ -39,9 +39,11 @@ class DynamoScheduleStore:
             if expected_rev is None:
                 put_if(self._db, self.table, item, "attribute_not_exists(pk)")
             else:
-                put_if(self._db, self.table, item, "rev = :rev", ExpressionAttributeValues={":rev": n(expected_rev)})
+                put_if(self._db, self.table, item, "rev = :rev",
+                       ExpressionAttributeValues={":rev": n(expected_rev)})
         except ConditionFailed:
-            raise ConflictError(f"schedule:{schedule_id}", rev, f"schedule {schedule_id!r} changed meanwhile") from None
+            raise ConflictError(f"schedule:{schedule_id}", rev,
+                                f"schedule {schedule_id!r} changed meanwhile") from None
         return rev
 
     def delete(self, schedule_id: str) -> bool:
@@ -53,7 +55,8 @@ class DynamoScheduleStore:
         if cursor:
             kw["ExclusiveStartKey"] = {**_key(cursor), "gsi2pk": s(LIST_PK), "gsi2sk": s(cursor)}
         out = self._db.query(TableName=self.table, IndexName="gsi2", KeyConditionExpression="gsi2pk = :p",
-                             ExpressionAttributeValues={":p": s(LIST_PK)}, Limit=max(1, min(limit, 100)), **kw)
+                             ExpressionAttributeValues={":p": s(LIST_PK)}, Limit=max(1, min(limit, 100)),
+                             **kw)
         states = [json.loads(i["state"]["S"]) for i in out.get("Items", [])]
         last = out.get("LastEvaluatedKey")
         return states, (last["gsi2sk"]["S"] if last else None)

@@ -76,7 +76,7 @@ def parse_config(raw: Any) -> Config:
     try:
         size = len(json.dumps(raw.get("input"), allow_nan=False))
         if size > MAX_INPUT_BYTES:
-            problems.append(Problem("input", f"is {size} bytes; a schedule's input is at most {MAX_INPUT_BYTES}"))
+            problems.append(Problem("input", f"is {size} bytes; at most {MAX_INPUT_BYTES}"))
     except (TypeError, ValueError) as e:
         problems.append(Problem("input", f"must be JSON data: {e}"))
     # the spec may be given nested (`spec: {...}`) or flat (`cron: ...`, `timezone: ...`)

@@ -20,7 +20,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
-
 from orbit.core.schedule.times import format_time, parse_time
 from orbit.definition.durations import DurationError, parse_duration
 from orbit.errors import Problem, ValidationError
@@ -244,7 +243,8 @@ def _exclusions(raw: Any, path: str, problems: list[Problem]) -> tuple[Exclusion
             if expr:
                 out.append(Exclusion(cron=expr))
         elif isinstance(item, dict) and set(item) == {"start", "end"}:
-            s, e = _time(item["start"], f"{where}.start", problems), _time(item["end"], f"{where}.end", problems)
+            s = _time(item["start"], f"{where}.start", problems)
+            e = _time(item["end"], f"{where}.end", problems)
             if s is not None and e is not None:
                 if e <= s:
                     problems.append(Problem(f"{where}.end", "must be after `start`"))

@@ -41,7 +41,8 @@ class ScheduleState:
     note: str = ""
     running: list[str] = field(default_factory=list)
     buffered: list[int] = field(default_factory=list)
-    pending: list[dict[str, Any]] = field(default_factory=list)  # claimed starts {execution_id, occurrence_ms}
+    # claimed starts, {execution_id, occurrence_ms}, not yet carried out
+    pending: list[dict[str, Any]] = field(default_factory=list)
     cancels: list[str] = field(default_factory=list)  # claimed cancels (cancel_other)
     actions: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
@@ -59,7 +60,8 @@ class ScheduleState:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScheduleState:
-        fields = {k: copy.deepcopy(v) for k, v in d.items() if k != "config" and k in cls.__dataclass_fields__}
+        names = cls.__dataclass_fields__
+        fields = {k: copy.deepcopy(v) for k, v in d.items() if k != "config" and k in names}
         return cls(config=parse_config(d["config"]), **fields)
 
     def copy(self) -> ScheduleState:
