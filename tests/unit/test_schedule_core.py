@@ -48,7 +48,8 @@ def test_interval_with_offset_ignores_daylight_saving():
 
 def test_start_end_and_exclusions():
     c = cfg(cron="0 12 * * *", start="2027-01-03T00:00:00Z", end="2027-01-08T00:00:00Z",
-            exclude=["2027-01-05", "0 12 * * SAT", {"start": "2027-01-06T00:00:00Z", "end": "2027-01-07T00:00:00Z"}])
+            exclude=["2027-01-05", "0 12 * * SAT",
+                     {"start": "2027-01-06T00:00:00Z", "end": "2027-01-07T00:00:00Z"}])
     # 3 Sun, 4 Mon, 5 excluded date, 6 excluded range, 7 Thu; 8 is past the end
     assert occ(c, "2027-01-01T00:00:00Z", days=30) == ["2027-01-03T12:00:00Z", "2027-01-04T12:00:00Z",
                                                        "2027-01-07T12:00:00Z"]
@@ -63,8 +64,8 @@ def test_jitter_is_stable_and_bounded():
 
 
 @pytest.mark.parametrize("raw,path", [
-    ({"cron": "0 9 * *"}, "cron"), ({"cron": "0 25 * * *"}, "cron"), ({"cron": "0 9 * * *", "timezone": "X/Y"},
-                                                                      "timezone"),
+    ({"cron": "0 9 * *"}, "cron"), ({"cron": "0 25 * * *"}, "cron"),
+    ({"cron": "0 9 * * *", "timezone": "X/Y"}, "timezone"),
     ({"every": "0s"}, "every"), ({"every": "1h", "offset": "2h"}, "offset"), ({"every": "soon"}, "every"),
     ({"every": "1h", "start": "2027-01-02T00:00:00Z", "end": "2027-01-01T00:00:00Z"}, "end"),
     ({"every": "1h", "start": "tomorrow"}, "start"), ({"every": "1h", "overlap": "queue"}, "overlap"),

@@ -11,6 +11,7 @@ into a call) and by `orbit dev`'s local server. Routes:
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
+    /schedules...                             see orbit/api_schedules.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused), 404 (unknown execution,
@@ -29,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from orbit.api_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.errors import (
     ExecutionEnded,
     ExecutionExists,
@@ -118,6 +120,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]
+_ROUTES += SCHEDULE_ROUTES
 
 
 def handle_request(engine: Any, method: str, path: str, body: Any = None,

@@ -22,6 +22,7 @@ from orbit.cli_args import (
     parse_json_arg,
     parse_signal_arg,
 )
+from orbit.cli_schedule import add_schedule_parser
 from orbit.errors import ExecutionEnded, OrbitError, ValidationError
 from orbit.state import WORKFLOW_STATUSES
 
@@ -343,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
+    add_schedule_parser(sub, api_opts)
     return p
 
 

@@ -24,6 +24,7 @@ import urllib.request
 import uuid
 from typing import Any
 
+from orbit.client_schedules import ScheduleClientOps
 from orbit.errors import OrbitError
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
@@ -65,7 +66,7 @@ def _is_local(url: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-class Client:
+class Client(ScheduleClientOps):
     def __init__(
         self,
         url: str | None = None,
