@@ -201,7 +201,9 @@ class Services:
         s = self.settings
         if not (s.schedule_group and s.scheduler_role_arn and s.decision_arn):
             return None
-        clock = EventBridgeScheduler(self.scheduler, s.schedule_group, s.decision_arn, s.scheduler_role_arn)
+        # the client is made on first use: most invocations never touch a schedule
+        clock = EventBridgeScheduler(lambda: self.scheduler, s.schedule_group, s.decision_arn,
+                                     s.scheduler_role_arn)
         return ScheduleService(DynamoScheduleStore(self.dynamodb, s.table), clock, engine)
 
     @property

@@ -32,10 +32,17 @@ def at_expression(at_ms: int) -> str:
 
 class EventBridgeScheduler:
     def __init__(self, client: Any, group: str, target_arn: str, role_arn: str) -> None:
-        self._client = client
+        self._client_or_factory = client  # a boto3 client, or a function that makes one
         self.group = group
         self.target_arn = target_arn
         self.role_arn = role_arn
+
+    @property
+    def _client(self) -> Any:
+        c = self._client_or_factory
+        if callable(c) and not hasattr(c, "meta"):
+            c = self._client_or_factory = c()
+        return c
 
     def arm(self, schedule_id: str, at_ms: int | None, message: dict[str, Any] | None = None) -> None:
         """Fire `message` to the decision queue at `at_ms`; None removes the AWS schedule."""
