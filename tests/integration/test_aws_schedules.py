@@ -45,7 +45,8 @@ def test_eventbridge_scheduler_arms_rearms_and_removes(stack):
         made.append(1)
         return client
 
-    sched = EventBridgeScheduler(factory, "g", stack.arns["DecisionQueue"], "arn:aws:iam::123456789012:role/r")
+    role = "arn:aws:iam::123456789012:role/r"
+    sched = EventBridgeScheduler(factory, "g", stack.arns["DecisionQueue"], role)
     assert not made  # no client until a schedule is touched
     msg = {"kind": "schedule_fire", "schedule_id": "s1"}
     sched.arm("s1", 1_767_225_600_000, msg)
