@@ -154,17 +154,18 @@ class ScheduleService:
         """A fire from the clock, or the end of a run this schedule started."""
         eid = str(body.get("execution_id") or "")
         sid = str(body.get("schedule_id") or eid[len(st.PARENT_PREFIX):])
-        if self.store.get(sid) is None:
-            log.info("message for deleted schedule %s dropped", sid)
-            return
-        if body.get("kind") == FIRE:
-            self._change(sid, lambda s, now, r: st.tick(s, now, r), check_running=True)
-        elif body.get("kind") == "child_done":
-            run, status = str(body.get("child_id")), str(body.get("status"))
-            self._change(sid, lambda s, now, r: st.run_ended(s, run, status, now, r - {run}),
-                         check_running=True)
-        else:
-            raise ValidationError(f"unknown schedule message kind {body.get('kind')!r}", "message.kind")
+        kind = body.get("kind")
+        if kind not in (FIRE, "child_done"):
+            raise ValidationError(f"unknown schedule message kind {kind!r}", "message.kind")
+        try:
+            if kind == FIRE:
+                self._change(sid, lambda s, now, r: st.tick(s, now, r), check_running=True)
+            else:
+                run, status = str(body.get("child_id")), str(body.get("status"))
+                self._change(sid, lambda s, now, r: st.run_ended(s, run, status, now, r - {run}),
+                             check_running=True)
+        except (NotFound, ValidationError) as e:  # deleted, or an id no schedule can have: nothing to do
+            log.info("message for schedule %r dropped: %s", sid, e)
 
     # ------------------------------------------------------------ claim, act, advance
     def _change(self, sid: str, fn: Callable[[st.ScheduleState, int, set[str]], Any],
