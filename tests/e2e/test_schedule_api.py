@@ -11,7 +11,8 @@ from orbit.core.schedule.times import format_time
 from orbit.local import LocalStack, clock
 from orbit.local.devserver import DevServer
 
-QUICK = {"orbit": 1, "name": "api-quick", "version": "1", "steps": {"done": {"compute": "{% input %}"}}}
+QUICK = {"orbit": 1, "name": "api-quick", "version": "1", "steps": {"done": {"compute": "{% input %}"}},
+         "queries": {"echo": "{% [steps.done.output, query] %}"}}
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +78,17 @@ def test_cli(server, cli):
     r = cli("schedule", "create", "cli-bad", "api-quick", "--cron", "0 9 * *", *url)
     assert r.returncode == 1 and "cron" in r.stderr and "Traceback" not in r.stderr
     assert cli("schedule", "delete", "cli-s", *url).returncode == 0
+
+
+def test_query_through_client_and_cli(server, cli):
+    c = Client(url=server.url)
+    eid = c.start("api-quick", {"v": 1}, id="api-q-1")["id"]
+    server.stack.run_until_idle()
+    assert c.query(eid, "echo", {"x": 2}) == [{"v": 1}, {"x": 2}]
+    with pytest.raises(ApiError) as e:
+        c.query(eid, "nope")
+    assert e.value.status == 400 and "it declares: echo" in e.value.body["error"]["message"]
+    r = cli("query", eid, "echo", "--input", "3", "--url", server.url)
+    assert r.returncode == 0 and '"v": 1' in r.stdout and "3" in r.stdout
+    r = cli("query", eid, "nope", "--url", server.url)
+    assert r.returncode == 1 and "it declares: echo" in r.stderr and "Traceback" not in r.stderr

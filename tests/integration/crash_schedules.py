@@ -179,3 +179,41 @@ def run_once(clients: SchedulerClients, recorder: Recorder, point: CrashPoint | 
 
 def describe_calls(calls: list[Call]) -> str:
     return json.dumps([str(c) for c in calls], indent=1)
+
+
+def main(argv: list[str]) -> int:
+    """Run the whole schedule matrix as a script, printing each failing point as it is found."""
+    import time
+
+    from crash_matrix import RECORDER, ensure_env
+    from crash_points import crash_points
+
+    ensure_env()
+    clients = SchedulerClients()
+    t0 = time.perf_counter()
+    ref, _ = run_once(clients, RECORDER, None)
+    assert not ref.problems, ref.problems
+    points = crash_points(ref.calls, writes_only=True)
+    if "--before" in argv:
+        points = crash_points(ref.calls)
+    print(f"reference: {len(ref.calls)} calls, {len(points)} points, {len(ref.runs)} runs, "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    failed = 0
+    for p in points:
+        got, crashes = run_once(clients, RECORDER, p)
+        problems = check(ref, got)
+        if RECORDER.fired is None and not crashes:
+            problems.append("the crash never fired")
+        if problems:
+            failed += 1
+            print(f"{p} at {ref.calls[p.index]}: " + "; ".join(problems), flush=True)
+    print(f"{len(points)} points, {failed} failed, {time.perf_counter() - t0:.0f} s", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    import logging
+    import sys
+
+    logging.disable(logging.CRITICAL)
+    sys.exit(main(sys.argv[1:]))

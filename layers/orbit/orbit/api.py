@@ -9,6 +9,7 @@ into a call) and by `orbit dev`'s local server. Routes:
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
+    POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
     /schedules...                             see orbit/api_schedules.py
@@ -95,6 +96,12 @@ def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {}
 
 
+def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
+    from orbit.queries import run_query
+
+    return 200, {"result": run_query(engine, eid, name, body.get("input"))}
+
+
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
     return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
 
@@ -117,6 +124,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
+    ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]

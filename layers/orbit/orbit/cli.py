@@ -224,6 +224,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    inp = parse_json_arg(args.input, "--input") if args.input else None
+    _print_json(_client(args).query(args.id, args.name, inp))
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     res = _client(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor)
     items = res.get("executions", []) if isinstance(res, dict) else res
@@ -337,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--force", action="store_true", help="skip compensation")
     api_opts(sp)
     sp.set_defaults(func=cmd_cancel)
+    sp = sub.add_parser("query", help="ask a running or ended execution a query it declares")
+    sp.add_argument("id")
+    sp.add_argument("name")
+    sp.add_argument("--input", help="JSON or @file.json")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_query)
     sp = sub.add_parser("list", help="list executions")
     sp.add_argument("--status", type=str.upper, choices=WORKFLOW_STATUSES, help="one status (any case)")
     sp.add_argument("--workflow")

@@ -136,6 +136,11 @@ class Client(ScheduleClientOps):
             "POST", f"/executions/{_q(execution_id)}/cancel", {"reason": reason, "force": force}
         )
 
+    def query(self, execution_id: str, name: str, input: Any = None) -> Any:
+        """Ask a running or ended execution one of its declared queries; records nothing."""
+        path = f"/executions/{_q(execution_id)}/queries/{_q(name)}"
+        return self._call("POST", path, {"input": input})["result"]
+
     def list(
         self,
         workflow: str | None = None,

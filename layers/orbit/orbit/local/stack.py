@@ -169,6 +169,12 @@ class LocalStack(ScheduleOps):
     def signal(self, id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(id, name, payload)
 
+    def query(self, id: str, name: str, input: Any = None) -> Any:
+        """One of the execution's declared queries (orbit/queries.py); records nothing."""
+        from orbit.queries import run_query
+
+        return run_query(self.engine, id, name, input)
+
     def resume_hook(self, token: str, payload: Any = None) -> str:
         return self.engine.resume_hook(token, payload)
 
