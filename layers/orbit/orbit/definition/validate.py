@@ -7,9 +7,9 @@ from typing import Any
 
 from orbit import expressions
 from orbit.definition.checks import (
-    check_expression_string,
     Problems,
     check_duration,
+    check_expression_string,
     check_json,
     check_keys,
     check_schema_doc,
