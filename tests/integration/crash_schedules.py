@@ -75,13 +75,15 @@ class ScheduleWorld(World):
                                * 1000))
         return min(out, default=None)
 
+    run_for_ms = RUN_FOR_MS
+
     def run(self, max_rounds: int = 600) -> None:
         from harness import load_app
 
         skew_ms: int = load_app("timers").SKEW_MS
         self.sent: set[tuple[str, str]] = set()
         start = self.clock.now
-        end = start + RUN_FOR_MS
+        end = start + self.run_for_ms
         self.api("POST", "/definitions", SLOW, 201)
         self.api("POST", "/schedules", SCHEDULE, 201)
         for _ in range(max_rounds):
@@ -167,8 +169,10 @@ def check(ref: Result, got: Result) -> list[str]:
     return out
 
 
-def run_once(clients: SchedulerClients, recorder: Recorder, point: CrashPoint | None) -> tuple[Result, Any]:
+def run_once(clients: SchedulerClients, recorder: Recorder, point: CrashPoint | None,
+             minutes: int = RUN_FOR_MS // 60_000) -> tuple[Result, Any]:
     with schedule_world(clients, recorder, point) as world:
+        world.run_for_ms = minutes * 60_000
         try:
             world.run()
         except AssertionError as e:
@@ -179,6 +183,22 @@ def run_once(clients: SchedulerClients, recorder: Recorder, point: CrashPoint | 
 
 def describe_calls(calls: list[Call]) -> str:
     return json.dumps([str(c) for c in calls], indent=1)
+
+
+def schedule_points(calls: list[Call]) -> list[CrashPoint]:
+    """What the test suite runs: after every write of the schedule path (the schedule item, the AWS
+    schedule, the scheduled run's start commit and index row, the run-end notice), and before each
+    write to the schedule item or the AWS schedule."""
+    def on_path(c: Call) -> bool:
+        return c.service == "scheduler" or c.detail.startswith(("SCHED", "EXEC")) or "child_done" in c.detail
+
+    out = []
+    for i, c in enumerate(calls):
+        if c.writes and on_path(c):
+            out.append(CrashPoint(i, "after"))
+            if c.service == "scheduler" or c.detail.startswith("SCHED"):
+                out.append(CrashPoint(i, "before"))
+    return out
 
 
 def main(argv: list[str]) -> int:
