@@ -193,6 +193,8 @@ def test_bad_input_is_refused_naming_the_field_and_creates_nothing(stack):
         stack.create_schedule("bad", "no-such-workflow", every="1h")
     assert e.value.problems[0].path == "workflow"
     assert all(s["id"] != "bad" for s in stack.list_schedules())
+    with pytest.raises(ValidationError, match="reserved for schedules"):
+        stack.start("sched-quick", {}, id="schedule:mine")
 
 
 def test_describe_lists_the_next_five_and_list_shows_it(stack):
