@@ -158,12 +158,21 @@ def observe(world: ScheduleWorld) -> Result:
 
 
 def check(ref: Result, got: Result) -> list[str]:
+    """A crash may delay a fire past a run's end (the message comes back after the queue's visibility
+    timeout), so `buffer_one` may buffer an occurrence the reference skipped: which runs exist may
+    differ by timing. What may not: an occurrence started twice or acted on twice, one lost, a run
+    left unfinished, the next fire not armed."""
     out = list(got.problems)
-    if got.runs != ref.runs:
-        out.append(f"runs {got.runs} != reference {ref.runs}")
-    started = {k: got.counts.get(k, 0) for k in ("started",)}
-    if started != {"started": ref.counts.get("started", 0)}:
-        out.append(f"counts {got.counts} != reference {ref.counts}")
+    if set(got.runs.values()) - {"COMPLETED"}:
+        out.append(f"runs not COMPLETED: {got.runs}")
+    if len(got.runs) != got.counts.get("started", 0):
+        out.append(f"{len(got.runs)} runs exist but the schedule counts {got.counts.get('started')} started")
+
+    def acted(counts: dict[str, int]) -> int:
+        return counts.get("started", 0) + counts.get("skipped_overlap", 0) - counts.get("buffered", 0)
+
+    if acted(got.counts) != acted(ref.counts) or got.counts.get("missed_catchup"):
+        out.append(f"occurrences acted on: {got.counts} vs the reference's {ref.counts}")
     if got.armed != ref.armed:
         out.append(f"AWS schedule armed {got.armed} != reference {ref.armed}")
     return out
