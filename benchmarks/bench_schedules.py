@@ -7,7 +7,10 @@ one-time AWS schedule. The run itself then completes and its end notice comes ba
 Requests are counted by botocore hooks and priced with bench_cost's list prices (us-east-1,
 on-demand) plus EventBridge Scheduler's $1.00 per million invocations (its API calls are not billed).
 
-    python benchmarks/bench_schedules.py [--fires 200]
+Then N queries of one of those runs (a definition's `queries:` expression): a query reads the state
+once and writes nothing.
+
+    python benchmarks/bench_schedules.py [--fires 200] [--queries 200]
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from bench_cost import PRICE  # noqa: E402
 from cost_meter import Meter  # noqa: E402
 
 SCHEDULER_INVOCATION = 1.00  # $ per million EventBridge Scheduler invocations
-QUICK = {"orbit": 1, "name": "bench-sched", "version": "1", "steps": {"done": {"compute": "{% input %}"}}}
+QUICK = {"orbit": 1, "name": "bench-sched", "version": "1", "steps": {"done": {"compute": "{% input %}"}},
+         "queries": {"answer": "{% steps.done.output %}"}}
 
 
 class Clock:
@@ -58,6 +62,7 @@ def drain(svc, clients, stack) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fires", type=int, default=200)
+    ap.add_argument("--queries", type=int, default=200)
     args = ap.parse_args()
     import boto3
     from aws_resources import Clients, create_stack
@@ -80,7 +85,7 @@ def main() -> None:
             meter.attach(c)
         svc.engine.registry.register(__import__("orbit.definition", fromlist=["x"]).parse_definition(QUICK))
         svc.engine.schedules.create({"id": "bench", "workflow": "bench-sched", "every": "1m",
-                                     "overlap": "allow_all"})
+                                     "overlap": "allow_all", "input": {"n": 1}})
         drain(svc, clients, stack)
         meter.reset()
         before = Counter()
@@ -106,7 +111,25 @@ def main() -> None:
               f"SQS sends ${sqs * per:.4f}; EventBridge Scheduler invocations ${fires * per:.4f}")
         print(f"  total ${total:.4f} per 1,000 fires (without the decider's Lambda time and the queue "
               "mapping's receives/deletes)")
+        query_costs(svc, meter, args.queries)
         aws.reset()
+
+
+def query_costs(svc, meter, n: int) -> None:
+    from orbit.queries import run_query
+
+    eid = svc.engine.schedules.describe("bench")["actions"][0]["execution_id"]
+    svc.engine.registry.get("bench-sched")  # a warm API container has the definition cached
+    meter.reset()
+    for _ in range(n):
+        assert run_query(svc.engine, eid, "answer") == {"n": 1}
+    per = 1000 / n
+    print(f"{n} queries of an ended run; per 1,000 queries:")
+    for op, k in sorted(meter.requests.items()):
+        print(f"  {k * per:8.0f}  {op}")
+    table = (meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"]) / 1e6 * per
+    print(f"  DynamoDB {meter.wru * per:.0f} WRU + {meter.rru * per:.0f} RRU = ${table:.5f} per 1,000 queries "
+          "(without the API function's Lambda time)")
 
 
 if __name__ == "__main__":
