@@ -128,8 +128,8 @@ def query_costs(svc, meter, n: int) -> None:
     for op, k in sorted(meter.requests.items()):
         print(f"  {k * per:8.0f}  {op}")
     table = (meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"]) / 1e6 * per
-    print(f"  DynamoDB {meter.wru * per:.0f} WRU + {meter.rru * per:.0f} RRU = ${table:.5f} per 1,000 queries "
-          "(without the API function's Lambda time)")
+    print(f"  DynamoDB {meter.wru * per:.0f} WRU + {meter.rru * per:.0f} RRU = ${table:.5f} "
+          "per 1,000 queries (without the API function's Lambda time)")
 
 
 if __name__ == "__main__":
