@@ -119,3 +119,14 @@ def test_run_end_starts_the_buffered_one_and_delete_disarms():
     svc.handle({"kind": "schedule_fire", "execution_id": "schedule:s", "schedule_id": "s"})  # dropped
     with pytest.raises(NotFound):
         svc.delete("s")
+
+
+def test_resume_and_update_rearm_a_lost_fire():
+    svc, engine, clock, arm = build()
+    svc.create({"id": "s", "workflow": "wf", "every": "15m"})
+    arm.arm("s", None)  # the fire went to the dead-letter queue: nothing armed
+    svc.resume("s", "re-arm")
+    assert arm.next_fire_ms() == T0 + M15
+    arm.arm("s", None)
+    svc.update("s", {"workflow": "wf", "every": "15m"})
+    assert arm.next_fire_ms() == T0 + M15

@@ -78,7 +78,8 @@ class ScheduleService:
     def update(self, schedule_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         config = parse_config({**raw, "id": schedule_id})
         self._check_workflow(config.workflow, config.version)
-        return self._change(schedule_id, lambda s, now, _: st.update(s, config, now)).describe(self.now_ms)
+        return self._change(schedule_id, lambda s, now, _: st.update(s, config, now),
+                            rearm=True).describe(self.now_ms)
 
     def describe(self, schedule_id: str) -> dict[str, Any]:
         return self._load(schedule_id).describe(self.now_ms)
@@ -95,7 +96,7 @@ class ScheduleService:
     def resume(self, schedule_id: str, note: str = "") -> dict[str, Any]:
         note = _note(note)
         return self._change(schedule_id, lambda s, now, r: st.resume(s, note, now, r),
-                            check_running=True).describe(self.now_ms)
+                            check_running=True, rearm=True).describe(self.now_ms)
 
     def trigger(self, schedule_id: str, overlap: str | None = None) -> str | None:
         """Start a run now (under `overlap`, the schedule's own by default); its id, or None if skipped
@@ -169,7 +170,8 @@ class ScheduleService:
 
     # ------------------------------------------------------------ claim, act, advance
     def _change(self, sid: str, fn: Callable[[st.ScheduleState, int, set[str]], Any],
-                check_running: bool = False) -> st.ScheduleState:
+                check_running: bool = False, rearm: bool = False) -> st.ScheduleState:
+        """`rearm`: arm the clock even if the next fire did not move (it may have been lost)."""
         for _ in range(MAX_RETRIES):
             s = self._load(sid)
             if s.pending or s.cancels:
@@ -179,7 +181,7 @@ class ScheduleService:
             now = self.now_ms
             new = s.copy()
             fn(new, now, running)
-            if new.armed_ms != armed:
+            if rearm or new.armed_ms != armed:
                 self._arm(new)
             try:
                 new.rev = self.store.put(sid, new.to_dict(), s.rev)  # claim
