@@ -27,6 +27,7 @@ CORE = [
     "definition/*.py",
     "expressions.py",
     "contracts.py",
+    "core/schedule/*.py",
 ]
 BANNED_MODULES = {"boto3", "botocore", "random", "secrets", "uuid", "time", "aioboto3"}
 BANNED_ATTRS = {
