@@ -67,7 +67,7 @@ def main() -> None:
     import boto3
     from aws_resources import Clients, create_stack
     from moto import mock_aws
-    from orbit import aws
+    from orbit.aws import wiring as aws
 
     with mock_aws():
         clients = Clients()
@@ -83,7 +83,9 @@ def main() -> None:
         meter = Meter(boto3.client("dynamodb", region_name="us-east-1"), stack.table)
         for c in (svc.dynamodb, svc.sqs, svc.s3, svc.scheduler):
             meter.attach(c)
-        svc.engine.registry.register(__import__("orbit.definition", fromlist=["x"]).parse_definition(QUICK))
+        from orbit.core.definition import parse_definition
+
+        svc.engine.registry.register(parse_definition(QUICK))
         svc.engine.schedules.create({"id": "bench", "workflow": "bench-sched", "every": "1m",
                                      "overlap": "allow_all", "input": {"n": 1}})
         drain(svc, clients, stack)
@@ -116,7 +118,7 @@ def main() -> None:
 
 
 def query_costs(svc, meter, n: int) -> None:
-    from orbit.queries import run_query
+    from orbit.service.queries import run_query
 
     eid = svc.engine.schedules.describe("bench")["actions"][0]["execution_id"]
     svc.engine.registry.get("bench-sched")  # a warm API container has the definition cached

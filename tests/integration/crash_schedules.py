@@ -23,7 +23,7 @@ from aws_resources import Clients, create_stack
 from crash_points import Call, CrashPoint, Recorder
 from crash_world import World
 from moto import mock_aws
-from orbit import aws
+from orbit.aws import wiring as aws
 
 SLOW = {"orbit": 1, "name": "crash-sched", "version": "1",
         "steps": {"work": {"sleep": "20m"}, "done": {"compute": "{% input.n %}", "after": ["work"]}}}

@@ -12,11 +12,11 @@ from orbit.adapters.memory import (
     SeededIds,
 )
 from orbit.adapters.memory_schedules import MemoryScheduler, MemoryScheduleStore
+from orbit.core.definition import parse_definition
 from orbit.core.schedule.times import parse_time
-from orbit.definition import parse_definition
 from orbit.errors import ConflictError, ExecutionExists, NotFound, ValidationError
-from orbit.schedules_service import ScheduleService
-from orbit.service import Engine
+from orbit.service.engine import Engine
+from orbit.service.schedules import ScheduleService
 
 T0 = parse_time("2027-01-01T00:00:00Z")
 M15 = 15 * 60_000

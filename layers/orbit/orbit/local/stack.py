@@ -4,7 +4,7 @@ It starts moto, creates what `template.yaml` declares, and drives the real
 handlers (`functions/*/app.py`): the decider on the decision queue, the
 workers on the task queues, the timers function on its schedule. Operations
 (`start`, `signal`, ...) go through the same engine API the HTTP API Lambda
-uses, built by `orbit.aws` from the stack's environment with the virtual clock.
+uses, built by `orbit.aws.wiring` from the stack's environment with the virtual clock.
 Every task registered with `@orbit.worker.task` in this process is served.
 """
 
@@ -108,7 +108,7 @@ class LocalStack(ScheduleOps):
         self.close()
 
     def open(self) -> None:
-        from orbit import aws
+        from orbit.aws import wiring as aws
 
         for spec in self.workers:
             load_workers(spec)
@@ -118,7 +118,7 @@ class LocalStack(ScheduleOps):
         self.cloud.next_timer = self.services.table_timers.next_fire_ms
 
     def close(self) -> None:
-        from orbit import aws
+        from orbit.aws import wiring as aws
 
         self.cloud.stop()
         aws.reset()
@@ -137,7 +137,7 @@ class LocalStack(ScheduleOps):
     # ------------------------------------------------------------------ workflows
     def register(self, definition_or_path_or_function: Any) -> str:
         """Register a definition (path, YAML/JSON text, dict) or a code workflow; returns its name."""
-        from orbit.definition import load_definition, parse_definition
+        from orbit.core.definition import load_definition, parse_definition
 
         item = definition_or_path_or_function
         if isinstance(item, dict):
@@ -170,8 +170,8 @@ class LocalStack(ScheduleOps):
         return self.engine.signal(id, name, payload)
 
     def query(self, id: str, name: str, input: Any = None) -> Any:
-        """One of the execution's declared queries (orbit/queries.py); records nothing."""
-        from orbit.queries import run_query
+        """One of the execution's declared queries (orbit/service/queries.py); records nothing."""
+        from orbit.service.queries import run_query
 
         return run_query(self.engine, id, name, input)
 

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from orbit.core.definition.durations import DurationError, parse_duration
 from orbit.core.schedule.spec import Spec, parse_spec
-from orbit.definition.durations import DurationError, parse_duration
 from orbit.errors import Problem, ValidationError
 
 OVERLAPS = ("skip", "buffer_one", "buffer_all", "cancel_other", "allow_all")

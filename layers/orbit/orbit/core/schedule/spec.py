@@ -20,8 +20,9 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
+
+from orbit.core.definition.durations import DurationError, parse_duration
 from orbit.core.schedule.times import format_time, parse_time
-from orbit.definition.durations import DurationError, parse_duration
 from orbit.errors import Problem, ValidationError
 
 MIN_EVERY_MS = 1_000
