@@ -24,7 +24,6 @@ import urllib.request
 import uuid
 from typing import Any
 
-from orbit.client_schedules import ScheduleClientOps
 from orbit.errors import OrbitError
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
@@ -66,7 +65,7 @@ def _is_local(url: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-class Client(ScheduleClientOps):
+class Client:
     def __init__(
         self,
         url: str | None = None,
@@ -155,6 +154,45 @@ class Client(ScheduleClientOps):
         }
         query = ("?" + urllib.parse.urlencode(params)) if params else ""
         return self._call("GET", f"/executions{query}")
+
+    # ------------------------------------------------------------------ schedules (docs/schedules.md)
+    def create_schedule(
+        self, schedule_id: str, workflow: str, input: Any = None, **config: Any
+    ) -> dict[str, Any]:
+        """`config`: cron | every (+ offset), timezone, start, end, jitter, exclude, overlap,
+        catchup_window, pause_on_failure, version."""
+        body = {"id": schedule_id, "workflow": workflow, "input": input,
+                **{k: v for k, v in config.items() if v is not None}}
+        return dict(self._call("POST", "/schedules", body))
+
+    def update_schedule(self, schedule_id: str, config: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._call("PUT", f"/schedules/{_q(schedule_id)}", config))
+
+    def describe_schedule(self, schedule_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/schedules/{_q(schedule_id)}"))
+
+    def list_schedules(self, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        params = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        return dict(self._call("GET", "/schedules?" + urllib.parse.urlencode(params)))
+
+    def pause_schedule(self, schedule_id: str, note: str = "") -> dict[str, Any]:
+        return dict(self._call("POST", f"/schedules/{_q(schedule_id)}/pause", {"note": note}))
+
+    def resume_schedule(self, schedule_id: str, note: str = "") -> dict[str, Any]:
+        return dict(self._call("POST", f"/schedules/{_q(schedule_id)}/resume", {"note": note}))
+
+    def trigger_schedule(self, schedule_id: str, overlap: str | None = None) -> str | None:
+        out = self._call("POST", f"/schedules/{_q(schedule_id)}/trigger", {"overlap": overlap})
+        return None if out is None else out.get("execution_id")
+
+    def backfill_schedule(
+        self, schedule_id: str, start: str, end: str, overlap: str | None = None
+    ) -> list[str]:
+        body = {"start": start, "end": end, "overlap": overlap}
+        return list(self._call("POST", f"/schedules/{_q(schedule_id)}/backfill", body)["execution_ids"])
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        self._call("DELETE", f"/schedules/{_q(schedule_id)}")
 
     # ------------------------------------------------------------------ transport
     def _call(self, method: str, path: str, body: Any = None) -> Any:
