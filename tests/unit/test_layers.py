@@ -34,7 +34,8 @@ ALLOWED: dict[str, set[str]] = {
                   "orbit.worker", "orbit.workflow", "orbit.client", "orbit.local", "orbit.testing"},
 }
 # Third-party packages the pure core may use; anything else outside the standard library is refused.
-CORE_THIRD_PARTY = {"jsonata", "jsonschema", "referencing", "yaml", "cronsim"}
+# re2: regular expressions; cronsim: cron evaluation (no I/O)
+CORE_THIRD_PARTY = {"cronsim", "jsonata", "jsonschema", "re2", "referencing", "yaml"}
 
 
 def module_name(path: Path) -> str:
