@@ -49,8 +49,19 @@ class Unreachable(OrbitError):
 def stack_api_url(stack: str, region: str | None = None) -> str:
     """The `ApiUrl` output of a deployed Orbit stack."""
     import boto3
+    from botocore.exceptions import BotoCoreError, NoRegionError
 
-    cfn = boto3.client("cloudformation", region_name=region)
+    try:
+        region = region or boto3.session.Session().region_name  # flag, environment, then config file
+        if not region:
+            raise NoRegionError()
+        cfn = boto3.client("cloudformation", region_name=region)
+    except NoRegionError:
+        raise OrbitError(
+            f"--stack {stack}: no AWS region is set; pass --region REGION or set AWS_REGION"
+        ) from None
+    except BotoCoreError as exc:  # e.g. a profile that does not exist: say it, in one line
+        raise OrbitError(f"--stack {stack}: {exc}") from None
     try:
         outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
     except Exception as exc:  # noqa: BLE001 - botocore raises several kinds; all mean the same here

@@ -6,7 +6,11 @@ real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
 
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
-forward (and runs what became due), for trying out long sleeps and timeouts.
+forward (and runs what became due), for trying out long sleeps and timeouts
+(`orbit advance DURATION` sends it).
+
+It prints one line when an execution started through its API starts, and one
+when it ends, on stdout; handlers' logs go to stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 from orbit.errors import OrbitError
 
 from .stack import LocalStack
+from .timeline import fmt_duration
 
 
 class DevServer:
@@ -35,12 +40,36 @@ class DevServer:
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
+        self.out = stack.cloud.console
+        self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def _report_ended(self) -> None:
+        """One line for each execution started here that has ended since the last look."""
+        from .stack import TERMINAL
+
+        for eid, workflow in list(self.running.items()):
+            try:
+                desc = self.stack.describe(eid)
+            except OrbitError:
+                continue
+            if desc["status"] in TERMINAL:
+                del self.running[eid]
+                took = (desc.get("finished_at_ms") or 0) - (desc.get("created_at_ms") or 0)
+                err = desc.get("error") or {}
+                why = f"  {err.get('code')}: {err.get('message')}" if err else ""
+                took_text = fmt_duration(max(took, 0))
+                self.say(f"ended   {workflow} {eid}: {desc['status']} after {took_text}{why}")
 
     def _pump_loop(self) -> None:
         while not self.stopping.is_set():
             try:
                 with self.lock:
                     handled = self.stack.cloud.pump_once()
+                    if handled and self.running:
+                        self._report_ended()
             except Exception as exc:  # noqa: BLE001 - keep serving; the error is printed
                 print(f"orbit dev: pump error: {exc!r}", file=sys.stderr, flush=True)
                 handled = 0
@@ -56,13 +85,33 @@ class DevServer:
                 seconds = float(json.loads(raw or b"{}").get("seconds", 0))
             except (ValueError, AttributeError):
                 return 400, {"error": {"code": "VALIDATION_ERROR", "message": 'body: {"seconds": number}'}}
+            if not 0 <= seconds <= 100 * 365 * 86400:  # also refuses NaN: the clock only moves forward
+                return 400, {"error": {"code": "VALIDATION_ERROR",
+                                       "message": f"seconds must be between 0 and 100 years, not {seconds}"}}
             with self.lock:
                 self.stack.advance(seconds)
+                if self.running:
+                    self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
         with self.lock:
-            return handle_request(
+            status, body = handle_request(
                 self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))
             )
+            if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
+                self._report_started(raw, body)
+            return status, body
+
+    def _report_started(self, raw: bytes, body: Any) -> None:
+        eid = body.get("id") if isinstance(body, dict) else None
+        if not isinstance(eid, str) or eid in self.running:
+            return
+        try:
+            workflow = str(json.loads(raw).get("workflow"))
+        except (ValueError, AttributeError):
+            workflow = "?"
+        self.running[eid] = workflow
+        self.say(f"started {workflow} {eid}")
+        self._report_ended()  # refused input, for one, ends it at once
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -107,7 +156,9 @@ def serve(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    with LocalStack(template=template, mode="server", workers=workers, parameters=parameters) as stack:
+    with LocalStack(
+        template=template, mode="server", workers=workers, parameters=parameters, logs_to_stderr=True
+    ) as stack:
         names = [stack.register(Path(d)) for d in definitions]
         try:
             dev = DevServer(stack, port)
@@ -115,15 +166,15 @@ def serve(
             raise OrbitError(
                 f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port"
             ) from None
-        print(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})", flush=True)
+        dev.say(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})")
         if names:
-            print(f"registered: {', '.join(names)}", flush=True)
+            dev.say(f"registered: {', '.join(names)}")
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled
             shown = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items()))
-            print(f"template parameters: {shown}", flush=True)
-        print(f"try: ORBIT_URL={dev.url} orbit list    (Ctrl-C to stop)", flush=True)
+            dev.say(f"template parameters: {shown}")
+        dev.say(f"try: ORBIT_URL={dev.url} orbit list    (Ctrl-C to stop)")
         try:
             dev.serve_forever()
         except KeyboardInterrupt:
-            print("Orbit dev: stopped", flush=True)
+            dev.say("Orbit dev: stopped")
     return 0

@@ -42,11 +42,13 @@ class LocalCloud:
         parameters: dict[str, str] | None = None,
         stack_name: str = "orbit-local",
         env_overrides: dict[str, str] | None = None,
+        logs_to_stderr: bool = False,
     ) -> None:
         self.template = Path(template)
         self.emulator = Emulator(mode, port)
         self.parameters = parameters or {}
         self.env_overrides = env_overrides or {}  # local-only additions to every function's environment
+        self.logs_to_stderr = logs_to_stderr
         self.stack_name = stack_name
         self.deployment: Deployment | None = None
         self.pollers: list[QueuePoller] = []
@@ -63,8 +65,10 @@ class LocalCloud:
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Deployment:
         if not isinstance(sys.stdout, EmfFilter):
+            # What the handlers print (powertools' JSON log lines, a worker's print()) is a log: the
+            # CLI sends it to stderr, so stdout stays the command's result (`orbit run --json`).
             self._stdout = sys.stdout
-            sys.stdout = EmfFilter(sys.stdout)  # type: ignore[assignment]
+            sys.stdout = EmfFilter(sys.stderr if self.logs_to_stderr else sys.stdout)  # type: ignore[assignment]
         self.emulator.start()
         try:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)
@@ -97,6 +101,11 @@ class LocalCloud:
         # Back to wall time: the emulator's state is gone, and code that runs after this stack
         # in the same process (other tests, a later stack) expects moto's clock to be real.
         clock.reset()
+
+    @property
+    def console(self) -> Any:
+        """The process's real stdout while handlers' output goes to stderr (for a command's result)."""
+        return self._stdout if self._stdout is not None else sys.stdout
 
     # ------------------------------------------------------------------ driving
     def pump_once(self) -> int:

@@ -79,7 +79,10 @@ class LocalStack(ScheduleOps):
         workers: list[str] | tuple[str, ...] = (),
         auto_advance: bool = False,
         parameters: dict[str, str] | None = None,
+        logs_to_stderr: bool = False,
     ) -> None:
+        """`logs_to_stderr`: what the handlers print (their JSON log lines) goes to stderr, keeping
+        stdout for a command's result (the CLI sets it)."""
         import os
 
         from .parameters import check_parameters
@@ -94,6 +97,7 @@ class LocalStack(ScheduleOps):
             port=port,
             parameters=params,
             env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
+            logs_to_stderr=logs_to_stderr,
         )
         self.workers = list(workers)
         self.auto_advance = auto_advance
@@ -209,8 +213,10 @@ class LocalStack(ScheduleOps):
         id: str,
         on_progress: Callable[[dict[str, Any], int], None] | None = None,
         wall_timeout_s: float = 300.0,
+        real_time: bool = False,
     ) -> dict[str, Any]:
-        """Run (skipping idle time) until execution `id` ends; returns its description."""
+        """Run (skipping idle time, or in real time: waiting for it) until execution `id` ends;
+        returns its description. Raises TimeoutError after `wall_timeout_s` of wall time."""
         last: dict[str, Any] = {}
         seen = [-1]
         checked_at = [0.0]
@@ -233,7 +239,10 @@ class LocalStack(ScheduleOps):
                 on_progress(last, clock.now_ms())
             return last["status"] in TERMINAL
 
-        self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
+        if real_time:
+            self._run_in_real_time(done, lambda: done(force=True), wall_timeout_s)
+        else:
+            self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
         if not done(force=True):
             from .waiting import waiting
 
@@ -244,3 +253,23 @@ class LocalStack(ScheduleOps):
                 "(orbit run --signal NAME=JSON) or cancel it"
             )
         return last
+
+    def _run_in_real_time(self, done: Callable[[], bool], ended: Callable[[], bool],
+                          wall_timeout_s: float) -> None:
+        """Pump what is due, then sleep until the next thing will happen (a timer, a delayed or
+        reappearing message), as a deployed stack would; returns when `done()` or nothing is due."""
+        deadline = time.monotonic() + wall_timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            self.cloud.run_until_idle(auto_advance=False, until=done, wall_timeout_s=max(left, 0.01))
+            if ended():
+                return
+            wake = self.cloud.next_wake_ms()
+            if wake is None:
+                return  # nothing will happen on its own: the caller says what it waits for
+            pause = max(wake - clock.now_ms(), 5) / 1000.0
+            if time.monotonic() + pause > deadline:
+                raise TimeoutError(
+                    f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time"
+                )
+            time.sleep(min(pause, 0.5))  # noqa: TID251 - real time is the point

@@ -31,7 +31,7 @@ SIGNAL_KEYS = ("schema", "description")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 FORMAT = 1
-# What an expression can read (DSL.md "Expressions").
+# What an expression can read (docs/definitions.md, "Expressions").
 ROOT_FIELDS = ("input", "steps", "execution", "hooks")
 ELEMENT_FIELDS = ("item", "index")
 
@@ -189,7 +189,7 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
 
 
 def _check_roots(document: dict[str, Any], out: Problems) -> None:
-    """Expressions read only what the root has (DSL.md "Expressions"); ``item`` and
+    """Expressions read only what the root has (docs/definitions.md, "Expressions"); ``item`` and
     ``index`` only where a ``for`` step evaluates per element."""
     steps = document.get("steps")
     for name, body in (steps.items() if isinstance(steps, dict) else ()):
