@@ -639,8 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask a running or ended execution a query it declares (records nothing)",
         epilog=_examples("orbit query ID stage", "orbit query ID line --input '{\"index\": 0}'"),
     )
-    sp.add_argument("id")
-    sp.add_argument("name")
+    sp.add_argument("id", help="the execution id, e.g. order-1")
+    sp.add_argument("name", help="a query its workflow declares, e.g. stage")
     sp.add_argument("--input", help="JSON or @file.json: the query's input")
     api_opts(sp)
     sp.set_defaults(func=cmd_query)

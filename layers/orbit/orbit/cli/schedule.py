@@ -89,8 +89,16 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None]) -> None:
-    sched = sub.add_parser("schedule", help="cron and interval schedules that start workflows")
-    ssub = sched.add_subparsers(dest="schedule_command", required=True, metavar="ACTION")
+    examples = "\n  ".join([
+        'orbit schedule create nightly order-fulfilment --cron "30 2 * * *" --timezone Europe/Paris',
+        "orbit schedule describe nightly",
+        "orbit schedule backfill nightly --start 2027-01-01T00:00:00Z --end 2027-01-08T00:00:00Z",
+    ])
+    sched = sub.add_parser("schedule", help="cron and interval schedules that start workflows",
+                           epilog=f"examples:\n  {examples}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    ssub = sched.add_subparsers(dest="schedule_command", required=True, metavar="ACTION",
+                                help="create, describe, list, pause, resume, trigger, backfill or delete")
     sp = ssub.add_parser("create", help="create a schedule (cron in a time zone, or every + offset)")
     sp.add_argument("id")
     sp.add_argument("workflow")
