@@ -63,3 +63,26 @@ def test_start_with_an_existing_id_and_another_version_is_a_409_naming_both() ->
     assert body["error"]["message"] == (
         "execution 'e1' already exists with version 1; you asked for version 2 (wf)"
     )
+
+
+def test_console_reads_counts_workflows_sources_and_list_filters() -> None:
+    sim = sim_with({"w": {"wait_for": "go"}, "a": {"after": ["w"], "compute": "{% 1 %}"}})
+    for eid in ("ord-1", "ord-2", "pay-1"):
+        sim.start("wf", {}, id=eid)
+    sim.run_until_idle()
+    assert handle_request(sim.engine, "GET", "/counts") == (200, {"counts": {"RUNNING": 3}, "cap": 1_000})
+    status, body = handle_request(sim.engine, "GET", "/workflows")
+    assert status == 200 and [(w["name"], w["kind"]) for w in body["workflows"]] == [("wf", "definition")]
+    build = body["workflows"][0]["versions"][0]["builds"][0]
+    status, src = handle_request(sim.engine, "GET", "/workflows/wf", query={"version": "1", "build": build})
+    assert status == 200 and src["definition"]["steps"]["w"] == {"wait_for": "go"}
+    assert src["signals"] == {"go": None}
+    assert handle_request(sim.engine, "GET", "/executions/ord-1/workflow") == (200, src)
+    assert handle_request(sim.engine, "GET", "/workflows/wf")[0] == 400  # version and build both needed
+    status, body = handle_request(sim.engine, "GET", "/executions", query={"id_prefix": "ord-"})
+    assert sorted(e["execution_id"] for e in body["executions"]) == ["ord-1", "ord-2"]
+    created = body["executions"][0]["created_at_ms"]
+    status, body = handle_request(sim.engine, "GET", "/executions", query={"started_before": str(created)})
+    assert status == 200 and body["executions"] == []
+    status, body = handle_request(sim.engine, "GET", "/executions", query={"started_after": "x"})
+    assert status == 400 and body["error"]["problems"][0]["path"] == "query.started_after"

@@ -179,14 +179,34 @@ class Client:
         status: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> dict[str, Any]:
-        params = {
-            k: v
-            for k, v in {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor}.items()
-            if v is not None
-        }
-        query = ("?" + urllib.parse.urlencode(params)) if params else ""
-        return self._call("GET", f"/executions{query}")
+        """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`."""
+        params = {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor,
+                  "started_after": started_after_ms, "started_before": started_before_ms,
+                  "id_prefix": id_prefix}
+        return self._call("GET", "/executions" + _query(params))
+
+    def counts(self, workflow: str | None = None) -> dict[str, Any]:
+        """`{"counts": {status: n}, "cap": N}` (a count equal to the cap means at least that many)."""
+        return self._call("GET", "/counts" + _query({"workflow": workflow}))
+
+    def workflows(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/workflows")["workflows"])
+
+    def workflow_source(self, name: str, version: str, build: str) -> dict[str, Any]:
+        return self._call("GET", f"/workflows/{_q(name)}" + _query({"version": version, "build": build}))
+
+    def execution_workflow(self, execution_id: str) -> dict[str, Any]:
+        """The definition (or code workflow) the execution is pinned to."""
+        return self._call("GET", f"/executions/{_q(execution_id)}/workflow")
+
+    def history_page(self, execution_id: str, after_seq: int = 0, limit: int = 200) -> list[dict[str, Any]]:
+        """At most `limit` events with seq > `after_seq`."""
+        query = _query({"after_seq": after_seq or None, "limit": limit})
+        return list(self._call("GET", f"/executions/{_q(execution_id)}/history{query}"))
 
     # ------------------------------------------------------------------ schedules (docs/schedules.md)
     def create_schedule(
@@ -273,6 +293,11 @@ class Client:
         request = AWSRequest(method=method, url=url, data=data, headers=headers)
         SigV4Auth(creds.get_frozen_credentials(), "execute-api", region).add_auth(request)
         return dict(request.headers.items())
+
+
+def _query(params: dict[str, Any]) -> str:
+    kept = {k: v for k, v in params.items() if v is not None}
+    return ("?" + urllib.parse.urlencode(kept)) if kept else ""
 
 
 def _q(part: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
-from orbit.service.ports import Commit, HistoryPage, IndexEntry, Loaded
+from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded
 
 
 class MemoryHistoryStore:
@@ -103,6 +103,9 @@ class MemoryHistoryStore:
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
         with self._lock:
             rows = sorted(self._index.values(), key=lambda e: (-e.created_at_ms, e.execution_id))
@@ -110,10 +113,22 @@ class MemoryHistoryStore:
             e
             for e in rows
             if (workflow is None or e.workflow == workflow) and (status is None or e.status == status)
+            and (started_after_ms is None or e.created_at_ms >= started_after_ms)
+            and (started_before_ms is None or e.created_at_ms < started_before_ms)
+            and (not id_prefix or e.execution_id.startswith(id_prefix))
         ]
         start = int(cursor) if cursor else 0
         page = rows[start : start + limit]
         return page, (str(start + limit) if start + limit < len(rows) else None)
+
+    def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
+        with self._lock:
+            rows = list(self._index.values())
+        counts: dict[str, int] = {}
+        for e in rows:
+            if workflow is None or e.workflow == workflow:
+                counts[e.status] = min(cap, counts.get(e.status, 0) + 1)
+        return counts
 
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
         with self._lock:
@@ -258,6 +273,11 @@ class MemoryRegistry:
         if not builds:
             raise UnknownWorkflow(f"workflow {name!r} has no version {v!r} (known: {sorted(versions)})")
         return list(builds.values())[-1]
+
+    def builds(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(name, version, build) of the definitions held, in registration order per name."""
+        return [(name, v, b) for name, versions in self._by.items() for v, builds in versions.items()
+                for b in builds][:limit]
 
     def get_build(self, name: str, version: str, build: str) -> Any:
         builds = self._by.get(name, {}).get(str(version), {})

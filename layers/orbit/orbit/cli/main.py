@@ -26,6 +26,7 @@ from orbit.cli.args import (
 )
 from orbit.cli.errors import report
 from orbit.cli.schedule import add_schedule_parser
+from orbit.console.cli import add_ui_parser
 from orbit.core.history.state import WORKFLOW_STATUSES
 from orbit.errors import ExecutionEnded, ValidationError
 from orbit.local.text import cut, utc, value_lines, width
@@ -194,7 +195,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
         workers=args.workers or [],
         definitions=[f for f in files if not f.endswith(".py")],
         parameters=parameters,
+        on_start=[_console_on_dev],
     )
+
+
+def _console_on_dev(dev: Any) -> None:
+    from orbit.console.server import PREFIX, mount_on
+
+    mount_on(dev)
+    print(f"console: {dev.url}{PREFIX}/", flush=True)
 
 
 # ---------------------------------------------------------------------- API commands
@@ -502,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--port", type=int, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000")
     local_opts(sp)
-    sp.set_defaults(func=cmd_dev)
+    sp.set_defaults(func=cmd_dev)  # also serves the console at /console/
 
     sp = sub.add_parser(
         "validate",
@@ -676,6 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_advance)
 
     add_schedule_parser(sub, api_opts)
+    add_ui_parser(sub)
     return p
 
 

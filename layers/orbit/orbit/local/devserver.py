@@ -10,7 +10,9 @@ forward (and runs what became due), for trying out long sleeps and timeouts
 (`orbit advance DURATION` sends it).
 
 It prints one line when an execution started through its API starts, and one
-when it ends, on stdout; handlers' logs go to stderr.
+when it ends, on stdout; handlers' logs go to stderr. Another app can be
+mounted under a path prefix (`mount`): `orbit dev` mounts the web console at
+`/console/` (`orbit.console.mount_on`), calling the same router in process.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,9 @@ from orbit.errors import OrbitError
 
 from .stack import LocalStack
 from .timeline import fmt_duration
+
+# an app mounted on the dev server: (handler, method, target, raw body) -> writes the response
+Mounted = Callable[[BaseHTTPRequestHandler, str, str, bytes], None]
 
 
 class DevServer:
@@ -39,6 +45,7 @@ class DevServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.mounts: list[tuple[str, Mounted]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
         self.out = stack.cloud.console
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
@@ -75,6 +82,16 @@ class DevServer:
                 handled = 0
             if not handled:
                 self.stopping.wait(0.05)
+
+    def mount(self, prefix: str, app: Mounted, root: bool = False) -> None:
+        """Serve `app(handler, method, target, raw)` for paths under `prefix` (and `/` with `root`)."""
+        self.mounts.append((prefix, app))
+        if root:
+            self.mounts.append(("/", app))
+
+    def call(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        """The API in process, for a mounted app: (status, JSON answer)."""
+        return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
         from orbit.service.http import handle_request
@@ -120,6 +137,11 @@ class DevServer:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                path = urlsplit(self.path).path
+                for prefix, app in server.mounts:
+                    if path == prefix or path.startswith(prefix.rstrip("/") + "/") and prefix != "/":
+                        app(self, self.command, self.path, raw)
+                        return
                 status, payload = server.request(self.command, self.path, raw)
                 body = json.dumps(payload, default=str).encode()
                 self.send_response(status)
@@ -151,6 +173,7 @@ def serve(
     workers: list[str],
     definitions: list[str],
     parameters: dict[str, str] | None = None,
+    on_start: list[Callable[[DevServer], None]] | None = None,
 ) -> int:
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -167,6 +190,8 @@ def serve(
                 f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port"
             ) from None
         dev.say(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})")
+        for announce in on_start or []:
+            announce(dev)
         if names:
             dev.say(f"registered: {', '.join(names)}")
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled

@@ -5,7 +5,12 @@ into a call) and by `orbit dev`'s local server. Routes:
 
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
+             &started_after=&started_before=&id_prefix=        (ms since epoch; a page may be short)
     GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
+    GET  /executions/{id}/workflow                             -> 200 the pinned build's source
+    GET  /counts?workflow=                                     -> 200 {counts: {status: n}, cap}
+    GET  /workflows                                            -> 200 {workflows: [...]}
+    GET  /workflows/{name}?version=&build=                     -> 200 one build's source
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
 
 Reads are paged (docs/limits.md): history returns at most `limit` events (default 1000, max
@@ -74,13 +79,39 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
         raise ValidationError(
             f"unknown status {status!r}; one of {', '.join(WORKFLOW_STATUSES)}", "query.status"
         )
-    entries, cursor = engine.list(query.get("workflow"), status, limit, query.get("cursor"))
+    id_prefix = query.get("id_prefix") or None
+    if id_prefix is not None and len(id_prefix) > 256:
+        raise ValidationError("must be at most 256 characters", "query.id_prefix")
+    entries, cursor = engine.list(
+        query.get("workflow") or None, status, limit, query.get("cursor"),
+        started_after_ms=_int(query, "started_after", 0, 0, 2**53) or None,
+        started_before_ms=_int(query, "started_before", 0, 0, 2**53) or None, id_prefix=id_prefix,
+    )
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 
 
 def _describe(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     limit = _int(query, "steps_limit", STEPS_PAGE, 1, MAX_STEPS_PAGE)
     return 200, engine.describe(eid, query.get("steps_after") or None, limit)
+
+
+def _counts(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    return 200, engine.counts(query.get("workflow") or None)
+
+
+def _workflows(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    return 200, {"workflows": engine.workflows()}
+
+
+def _workflow_source(engine: Any, body: dict[str, Any], query: Mapping[str, str], name: str) -> Response:
+    version, build = query.get("version"), query.get("build")
+    if not version or not build:
+        raise ValidationError("version and build are both required", "query")
+    return 200, engine.workflow_source(name, version, build)
+
+
+def _execution_workflow(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 200, engine.execution_workflow(eid)
 
 
 def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
@@ -129,6 +160,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions"), _list),
     ("GET", re.compile(r"/executions/([^/]+)"), _describe),
     ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
+    ("GET", re.compile(r"/executions/([^/]+)/workflow"), _execution_workflow),
+    ("GET", re.compile(r"/counts"), _counts),
+    ("GET", re.compile(r"/workflows"), _workflows),
+    ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
     ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),

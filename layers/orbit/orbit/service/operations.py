@@ -13,6 +13,7 @@ from typing import Any
 from orbit.core.definition.model import Definition
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.service.catalog import CatalogApi, signal_schema
 from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 
 # Pages of the HTTP API (docs/limits.md): a read never returns more than the maximum, and a caller
@@ -21,7 +22,7 @@ HISTORY_PAGE, MAX_HISTORY_PAGE = 1000, 10_000
 STEPS_PAGE, MAX_STEPS_PAGE = 1000, 10_000
 
 
-class EngineApi:
+class EngineApi(CatalogApi):
     store: HistoryStore
     queues: Queues
     registry: Registry
@@ -82,8 +83,14 @@ class EngineApi:
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        return self.store.list_executions(workflow, status, limit, cursor)
+        return self.store.list_executions(
+            workflow, status, limit, cursor, started_after_ms=started_after_ms,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
+        )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
         """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
@@ -154,12 +161,7 @@ class EngineApi:
                     f"it knows: {', '.join(sorted(known)) or 'none'}",
                     "signal",
                 )
-        spec = signals.get(name)
-        schema = (
-            getattr(spec, "schema", spec)
-            if not isinstance(spec, dict) or "schema" not in spec
-            else spec["schema"]
-        )
+        schema = signal_schema(signals.get(name))
         if schema is None:
             return
         from orbit.core.definition.contracts import check_schema
