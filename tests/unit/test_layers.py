@@ -37,7 +37,8 @@ ALLOWED: dict[str, set[str]] = {
                   "orbit.console"},
 }
 # Third-party packages the pure core may use; anything else outside the standard library is refused.
-CORE_THIRD_PARTY = {"jsonata", "jsonschema", "re2", "referencing", "yaml"}  # re2: regular expressions
+# re2: regular expressions; cronsim: cron evaluation (no I/O)
+CORE_THIRD_PARTY = {"cronsim", "jsonata", "jsonschema", "re2", "referencing", "yaml"}
 
 
 def module_name(path: Path) -> str:

@@ -25,6 +25,7 @@ from orbit.cli.args import (
     require_file,
 )
 from orbit.cli.errors import report
+from orbit.cli.schedule import add_schedule_parser
 from orbit.console.cli import add_ui_parser
 from orbit.core.history.state import WORKFLOW_STATUSES
 from orbit.errors import ExecutionEnded, ValidationError
@@ -300,6 +301,12 @@ def cmd_signal(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     res = _client(args).cancel(args.id, reason=args.reason, force=args.force)
     _print_json(res) if args.json else print(f"cancel requested for {args.id}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    inp = parse_json_arg(args.input, "--input") if args.input else None
+    _print_json(_client(args).query(args.id, args.name, inp))
     return 0
 
 
@@ -636,6 +643,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--force", action="store_true", help="skip compensation")
     api_opts(sp)
     sp.set_defaults(func=cmd_cancel)
+    sp = sub.add_parser(
+        "query",
+        help="ask a running or ended execution a query it declares (records nothing)",
+        epilog=_examples("orbit query ID stage", "orbit query ID line --input '{\"index\": 0}'"),
+    )
+    sp.add_argument("id", help="the execution id, e.g. order-1")
+    sp.add_argument("name", help="a query its workflow declares, e.g. stage")
+    sp.add_argument("--input", help="JSON or @file.json: the query's input")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_query)
 
     sp = sub.add_parser(
         "list",
@@ -666,6 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("duration", metavar="DURATION", help="how far: 500ms, 30s, 5m, 2h, 7d or 1h30m, e.g. 7d")
     api_opts(sp)
     sp.set_defaults(func=cmd_advance)
+
+    add_schedule_parser(sub, api_opts)
     add_ui_parser(sub)
     return p
 

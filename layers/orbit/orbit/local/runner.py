@@ -20,6 +20,7 @@ from typing import Any, Callable
 import boto3
 
 from . import clock
+from .at_schedules import AtSchedules
 from .emulator import Emulator, Mode
 from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
@@ -52,6 +53,7 @@ class LocalCloud:
         self.deployment: Deployment | None = None
         self.pollers: list[QueuePoller] = []
         self.scheduler: Scheduler | None = None
+        self.at_schedules: AtSchedules | None = None
         self.handlers: dict[str, Any] = {}
         self.next_timer: NextTimer = lambda: None
         self.errors: list[tuple[str, BaseException]] = []
@@ -82,6 +84,7 @@ class LocalCloud:
             self.scheduler = Scheduler(
                 [(r, self.handlers[r.function.logical_id]) for r in self.deployment.schedules], clock.now_ms()
             )
+            self.at_schedules = AtSchedules(self.deployment, sqs)
         except BaseException:
             self.stop()  # emulator down, stdout and environment restored
             raise
@@ -119,6 +122,8 @@ class LocalCloud:
         assert self.scheduler is not None, "start() the local cloud first"
         try:
             self.scheduler.fire_due(clock.now_ms())
+            if self.at_schedules is not None:
+                self.at_schedules.fire_due(clock.now_ms())
         except Exception as exc:  # noqa: BLE001 - EventBridge retries; we report and go on
             log.warning("scheduled function failed: %r", exc)
             self.errors.append(("schedule", exc))

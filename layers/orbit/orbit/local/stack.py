@@ -23,6 +23,7 @@ from orbit.errors import OrbitError
 from . import clock
 from .emulator import Mode
 from .runner import LocalCloud
+from .stack_schedules import ScheduleOps
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -69,7 +70,7 @@ def load_workers(spec: str) -> ModuleType:
         )
 
 
-class LocalStack:
+class LocalStack(ScheduleOps):
     def __init__(
         self,
         template: str | Path | None = None,
@@ -172,6 +173,12 @@ class LocalStack:
     def signal(self, id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(id, name, payload)
 
+    def query(self, id: str, name: str, input: Any = None) -> Any:
+        """One of the execution's declared queries (orbit/service/queries.py); records nothing."""
+        from orbit.service.queries import run_query
+
+        return run_query(self.engine, id, name, input)
+
     def resume_hook(self, token: str, payload: Any = None) -> str:
         return self.engine.resume_hook(token, payload)
 
@@ -194,8 +201,11 @@ class LocalStack:
         self.cloud.run_until_idle(auto_advance=self.auto_advance, wall_timeout_s=wall_timeout_s)
 
     def advance(self, seconds: float) -> None:
-        """Move virtual time forward, then run what became due."""
-        self.cloud.advance(seconds)
+        """Move virtual time forward, then run what became due (schedules fire at each of their
+        occurrences on the way, in order)."""
+        target = clock.now_ms() + int(seconds * 1000)
+        self._advance_through_schedules(target)
+        clock.advance_ms(max(0, target - clock.now_ms()))
         self.cloud.run_until_idle(auto_advance=False)
 
     def run_until_done(

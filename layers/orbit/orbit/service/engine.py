@@ -39,6 +39,7 @@ from orbit.core.history.messages import CancelMessage, Message, StartMessage, me
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import ExecutionState, remember_inbound
 from orbit.core.history.storable import execution_id_problem
+from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
 from orbit.errors import (
     BuildMismatch,
     ConflictError,
@@ -62,6 +63,7 @@ from orbit.service.ports import (
     Registry,
     Timers,
 )
+from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
 
@@ -71,6 +73,8 @@ Deliveries = dict[str, tuple[int | None, int]]
 
 
 class Engine(EngineApi):
+    schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
+
     def __init__(
         self,
         store: HistoryStore,
@@ -111,6 +115,8 @@ class Engine(EngineApi):
             problem = execution_id_problem(execution_id)
             if problem:
                 raise ValidationError(problem, "id")
+            if execution_id.startswith(SCHEDULE_PREFIX):
+                raise ValidationError(f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
@@ -171,6 +177,13 @@ class Engine(EngineApi):
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
+                try:  # a schedule's fire, or the end of a run it started: not an execution's message
+                    self.schedules.handle(raw)
+                except Exception as e:  # noqa: BLE001 - reported per message, the queue retries it
+                    log.exception("schedule message failed: %s", raw.get("execution_id"))
+                    failures.append((i, e))
+                continue
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
             except OrbitError as e:

@@ -19,8 +19,10 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
 (default 50, max 1000; `next_cursor` continues).
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
+    POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
+    /schedules...                             see orbit/service/http_schedules.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
@@ -52,6 +54,7 @@ from orbit.errors import (
     UnknownWorkflow,
     ValidationError,
 )
+from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 
 log = logging.getLogger("orbit.service.http")
@@ -135,6 +138,12 @@ def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {}
 
 
+def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
+    from orbit.service.queries import run_query
+
+    return 200, {"result": run_query(engine, eid, name, body.get("input"))}
+
+
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
     return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
 
@@ -161,9 +170,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
+    ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]
+_ROUTES += SCHEDULE_ROUTES
 
 
 def handle_request(engine: Any, method: str, path: str, body: Any = None,

@@ -42,6 +42,16 @@ class WorkflowContext:
     def execution_id(self) -> str:
         return self._replay.execution_id
 
+    # -- queries -----------------------------------------------------------------------------
+    def query_handler(self, name: str, fn: Any) -> None:
+        """Answer query `name` with `fn(input)`: it runs after replay, reading the function's local
+        variables as they stand, and may not call a durable operation (orbit/service/queries.py)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a query name is a non-empty string, not {name!r}")
+        if not callable(fn):
+            raise TypeError(f"query {name!r}: the handler must be callable, not {fn!r}")
+        self.__dict__.setdefault("query_handlers", {})[name] = fn
+
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
