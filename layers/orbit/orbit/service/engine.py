@@ -116,7 +116,8 @@ class Engine(EngineApi):
             if problem:
                 raise ValidationError(problem, "id")
             if execution_id.startswith(SCHEDULE_PREFIX):
-                raise ValidationError(f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
+                raise ValidationError(
+                    f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
