@@ -9,13 +9,15 @@ into a call) and by `orbit dev`'s local server. Routes:
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
+    POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused), 404 (unknown execution,
 workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel for an execution that has ended) and
+hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark
+of one that is not parked) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -34,6 +36,7 @@ from orbit.errors import (
     ExecutionExists,
     HookAlreadyResumed,
     NotFound,
+    NotParked,
     OrbitError,
     PayloadRefused,
     UnknownWorkflow,
@@ -93,6 +96,10 @@ def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {}
 
 
+def _unpark(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 202, {"id": engine.unpark(eid)}
+
+
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
     return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
 
@@ -115,6 +122,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
+    ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]
@@ -141,7 +149,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

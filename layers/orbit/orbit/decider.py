@@ -21,6 +21,7 @@ from orbit.effects import ArmTimer
 from orbit.engine.abort import compensation_unanswered, progress_abort
 from orbit.engine.context import Ctx, Decision
 from orbit.engine.execute import create_hook, execute
+from orbit.engine.parking import try_unpark
 from orbit.engine.signals import deliver
 from orbit.engine.units import fail, heartbeat, result, started, succeed, wake_due
 from orbit.events import (
@@ -44,6 +45,7 @@ from orbit.messages import (
     SignalMessage,
     StartedMessage,
     StartMessage,
+    UnparkMessage,
     WakeMessage,
 )
 from orbit.ports import IdSource
@@ -78,7 +80,7 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
     else:
         _inbound(ctx, inbound)
     if not state.terminal:
-        _fixpoint(ctx)
+        _fixpoint(ctx, isinstance(inbound, UnparkMessage))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage))):
@@ -111,11 +113,16 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
             parent=m.parent,
             build=build,
             execution_id=ctx.state.id,
+            continued_from=m.continued_from,
+            idle_hops=m.idle_hops,
         )
     )
     ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))
     for name in sorted(getattr(wf, "signals", None) or {}):
         create_hook(ctx, name)
+    for sig in m.signals or []:  # handed over by the previous run, in the order they arrived
+        if isinstance(sig, dict) and isinstance(sig.get("name"), str) and sig["name"]:
+            ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))
 
 
 def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per message kind
@@ -172,7 +179,7 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx) -> None:
+def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> None:
     s = ctx.state
     runtime = None
     for _ in range(MAX_ROUNDS):
@@ -180,9 +187,13 @@ def _fixpoint(ctx: Ctx) -> None:
         progress_abort(ctx)
         if s.terminal:
             return
-        if s.parked is None:
-            runtime = runtime or runtime_for(ctx.workflow)
-            execute(ctx, runtime.run(ctx.workflow, s, ctx.now))
+        runtime = runtime or runtime_for(ctx.workflow)
+        commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
+        if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
+            commands = try_unpark(ctx, commands or [], retry_asked)
+            retry_asked = False
+        if commands is not None:
+            execute(ctx, commands)
             if s.terminal:
                 return
             if ctx.event_count == before and s.status == COMPENSATING:

@@ -115,6 +115,9 @@ class ContinueExecution(Effect):
     version: str
     input: JSON
     parent: dict[str, str] | None = None  # a child's successor still answers its parent
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"signals", "idle_hops"})
+    signals: list[JSON] | None = None  # unconsumed signals handed over, in arrival order
+    idle_hops: int | None = None  # see WorkflowCreated.idle_hops
 
 
 EFFECT_TYPES: dict[str, type[Effect]] = registry(

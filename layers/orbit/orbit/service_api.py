@@ -11,7 +11,14 @@ import json
 from typing import Any
 
 from orbit.definition.model import Definition
-from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.errors import (
+    ExecutionEnded,
+    HookAlreadyResumed,
+    NotFound,
+    NotParked,
+    PayloadRefused,
+    ValidationError,
+)
 from orbit.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 from orbit.state import TERMINAL_WORKFLOW, ExecutionState
 
@@ -113,6 +120,17 @@ class EngineApi:
                 "force": force,
             }
         )
+
+    def unpark(self, execution_id: str) -> str:
+        """Try a parked execution again now, on the build the decider holds (it also un-parks by
+        itself on its next decision or retry timer). Returns the message id."""
+        state = self.load_state(execution_id)  # NotFound for an unknown id
+        _check_running(state, "nothing to un-park")
+        if state.parked is None:
+            raise NotParked(execution_id, state.status)
+        mid = f"unpark:{self.ids.token()}"
+        self.queues.send_decision({"kind": "unpark", "execution_id": execution_id, "id": mid})
+        return mid
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
         try:

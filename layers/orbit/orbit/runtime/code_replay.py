@@ -27,6 +27,7 @@ from typing import Any
 
 from orbit.events import TaskError
 from orbit.runtime import commands as C
+from orbit.runtime.code_compare import differences, recorded_values, requested_values, shown
 from orbit.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
 from orbit.runtime.code_specs import Step, as_json
 from orbit.state import CANCELLED, FAILED, SKIPPED, SUCCEEDED, ExecutionState, UnitState, parse_key
@@ -128,11 +129,23 @@ class Replay:
             recorded = _recorded(recorded_key, u) if u else _describe("unit", recorded_key)
             raise non_determinism(position, recorded, requested, self.execution_id)
 
-    def _check_present(self, position: int, key: str, u: UnitState, requested: dict[str, Any]) -> None:
+    def _check_present(self, position: int, key: str, u: UnitState, requested: dict[str, Any],
+                       command: C.Command | None = None) -> None:
+        """The recorded unit must be the same call: kind and name, then (given the `command` the
+        call would issue) every value that matters (`code_compare`)."""
         task = requested.get("task") or requested.get("workflow")
         if (u.kind and u.kind != requested["kind"]) or (task and u.task and u.task != task) or \
                 (requested.get("signal") and u.signal != requested["signal"]):
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id)
+        if command is None:
+            return
+        have, want = recorded_values(u), requested_values(command)
+        fields = differences(have, want)
+        if fields:
+            tokens = [str(h.get("token") or "") for h in self.state.hooks.values()]
+            differs = {f: {"recorded": shown(f, have[f], tokens), "requested": shown(f, want[f], tokens)}
+                       for f in fields}
+            raise non_determinism(position, _recorded(key, u), requested, self.execution_id, differs)
 
     def check_finished(self) -> None:
         """History must not hold calls the code no longer makes."""
@@ -194,6 +207,7 @@ class Replay:
         position = self.next_position()
         key = f"{position}.{label}"
         requested = _describe(kind, key, **names)
+        compared = False
         while True:
             u = self.state.units.get(key)
             if u is None:
@@ -201,8 +215,10 @@ class Replay:
                 self._maybe_deliver_cancel()
                 self._emit_units(position, [key])
                 self._wait([make(key)])
+                compared = True  # issued by this very code
                 continue
-            self._check_present(position, key, u, requested)
+            self._check_present(position, key, u, requested, None if compared else make(key))
+            compared = True
             if u.terminal:
                 return self._ended(key, u, fail_run)
             self._wait([])
@@ -222,6 +238,7 @@ class Replay:
         """Run steps side by side (one position each, scheduled in one command); wait for all."""
         keys = [f"{self.next_position()}.{s.label}" for s in specs]
         first = self.position - len(specs) + 1
+        compared: set[int] = set()
         while True:
             absent = []
             for i, (key, spec) in enumerate(zip(keys, specs)):
@@ -230,8 +247,12 @@ class Replay:
                 if u is None:
                     self._check_absent(first + i, requested)
                     absent.append(i)
+                    compared.add(i)
                 else:
-                    self._check_present(first + i, key, u, requested)
+                    fresh = i not in compared
+                    compared.add(i)
+                    self._check_present(first + i, key, u, requested,
+                                        C.ScheduleStep(spec.command(key)) if fresh else None)
             if absent:
                 self._maybe_deliver_cancel()
                 for i in absent:
@@ -268,9 +289,14 @@ class Replay:
         base = f"{position}.{spec.label}"
         requested = _describe("map", base, task=spec.task)
         limit = concurrency or len(items) or 1
+        compared = False
         while True:
             parent = self.state.units.get(base)
+            if parent is not None and not compared:
+                compared = True
+                self._check_map(position, base, parent, spec, items, requested)
             if parent is None:
+                compared = True
                 self._check_absent(position, requested)
                 self._maybe_deliver_cancel()
                 first = [C.ScheduleStep(spec.command(f"{base}[{i}]", item, C.CONTINUE_WORKFLOW))
@@ -284,6 +310,19 @@ class Replay:
             if parent.terminal:
                 return self._ended(base, parent, spec.on_exhausted == C.FAIL_RUN)  # type: ignore[no-any-return]
             self._wait(self._map_progress(base, spec, len(items), limit, tolerated_failures))
+
+    def _check_map(self, position: int, base: str, parent: UnitState, spec: Step, items: list[Any],
+                   requested: dict[str, Any]) -> None:
+        """A recorded map must have the same items, and its elements the same task and policy."""
+        if isinstance(parent.input, list) and parent.input != as_json(items, f"the items of map {base!r}"):
+            tokens = [str(h.get("token") or "") for h in self.state.hooks.values()]
+            differs = {"items": {"recorded": shown("input", parent.input, tokens),
+                                 "requested": shown("input", items, tokens)}}
+            raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
+        first = self.state.units.get(f"{base}[0]")
+        if first is not None and items:
+            self._check_present(position, f"{base}[0]", first, _describe("task", f"{base}[0]", task=spec.task),
+                                C.ScheduleStep(spec.command(f"{base}[0]", items[0])))
 
     def _map_progress(self, base: str, spec: Step, total: int, limit: int, tolerated: int) -> list[C.Command]:
         """Commands that move a running map on: finish it, fail it, or schedule more elements."""

@@ -1,0 +1,96 @@
+"""What a replayed durable call must match: the values that decide what the call does.
+
+At a position where history recorded a unit, the code's call must agree with
+it on the kind and name (task, workflow or signal) and on every value that
+would make the call behave differently: a step's input, retry policy and
+timeouts; a sleep's wake time; a child's workflow and input. Labels, queues and
+`on_exhausted` are not compared (they do not change what ran). A difference is
+reported with both values; an input is shown by its hash and a short preview,
+with the execution's hook tokens redacted (they are capabilities).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from orbit.runtime import commands as C
+from orbit.state import UnitState
+
+PREVIEW_CHARS = 200
+REDACTED = "<hook token>"
+
+
+def requested_values(cmd: C.Command | None) -> dict[str, Any]:
+    """The compared values of the command a call would issue."""
+    if isinstance(cmd, C.ScheduleStep):
+        s = cmd.step
+        return {"task": s.task, "input": s.input, "retry": C.RetryPolicy.of(s.retry).to_dict(),
+                "timeout_ms": s.timeout_ms, "queue_timeout_ms": s.queue_timeout_ms,
+                "heartbeat_timeout_ms": s.heartbeat_timeout_ms}
+    if isinstance(cmd, C.WaitUntil):
+        return {"fire_at_ms": cmd.fire_at_ms}
+    if isinstance(cmd, C.WaitForSignal):
+        return {"signal": cmd.name}
+    if isinstance(cmd, C.LinkChild):
+        return {"workflow": cmd.workflow, "input": cmd.input}
+    return {}
+
+
+def recorded_values(u: UnitState) -> dict[str, Any]:
+    """The same values as history recorded them (only what the unit's events carry)."""
+    if u.kind in ("task", "http"):
+        return {"task": u.task, "input": u.input,
+                "retry": C.RetryPolicy.of(u.retry).to_dict() if u.retry is not None else None,
+                "timeout_ms": u.timeout_ms, "queue_timeout_ms": u.queue_timeout_ms,
+                "heartbeat_timeout_ms": u.heartbeat_timeout_ms}
+    if u.kind == "sleep":
+        return {"fire_at_ms": u.fire_at_ms} if u.fire_at_ms is not None else {}
+    if u.kind == "wait_for":
+        return {"signal": u.signal}
+    if u.kind == "workflow":
+        return {"workflow": u.task, "input": u.input}
+    return {}
+
+
+def differences(recorded: dict[str, Any], requested: dict[str, Any]) -> list[str]:
+    """Names of the compared values that differ (a value history did not record is not compared)."""
+    out = []
+    for key, want in requested.items():
+        if key not in recorded or (key == "retry" and recorded[key] is None):
+            continue
+        if recorded[key] != want:
+            out.append(key)
+    return out
+
+
+def shown(key: str, value: Any, tokens: list[str]) -> Any:
+    """A difference as details show it: inputs by hash and a redacted preview, others as they are."""
+    if key != "input":
+        return value
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    preview = redact(text, tokens)
+    if len(preview) > PREVIEW_CHARS:
+        preview = preview[:PREVIEW_CHARS] + "..."
+    return {"sha256": digest, "preview": preview}
+
+
+def redact(text: str, tokens: list[str]) -> str:
+    for t in tokens:
+        if t:
+            text = text.replace(t, REDACTED)
+    return text
+
+
+def summary(fields: list[str], recorded: dict[str, Any], requested: dict[str, Any]) -> str:
+    """`input (sha256 1a2b.. -> 3c4d..), timeout_ms (30000 -> 60000)` for the message."""
+    parts = []
+    for f in fields:
+        a, b = recorded[f], requested[f]
+        if isinstance(a, dict) and "sha256" in a and isinstance(b, dict):
+            parts.append(f"{f} (sha256 {a['sha256']} -> {b['sha256']})")
+        else:
+            parts.append(f"{f} ({json.dumps(a, default=str)} -> {json.dumps(b, default=str)})")
+    return ", ".join(parts)
