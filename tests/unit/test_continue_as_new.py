@@ -35,7 +35,8 @@ def test_a_signal_sent_before_continue_as_new_is_consumed_by_the_new_run():
     assert new["output"] == [{"n": 1}, {"n": 2}, "s"]
     assert new["continued_from"] == "ex-1" and new["continued_to"] is None
     received = [e for e in h.history("ex-1~1") if e["type"] == "SignalReceived"]
-    assert [(e["name"], e["payload"]) for e in received] == [("go", {"n": 1}), ("stop", "s"), ("go", {"n": 2})]
+    got = [(e["name"], e["payload"]) for e in received]
+    assert got == [("go", {"n": 1}), ("stop", "s"), ("go", {"n": 2})]
 
 
 def test_a_redelivered_hand_over_records_each_signal_once():

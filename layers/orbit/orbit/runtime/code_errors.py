@@ -108,7 +108,8 @@ def non_determinism(position: int, recorded: dict[str, Any] | None, requested: d
     if differs:
         from orbit.runtime.code_compare import summary
 
-        pairs = {k: v["recorded"] for k, v in differs.items()}, {k: v["requested"] for k, v in differs.items()}
+        pairs = ({k: v["recorded"] for k, v in differs.items()},
+                 {k: v["requested"] for k, v in differs.items()})
         msg = (f"execution {execution_id!r}: non-deterministic replay at durable call #{position}: "
                f"history recorded {_fmt(recorded)}, the code now requests the same call with other values: "
                f"{summary(list(differs), *pairs)}")

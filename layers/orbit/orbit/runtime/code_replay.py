@@ -319,10 +319,11 @@ class Replay:
             differs = {"items": {"recorded": shown("input", parent.input, tokens),
                                  "requested": shown("input", items, tokens)}}
             raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
-        first = self.state.units.get(f"{base}[0]")
+        key = f"{base}[0]"
+        first = self.state.units.get(key)
         if first is not None and items:
-            self._check_present(position, f"{base}[0]", first, _describe("task", f"{base}[0]", task=spec.task),
-                                C.ScheduleStep(spec.command(f"{base}[0]", items[0])))
+            self._check_present(position, key, first, _describe("task", key, task=spec.task),
+                                C.ScheduleStep(spec.command(key, items[0])))
 
     def _map_progress(self, base: str, spec: Step, total: int, limit: int, tolerated: int) -> list[C.Command]:
         """Commands that move a running map on: finish it, fail it, or schedule more elements."""
