@@ -167,3 +167,61 @@ def test_the_same_call_with_another_input_or_timeout_diverges_and_hook_tokens_ar
     token = h.state().hooks["approve"]["token"]
     assert token not in str(parked) and "<hook token>" in differs["input"]["recorded"]["preview"]
     assert "input (sha256 " in parked["message"] and "timeout_ms (30000 -> 60000)" in parked["message"]
+
+
+# Patching: a step added before a point that running executions already passed.
+@workflow("deploy-patch", registry=REG)
+def before_patch(ctx, input):
+    ctx.step("a.first", {})
+    got = ctx.wait_for("go")
+    ctx.step("a.last", got)
+    return "done"
+
+
+@workflow("deploy-patch", registry=REG)
+def with_patch(ctx, input):
+    ctx.step("a.first", {})
+    if ctx.patched("add-extra"):
+        ctx.step("a.extra", {})
+    got = ctx.wait_for("go")
+    ctx.step("a.last", got)
+    return "done"
+
+
+@workflow("deploy-patch", registry=REG)
+def patch_deprecated(ctx, input):
+    ctx.step("a.first", {})
+    ctx.deprecate_patch("add-extra")
+    ctx.step("a.extra", {})
+    got = ctx.wait_for("go")
+    ctx.step("a.last", got)
+    return "done"
+
+
+def test_a_patch_is_skipped_by_runs_past_it_and_taken_by_new_runs_then_deprecated():
+    workers = {"a.first": echo, "a.extra": echo, "a.last": echo}
+    h = Harness(before_patch, workers=workers)
+    h.start("deploy-patch", {}, id="old")
+    h.deploy(with_patch)
+    h.start("deploy-patch", {}, id="new")
+    assert "PatchMarked" in h.types("new") and "PatchMarked" not in h.types("old")
+    h.signal("go", 1, id="old")
+    assert h.describe("old")["status"] == "COMPLETED"
+    assert list(h.describe("old")["steps"]) == ["1.a.first", "2.wait_for(go)", "3.a.last"]
+    assert "BuildSwitched" in h.types("old")
+
+    h.start("deploy-patch", {}, id="old2")
+    h.deploy(before_patch)  # a roll-back: old2 (marker, extra step) cannot replay on it
+    h.start("deploy-patch", {}, id="older")  # started on the old code: passes the point unmarked
+    h.deploy(patch_deprecated)
+    h.signal("go", 2, id="old2")
+    assert h.describe("old2")["status"] == "COMPLETED"
+    assert list(h.describe("old2")["steps"]) == ["1.a.first", "2.a.extra", "3.wait_for(go)", "4.a.last"]
+    h.signal("go", 3, id="older")  # took the old path: deprecate_patch parks it instead of going on
+    parked = h.describe("older")["parked"]
+    assert parked is not None and "deprecate_patch" in parked["message"]
+    h.deploy(with_patch)
+    h.unpark("older")
+    h.run()
+    assert h.describe("older")["status"] == "COMPLETED"
+    assert [t for t, i in h.calls].count("a.extra") == 2  # new and old2 only

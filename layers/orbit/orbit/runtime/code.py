@@ -184,6 +184,8 @@ class CodeRuntime:
             return False
         if any(h not in state.hooks for h in r.emitted_hooks):
             return False
+        if any(p not in state.patches for p in r.emitted_patches):
+            return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
             return False
         for fact in r.witness:

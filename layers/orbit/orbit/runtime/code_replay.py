@@ -79,6 +79,8 @@ class Replay:
         self.witness: list[tuple[Any, ...]] = []
         self.emitted_units: list[str] = []
         self.emitted_hooks: list[str] = []
+        self.emitted_patches: list[str] = []
+        self.marked: set[str] = set()  # patches this replay marked (recorded with its next stop)
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
 
     # -- feeding ---------------------------------------------------------------------------
@@ -87,7 +89,7 @@ class Replay:
         if self.state.id != state.id or not self.now_ms:
             self.now_ms = state.created_at_ms
         self.state = state
-        self.witness, self.emitted_units, self.emitted_hooks = [], [], []
+        self.witness, self.emitted_units, self.emitted_hooks, self.emitted_patches = [], [], [], []
         if len(state.units) != self.known_units:
             self._index = None  # rebuilt on first use: a replay that only meets recorded calls never needs it
             self.known_units = len(state.units)
@@ -361,6 +363,27 @@ class Replay:
                 return str(hook["token"])
             self.emitted_hooks.append(name)
             self._wait([C.CreateHook(name)])
+
+    def patched(self, change_id: str, deprecated: bool = False) -> bool:
+        """True where the run reaches this point on code that has the change (a marker is recorded),
+        or history has the marker; False where history went past this point without it.
+        Markers take no position, so the calls after them keep their unit keys."""
+        if change_id in self.state.patches or change_id in self.marked:
+            return True
+        later = [p for p in self.index if p > self.position]
+        if later:
+            if deprecated:
+                p = min(later)
+                key = self.index[p]
+                u = self.state.units.get(key)
+                recorded = _recorded(key, u) if u else _describe("unit", key)
+                raise non_determinism(p, recorded, _describe("deprecate_patch", f"patch({change_id})"),
+                                      self.execution_id)
+            return False
+        self.marked.add(change_id)
+        self.emitted_patches.append(change_id)
+        self.outbox.append(C.MarkPatch(change_id, self.position))
+        return True
 
     def progress(self, data: Any) -> None:
         # The engine records progress only when it differs from the current value; count the same way.
