@@ -343,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
+    from orbit.cli_evolution import add_parsers
+
+    add_parsers(sub, api_opts, _client)
     return p
 
 
