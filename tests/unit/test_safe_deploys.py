@@ -225,3 +225,16 @@ def test_a_patch_is_skipped_by_runs_past_it_and_taken_by_new_runs_then_deprecate
     h.run()
     assert h.describe("older")["status"] == "COMPLETED"
     assert [t for t, i in h.calls].count("a.extra") == 2  # new and old2 only
+
+
+def test_the_retries_stop_after_a_week_so_a_parked_run_is_left_alone():
+    h = started()
+    h.deploy(v2_reordered)
+    h.release("a.second")
+    h.run()  # finishes: the retry timer stops after 7 days
+    parks = [e for e in h.history() if e["type"] == "ExecutionParked"]
+    assert 150 < len(parks) < 200 and "retry_at_ms" not in parks[-1]
+    assert parks[-1]["timestamp_ms"] - parks[0]["timestamp_ms"] >= 7 * 86_400_000
+    h.deploy(v1)
+    h.signal("go", "late")  # a message still tries it: clean now, it un-parks and completes
+    assert h.describe()["status"] == "COMPLETED"

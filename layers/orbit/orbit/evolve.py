@@ -355,13 +355,17 @@ def _progress(s: ExecutionState, e: E.ProgressRecorded, ts: int) -> None:
 
 
 def _parked(s: ExecutionState, e: E.ExecutionParked, ts: int) -> None:
+    if s.parked is None:
+        s.parked_since_ms = ts
     s.parked, s.parked_at_ms = e.error, ts
     if e.retry_at_ms is not None:
         s.wakeups[UNPARK_WAKE] = e.retry_at_ms
+    else:
+        s.wakeups.pop(UNPARK_WAKE, None)
 
 
 def _unparked(s: ExecutionState, e: E.ExecutionUnparked, ts: int) -> None:
-    s.parked, s.parked_at_ms = None, None
+    s.parked, s.parked_at_ms, s.parked_since_ms = None, None, None
     s.wakeups.pop(UNPARK_WAKE, None)
     if e.build:
         s.build = e.build

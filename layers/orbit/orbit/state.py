@@ -207,7 +207,8 @@ class ExecutionState:
     parked: TaskError | None = None
     continued_as: str | None = None
     # Added with safe deploys and the continue-as-new hand-over; left out of snapshots while empty.
-    parked_at_ms: int | None = None
+    parked_at_ms: int | None = None  # the last ExecutionParked
+    parked_since_ms: int | None = None  # the first one since the execution last ran
     continued_from: str | None = None
     idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
     patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
@@ -321,7 +322,7 @@ class ExecutionState:
         }
 
 
-_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "continued_from", "idle_hops", "patches"})
+_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches"})
 
 
 def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:

@@ -10,9 +10,11 @@ clean (a deploy brought compatible code back, or the bug was fixed) it records
 arrived while it was parked is handled then.
 
 Nothing else would wake a parked execution after a deploy, so each park
-arms a retry: one minute after parking, then doubling up to an hour. A retry
-that still diverges records `ExecutionParked` again (with the divergence seen
-now and the next retry time): at most about 30 events a day.
+arms a retry: one minute after parking, then doubling up to an hour, for
+RETRY_WINDOW_MS (7 days) after it parked; later only a message or `orbit
+unpark` tries it again (a simulated or local run does not spin on it forever).
+A retry that still diverges records `ExecutionParked` again (with the divergence
+seen now and the next retry time): at most about 30 events a day, ~180 in all.
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ from orbit.state import UNPARK_WAKE, ExecutionState
 
 FIRST_RETRY_MS = 60_000
 MAX_RETRY_MS = 3_600_000
+RETRY_WINDOW_MS = 7 * 86_400_000
 
 
-def next_retry_ms(state: ExecutionState, now_ms: int, reset: bool = False) -> int:
-    """When to try a parked execution again: the last interval doubled, within [1 min, 1 h]."""
+def next_retry_ms(state: ExecutionState, now_ms: int, reset: bool = False) -> int | None:
+    """When to try a parked execution again: the last interval doubled, within [1 min, 1 h];
+    None once it has been parked for RETRY_WINDOW_MS (`orbit unpark` still tries, and once more a minute later)."""
+    if reset:
+        return now_ms + FIRST_RETRY_MS
+    since = state.parked_since_ms if state.parked is not None else now_ms
+    if since is not None and now_ms - since >= RETRY_WINDOW_MS:
+        return None
     last = state.wakeups.get(UNPARK_WAKE)
     prev = last - state.parked_at_ms if last is not None and state.parked_at_ms is not None else 0
-    interval = FIRST_RETRY_MS if reset else min(MAX_RETRY_MS, max(FIRST_RETRY_MS, 2 * prev))
-    return now_ms + interval
+    return now_ms + min(MAX_RETRY_MS, max(FIRST_RETRY_MS, 2 * prev))
 
 
 def park(ctx: Ctx, error: TaskError) -> None:
