@@ -82,7 +82,8 @@ def test_unpark_answers_202_for_a_parked_execution_and_409_or_404_otherwise() ->
     parks = [e for e in sim.history("stuck") if e["type"] == "ExecutionParked"]
     assert len(parks) == 2  # tried at once; still diverging, so parked again with a fresh retry
     status, body = handle_request(sim.engine, "POST", "/executions/done/unpark")
-    assert status == 409 and body["error"]["message"].endswith("has already ended (COMPLETED); nothing to un-park")
+    assert status == 409
+    assert body["error"]["message"].endswith("has already ended (COMPLETED); nothing to un-park")
     status, body = handle_request(sim.engine, "POST", "/executions/nobody/unpark")
     assert status == 404
     runs = sim_with({"w": {"wait_for": "go"}})

@@ -31,7 +31,8 @@ RETRY_WINDOW_MS = 7 * 86_400_000
 
 def next_retry_ms(state: ExecutionState, now_ms: int, reset: bool = False) -> int | None:
     """When to try a parked execution again: the last interval doubled, within [1 min, 1 h];
-    None once it has been parked for RETRY_WINDOW_MS (`orbit unpark` still tries, and once more a minute later)."""
+    None once it has been parked for RETRY_WINDOW_MS (`orbit unpark` still tries, and once more
+    a minute later)."""
     if reset:
         return now_ms + FIRST_RETRY_MS
     since = state.parked_since_ms if state.parked is not None else now_ms
