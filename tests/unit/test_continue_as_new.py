@@ -87,3 +87,25 @@ def test_a_run_with_a_durable_call_resets_the_hop_count():
     h.start("can-busy", 0)
     h.run()
     assert h.describe("ex-1~25")["output"] == 25
+
+
+def test_a_signal_decided_after_the_run_continued_goes_on_to_the_successor_once():
+    @workflow("can-late", registry=REG)
+    def wf(ctx, input):
+        if input == 0:
+            ctx.sleep("1m")
+            ctx.continue_as_new(1)
+        return ctx.wait_for("go")
+
+    h = Harness(wf)
+    h.start("can-late", 0)
+    h.advance(60_000)
+    h.run_until_idle()
+    assert h.describe()["continued_to"] == "ex-1~1"
+    late = {"kind": "signal", "execution_id": "ex-1", "id": "sig-late", "name": "go", "payload": "late"}
+    h.engine.handle(late)  # accepted while the run was running, decided after it continued
+    h.engine.handle(late)  # and delivered twice: forwarded twice, recorded once
+    h.run_until_idle()
+    assert "SignalReceived" not in h.types("ex-1")
+    assert h.describe("ex-1~1")["output"] == "late"
+    assert [e["type"] for e in h.history("ex-1~1")].count("SignalReceived") == 1

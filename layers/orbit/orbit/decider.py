@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orbit.effects import ArmTimer
+from orbit.effects import ArmTimer, ForwardSignal
 from orbit.engine.abort import compensation_unanswered, progress_abort
 from orbit.engine.context import Ctx, Decision
 from orbit.engine.execute import create_hook, execute
@@ -131,6 +131,8 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
         if isinstance(m, ResultMessage):  # evidence of a late answer, never applied
             outcome = "succeeded" if m.error is None else f"failed:{m.error.code}"
             ctx.emit(StaleResultIgnored(m.unit, m.token, outcome))
+        elif isinstance(m, SignalMessage) and s.continued_as:  # sent before the run continued
+            ctx.effect(ForwardSignal(s.continued_as, m.id, m.name, m.payload))
         return
     if isinstance(m, ResultMessage):
         result(ctx, m.unit, m.token, m.output, m.error)

@@ -120,6 +120,18 @@ class ContinueExecution(Effect):
     idle_hops: int | None = None  # see WorkflowCreated.idle_hops
 
 
+@dataclass(frozen=True)
+class ForwardSignal(Effect):
+    """A signal that reached a run after it continued as new goes on to its successor, under the
+    same message id (the successor records it once however often it is forwarded)."""
+
+    KIND: ClassVar[str] = "forward_signal"
+    execution_id: str
+    message_id: str
+    name: str
+    payload: JSON = None
+
+
 EFFECT_TYPES: dict[str, type[Effect]] = registry(
     "KIND",
     DispatchTask,
@@ -130,6 +142,7 @@ EFFECT_TYPES: dict[str, type[Effect]] = registry(
     NotifyParent,
     RegisterHook,
     ContinueExecution,
+    ForwardSignal,
 )
 
 

@@ -28,6 +28,7 @@ from orbit.effects import (
     ContinueExecution,
     DispatchTask,
     Effect,
+    ForwardSignal,
     NotifyParent,
     RegisterHook,
     StartChild,
@@ -333,6 +334,9 @@ class Engine(EngineApi):
                 if e.idle_hops:
                     body["idle_hops"] = e.idle_hops
                 self.queues.send_decision(body)
+            elif isinstance(e, ForwardSignal):
+                self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
+                                           "id": e.message_id, "name": e.name, "payload": e.payload})
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
                     {
