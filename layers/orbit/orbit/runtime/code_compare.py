@@ -65,6 +65,31 @@ def differences(recorded: dict[str, Any], requested: dict[str, Any]) -> list[str
     return out
 
 
+def value_differences(u: UnitState, command: C.Command, hooks: dict[str, Any]) -> dict[str, Any] | None:
+    """`{field: {recorded, requested}}` for the compared values of `command` that differ from
+    what `u` recorded, as details show them; None when they all match."""
+    have, want = recorded_values(u), requested_values(command)
+    fields = differences(have, want)
+    if not fields:
+        return None
+    tokens = hook_tokens(hooks)
+    return {f: {"recorded": shown(f, have[f], tokens), "requested": shown(f, want[f], tokens)}
+            for f in fields}
+
+
+def items_differences(recorded: Any, items: list[Any], hooks: dict[str, Any]) -> dict[str, Any] | None:
+    """The same for a map's items (recorded by its StepFanOut)."""
+    if not isinstance(recorded, list) or recorded == items:
+        return None
+    tokens = hook_tokens(hooks)
+    return {"items": {"recorded": shown("input", recorded, tokens),
+                      "requested": shown("input", items, tokens)}}
+
+
+def hook_tokens(hooks: dict[str, Any]) -> list[str]:
+    return [str(h.get("token") or "") for h in hooks.values()]
+
+
 def shown(key: str, value: Any, tokens: list[str]) -> Any:
     """A difference as details show it: inputs by hash and a redacted preview, others as they are."""
     if key != "input":

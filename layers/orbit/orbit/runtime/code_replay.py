@@ -27,7 +27,7 @@ from typing import Any
 
 from orbit.events import TaskError
 from orbit.runtime import commands as C
-from orbit.runtime.code_compare import differences, recorded_values, requested_values, shown
+from orbit.runtime.code_compare import items_differences, value_differences
 from orbit.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
 from orbit.runtime.code_specs import Step, as_json
 from orbit.state import CANCELLED, FAILED, SKIPPED, SUCCEEDED, ExecutionState, UnitState, parse_key
@@ -139,14 +139,8 @@ class Replay:
         if (u.kind and u.kind != requested["kind"]) or (task and u.task and u.task != task) or \
                 (requested.get("signal") and u.signal != requested["signal"]):
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id)
-        if command is None:
-            return
-        have, want = recorded_values(u), requested_values(command)
-        fields = differences(have, want)
-        if fields:
-            tokens = [str(h.get("token") or "") for h in self.state.hooks.values()]
-            differs = {f: {"recorded": shown(f, have[f], tokens), "requested": shown(f, want[f], tokens)}
-                       for f in fields}
+        differs = value_differences(u, command, self.state.hooks) if command is not None else None
+        if differs:
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id, differs)
 
     def check_finished(self) -> None:
@@ -316,10 +310,9 @@ class Replay:
     def _check_map(self, position: int, base: str, parent: UnitState, spec: Step, items: list[Any],
                    requested: dict[str, Any]) -> None:
         """A recorded map must have the same items, and its elements the same task and policy."""
-        if isinstance(parent.input, list) and parent.input != as_json(items, f"the items of map {base!r}"):
-            tokens = [str(h.get("token") or "") for h in self.state.hooks.values()]
-            differs = {"items": {"recorded": shown("input", parent.input, tokens),
-                                 "requested": shown("input", items, tokens)}}
+        want = as_json(items, f"the items of map {base!r}")
+        differs = items_differences(parent.input, want, self.state.hooks)
+        if differs:
             raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
         key = f"{base}[0]"
         first = self.state.units.get(key)
@@ -365,25 +358,9 @@ class Replay:
             self._wait([C.CreateHook(name)])
 
     def patched(self, change_id: str, deprecated: bool = False) -> bool:
-        """True where the run reaches this point on code that has the change (a marker is recorded),
-        or history has the marker; False where history went past this point without it.
-        Markers take no position, so the calls after them keep their unit keys."""
-        if change_id in self.state.patches or change_id in self.marked:
-            return True
-        later = [p for p in self.index if p > self.position]
-        if later:
-            if deprecated:
-                p = min(later)
-                key = self.index[p]
-                u = self.state.units.get(key)
-                recorded = _recorded(key, u) if u else _describe("unit", key)
-                raise non_determinism(p, recorded, _describe("deprecate_patch", f"patch({change_id})"),
-                                      self.execution_id)
-            return False
-        self.marked.add(change_id)
-        self.emitted_patches.append(change_id)
-        self.outbox.append(C.MarkPatch(change_id, self.position))
-        return True
+        from orbit.runtime.code_patches import patched
+
+        return patched(self, change_id, deprecated)
 
     def progress(self, data: Any) -> None:
         # The engine records progress only when it differs from the current value; count the same way.
