@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 GOLDEN = "tests/golden/code"
 CODE = ("--workflows", "tests/golden/code/workflows.py", "--workflows", "examples/code/order_saga.py")
 
@@ -56,3 +58,52 @@ def test_a_file_that_is_not_a_history_is_refused_in_one_line(cli, tmp_path):
     assert res.returncode == 1 and "--workflows FILE is required" in res.stderr
     res = cli("replay", "--file", f"{GOLDEN}/tour.json", "--workflows", "examples/code/order_saga.py")
     assert res.returncode == 1 and "which no --workflows file has" in res.stderr
+
+
+@pytest.fixture
+def api():
+    """The real API router over an in-memory engine, on loopback: one execution parked."""
+    from orbit.api import handle_request
+    from orbit.events import TaskError
+    from orbit.runtime.commands import Park
+
+    from tests.e2e.http_servers import Quiet, serve
+    from tests.unit.dsl_harness import sim_with
+    from tests.unit.test_engine_service import CodeLike, ScriptedRuntime
+
+    sim = sim_with({"a": {"compute": "{% 1 %}"}})
+    sim.start("wf", {}, id="done")
+    sim.register(CodeLike("k", ScriptedRuntime([Park(TaskError("NON_DETERMINISM", "x", False))])))
+    sim.start("k", {}, id="stuck")
+    sim.run_until_idle()
+
+    class Api(Quiet):
+        def _answer(self):
+            path, _, query = self.path.partition("?")
+            status, body = handle_request(sim.engine, self.command, path, self.read_body() or None,
+                                          dict(p.split("=", 1) for p in query.split("&") if "=" in p))
+            self.reply(status, json.dumps(body).encode())
+
+        do_GET = do_POST = _answer  # noqa: N815
+
+    with serve(Api) as url:
+        yield url, sim
+
+
+def test_unpark_through_the_api(cli, api):
+    url, sim = api
+    res = cli("unpark", "stuck", "--url", url)
+    assert res.returncode == 0 and "un-park requested for stuck" in res.stdout, res.stderr
+    sim.run_until_idle()
+    assert [e["type"] for e in sim.history("stuck")].count("ExecutionParked") == 2
+    for eid, expect in (("done", "has already ended (COMPLETED)"), ("nobody", "HTTP 404")):
+        res = cli("unpark", eid, "--url", url)
+        assert res.returncode == 1 and expect in res.stderr and "Traceback" not in res.stderr
+
+
+def test_replay_reads_histories_from_the_api(cli, api, tmp_path):
+    url, sim = api
+    (tmp_path / "wf.yaml").write_text(json.dumps({"orbit": 1, "name": "wf", "version": "1",
+                                                  "steps": {"a": {"compute": "{% 1 %}"}}}))
+    res = cli("replay", "done", "--url", url, "--workflows", str(tmp_path / "wf.yaml"))
+    assert res.returncode == 0 and "done: ok (" in res.stdout, res.stdout + res.stderr
