@@ -135,3 +135,31 @@ def _registry():
     from orbit.workflow import CodeRegistry
 
     return CodeRegistry()
+
+
+def patched_v2(ctx, input):
+    a = ctx.step("deploye2e.first", input)
+    if ctx.patched("extra-second"):
+        ctx.step("deploye2e.second", "patched")
+    go = ctx.wait_for("go")
+    b = ctx.step("deploye2e.second", go)
+    return [a, b]
+
+
+def test_a_patch_before_a_point_old_runs_passed_is_skipped_by_them_and_taken_by_new_runs(stack):
+    stack.deploy(_unregistered(v1))
+    old = stack.start("deploye2e", {"n": 4})
+    stack.run_until_idle()
+    stack.deploy(_unregistered(patched_v2))
+    new = stack.start("deploye2e", {"n": 5})
+    stack.run_until_idle()
+    CALLS.clear()
+    for eid in (old, new):
+        stack.signal(eid, "go", eid)
+        assert stack.run_until_done(eid)["status"] == "COMPLETED"
+    assert list(stack.describe(old)["steps"]) == ["1.deploye2e.first", "2.wait_for(go)", "3.deploye2e.second"]
+    assert list(stack.describe(new)["steps"]) == ["1.deploye2e.first", "2.deploye2e.second",
+                                                  "3.wait_for(go)", "4.deploye2e.second"]
+    assert "PatchMarked" in [e["type"] for e in stack.history(new)]
+    assert "PatchMarked" not in [e["type"] for e in stack.history(old)]
+    assert CALLS == ["second", "second"]  # after the signal: each run's last step, once
