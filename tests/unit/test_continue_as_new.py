@@ -109,3 +109,19 @@ def test_a_signal_decided_after_the_run_continued_goes_on_to_the_successor_once(
     assert "SignalReceived" not in h.types("ex-1")
     assert h.describe("ex-1~1")["output"] == "late"
     assert [e["type"] for e in h.history("ex-1~1")].count("SignalReceived") == 1
+
+
+def test_a_signal_to_a_run_that_continued_is_refused_naming_its_successor():
+    import pytest
+    from orbit.errors import ExecutionEnded
+
+    @workflow("can-refused", registry=REG)
+    def wf(ctx, input):
+        if input == 0:
+            ctx.continue_as_new(1)
+        return ctx.wait_for("go")
+
+    h = Harness(wf)
+    h.start("can-refused", 0)
+    with pytest.raises(ExecutionEnded, match="continued as new as 'ex-1~1': send it there"):
+        h.signal("go", 1)
