@@ -165,7 +165,8 @@ class EngineApi:
 def _check_running(state: ExecutionState, action: str) -> None:
     # An ended execution ignores signals, hooks and cancels: say so instead of accepting them.
     if state.status in TERMINAL_WORKFLOW:
-        later = f" (it continued as new as {state.continued_as!r}: send it there)" if state.continued_as else ""
+        nxt = state.continued_as
+        later = f" (it continued as new as {nxt!r}: send it there)" if nxt else ""
         raise ExecutionEnded(state.id, state.status, action + later)
 
 
