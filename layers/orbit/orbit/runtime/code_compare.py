@@ -16,10 +16,32 @@ import json
 from typing import Any
 
 from orbit.runtime import commands as C
+from orbit.runtime.code_specs import optional_ms, retry_policy
 from orbit.state import UnitState
 
 PREVIEW_CHARS = 200
 REDACTED = "<hook token>"
+
+
+DEFAULT_RETRY = C.RetryPolicy().to_dict()
+
+
+def step_values(spec: Any, input: Any, u: UnitState | None = None) -> dict[str, Any] | None:
+    """The compared values of a step call, without building its command (replay runs this for
+    every recorded step; the input is normalised to JSON only if it differs as given). None when
+    `u` is given and plainly the same call (defaults everywhere, the same input): the common case,
+    checked without building anything."""
+    if u is not None and spec.retry is None and spec.timeout is None and spec.queue_timeout is None \
+            and spec.heartbeat_timeout is None and u.timeout_ms is None and u.queue_timeout_ms is None \
+            and u.heartbeat_timeout_ms is None and (u.retry is None or u.retry == DEFAULT_RETRY) \
+            and (u.input is input or u.input == input):
+        return None
+    return {"task": spec.task, "input": input,
+            "retry": DEFAULT_RETRY if spec.retry is None else retry_policy(spec.retry).to_dict(),
+            "timeout_ms": optional_ms(spec.timeout, f"step {spec.task!r} timeout"),
+            "queue_timeout_ms": optional_ms(spec.queue_timeout, f"step {spec.task!r} queue_timeout"),
+            "heartbeat_timeout_ms": optional_ms(spec.heartbeat_timeout,
+                                                f"step {spec.task!r} heartbeat_timeout")}
 
 
 def requested_values(cmd: C.Command | None) -> dict[str, Any]:
@@ -41,8 +63,7 @@ def requested_values(cmd: C.Command | None) -> dict[str, Any]:
 def recorded_values(u: UnitState) -> dict[str, Any]:
     """The same values as history recorded them (only what the unit's events carry)."""
     if u.kind in ("task", "http"):
-        return {"task": u.task, "input": u.input,
-                "retry": C.RetryPolicy.of(u.retry).to_dict() if u.retry is not None else None,
+        return {"task": u.task, "input": u.input, "retry": u.retry,
                 "timeout_ms": u.timeout_ms, "queue_timeout_ms": u.queue_timeout_ms,
                 "heartbeat_timeout_ms": u.heartbeat_timeout_ms}
     if u.kind == "sleep":
@@ -58,17 +79,30 @@ def differences(recorded: dict[str, Any], requested: dict[str, Any]) -> list[str
     """Names of the compared values that differ (a value history did not record is not compared)."""
     out = []
     for key, want in requested.items():
-        if key not in recorded or (key == "retry" and recorded[key] is None):
+        have = recorded.get(key)
+        if key not in recorded or (key == "retry" and have is None) or have == want:
             continue
-        if recorded[key] != want:
-            out.append(key)
+        if key == "input" and have == _json(want):
+            continue  # the same JSON (a tuple given where history holds a list)
+        if key == "retry" and C.RetryPolicy.of(have).to_dict() == C.RetryPolicy.of(want).to_dict():
+            continue  # the same policy, recorded by an older version in another shape
+        out.append(key)
     return out
 
 
-def value_differences(u: UnitState, command: C.Command, hooks: dict[str, Any]) -> dict[str, Any] | None:
-    """`{field: {recorded, requested}}` for the compared values of `command` that differ from
-    what `u` recorded, as details show them; None when they all match."""
-    have, want = recorded_values(u), requested_values(command)
+def _json(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return value
+
+
+def value_differences(u: UnitState, command: C.Command | dict[str, Any],
+                      hooks: dict[str, Any]) -> dict[str, Any] | None:
+    """`{field: {recorded, requested}}` for the compared values of `command` (or the values
+    themselves) that differ from what `u` recorded, as details show them; None when all match."""
+    have = recorded_values(u)
+    want = command if isinstance(command, dict) else requested_values(command)
     fields = differences(have, want)
     if not fields:
         return None

@@ -27,7 +27,7 @@ from typing import Any
 
 from orbit.events import TaskError
 from orbit.runtime import commands as C
-from orbit.runtime.code_compare import items_differences, value_differences
+from orbit.runtime.code_compare import items_differences, step_values, value_differences
 from orbit.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
 from orbit.runtime.code_specs import Step, as_json
 from orbit.state import CANCELLED, FAILED, SKIPPED, SUCCEEDED, ExecutionState, UnitState, parse_key
@@ -132,7 +132,7 @@ class Replay:
             raise non_determinism(position, recorded, requested, self.execution_id)
 
     def _check_present(self, position: int, key: str, u: UnitState, requested: dict[str, Any],
-                       command: C.Command | None = None) -> None:
+                       command: C.Command | dict[str, Any] | None = None) -> None:
         """The recorded unit must be the same call: kind and name, then (given the `command` the
         call would issue) every value that matters (`code_compare`)."""
         task = requested.get("task") or requested.get("workflow")
@@ -198,6 +198,7 @@ class Replay:
 
     # -- single-unit calls -----------------------------------------------------------------
     def await_unit(self, kind: str, label: str, make: Callable[[str], C.Command], fail_run: bool,
+                   values: Callable[[UnitState], dict[str, Any] | None] | None = None,
                    **names: Any) -> Any:
         """Resolve one call backed by one unit (step, sleep, wait_for, child)."""
         position = self.next_position()
@@ -213,7 +214,8 @@ class Replay:
                 self._wait([make(key)])
                 compared = True  # issued by this very code
                 continue
-            self._check_present(position, key, u, requested, None if compared else make(key))
+            self._check_present(position, key, u, requested,
+                                None if compared else values(u) if values else make(key))
             compared = True
             if u.terminal:
                 return self._ended(key, u, fail_run)
@@ -221,7 +223,8 @@ class Replay:
 
     def step(self, spec: Step) -> Any:
         output = self.await_unit("task", spec.label, lambda key: C.ScheduleStep(spec.command(key)),
-                                 spec.on_exhausted == C.FAIL_RUN, task=spec.task)
+                                 spec.on_exhausted == C.FAIL_RUN,
+                                 lambda u: step_values(spec, spec.input, u), task=spec.task)
         self._compensable(f"{self.position}.{spec.label}", spec, output)
         return output
 
@@ -248,7 +251,7 @@ class Replay:
                     fresh = i not in compared
                     compared.add(i)
                     self._check_present(first + i, key, u, requested,
-                                        C.ScheduleStep(spec.command(key)) if fresh else None)
+                                        step_values(spec, spec.input, u) if fresh else None)
             if absent:
                 self._maybe_deliver_cancel()
                 for i in absent:
@@ -318,7 +321,7 @@ class Replay:
         first = self.state.units.get(key)
         if first is not None and items:
             self._check_present(position, key, first, _describe("task", key, task=spec.task),
-                                C.ScheduleStep(spec.command(key, items[0])))
+                                step_values(spec, items[0], first))
 
     def _map_progress(self, base: str, spec: Step, total: int, limit: int, tolerated: int) -> list[C.Command]:
         """Commands that move a running map on: finish it, fail it, or schedule more elements."""
