@@ -63,9 +63,9 @@ def test_a_file_that_is_not_a_history_is_refused_in_one_line(cli, tmp_path):
 @pytest.fixture
 def api():
     """The real API router over an in-memory engine, on loopback: one execution parked."""
-    from orbit.api import handle_request
-    from orbit.events import TaskError
-    from orbit.runtime.commands import Park
+    from orbit.core.history.events import TaskError
+    from orbit.core.runtime.commands import Park
+    from orbit.service.http import handle_request
 
     from tests.e2e.http_servers import Quiet, serve
     from tests.unit.dsl_harness import sim_with

@@ -1,8 +1,9 @@
-"""The HTTP routing of `orbit.api` over an in-memory engine: answers a user sees from `orbit dev` and AWS."""
+"""The HTTP routing of `orbit.service.http`
+over an in-memory engine: answers a user sees from `orbit dev` and AWS."""
 
 from __future__ import annotations
 
-from orbit.api import handle_request
+from orbit.service.http import handle_request
 
 from tests.unit.dsl_harness import definition, sim_with
 
@@ -65,8 +66,8 @@ def test_start_with_an_existing_id_and_another_version_is_a_409_naming_both() ->
 
 
 def test_unpark_answers_202_for_a_parked_execution_and_409_or_404_otherwise() -> None:
-    from orbit.events import TaskError
-    from orbit.runtime.commands import Park
+    from orbit.core.history.events import TaskError
+    from orbit.core.runtime.commands import Park
 
     from tests.unit.test_engine_service import CodeLike, ScriptedRuntime
 

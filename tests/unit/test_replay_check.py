@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orbit.testing
 import pytest
-from orbit.definition import parse_definition
+from orbit.core.definition import parse_definition
 from orbit.errors import ValidationError
 from orbit.testing.replay import ReplayDiverged
 from orbit.workflow import CodeRegistry, workflow

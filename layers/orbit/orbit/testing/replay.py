@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orbit.core.runtime.replay_check import Divergence, find_divergence, parse_history
 from orbit.errors import NonDeterminismError, ValidationError
-from orbit.runtime.replay_check import Divergence, find_divergence, parse_history
 
 
 class ReplayDiverged(NonDeterminismError):
