@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from orbit.core.decider.decide import decide
@@ -25,6 +26,7 @@ from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
     CancelTask,
+    ContinueDecision,
     ContinueExecution,
     DispatchTask,
     Effect,
@@ -38,6 +40,7 @@ from orbit.core.history.messages import CancelMessage, Message, StartMessage, me
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import ExecutionState, remember_inbound
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -71,8 +74,10 @@ class Engine(EngineApi):
         ids: IdSource,
         snapshot_every: int = 100,
         cache_size: int = 512,
+        backoff: Callable[[int], None] = sleep_after_conflict,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
+        self.backoff = backoff  # called with the attempt number after each lost commit race
         self.registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
         # execution id -> (state, commits since its snapshot)
@@ -160,12 +165,14 @@ class Engine(EngineApi):
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
         assume_new = all(isinstance(m, StartMessage) for m in msgs)
-        for _ in range(MAX_CONFLICT_RETRIES):
+        for attempt in range(MAX_CONFLICT_RETRIES):
             try:
                 self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
                 return
             except ConflictError:
                 self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
+                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
                 assume_new = False
             except BaseException:
                 self._cache.pop(eid, None)
@@ -347,6 +354,10 @@ class Engine(EngineApi):
                         "force": False,
                         "parent_id": eid,
                     }
+                )
+            elif isinstance(e, ContinueDecision):
+                self.queues.send_decision(
+                    {"kind": "wake", "execution_id": e.execution_id, "id": e.message_id}
                 )
             elif isinstance(e, NotifyParent):
                 self.queues.send_decision(

@@ -23,7 +23,8 @@ from orbit.core.decider.execute import create_hook, execute
 from orbit.core.decider.parking import try_unpark
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
-from orbit.core.history.effects import ArmTimer, ForwardSignal
+from orbit.core.definition.expression_budget import spent_steps
+from orbit.core.history.effects import ArmTimer, ContinueDecision, ForwardSignal
 from orbit.core.history.events import (
     CANCELLED,
     WORKFLOW_TIMEOUT,
@@ -53,7 +54,15 @@ from orbit.core.runtime.commands import Runtime
 
 __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
 
-MAX_ROUNDS = 10_000
+# One decision's budget. A decision that reaches either stops between two rounds (a state any
+# round could have left) and sends itself a continuation (ContinueDecision): a long chain of
+# compute steps runs as a series of bounded decisions, each well inside the decider's Lambda
+# timeout and each commit a bounded size, instead of one decision that never ends.
+MAX_ROUNDS = 500
+MAX_DECISION_EVENTS = 2_000
+# Expression evaluation steps one decision may spend before it continues in the next (each
+# expression has its own budget too: docs/limits.md). Counted, so replays stop at the same place.
+MAX_DECISION_STEPS = 500_000
 RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
 
 
@@ -78,8 +87,8 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
         return ctx.decision
     else:
         _inbound(ctx, inbound)
-    if not state.terminal:
-        _fixpoint(ctx, isinstance(inbound, UnparkMessage))
+    if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage)):
+        ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage))):
@@ -180,14 +189,18 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> None:
+def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> bool:
+    """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
+    spent_before = spent_steps()
     for _ in range(MAX_ROUNDS):
+        if ctx.event_count >= MAX_DECISION_EVENTS or spent_steps() - spent_before > MAX_DECISION_STEPS:
+            return False
         before = ctx.event_count
         progress_abort(ctx)
         if s.terminal:
-            return
+            return True
         runtime = runtime or runtime_for(ctx.workflow)
         commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
         if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
@@ -196,11 +209,12 @@ def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> None:
         if commands is not None:
             execute(ctx, commands)
             if s.terminal:
-                return
+                return True
             if ctx.event_count == before and s.status == COMPENSATING:
                 compensation_unanswered(ctx)
         if ctx.event_count == before:
-            return
+            return True
+    return False
 
 
 def workflow_build(workflow: Any) -> str:
