@@ -86,3 +86,33 @@ def test_console_reads_counts_workflows_sources_and_list_filters() -> None:
     assert status == 200 and body["executions"] == []
     status, body = handle_request(sim.engine, "GET", "/executions", query={"started_after": "x"})
     assert status == 400 and body["error"]["problems"][0]["path"] == "query.started_after"
+
+
+def test_unpark_answers_202_for_a_parked_execution_and_409_or_404_otherwise() -> None:
+    from orbit.core.history.events import TaskError
+    from orbit.core.runtime.commands import Park
+
+    from tests.unit.test_engine_service import CodeLike, ScriptedRuntime
+
+    sim = sim_with({"a": {"compute": "{% 1 %}"}})
+    sim.start("wf", {}, id="done")
+    sim.run_until_idle()
+    sim.register(CodeLike("k", ScriptedRuntime([Park(TaskError("NON_DETERMINISM", "x", False))])))
+    sim.start("k", {}, id="stuck")
+    sim.run_until_idle()
+    status, body = handle_request(sim.engine, "POST", "/executions/stuck/unpark")
+    assert status == 202 and body["id"].startswith("unpark:")
+    sim.run_until_idle()
+    parks = [e for e in sim.history("stuck") if e["type"] == "ExecutionParked"]
+    assert len(parks) == 2  # tried at once; still diverging, so parked again with a fresh retry
+    status, body = handle_request(sim.engine, "POST", "/executions/done/unpark")
+    assert status == 409
+    assert body["error"]["message"].endswith("has already ended (COMPLETED); nothing to un-park")
+    status, body = handle_request(sim.engine, "POST", "/executions/nobody/unpark")
+    assert status == 404
+    runs = sim_with({"w": {"wait_for": "go"}})
+    runs.start("wf", {}, id="e1")
+    runs.run_until_idle()
+    status, body = handle_request(runs.engine, "POST", "/executions/e1/unpark")
+    assert status == 409 and "is not parked (RUNNING)" in body["error"]["message"]
+    assert [e["type"] for e in runs.history("e1")][-1] == "WaitStarted"  # nothing was recorded

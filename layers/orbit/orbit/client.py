@@ -173,6 +173,10 @@ class Client:
         path = f"/executions/{_q(execution_id)}/queries/{_q(name)}"
         return self._call("POST", path, {"input": input})["result"]
 
+    def unpark(self, execution_id: str) -> dict[str, Any]:
+        """Try a parked execution again now (HTTP 409 when it is not parked or has ended)."""
+        return self._call("POST", f"/executions/{_q(execution_id)}/unpark", {})
+
     def list(
         self,
         workflow: str | None = None,

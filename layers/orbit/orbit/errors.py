@@ -102,3 +102,11 @@ class UnknownWorkflow(OrbitError):
 
 class ExpressionError(OrbitError):
     """A JSONata expression failed to parse or evaluate (step fails with EXPRESSION_ERROR)."""
+
+
+class NotParked(OrbitError):
+    """`unpark` for an execution that is not parked: there is nothing to try again."""
+
+    def __init__(self, execution_id: str, status: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r} is not parked ({status}); there is nothing to un-park")

@@ -6,10 +6,12 @@ A code workflow is a function `(ctx, input) -> output` that the code runtime
 (`orbit.core.runtime.code`) replays from history on every decision. Each
 registration carries a *build id*: the explicit `build=` or a hash of the
 function's source. An execution pins the build it started with
-(`WorkflowCreated.build`); a decider replays it only with that exact build, so
-editing a workflow's code never changes the meaning of executions already
-running. Several versions, and several builds of one version, live side by
-side in one registry; new executions take the most recently registered build.
+(`WorkflowCreated.build`). A decider that does not hold that build (a deploy
+replaced it) replays the history on the build it holds and switches to it only
+if every recorded call matches; otherwise the execution parks until compatible
+code is back (docs/evolution.md). An explicit `build=` pins exactly. Several
+versions, and several builds of one version, live side by side in one registry;
+new executions take the most recently registered build.
 """
 
 from __future__ import annotations

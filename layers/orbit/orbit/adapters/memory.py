@@ -265,6 +265,23 @@ class MemoryRegistry:
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
         self._latest[name] = version
 
+    def deploy(self, workflows: Any) -> None:
+        """Replace every code workflow held with `workflows`; definitions stay registered."""
+        for name in list(self._by):
+            for version in list(self._by[name]):
+                builds = self._by[name][version]
+                for build in [b for b, w in builds.items() if getattr(w, "kind", None) == "code"]:
+                    del builds[build]
+                if not builds:
+                    del self._by[name][version]
+            if not self._by[name]:
+                del self._by[name]
+                self._latest.pop(name, None)
+            elif self._latest.get(name) not in self._by[name]:
+                self._latest[name] = next(reversed(self._by[name]))
+        for wf in workflows:
+            self.register(wf)
+
     def get(self, name: str, version: str | None = None) -> Any:
         versions = self._by.get(name)
         if not versions:

@@ -185,6 +185,26 @@ class LocalStack(ScheduleOps):
     def cancel(self, id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(id, reason, force)
 
+    def unpark(self, id: str) -> str:
+        """Try a parked execution again now (it runs when the queues are pumped: `run_until_idle`)."""
+        return self.engine.unpark(id)
+
+    def deploy(self, *workflows: Any) -> list[str]:
+        """Replace the code builds the deciders hold with `workflows`, as a new Lambda deployment
+        does: every code workflow registered before is dropped (definitions stay registered),
+        and executions pinned to a dropped build replay on the new one at their next decision
+        (see docs/evolution.md). Returns the names deployed."""
+        from orbit.workflow import CodeWorkflow
+
+        bad = [w for w in workflows if not isinstance(w, CodeWorkflow)]
+        if bad:
+            raise OrbitError(f"deploy takes @orbit.workflow functions; got {bad[0]!r}")
+        from orbit.core.runtime.code import default_runtime
+
+        self.engine.registry.deploy(workflows)
+        default_runtime().forget()  # paused instances of the old builds go with the old code
+        return [w.name for w in workflows]
+
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:

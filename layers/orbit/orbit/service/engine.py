@@ -30,6 +30,7 @@ from orbit.core.history.effects import (
     ContinueExecution,
     DispatchTask,
     Effect,
+    ForwardSignal,
     NotifyParent,
     RegisterHook,
     StartChild,
@@ -350,6 +351,14 @@ class Engine(EngineApi):
         try:
             return self.registry.get_build(state.workflow, state.version, state.build)
         except (BuildMismatch, UnknownWorkflow) as e:
+            # A deploy replaced the code: the code runtime replays the history on the build this
+            # process holds and switches to it if it matches (definitions are never replaced).
+            try:
+                deployed = self.registry.get(state.workflow, state.version)
+            except (BuildMismatch, UnknownWorkflow):
+                deployed = None
+            if getattr(deployed, "kind", None) == "code":
+                return deployed
             return _Parker(str(e))
 
     # ---------------------------------------------------------------- effects
@@ -372,9 +381,16 @@ class Engine(EngineApi):
                     )
                 )
             elif isinstance(e, ContinueExecution):
-                self.queues.send_decision(
-                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
-                )
+                body = self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
+                body["continued_from"] = e.execution_id
+                if e.signals:
+                    body["signals"] = e.signals
+                if e.idle_hops:
+                    body["idle_hops"] = e.idle_hops
+                self.queues.send_decision(body)
+            elif isinstance(e, ForwardSignal):
+                self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
+                                           "id": e.message_id, "name": e.name, "payload": e.payload})
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
                     {

@@ -20,6 +20,7 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
+    POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
     /schedules...                             see orbit/service/http_schedules.py
@@ -28,7 +29,8 @@ Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel for an execution that has ended) and
+hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
+that is not parked) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -49,6 +51,7 @@ from orbit.errors import (
     ExecutionExists,
     HookAlreadyResumed,
     NotFound,
+    NotParked,
     OrbitError,
     PayloadRefused,
     UnknownWorkflow,
@@ -142,6 +145,8 @@ def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str
     from orbit.service.queries import run_query
 
     return 200, {"result": run_query(engine, eid, name, body.get("input"))}
+def _unpark(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 202, {"id": engine.unpark(eid)}
 
 
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
@@ -171,6 +176,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
     ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),
+    ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]
@@ -200,7 +206,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

@@ -13,7 +13,14 @@ from typing import Any
 from orbit.core.definition.model import Definition
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
-from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.errors import (
+    ExecutionEnded,
+    HookAlreadyResumed,
+    NotFound,
+    NotParked,
+    PayloadRefused,
+    ValidationError,
+)
 from orbit.service.catalog import CatalogApi, signal_schema
 from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 
@@ -165,6 +172,17 @@ class EngineApi(CatalogApi):
             }
         )
 
+    def unpark(self, execution_id: str) -> str:
+        """Try a parked execution again now, on the build the decider holds (it also un-parks by
+        itself on its next decision or retry timer). Returns the message id."""
+        state = self.load_state(execution_id)  # NotFound for an unknown id
+        _check_running(state, "nothing to un-park")
+        if state.parked is None:
+            raise NotParked(execution_id, state.status)
+        mid = f"unpark:{self.ids.token()}"
+        self.queues.send_decision({"kind": "unpark", "execution_id": execution_id, "id": mid})
+        return mid
+
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
         try:
             wf = self.registry.get_build(state.workflow, state.version, state.build)
@@ -228,7 +246,9 @@ def shown(event: dict[str, Any]) -> dict[str, Any]:
 def _check_running(state: ExecutionState, action: str) -> None:
     # An ended execution ignores signals, hooks and cancels: say so instead of accepting them.
     if state.status in TERMINAL_WORKFLOW:
-        raise ExecutionEnded(state.id, state.status, action)
+        nxt = state.continued_as
+        later = f" (it continued as new as {nxt!r}: send it there)" if nxt else ""
+        raise ExecutionEnded(state.id, state.status, action + later)
 
 
 def check_json(value: Any, path: str) -> None:

@@ -94,6 +94,10 @@ class DynamoRegistry:
             self._pointers[(name, f"V#{version}")] = (version, build, read_at)
             self._pointers[(name, "LATEST")] = (version, build, read_at)
 
+    def deploy(self, workflows: Any) -> None:
+        """Replace the code workflows this process holds (definitions stay registered)."""
+        self.code.replace(workflows)
+
     def get(self, name: str, version: str | None = None) -> Any:
         if self.code.find(name, version) is not None:
             return self.code.get(name, version)

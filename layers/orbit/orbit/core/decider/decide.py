@@ -21,10 +21,11 @@ from typing import Any
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
+from orbit.core.decider.parking import try_unpark
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
 from orbit.core.definition.expression_budget import spent_steps
-from orbit.core.history.effects import ArmTimer, ContinueDecision
+from orbit.core.history.effects import ArmTimer, ContinueDecision, ForwardSignal
 from orbit.core.history.events import (
     CANCELLED,
     WORKFLOW_TIMEOUT,
@@ -46,6 +47,7 @@ from orbit.core.history.messages import (
     SignalMessage,
     StartedMessage,
     StartMessage,
+    UnparkMessage,
     WakeMessage,
 )
 from orbit.core.history.state import COMPENSATING, ExecutionState
@@ -87,7 +89,7 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
         return ctx.decision
     else:
         _inbound(ctx, inbound)
-    if not state.terminal and not _fixpoint(ctx):
+    if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage)):
         ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
@@ -121,11 +123,16 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
             parent=m.parent,
             build=build,
             execution_id=ctx.state.id,
+            continued_from=m.continued_from,
+            idle_hops=m.idle_hops,
         )
     )
     ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))
     for name in sorted(getattr(wf, "signals", None) or {}):
         create_hook(ctx, name)
+    for sig in m.signals or []:  # handed over by the previous run, in the order they arrived
+        if isinstance(sig, dict) and isinstance(sig.get("name"), str) and sig["name"]:
+            ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))
 
 
 def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per message kind
@@ -134,6 +141,8 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
         if isinstance(m, ResultMessage):  # evidence of a late answer, never applied
             outcome = "succeeded" if m.error is None else f"failed:{m.error.code}"
             ctx.emit(StaleResultIgnored(m.unit, m.token, outcome))
+        elif isinstance(m, SignalMessage) and s.continued_as:  # sent before the run continued
+            ctx.effect(ForwardSignal(s.continued_as, m.id, m.name, m.payload))
         return
     m = _storable_inbound(m)
     if isinstance(m, ResultMessage):
@@ -201,7 +210,7 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx) -> bool:
+def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> bool:
     """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
@@ -213,9 +222,13 @@ def _fixpoint(ctx: Ctx) -> bool:
         progress_abort(ctx)
         if s.terminal:
             return True
-        if s.parked is None:
-            runtime = runtime or runtime_for(ctx.workflow)
-            execute(ctx, runtime.run(ctx.workflow, s, ctx.now))
+        runtime = runtime or runtime_for(ctx.workflow)
+        commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
+        if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
+            commands = try_unpark(ctx, commands or [], retry_asked)
+            retry_asked = False
+        if commands is not None:
+            execute(ctx, commands)
             if s.terminal:
                 return True
             if ctx.event_count == before and s.status == COMPENSATING:

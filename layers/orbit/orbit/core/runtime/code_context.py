@@ -158,6 +158,27 @@ class WorkflowContext:
         return self._replay.await_unit("workflow", f"child({workflow})", command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
 
+    # -- changing code that runs ------------------------------------------------------------
+    def patched(self, change_id: str) -> bool:
+        """Branch for a change to code that executions already run (see docs/evolution.md).
+
+        True in a run that reaches this point on code that has the change (a marker is recorded,
+        so it stays True on every replay); False when replaying a run that went past this point
+        on the old code (no marker). `if ctx.patched("x"): new() else: old()`.
+        """
+        if not isinstance(change_id, str) or not change_id:
+            raise TypeError(f"patched needs a change id (non-empty string), got {change_id!r}")
+        return self._replay.patched(change_id)
+
+    def deprecate_patch(self, change_id: str) -> None:
+        """The clean-up deploy of a patch, once no run that took the old path is left: the code
+        keeps only the new path. A run still on the old path parks here instead of going on
+        with code it never ran; new runs record the marker, so code with `patched` still agrees.
+        """
+        if not isinstance(change_id, str) or not change_id:
+            raise TypeError(f"deprecate_patch needs a change id (non-empty string), got {change_id!r}")
+        self._replay.patched(change_id, deprecated=True)
+
     # -- recorded, not waited for --------------------------------------------------------------
     def progress(self, data: Any) -> None:
         """Record progress (shown by describe); recorded once, however often the code replays."""

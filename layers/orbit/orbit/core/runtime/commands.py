@@ -235,6 +235,23 @@ class Park(Command):
     error: TaskError
 
 
+@dataclass(frozen=True)
+class SwitchBuild(Command):
+    """The pinned build is not deployed, and the history replays cleanly on `to_build`:
+    record the switch; the commands after it come from `to_build`."""
+
+    from_build: str
+    to_build: str
+
+
+@dataclass(frozen=True)
+class MarkPatch(Command):
+    """`ctx.patched(change_id)` reached at durable-call `position` on code that has the change."""
+
+    change_id: str
+    position: int
+
+
 @runtime_checkable
 class Runtime(Protocol):
     def run(self, workflow: Any, state: Any, now_ms: int) -> list[Command]:
