@@ -108,7 +108,10 @@ def cmd_unpark(args: argparse.Namespace, client: Callable[[], Any]) -> int:
 
 def add_parsers(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None],
                 client: Callable[[argparse.Namespace], Any]) -> None:
-    sp = sub.add_parser("replay", help="replay histories through the current code or definitions (CI check)")
+    sp = sub.add_parser(
+        "replay", help="replay histories through the current code or definitions (CI check)",
+        epilog="examples:\n  orbit replay --file histories/ --workflows flows.py\n"
+               "  orbit replay order-1 order-2 --workflows flows.py --stack orbit")
     sp.add_argument("ids", nargs="*", help="execution ids, read from the API")
     sp.add_argument("--file", action="append", default=[],
                     help="a history (orbit history ID --json) or a folder of them")
@@ -116,7 +119,8 @@ def add_parsers(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None],
                     help="a .py file of code workflows, or a definition")
     api_opts(sp)
     sp.set_defaults(func=lambda a: cmd_replay(a, lambda: client(a)))
-    sp = sub.add_parser("unpark", help="try a parked execution again now")
-    sp.add_argument("id")
+    sp = sub.add_parser("unpark", help="try a parked execution again now",
+                        epilog="examples:\n  orbit unpark order-1\n  orbit unpark order-1 --stack orbit")
+    sp.add_argument("id", help="the parked execution's id, e.g. order-1")
     api_opts(sp)
     sp.set_defaults(func=lambda a: cmd_unpark(a, lambda: client(a)))
