@@ -115,3 +115,11 @@ class ExecutionExpired(NotFound):
         when = datetime.datetime.fromtimestamp(expires_at_s, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         super().__init__(f"execution {execution_id!r} expired at {when}: it ended and its retention "
                          f"has passed, so its history is no longer available")
+
+
+class NotParked(OrbitError):
+    """`unpark` for an execution that is not parked: there is nothing to try again."""
+
+    def __init__(self, execution_id: str, status: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r} is not parked ({status}); there is nothing to un-park")

@@ -14,6 +14,9 @@ table; `table`: every timer goes to the table, for a local stack that fires
 them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
 ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S, ORBIT_RETENTION_DAYS (how long an ended
 execution's data is kept when its workflow sets no retention; default 30).
+Schedules need ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN and
+ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler group, the role it sends
+with, and its target); without them schedule operations are refused.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ class Settings:
     worker_lease_s: int
     retention_days: int = 30
     xray_daemon: str | None = None
+    schedule_group: str = ""
+    scheduler_role_arn: str = ""
+    decision_arn: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -94,6 +100,9 @@ class Settings:
             worker_lease_s=ints["ORBIT_WORKER_LEASE_S"],
             retention_days=ints["ORBIT_RETENTION_DAYS"],
             xray_daemon=env.get("AWS_XRAY_DAEMON_ADDRESS") or None,
+            schedule_group=env.get("ORBIT_SCHEDULE_GROUP") or "",
+            scheduler_role_arn=env.get("ORBIT_SCHEDULER_ROLE_ARN") or "",
+            decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
         )
 
 
@@ -188,9 +197,38 @@ class Services:
         from orbit.aws.observability import METER, MeteredStore
         from orbit.service.engine import Engine
 
-        return Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
-                      self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
-                      retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
+        engine = Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
+                        self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
+                        retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
+        engine.schedules = self.schedules_for(engine)
+        return engine
+
+    @cached_property
+    def scheduler(self) -> Any:
+        return self._client("scheduler")
+
+    def schedules_for(self, engine: Any) -> Any:
+        from orbit.adapters.dynamodb.schedules import DynamoScheduleStore
+        from orbit.adapters.scheduler import EventBridgeScheduler
+        from orbit.service.schedules import ScheduleService
+
+        s = self.settings
+        if not (s.schedule_group and s.scheduler_role_arn and s.decision_arn):
+            return None
+        # the client is made on first use: most invocations never touch a schedule
+        clock = EventBridgeScheduler(lambda: self.scheduler, s.schedule_group, s.decision_arn,
+                                     s.scheduler_role_arn)
+        return ScheduleService(DynamoScheduleStore(self.dynamodb, s.table), clock, engine)
+
+    @property
+    def schedules(self) -> Any:
+        """The schedule operations; OrbitError when the deployment has no schedule group."""
+        if self.engine.schedules is None:
+            from orbit.errors import OrbitError
+
+            raise OrbitError("schedules are not configured: ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN "
+                             "and ORBIT_DECISION_QUEUE_ARN must be set (template.yaml sets them)")
+        return self.engine.schedules
 
     @cached_property
     def tracer(self) -> Any:

@@ -83,6 +83,7 @@ class Deployment:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     mappings: list[SqsMapping] = field(default_factory=list)
     schedules: list[ScheduleRule] = field(default_factory=list)
+    schedule_groups: dict[str, str] = field(default_factory=dict)  # logical id -> EventBridge Scheduler group
 
     def queue_by_arn(self, arn: str) -> QueueInfo:
         for q in self.queues.values():
@@ -145,6 +146,10 @@ def deploy(
                 s3.put_bucket_lifecycle_configuration(Bucket=refs[lid],
                                                       LifecycleConfiguration={"Rules": rules})
             dep.buckets[lid] = refs[lid]
+        elif res.get("Type") == "AWS::Scheduler::ScheduleGroup":
+            name = str(resolver.resolve(props.get("Name") or refs[lid], f"Resources.{lid}.Properties.Name"))
+            boto3.client("scheduler").create_schedule_group(Name=name)
+            refs[lid] = dep.schedule_groups[lid] = name
     queue_ids = [lid for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"]
     for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve
         props = resources[lid].get("Properties") or {}

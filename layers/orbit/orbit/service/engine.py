@@ -33,6 +33,7 @@ from orbit.core.history.effects import (
     ContinueExecution,
     DispatchTask,
     Effect,
+    ForwardSignal,
     NotifyParent,
     RegisterHook,
     StartChild,
@@ -42,8 +43,18 @@ from orbit.core.history.lifecycle import decision_metrics, retirement
 from orbit.core.history.messages import CancelMessage, Message, StartMessage, message_from_dict
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
+from orbit.core.history.storable import execution_id_problem
+from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
 from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
-from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    ExecutionExists,
+    NotFound,
+    OrbitError,
+    UnknownWorkflow,
+    ValidationError,
+)
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
@@ -58,6 +69,7 @@ from orbit.service.ports import (
     Registry,
     Timers,
 )
+from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
 
@@ -67,6 +79,8 @@ Deliveries = dict[str, tuple[int | None, int]]
 
 
 class Engine(EngineApi):
+    schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
+
     def __init__(
         self,
         store: HistoryStore,
@@ -110,6 +124,13 @@ class Engine(EngineApi):
         Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
+        if execution_id is not None and parent is None:
+            problem = execution_id_problem(execution_id)
+            if problem:
+                raise ValidationError(problem, "id")
+            if execution_id.startswith(SCHEDULE_PREFIX):
+                raise ValidationError(
+                    f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
@@ -134,6 +155,22 @@ class Engine(EngineApi):
                 f"{'workflow' if state.workflow != m.workflow else 'input'}",
             )
 
+    @staticmethod
+    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
+        """A start whose parent link differs from the existing execution's: never adopted.
+
+        Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution
+        created before that rule, or a store written by hand. The parent's step fails with
+        CHILD_ID_TAKEN instead of waiting for a child that will never report back; a caller's
+        start of a child's id is refused (ExecutionExists).
+        """
+        if not m.parent:
+            raise ExecutionExists(state.id, f"execution {state.id!r} is a child of another execution")
+        message = (f"execution id {state.id!r} is already taken by an execution that is not this "
+                   f"step's child ({'no parent' if not state.parent else 'another parent'})")
+        return [NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), state.id, "FAILED",
+                             None, TaskError("CHILD_ID_TAKEN", message, False))]
+
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
         failures = self.handle_batch([message])
@@ -155,6 +192,13 @@ class Engine(EngineApi):
         delivery: Deliveries = {}
         traces: dict[str, str] = {}  # execution -> the trace header its messages carried
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
+                try:  # a schedule's fire, or the end of a run it started: not an execution's message
+                    self.schedules.handle(raw)
+                except Exception as e:  # noqa: BLE001 - reported per message, the queue retries it
+                    log.exception("schedule message failed: %s", raw.get("execution_id"))
+                    failures.append((i, e))
+                continue
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
             except OrbitError as e:
@@ -236,7 +280,11 @@ class Engine(EngineApi):
         was = (state.status, state.created)
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
-                self._check_same_start(state, m)  # same id again: same input returns it, else refused
+                if (m.parent or state.parent) and m.parent != state.parent:
+                    effects.extend(self._not_the_parents(state, m))  # squatted child id: fail the step
+                    continue
+                if not m.parent:
+                    self._check_same_start(state, m)  # same id again: same input returns it, else refused
             if m.id in handled:
                 continue  # the same message twice in one batch: decided once
             if m.id in state.inbound:  # a redelivery: the history is the outbox
@@ -360,6 +408,14 @@ class Engine(EngineApi):
         try:
             return self.registry.get_build(state.workflow, state.version, state.build)
         except (BuildMismatch, UnknownWorkflow) as e:
+            # A deploy replaced the code: the code runtime replays the history on the build this
+            # process holds and switches to it if it matches (definitions are never replaced).
+            try:
+                deployed = self.registry.get(state.workflow, state.version)
+            except (BuildMismatch, UnknownWorkflow):
+                deployed = None
+            if getattr(deployed, "kind", None) == "code":
+                return deployed
             return _Parker(str(e))
 
     # ---------------------------------------------------------------- effects
@@ -385,9 +441,16 @@ class Engine(EngineApi):
                     | trace
                 )
             elif isinstance(e, ContinueExecution):
-                self.queues.send_decision(
-                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent) | trace
-                )
+                body = self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
+                body["continued_from"] = e.execution_id
+                if e.signals:
+                    body["signals"] = e.signals
+                if e.idle_hops:
+                    body["idle_hops"] = e.idle_hops
+                self.queues.send_decision(body | trace)
+            elif isinstance(e, ForwardSignal):
+                self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
+                                           "id": e.message_id, "name": e.name, "payload": e.payload} | trace)
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
                     {

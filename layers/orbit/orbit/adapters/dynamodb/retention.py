@@ -1,7 +1,7 @@
 """Retention on DynamoDB: TTL on every item an ended execution left, and safe deletion of payloads.
 
     EXEC#id / *           commits, snapshot, index row: `expires_at` set by `retire`
-    HOOK#token / HOOK     the execution's hooks: the same `expires_at`
+    HOOK#sha256(token) / HOOK  the execution's hooks: the same `expires_at`
     IDEM#key / IDEM       worker dedupe records: already carry a TTL (7 days); shortened when the
                           retention is shorter
     BLOB#<sha256> / R#id  "execution id references payload object sha256" (no TTL while it runs)
@@ -40,6 +40,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
+from orbit.service.ports import hook_key
 
 GC_LEASE_S = 60
 WAIT_FOR_LEASE_S = 5.0
@@ -218,7 +219,7 @@ def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_
             break
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     for token in hook_tokens:
-        _set_if(db, table, {"pk": s(f"HOOK#{token}"), "sk": s("HOOK")}, t, "attribute_exists(pk)")
+        _set_if(db, table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}, t, "attribute_exists(pk)")
     # Dedupe records were written before the end and live dedupe_ttl_s: with a retention at least
     # that long they expire in time on their own, and shortening them would cost a write each.
     if expires_at_s * 1000 - ended_at_ms < dedupe_ttl_s * 1000:

@@ -37,11 +37,20 @@ class StartMessage(Message):
         "version": ((str, type(None)), False),
         "input": (_ANY, False),
         "parent": ((dict, type(None)), False),
+        "continued_from": ((str, type(None)), False),
+        "signals": ((list, type(None)), False),
+        "idle_hops": ((int, type(None)), False),
     }
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"continued_from", "signals", "idle_hops"})
     workflow: str = ""
     version: str | None = None
     input: JSON = None
     parent: dict[str, str] | None = None  # {"execution_id", "step"}
+    # Set when the previous run continued as new: its id, the signals it had not consumed
+    # (`[{"name", "payload", "signal_id"}]`, in arrival order) and its idle-hop count.
+    continued_from: str | None = None
+    signals: list[JSON] | None = None
+    idle_hops: int | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,13 @@ class WakeMessage(Message):
 
 
 @dataclass(frozen=True)
+class UnparkMessage(Message):
+    """`orbit unpark`: try a parked execution again now, on the build this decider holds."""
+
+    KIND: ClassVar[str] = "unpark"
+
+
+@dataclass(frozen=True)
 class ChildDoneMessage(Message):
     KIND: ClassVar[str] = "child_done"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
@@ -159,6 +175,7 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
     CancelMessage,
     WakeMessage,
     ChildDoneMessage,
+    UnparkMessage,
 )
 
 
