@@ -28,7 +28,9 @@ from orbit.effects import (
     ContinueExecution,
     DispatchTask,
     Effect,
+    LinkFork,
     NotifyParent,
+    RedriveChild,
     RegisterHook,
     StartChild,
 )
@@ -337,7 +339,7 @@ class Engine(EngineApi):
                     {
                         "kind": "child_done",
                         "execution_id": e.parent_id,
-                        "id": f"child_done:{e.child_id}",
+                        "id": e.message_id,
                         "unit": e.unit,
                         "child_id": e.child_id,
                         "status": e.status,
@@ -345,6 +347,14 @@ class Engine(EngineApi):
                         "error": e.error.to_dict() if e.error else None,
                     }
                 )
+
+            elif isinstance(e, RedriveChild):
+                self.queues.send_decision({"kind": "redrive", "execution_id": e.child_id, "id": e.request_id,
+                                           "parent_id": e.parent_id, "unit": e.unit})
+            elif isinstance(e, LinkFork):
+                self.queues.send_decision({"kind": "fork_created", "execution_id": e.execution_id,
+                                           "id": f"fork_created:{e.fork_id}", "fork_id": e.fork_id,
+                                           "from_step": e.from_step})
 
     @staticmethod
     def _start_body(
