@@ -51,6 +51,7 @@ from orbit.ports import (
     Timers,
 )
 from orbit.service_api import EngineApi, check_json
+from orbit.service_recovery import RecoveryApi
 from orbit.state import ExecutionState, remember_inbound
 
 log = logging.getLogger("orbit.engine")
@@ -60,7 +61,7 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class Engine(EngineApi):
+class Engine(RecoveryApi, EngineApi):
     def __init__(
         self,
         store: HistoryStore,
