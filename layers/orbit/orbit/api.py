@@ -9,13 +9,17 @@ into a call) and by `orbit dev`'s local server. Routes:
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
+    POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
+                                              {id, redrive_count, steps}
+    POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused), 404 (unknown execution,
 workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel for an execution that has ended) and
+hook already resumed, signal/hook/cancel for an execution that has ended, a redrive
+refused) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -36,6 +40,7 @@ from orbit.errors import (
     NotFound,
     OrbitError,
     PayloadRefused,
+    RedriveRefused,
     UnknownWorkflow,
     ValidationError,
 )
@@ -93,6 +98,22 @@ def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {}
 
 
+def _redrive(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    request_id = body.get("id")  # the caller's id for this request: a retry redrives once
+    if request_id is not None and (not isinstance(request_id, str) or not request_id):
+        raise ValidationError("must be a non-empty string, or left out", "body.id")
+    return 200, engine.redrive(eid, request_id)
+
+
+def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    step, new_id, version = body.get("from_step"), body.get("id"), body.get("version")
+    if not isinstance(step, str) or not step:
+        raise ValidationError("is required (the step to run again from)", "body.from_step")
+    if new_id is not None and (not isinstance(new_id, str) or not new_id):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
+
+
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
     return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
 
@@ -115,6 +136,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
+    ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
+    ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]
@@ -141,7 +164,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

@@ -343,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
+    from orbit.cli_recovery import add_recovery_commands
+
+    add_recovery_commands(sub, api_opts)
     return p
 
 
