@@ -36,7 +36,7 @@ from orbit.effects import (
 )
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
 from orbit.events import ExecutionParked, Recorded, TaskError
-from orbit.messages import CancelMessage, Message, StartMessage, message_from_dict
+from orbit.messages import CancelMessage, Message, RedriveMessage, StartMessage, message_from_dict
 from orbit.model import signal_ids
 from orbit.outbox import find_handled, still_due
 from orbit.ports import (
@@ -162,6 +162,10 @@ class Engine(RecoveryApi, EngineApi):
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
         assume_new = all(isinstance(m, StartMessage) for m in msgs)
+        if any(isinstance(m, RedriveMessage) for m in msgs):
+            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
+            # process saw the execution running) the refusal would never meet a conflicting write.
+            self._cache.pop(eid, None)
         for _ in range(MAX_CONFLICT_RETRIES):
             try:
                 self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
