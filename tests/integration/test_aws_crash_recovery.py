@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from crash_matrix import Reference, reference_run, run_point
 from crash_points import Call, CrashPoint, crash_points
-from crash_world import EXECUTION, Scenario
+from crash_world import Scenario
 
 KID = {"orbit": 1, "name": "crashmx-fix-kid", "version": "1",
        "steps": {"x": {"task": "crashmx.fixable", "input": {"v": "{% input.v %}", "broken": True}}},
@@ -38,7 +38,8 @@ FORK = Scenario(({
         "b": {"task": "crashmx.double", "input": {"v": "{% steps.a.output.v2 %}"}},
         "c": {"task": "crashmx.double", "input": {"v": "{% steps.b.output.v2 %}"}},
     },
-    "output": "{% steps.c.output.v2 %}"},), {"v": 1}, recover=("fork", {"from_step": "b", "id": "crash-1-fork"}))
+    "output": "{% steps.c.output.v2 %}"},), {"v": 1},
+    recover=("fork", {"from_step": "b", "id": "crash-1-fork"}))
 SCENARIOS = {"redrive": REDRIVE, "fork": FORK}
 RECOVERY = {"redrive": Call("api", "dynamodb", "PutItem", "EXEC/C"),
             "fork": Call("api", "dynamodb", "PutItem", "EXEC/C")}
@@ -79,7 +80,8 @@ def test_the_reference_recovers(reference: tuple[str, Reference]) -> None:
         assert any(c.detail == "DecisionQueue: fork_created" for c in tail)
 
 
-def test_every_recovery_crash_point_keeps_the_invariants(clients: Any, reference: tuple[str, Reference]) -> None:
+def test_every_recovery_crash_point_keeps_the_invariants(clients: Any,
+                                                         reference: tuple[str, Reference]) -> None:
     name, ref = reference
     points = recovery_points(ref, name, before_share=0.5)
     assert len(points) >= 10
