@@ -274,3 +274,25 @@ def test_two_redrives_racing_record_one_and_refuse_the_other() -> None:
     assert sim.history(eid) == before
     sim.run()
     assert sim.describe(eid)["status"] == "COMPLETED" and _types(sim, eid).count("ExecutionRedriven") == 1
+
+
+def test_a_child_that_cannot_go_on_fails_its_redriven_parent_again_saying_why() -> None:
+    from orbit.simulator import fail, succeed
+
+    sim = sim_with({"kid": {"workflow": "saga-kid", "input": {}}}, name="parent")
+    sim.register({"orbit": 1, "name": "saga-kid", "steps": {
+        "pay": {"task": "t.pay", "input": {}, "compensate": {"task": "t.refund", "input": {}}},
+        "x": {"task": "t.x", "input": {}, "after": ["pay"]}}})
+    sim.worker("t.pay", succeed(1))
+    sim.worker("t.refund", succeed())
+    sim.worker("t.x", fail("NOPE", retryable=False))
+    eid = sim.start("parent", {}, id="pc-1")
+    sim.run()
+    assert sim.describe("pc-1/kid")["compensation"] == "completed"
+    kid_history = sim.history("pc-1/kid")
+    sim.redrive(eid)  # the parent itself compensated nothing: accepted
+    sim.run()
+    d = sim.describe(eid)
+    assert d["status"] == "FAILED" and d["redrive_count"] == 1
+    assert "not redriven" in d["error"]["message"] and "already ran its compensation" in d["error"]["message"]
+    assert sim.history("pc-1/kid") == kid_history  # the child recorded nothing
