@@ -296,3 +296,17 @@ def test_a_child_that_cannot_go_on_fails_its_redriven_parent_again_saying_why() 
     assert d["status"] == "FAILED" and d["redrive_count"] == 1
     assert "not redriven" in d["error"]["message"] and "already ran its compensation" in d["error"]["message"]
     assert sim.history("pc-1/kid") == kid_history  # the child recorded nothing
+
+
+def test_the_timeline_shows_the_redrive() -> None:
+    from orbit.local.timeline import render
+
+    sim, w = chain()
+    eid = sim.start("wf", {}, id="r-tl")
+    sim.run()
+    w["b"].fixed = True
+    sim.redrive(eid)
+    sim.run()
+    lines = render(sim.history(eid), sim.describe(eid)).splitlines()
+    at = next(i for i, line in enumerate(lines) if "redriven (#1): b" in line)
+    assert "FAILED" in lines[at - 1] and "COMPLETED" in lines[-1]
