@@ -110,3 +110,17 @@ def test_a_repeated_fork_request_starts_one_fork() -> None:
     assert sim.describe(eid)["forked_to"] == ["f-4"]
     with pytest.raises(ExecutionExists):
         sim.fork(eid, "c", id="f-4")  # the same id from another step is another fork
+
+
+def test_hostile_ids_and_steps_are_refused_briefly() -> None:
+    sim = sim_with(STEPS)
+    counted(sim)
+    eid = sim.start("wf", {}, id="o-5")
+    sim.run()
+    with pytest.raises(ValidationError, match="id: must be a string of 1 to 256") as e:
+        sim.fork(eid, "b", id="x" * 10_000)
+    with pytest.raises(ValidationError, match="has no step 'yyy") as e:
+        sim.fork(eid, "y" * 100_000)
+    assert len(str(e.value)) < 300
+    with pytest.raises(ValidationError, match="request_id: must be a string of 1 to 256"):
+        sim.redrive(eid, "r" * 1000)

@@ -17,6 +17,8 @@ from orbit.events import ExecutionRedriven, Recorded
 from orbit.messages import Message, RedriveMessage, StartMessage
 from orbit.state import ExecutionState
 
+MAX_ID = 256  # request and fork ids go into message ids and history: a caller's value must stay small
+
 
 class RecoveryApi:
     """Mixed into `orbit.service.Engine` (it needs its store, registry, ids and `_process`)."""
@@ -37,8 +39,8 @@ class RecoveryApi:
 
         RedriveRefused (nothing recorded) when it cannot go on; `request_id` makes a retried call
         answer with the redrive it already made instead of a refusal."""
-        if request_id is not None and (not isinstance(request_id, str) or not request_id):
-            raise ValidationError("must be a non-empty string, or left out", "request_id")
+        if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_ID):
+            raise ValidationError(f"must be a string of 1 to {MAX_ID} characters, or left out", "request_id")
         state = self.load_state(execution_id)
         mid = f"redrive:{request_id or self.ids.token()}"
         if mid not in state.inbound:
@@ -71,8 +73,9 @@ class RecoveryApi:
         before `from_step` first ran, and runs the rest on the current workflow; returns its id."""
         if not isinstance(from_step, str) or not from_step:
             raise ValidationError("is required (the step to run again from)", "from_step")
-        if new_id is not None and (not isinstance(new_id, str) or not new_id):
-            raise ValidationError("must be a non-empty string, or left out to have one generated", "id")
+        if new_id is not None and (not isinstance(new_id, str) or not 0 < len(new_id) <= MAX_ID):
+            raise ValidationError(f"must be a string of 1 to {MAX_ID} characters, or left out to have one "
+                                  "generated", "id")
         state = self.load_state(execution_id)
         wf = self.registry.get(state.workflow, version)
         problem = fork_step_problem(state, wf, from_step)

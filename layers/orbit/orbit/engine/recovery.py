@@ -173,9 +173,9 @@ def fork_step_problem(state: ExecutionState, workflow: Any, from_step: str) -> s
         known = list(dict.fromkeys([*steps, *known]))
     if from_step in known:
         return None
-    return (
-        f"execution {state.id!r} has no step {from_step!r}; its steps: {', '.join(known) or 'none yet'}"
-    )
+    shown = ", ".join(known[:20]) + (f", ... ({len(known)} in all)" if len(known) > 20 else "")
+    asked = from_step if len(from_step) <= 100 else from_step[:100] + "..."
+    return f"execution {state.id!r} has no step {asked!r}; its steps: {shown or 'none yet'}"
 
 
 def seed_fork(ctx: Ctx, fork: dict[str, Any]) -> None:
