@@ -84,7 +84,9 @@ def redrive(ctx: Ctx, m: RedriveMessage) -> bool:
     s = ctx.state
     refusal = redrive_refusal(s, by_parent=m.parent_id is not None)
     if refusal is not None:
-        if m.parent_id is not None and s.parent:
+        # An ended child that cannot go on answers now; one still winding down (the parent's cancel)
+        # answers when it ends, with the notice the parent has not seen yet.
+        if m.parent_id is not None and s.parent and s.terminal:
             _answer_parent(ctx, m, refusal)
         return False
     steps, children = redrive_units(s)
