@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from code_harness import Harness
+from orbit.errors import RedriveRefused
 from orbit.events import TaskError
 from orbit.workflow import CodeRegistry, workflow
 
@@ -105,3 +107,33 @@ def test_code_fork_from_a_middle_step() -> None:
     assert h.describe()["forked_to"] == ["ex-1-f"]
     assert len(runs(h, "w.a")) == 1 and len(runs(h, "w.sq")) == 20  # reused
     assert len(runs(h, "w.b")) == 2 and len(runs(h, "w.kid")) == 2  # ran again in the fork
+
+
+@workflow("rc-chain", build="c1", registry=REG)
+def chain(ctx: Any, n: Any) -> Any:
+    if n < 1:
+        ctx.continue_as_new(n + 1)
+    return ctx.step("w.kid", {"v": n})
+
+
+@workflow("rc-chain-parent", build="p1", registry=REG)
+def chain_parent(ctx: Any, input: Any) -> Any:
+    return ctx.child("rc-chain", 0)
+
+
+def test_a_failed_child_that_continued_as_new_is_redriven_at_the_end_of_its_chain() -> None:
+    BROKEN.clear()
+    h = Harness(chain, chain_parent, workers={"w.kid": worker("w.kid")})
+    BROKEN.add("w.kid")
+    h.start("rc-chain-parent")
+    h.run()
+    kid = next(k for k in h.describe()["steps"] if "child" in k)
+    first, last = f"ex-1/{kid}", f"ex-1/{kid}~1"
+    assert h.describe()["status"] == "FAILED" and h.describe(last)["status"] == "FAILED"
+    BROKEN.clear()
+    h.redrive("ex-1")
+    h.run()
+    assert h.describe()["status"] == "COMPLETED" and h.describe()["output"] == {"v": 1}
+    assert h.describe(last)["redrive_count"] == 1 and h.describe(first)["redrive_count"] == 0
+    with pytest.raises(RedriveRefused, match="continued as new as 'ex-1/1.child\\(rc-chain\\)~1'"):
+        h.redrive(first)

@@ -43,7 +43,8 @@ def redrive_refusal(state: ExecutionState, by_parent: bool = False) -> str | Non
         hint = {
             "RUNNING": "it is still running",
             "COMPENSATING": "it is compensating",
-            "COMPLETED": "it completed; fork it (orbit fork) to run steps again",
+            "COMPLETED": f"it continued as new as {s.continued_as!r}; redrive that one" if s.continued_as
+            else "it completed; fork it (orbit fork) to run steps again",
             "CANCELLED": "it was cancelled on purpose; start it again or fork it",
         }.get(s.status, "")
         return f"execution {s.id!r} is {s.status}: only FAILED or TIMED_OUT executions can be redriven" + (
@@ -82,6 +83,9 @@ def redrive_units(state: ExecutionState) -> tuple[list[str], list[str]]:
 def redrive(ctx: Ctx, m: RedriveMessage) -> bool:
     """Record the redrive (True), or, refused, answer a redriving parent (False)."""
     s = ctx.state
+    if m.parent_id is not None and s.continued_as:  # the parent waits for the end of the chain
+        ctx.effect(RedriveChild(m.parent_id, m.unit, s.continued_as, m.id))
+        return False
     refusal = redrive_refusal(s, by_parent=m.parent_id is not None)
     if refusal is not None:
         # An ended child that cannot go on answers now; one still winding down (the parent's cancel)
