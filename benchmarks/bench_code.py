@@ -4,9 +4,9 @@
 
 Cold: the function replays from its first call (no cached instance), so a
 decision costs O(recorded calls). Warm: the decider keeps the paused instance
-(`orbit/runtime/code.py`) and feeds it only the new result, so a decision
+(`orbit/core/runtime/code.py`) and feeds it only the new result, so a decision
 costs the same at any history length. One decision here is the real pure
-decision (`orbit.decider.decide`): a step result arrives, the engine applies
+decision (`orbit.core.decider.decide.decide`): a step result arrives, the engine applies
 it, the runtime asks for the next step, the engine schedules it.
 """
 
@@ -17,12 +17,12 @@ import statistics
 import time
 from typing import Any
 
-from orbit.decider import decide
-from orbit.events import Recorded, StepScheduled, StepSucceeded, WorkflowCreated, WorkflowStarted
-from orbit.messages import ResultMessage
-from orbit.model import fold
-from orbit.runtime import code as code_runtime
-from orbit.state import ExecutionState
+from orbit.core.decider.decide import decide
+from orbit.core.history.events import Recorded, StepScheduled, StepSucceeded, WorkflowCreated, WorkflowStarted
+from orbit.core.history.messages import ResultMessage
+from orbit.core.history.model import fold
+from orbit.core.history.state import ExecutionState
+from orbit.core.runtime import code as code_runtime
 from orbit.workflow import CodeRegistry, workflow
 
 REGISTRY = CodeRegistry()

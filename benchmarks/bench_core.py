@@ -24,11 +24,11 @@ import time
 from typing import Any
 
 from orbit.adapters.memory import SeededIds
-from orbit.decider import decide
-from orbit.definition import parse_definition
-from orbit.messages import ResultMessage, StartMessage
-from orbit.simulator import Simulator, succeed
-from orbit.state import INBOUND_WINDOW_MS, RECENT_COMMITS, ExecutionState
+from orbit.core.decider.decide import decide
+from orbit.core.definition import parse_definition
+from orbit.core.history.messages import ResultMessage, StartMessage
+from orbit.core.history.state import INBOUND_WINDOW_MS, RECENT_COMMITS, ExecutionState
+from orbit.testing.simulator import Simulator, succeed
 
 T0 = 1_700_000_000_000
 
@@ -155,7 +155,7 @@ def bench_steady_snapshot(days: int, every_min: int) -> list[tuple[int, int, int
     sim.register(
         {"orbit": 1, "name": "long", "version": "1", "steps": {"work": {"task": "w.long", "timeout": "100d"}}}
     )
-    from orbit.simulator import hang
+    from orbit.testing.simulator import hang
 
     sim.worker("w.long", hang())
     eid = sim.start("long", {}, id="long-1")

@@ -25,8 +25,8 @@ def _heartbeat(eid: str, token: str, mid: str, i: int) -> dict[str, Any]:
 
 def reads_per_decision(long: int) -> None:
     from aws_resources import mocked_services
-    from orbit import aws
-    from orbit.definition import parse_definition
+    from orbit.aws import wiring as aws
+    from orbit.core.definition import parse_definition
 
     print("\n== one decision on a cold cache (a new decider instance), by history length")
     with mocked_services() as (clients, stack, svc):

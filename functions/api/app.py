@@ -1,13 +1,13 @@
-"""Orbit HTTP API (API Gateway HTTP API, IAM auth): routing lives in orbit.api."""
+"""Orbit HTTP API (API Gateway HTTP API, IAM auth): routing lives in orbit.service.http."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from orbit.api import lambda_response
-from orbit.aws import services
-from orbit.observability import publish
+from orbit.aws.observability import publish
+from orbit.aws.wiring import services
+from orbit.service.http import lambda_response
 
 logger = Logger()
 metrics = Metrics()

@@ -1,4 +1,4 @@
-"""Decider: SQS batch of inbound messages -> load, decide, commit, effects (orbit.service.Engine).
+"""Decider: SQS batch of inbound messages -> load, decide, commit, effects (orbit.service.engine.Engine).
 
 Records are grouped by execution (`Engine.handle_batch`: one load and one
 commit per execution and batch); the per-record outcome is then handed to
@@ -17,8 +17,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from orbit.adapters.sqs import decode_bodies
-from orbit.aws import services
-from orbit.observability import publish
+from orbit.aws.observability import publish
+from orbit.aws.wiring import services
 
 logger = Logger()
 metrics = Metrics()

@@ -6,7 +6,8 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
-from orbit import httptask, worker
+from orbit import worker
+from orbit.aws import httptask
 
 logger = Logger()
 tracer = Tracer()

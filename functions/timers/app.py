@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from orbit.aws import services
+from orbit.aws.wiring import services
 
 logger = Logger()
 metrics = Metrics()

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from orbit.effects import ArmTimer, DispatchTask
+from orbit.core.history.effects import ArmTimer, DispatchTask
+from orbit.core.history.events import Recorded, StepScheduled, StepSucceeded, WorkflowCreated, WorkflowStarted
+from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound
-from orbit.events import Recorded, StepScheduled, StepSucceeded, WorkflowCreated, WorkflowStarted
-from orbit.ports import Commit, IndexEntry
-from orbit.state import ExecutionState
+from orbit.service.ports import Commit, IndexEntry
 
 
 def created(seq: int = 1) -> Recorded:

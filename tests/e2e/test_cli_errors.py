@@ -68,7 +68,7 @@ def test_run_takes_template_parameters_so_the_http_example_can_run(cli):
 
 
 def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, capsys):
-    from orbit import cli as orbit_cli
+    from orbit.cli import main as orbit_cli
 
     desc = {
         "id": "e1", "workflow": "wf", "version": "1", "status": "RUNNING", "input": {}, "output": None,
@@ -88,7 +88,7 @@ def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, cap
 
 
 def test_dev_registers_code_workflow_files(monkeypatch, capsys):
-    from orbit import cli as orbit_cli
+    from orbit.cli import main as orbit_cli
     from orbit.local import devserver
     from orbit.workflow import REGISTRY
 
@@ -101,7 +101,7 @@ def test_dev_registers_code_workflow_files(monkeypatch, capsys):
 
 
 def test_list_says_when_there_are_more_pages(monkeypatch, capsys):
-    from orbit import cli as orbit_cli
+    from orbit.cli import main as orbit_cli
 
     calls = []
 

@@ -1,6 +1,6 @@
 """`orbit redrive` / `orbit fork` and orbit.Client over HTTP: the API's routes, what a user sees.
 
-The API (`orbit.api.handle_request`) runs over the simulator's engine behind a loopback server,
+The API (`orbit.service.http.handle_request`) runs over the simulator's engine behind a loopback server,
 so each request goes through the Client's transport and the CLI's error handling."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from http_servers import Quiet, serve
-from orbit.api import handle_request
 from orbit.client import ApiError, Client
-from orbit.events import TaskError
+from orbit.core.history.events import TaskError
+from orbit.service.http import handle_request
 
 from tests.unit.dsl_harness import sim_with
 
@@ -76,7 +76,7 @@ def test_client_redrive_and_fork(failed: Any) -> None:
 
 
 def test_cli_redrive_and_fork(failed: Any, capsys: Any) -> None:
-    from orbit import cli as orbit_cli
+    from orbit.cli import main as orbit_cli
 
     with serve(api_of(failed)) as url:
         FIXED[0] = True

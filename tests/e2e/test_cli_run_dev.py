@@ -72,7 +72,7 @@ def dev_server():
         [
             sys.executable,
             "-m",
-            "orbit.cli",
+            "orbit.cli.main",
             "dev",
             "examples/order_fulfilment.yaml",
             "examples/trial_reminder.yaml",

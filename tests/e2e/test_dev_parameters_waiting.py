@@ -45,7 +45,7 @@ def dev_url(tmp_path_factory):
     args += ["--workers", "examples/workers/orders.py", "--workers", "examples/workers/misc.py"]
     args += [a for p in ALLOW_LOOPBACK for a in ("--parameter", p)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orbit.cli", "dev", *args],
+        [sys.executable, "-m", "orbit.cli.main", "dev", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -151,7 +151,7 @@ def test_run_of_an_execution_that_can_only_wait_says_what_it_waits_for(cli, tmp_
 
 
 def test_history_text_of_a_parked_execution_says_why_and_json_stays_the_event_list(monkeypatch, capsys):
-    from orbit import cli as orbit_cli
+    from orbit.cli import main as orbit_cli
 
     events = [
         {"seq": 1, "timestamp_ms": 1_000, "type": "WorkflowCreated", "workflow": "wf", "version": "1"},

@@ -27,7 +27,7 @@ class Clients:
 
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         self.sqs = boto3.client("sqs", region_name="us-east-1")
-        # As orbit.aws configures it (no per-upload CRC32: payloads are content-addressed).
+        # As orbit.aws.wiring configures it (no per-upload CRC32: payloads are content-addressed).
         self.s3 = boto3.client("s3", region_name="us-east-1", config=Config(
             request_checksum_calculation="when_required", response_checksum_validation="when_required"))
 
@@ -82,10 +82,10 @@ def create_stack(ddb: Any, sqs: Any, s3: Any, suffix: str = "") -> Stack:
 
 @contextmanager
 def mocked_services() -> Iterator[tuple[Clients, Stack, Any]]:
-    """A moto account with the template's resources and `orbit.aws.services()` built on them, for the
+    """A moto account with the template's resources and `orbit.aws.wiring.services()` built on them, for the
     benchmarks: (the harness's own clients, the stack, the services); services are reset on exit."""
     from moto import mock_aws
-    from orbit import aws
+    from orbit.aws import wiring as aws
 
     with mock_aws():
         clients = Clients()

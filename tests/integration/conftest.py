@@ -65,9 +65,9 @@ def receive_all(sqs: Any, url: str, max_rounds: int = 20) -> list[dict[str, Any]
 @pytest.fixture
 def cloud(stack: Stack, clients: Clients, clock: ManualClock,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The stack's environment in place and orbit.aws rebuilt on it, with a manual clock."""
+    """The stack's environment in place and orbit.aws.wiring rebuilt on it, with a manual clock."""
     from harness import Cloud
-    from orbit import aws
+    from orbit.aws import wiring as aws
 
     for key, value in stack.env().items():
         monkeypatch.setenv(key, value)

@@ -26,7 +26,8 @@ from aws_resources import _TEMPLATE, Clients, Stack, create_stack
 from crash_points import Crash, CrashPoint, Recorder
 from harness import HANDLERS, LambdaContext, load_app, load_event, sqs_event
 from moto import mock_aws
-from orbit import TaskError, aws, worker
+from orbit import TaskError, worker
+from orbit.aws import wiring as aws
 
 CHILD = {"orbit": 1, "name": "crashmx-child", "version": "1",
          "steps": {"double": {"task": "crashmx.double", "input": {"v": "{% input.v %}"}}},
@@ -185,7 +186,7 @@ class World:
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         rec = self.recorder
         INVOCATION_RUNS.clear()
-        # The handlers call orbit.aws.services(): point it at this function's container.
+        # The handlers call orbit.aws.wiring.services(): point it at this function's container.
         aws._cached = self.container(function)
         rec.handler, first = function, len(rec.calls)
         try:

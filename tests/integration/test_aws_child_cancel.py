@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from orbit import aws
 from orbit.adapters.sqs import decode_bodies
+from orbit.aws import wiring as aws
 from orbit.errors import NotFound
 
 PARENT = {

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from orbit import aws, worker
-from orbit.aws import services
+from orbit import worker
+from orbit.aws import wiring as aws
+from orbit.aws.wiring import services
 
 HELLO = {
     "orbit": 1, "name": "hello3", "version": "1",
@@ -68,7 +69,7 @@ def test_api_errors_name_the_problem(cloud: Any) -> None:
 
 
 def test_metrics_count_decisions_and_steps(cloud: Any) -> None:
-    from orbit.observability import METER
+    from orbit.aws.observability import METER
 
     METER.drain()
     start(cloud, "h-3")

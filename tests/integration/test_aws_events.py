@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from harness import EVENTS, load_event
-from orbit import aws
 from orbit.adapters.sqs import decode_bodies
+from orbit.aws import wiring as aws
 
 HANDLER_OF = {
     "api_register_definition.json": "api", "api_start.json": "api", "api_list.json": "api",

@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 import pytest
-from orbit import aws, worker
+from orbit import worker
 from orbit.adapters.sqs import decode_bodies
-from orbit.observability import METER
+from orbit.aws import wiring as aws
+from orbit.aws.observability import METER
 from test_aws_end_to_end import CALLS, start
 
 
@@ -63,7 +64,7 @@ def test_a_redelivery_after_many_newer_commits_still_resends_its_effects(
         cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The state remembers only its last 16 commits' message ids; an older redelivery (SQS
     ApproximateReceiveCount 2) is found in the commit log, read back to its send time."""
-    from orbit.state import RECENT_COMMITS
+    from orbit.core.history.state import RECENT_COMMITS
 
     start(cloud, "f-9")
     cloud.pump("DefaultTaskQueue")

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness import load_event
 from orbit import worker
-from orbit.events import TaskError
+from orbit.core.history.events import TaskError
 
 DEFINITION = {
     "orbit": 1, "name": "crunch-hb", "version": "1",

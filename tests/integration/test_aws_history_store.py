@@ -8,9 +8,9 @@ import pytest
 from aws_resources import Stack
 from orbit.adapters.dynamodb import DynamoHistoryStore
 from orbit.adapters.s3 import S3PayloadStore
+from orbit.core.history.events import Recorded, StepSucceeded
 from orbit.errors import ConflictError
-from orbit.events import Recorded, StepSucceeded
-from orbit.ports import Commit
+from orbit.service.ports import Commit
 
 from tests.contracts.history_store import HistoryStoreContract, commit_of
 
@@ -75,7 +75,7 @@ class TestDynamoHistoryStore(HistoryStoreContract):
 
     def test_index_lists_current_status_by_workflow_and_by_both(self, store: Any) -> None:
         # gsi1 (by workflow) projects only the fixed part of a row: the status must come from the row.
-        from orbit.ports import IndexEntry
+        from orbit.service.ports import IndexEntry
 
         store.put_index(IndexEntry("a", "w1", "1", "RUNNING", 1000, 1000, "p"))
         store.put_index(IndexEntry("b", "w1", "1", "RUNNING", 1001, 1001))

@@ -7,7 +7,8 @@ import os
 from typing import Any
 
 import pytest
-from orbit import aws, worker
+from orbit import worker
+from orbit.aws import wiring as aws
 
 SIZE = 50 * 1024 * 1024
 BLOB: dict[str, str] = {}

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 from aws_resources import Stack
-from orbit import aws, worker
+from orbit import worker
 from orbit.adapters.dynamodb import DynamoHistoryStore
 from orbit.adapters.s3 import S3PayloadStore
 from orbit.adapters.sqs import decode_body, encode_body
+from orbit.aws import wiring as aws
+from orbit.core.history.events import Recorded, StepSucceeded, WorkflowCreated
+from orbit.core.history.state import ExecutionState
 from orbit.errors import NotFound
-from orbit.events import Recorded, StepSucceeded, WorkflowCreated
-from orbit.ports import Commit
-from orbit.state import ExecutionState
+from orbit.service.ports import Commit
 
 DOC = os.urandom(40_000).hex()  # 80 KB: above the 32 KB value limit, below SQS's inline limit
 TS = 1_767_225_600_000

@@ -9,7 +9,7 @@ import pytest
 from aws_resources import Clients, Stack
 from orbit.adapters.dynamodb import DynamoRegistry
 from orbit.adapters.s3 import S3PayloadStore
-from orbit.definition import parse_definition
+from orbit.core.definition import parse_definition
 from orbit.errors import BuildMismatch, UnknownWorkflow
 from orbit.workflow import CodeRegistry
 

@@ -1,9 +1,9 @@
-"""orbit.aws reads the environment in one place and says exactly what is wrong with it."""
+"""orbit.aws.wiring reads the environment in one place and says exactly what is wrong with it."""
 
 from __future__ import annotations
 
 import pytest
-from orbit.aws import Settings, build_services
+from orbit.aws.wiring import Settings, build_services
 from orbit.errors import ValidationError
 
 GOOD = {"ORBIT_TABLE": "t", "ORBIT_BUCKET": "b", "ORBIT_DECISION_QUEUE_URL": "https://sqs/decisions",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness import load_event
-from orbit import aws
 from orbit.adapters.dynamodb import DynamoTimers
 from orbit.adapters.s3 import S3PayloadStore
 from orbit.adapters.sqs import DelayedWakeTimers, SqsQueues
+from orbit.aws import wiring as aws
 
 
 def test_short_timers_ride_on_sqs_delay_long_ones_go_to_the_table(stack: Any, clients: Any,

@@ -6,8 +6,9 @@ import json
 import time
 from typing import Any
 
-from orbit import aws, worker
+from orbit import worker
 from orbit.adapters.sqs import decode_bodies
+from orbit.aws import wiring as aws
 
 SLOW_ENDED: list[float] = []
 

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from orbit.events import TaskError
-from orbit.httptask import HttpConfig, call, vet_addresses
+from orbit.aws.httptask import HttpConfig, call, vet_addresses
+from orbit.core.history.events import TaskError
 
 PUBLIC = HttpConfig(enabled=True, allowed_hosts=("api.example.com", "*.hooks.example.com"))
 

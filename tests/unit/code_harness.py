@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from orbit.simulator import Simulator
+from orbit.testing.simulator import Simulator
 
 Worker = Callable[[Any, int], Any]
 ID = "ex-1"

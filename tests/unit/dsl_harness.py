@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orbit.simulator import Simulator
+from orbit.testing.simulator import Simulator
 
 T0 = 1_700_000_000_000
 

@@ -1,8 +1,9 @@
-"""The HTTP routing of `orbit.api` over an in-memory engine: answers a user sees from `orbit dev` and AWS."""
+"""The HTTP routing of `orbit.service.http`
+over an in-memory engine: answers a user sees from `orbit dev` and AWS."""
 
 from __future__ import annotations
 
-from orbit.api import handle_request
+from orbit.service.http import handle_request
 
 from tests.unit.dsl_harness import definition, sim_with
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from orbit.core.history.messages import CancelMessage, message_from_dict
 from orbit.errors import NotFound
-from orbit.messages import CancelMessage, message_from_dict
-from orbit.simulator import Simulator, hang, succeed
+from orbit.testing.simulator import Simulator, hang, succeed
 
 from tests.unit.dsl_harness import definition, sim_with
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from code_harness import Harness
-from orbit.events import TaskError
-from orbit.runtime.code_errors import Cancelled, StepFailed, WorkflowTimedOut
+from orbit.core.history.events import TaskError
+from orbit.core.runtime.code_errors import Cancelled, StepFailed, WorkflowTimedOut
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()
@@ -166,10 +166,16 @@ def test_wait_timing_out_with_the_workflow_still_runs_the_cleanup():
 
 
 def test_cancel_recorded_between_calls_is_raised_at_the_next_call():
-    from orbit.events import CancelRequested, Recorded, StepScheduled, StepSucceeded, WorkflowCreated
-    from orbit.model import fold
-    from orbit.runtime import commands as C
-    from orbit.runtime.code import CodeRuntime
+    from orbit.core.history.events import (
+        CancelRequested,
+        Recorded,
+        StepScheduled,
+        StepSucceeded,
+        WorkflowCreated,
+    )
+    from orbit.core.history.model import fold
+    from orbit.core.runtime import commands as C
+    from orbit.core.runtime.code import CodeRuntime
 
     @workflow("between", build="b", registry=REG)
     def wf(ctx, input):

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 from code_harness import Harness
-from orbit.events import TaskError
-from orbit.runtime.code import default_runtime
-from orbit.runtime.code_errors import StepFailed
-from orbit.runtime.code_specs import Step
+from orbit.core.history.events import TaskError
+from orbit.core.runtime.code import default_runtime
+from orbit.core.runtime.code_errors import StepFailed
+from orbit.core.runtime.code_specs import Step
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orbit.events import recorded_from_dict
-from orbit.model import apply
-from orbit.runtime import commands as C
-from orbit.runtime.code import CodeRuntime
-from orbit.state import ExecutionState
+from orbit.core.history.events import recorded_from_dict
+from orbit.core.history.model import apply
+from orbit.core.history.state import ExecutionState
+from orbit.core.runtime import commands as C
+from orbit.core.runtime.code import CodeRuntime
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "code"
 ROOT = GOLDEN.parents[2]

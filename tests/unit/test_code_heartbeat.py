@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from code_harness import Harness
-from orbit.runtime.code_specs import Step
-from orbit.simulator import hang, heartbeats, succeed
+from orbit.core.runtime.code_specs import Step
+from orbit.testing.simulator import hang, heartbeats, succeed
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()

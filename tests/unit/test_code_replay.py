@@ -6,17 +6,17 @@ import threading
 
 import pytest
 from code_harness import Harness
-from orbit.events import (
+from orbit.core.history.events import (
     Recorded,
     StepScheduled,
     StepSucceeded,
     WorkflowCreated,
     WorkflowStarted,
 )
-from orbit.model import fold
-from orbit.runtime import code as code_runtime
-from orbit.runtime import commands as C
-from orbit.runtime.code import CodeRuntime, default_runtime
+from orbit.core.history.model import fold
+from orbit.core.runtime import code as code_runtime
+from orbit.core.runtime import commands as C
+from orbit.core.runtime.code import CodeRuntime, default_runtime
 from orbit.workflow import CodeRegistry, workflow
 
 

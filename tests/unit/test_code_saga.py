@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orbit.simulator import Simulator
+from orbit.testing.simulator import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from orbit.contracts import check_schema, validate_schema
+from orbit.core.definition.contracts import check_schema, validate_schema
 
 ORDER = {
     "type": "object",

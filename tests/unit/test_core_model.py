@@ -6,13 +6,20 @@ import pickle
 from dataclasses import fields
 
 import pytest
-from orbit.effects import EFFECT_TYPES, effect_from_dict
+from orbit.core.history.effects import EFFECT_TYPES, effect_from_dict
+from orbit.core.history.events import (
+    EVENT_TYPES,
+    Recorded,
+    TaskError,
+    UnknownEvent,
+    event_from_dict,
+    recorded_from_dict,
+)
+from orbit.core.history.messages import MESSAGE_TYPES, message_from_dict
+from orbit.core.history.model import fold
+from orbit.core.history.state import element_key, parse_key
 from orbit.errors import OrbitError, ValidationError
-from orbit.events import EVENT_TYPES, Recorded, TaskError, UnknownEvent, event_from_dict, recorded_from_dict
-from orbit.messages import MESSAGE_TYPES, message_from_dict
-from orbit.model import fold
-from orbit.simulator import hang, succeed
-from orbit.state import element_key, parse_key
+from orbit.testing.simulator import hang, succeed
 
 from tests.unit.dsl_harness import events, sim_with, unit_types
 
@@ -161,7 +168,7 @@ def test_for_elements_are_compensated_one_by_one_with_their_item() -> None:
     )
     sim.worker("s.ship", succeed())
     sim.worker("s.unship", lambda inp, ctx: inp)
-    from orbit.simulator import fail
+    from orbit.testing.simulator import fail
 
     sim.worker("t.fail", fail("BOOM", retryable=False))
     eid = sim.start("wf", {"items": ["a", "b"]}, id="e1")

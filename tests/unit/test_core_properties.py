@@ -14,13 +14,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from orbit.adapters.memory import SeededIds
-from orbit.decider import decide
+from orbit.core.decider.decide import decide
+from orbit.core.history.events import EVENT_TYPES, Recorded, event_from_dict, recorded_from_dict
+from orbit.core.history.messages import message_from_dict
+from orbit.core.history.model import apply, fold
+from orbit.core.history.state import ExecutionState
 from orbit.errors import ExecutionEnded, ValidationError
-from orbit.events import EVENT_TYPES, Recorded, event_from_dict, recorded_from_dict
-from orbit.messages import message_from_dict
-from orbit.model import apply, fold
-from orbit.simulator import Behaviour, Simulator, answer_twice, crash, fail, hang, late, succeed
-from orbit.state import ExecutionState
+from orbit.testing.simulator import Behaviour, Simulator, answer_twice, crash, fail, hang, late, succeed
 
 from tests.unit.dsl_harness import T0, definition
 

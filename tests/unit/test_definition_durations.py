@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from orbit.definition import DurationError, format_duration, parse_duration
+from orbit.core.definition import DurationError, format_duration, parse_duration
 
 
 @pytest.mark.parametrize("text, ms", [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from orbit.definition import DefinitionError, load_definition, validate_file
+from orbit.core.definition import DefinitionError, load_definition, validate_file
 from orbit.errors import ValidationError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "definitions"

@@ -8,10 +8,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from orbit.definition import Definition, parse_definition, parse_text, validate_definition
-from orbit.definition.model import STEP_KINDS
-from orbit.definition.steps_check import COMMON_KEYS, HTTP_KEYS, RETRY_KEYS
-from orbit.definition.validate import TOP_KEYS
+from orbit.core.definition import Definition, parse_definition, parse_text, validate_definition
+from orbit.core.definition.model import STEP_KINDS
+from orbit.core.definition.steps_check import COMMON_KEYS, HTTP_KEYS, RETRY_KEYS
+from orbit.core.definition.validate import TOP_KEYS
 from orbit.errors import Problem, ValidationError
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import yaml
-from orbit.definition import canonical_json, definition_hash, load_definition
+from orbit.core.definition import canonical_json, definition_hash, load_definition
 
 YAML_A = """
 orbit: 1

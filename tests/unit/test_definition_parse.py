@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from orbit.definition import (
+from orbit.core.definition import (
     Definition,
     DefinitionError,
     RetryPolicy,

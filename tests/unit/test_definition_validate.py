@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from orbit.definition import parse_definition, validate_definition
+from orbit.core.definition import parse_definition, validate_definition
 from orbit.errors import ValidationError
 
 
@@ -164,7 +164,7 @@ def test_hooks_must_name_a_signal_or_wait_for_step() -> None:
 def test_alias_bombs_and_deep_nesting_are_refused_quickly() -> None:
     import time
 
-    from orbit.definition import load_definition
+    from orbit.core.definition import load_definition
 
     bomb = "orbit: 1\nname: w\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "

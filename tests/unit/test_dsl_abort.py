@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from orbit.errors import ExecutionExists
-from orbit.simulator import fail, hang, succeed
+from orbit.testing.simulator import fail, hang, succeed
 
 from tests.unit.dsl_harness import T0, definition, events, sim_with, unit_types
 

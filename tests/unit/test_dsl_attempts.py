@@ -3,9 +3,9 @@ stale and duplicate answers, uncertain attempts (worker lost, message redelivere
 
 from __future__ import annotations
 
-from orbit.engine.units import backoff_ms
-from orbit.runtime.commands import RetryPolicy
-from orbit.simulator import answer_twice, crash, fail, hang, late, succeed
+from orbit.core.decider.units import backoff_ms
+from orbit.core.runtime.commands import RetryPolicy
+from orbit.testing.simulator import answer_twice, crash, fail, hang, late, succeed
 
 from tests.unit.dsl_harness import T0, events, sim_with, unit_types
 

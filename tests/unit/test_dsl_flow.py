@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orbit.simulator import fail, succeed
+from orbit.testing.simulator import fail, succeed
 
 from tests.unit.dsl_harness import T0, events, scheduled_running_peak, sim_with, unit_types
 

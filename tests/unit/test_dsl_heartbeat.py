@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from orbit.definition import parse_definition
-from orbit.effects import DispatchTask, effect_from_dict
+from orbit.core.definition import parse_definition
+from orbit.core.history.effects import DispatchTask, effect_from_dict
+from orbit.core.history.events import HEARTBEAT_TIMEOUT, RUNTIME_CODES, StepScheduled, event_from_dict
+from orbit.core.history.state import UnitState
 from orbit.errors import ValidationError
-from orbit.events import HEARTBEAT_TIMEOUT, RUNTIME_CODES, StepScheduled, event_from_dict
-from orbit.simulator import HANG, fail, hang, heartbeats, late, succeed
-from orbit.state import UnitState
+from orbit.testing.simulator import HANG, fail, hang, heartbeats, late, succeed
 
 from tests.unit.dsl_harness import T0, definition, events, sim_with, unit_types
 

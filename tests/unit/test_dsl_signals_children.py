@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
-from orbit.simulator import fail, hang, succeed
+from orbit.testing.simulator import fail, hang, succeed
 
 from tests.unit.dsl_harness import definition, events, sim_with, unit_types
 

@@ -14,14 +14,14 @@ from orbit.adapters.memory import (
     MemoryTimers,
     SeededIds,
 )
+from orbit.core.history.events import TaskError
+from orbit.core.history.model import fold
+from orbit.core.history.state import ExecutionState
+from orbit.core.runtime.commands import Complete, ContinueAsNew, Park, RecordProgress
 from orbit.errors import ConflictError, NotFound, UnknownWorkflow, ValidationError
-from orbit.events import TaskError
-from orbit.model import fold
-from orbit.ports import Commit
-from orbit.runtime.commands import Complete, ContinueAsNew, Park, RecordProgress
-from orbit.service import Engine
-from orbit.simulator import Simulator, fail, hang, succeed
-from orbit.state import ExecutionState
+from orbit.service.engine import Engine
+from orbit.service.ports import Commit
+from orbit.testing.simulator import Simulator, fail, hang, succeed
 
 from tests.unit.dsl_harness import T0, definition, events, sim_with
 
@@ -34,7 +34,7 @@ def engine_pair() -> tuple[Engine, Engine, MemoryQueues]:
         MemoryRegistry(),
         ManualClock(T0),
     )
-    from orbit.definition import parse_definition
+    from orbit.core.definition import parse_definition
 
     reg.register(parse_definition(definition({"a": {"task": "t.a"}, "b": {"task": "t.b"}})))
     a = Engine(store, queues, timers, None, reg, clock, SeededIds("a"))
@@ -130,7 +130,7 @@ def test_snapshots_are_taken_and_load_equals_the_full_fold() -> None:
     sim.run()
     loaded = sim.store.load(eid)
     assert loaded.snapshot_seq > 0 and len(loaded.commits) < 3
-    from orbit.model import recorded_from_dict
+    from orbit.core.history.model import recorded_from_dict
 
     full = fold(eid, [recorded_from_dict(e) for e in sim.history(eid)])
     got = loaded.fold().to_dict()

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from orbit.errors import ExpressionError, OrbitError
-from orbit.expressions import (
+from orbit.core.definition.expressions import (
     evaluate,
     expressions_in,
     is_expression,
@@ -14,6 +13,7 @@ from orbit.expressions import (
     reads_steps_dynamically,
     references,
 )
+from orbit.errors import ExpressionError, OrbitError
 
 ROOT = {
     "input": {"total": 3, "order_id": "o-1", "items": [{"sku": "a", "cost": 1.5}, {"sku": "b", "cost": 2}]},
@@ -201,7 +201,7 @@ def test_any_text_parses_evaluates_or_raises_expression_error(text: str) -> None
     ("input.(ee)", {"input"}), ("$v.ff", set()), ("**.hh", set()), ("$now()", set()), ("( %", set()),
 ])
 def test_root_names(text: str, names: set[str]) -> None:
-    from orbit.expressions import root_names
+    from orbit.core.definition.expressions import root_names
 
     assert root_names(text) == names
 

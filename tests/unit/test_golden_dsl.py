@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orbit.definition import definition_hash
-from orbit.model import fold, recorded_from_dict
+from orbit.core.definition import definition_hash
+from orbit.core.history.model import fold, recorded_from_dict
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "dsl"
 FILES = sorted(GOLDEN.glob("*.json"))

@@ -4,7 +4,7 @@ Without bounds the state and every snapshot grew with every message an
 execution ever handled, so a cold load of a long execution read more and more.
 Now the state keeps the ids of its last `RECENT_COMMITS` commits, and signal
 ids (the caller's idempotency keys) for `INBOUND_WINDOW_MS` of commit time; an
-older redelivery is found in the commit log (orbit/outbox.py), read back only
+older redelivery is found in the commit log (orbit/service/outbox.py), read back only
 to the message's send time. The bounds are applied inside the fold, so a cached
 state, a loaded one and a snapshot agree.
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from orbit.core.history.model import apply_commit
+from orbit.core.history.state import INBOUND_WINDOW_MS, RECENT_COMMITS, ExecutionState, remember_inbound
 from orbit.local.cfn import load_template
-from orbit.model import apply_commit
-from orbit.outbox import SEND_SKEW_MS
-from orbit.simulator import Simulator, hang
-from orbit.state import INBOUND_WINDOW_MS, RECENT_COMMITS, ExecutionState, remember_inbound
+from orbit.service.outbox import SEND_SKEW_MS
+from orbit.testing.simulator import Simulator, hang
 
 from tests.unit.dsl_harness import T0, definition
 

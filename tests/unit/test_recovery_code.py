@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from code_harness import Harness
+from orbit.core.history.events import TaskError
 from orbit.errors import RedriveRefused
-from orbit.events import TaskError
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()

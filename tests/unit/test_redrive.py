@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from dsl_harness import sim_with
+from orbit.core.history.events import TaskError
 from orbit.errors import NotFound, RedriveRefused, ValidationError
-from orbit.events import TaskError
-from orbit.service import Engine
+from orbit.service.engine import Engine
 
 
 class Flaky:
@@ -175,7 +175,7 @@ def test_a_timed_out_execution_gets_a_new_deadline() -> None:
                     "slow": {"task": "t.slow", "input": {"v": 2}, "after": ["a"]}}, timeout="1m")
     a = Flaky(set())
     sim.worker("t.a", a)
-    from orbit.simulator import hang, succeed
+    from orbit.testing.simulator import hang, succeed
 
     sim.worker("t.slow", hang(), succeed({"v": 2}))
     eid = sim.start("wf", {}, id="t-1")
@@ -192,7 +192,7 @@ def test_a_timed_out_execution_gets_a_new_deadline() -> None:
 
 @pytest.mark.parametrize("status", ["RUNNING", "COMPLETED", "CANCELLED"])
 def test_refused_for_executions_that_did_not_fail_and_nothing_is_written(status: str) -> None:
-    from orbit.simulator import hang, succeed
+    from orbit.testing.simulator import hang, succeed
 
     sim = sim_with({"a": {"task": "t.a", "input": {}}})
     sim.worker("t.a", hang() if status != "COMPLETED" else succeed(1))
@@ -215,7 +215,7 @@ def test_refused_once_compensation_ran() -> None:
         "pay": {"task": "t.pay", "input": {}, "compensate": {"task": "t.refund", "input": {}}},
         "ship": {"task": "t.ship", "input": {}, "after": ["pay"]},
     })
-    from orbit.simulator import fail, succeed
+    from orbit.testing.simulator import fail, succeed
 
     sim.worker("t.pay", succeed(1))
     sim.worker("t.refund", succeed())
@@ -277,7 +277,7 @@ def test_two_redrives_racing_record_one_and_refuse_the_other() -> None:
 
 
 def test_a_child_that_cannot_go_on_fails_its_redriven_parent_again_saying_why() -> None:
-    from orbit.simulator import fail, succeed
+    from orbit.testing.simulator import fail, succeed
 
     sim = sim_with({"kid": {"workflow": "saga-kid", "input": {}}}, name="parent")
     sim.register({"orbit": 1, "name": "saga-kid", "steps": {

@@ -1,11 +1,11 @@
-"""The shared tagged-dataclass JSON form (orbit.serial) keeps each caller's exact wording."""
+"""The shared tagged-dataclass JSON form (orbit.core.history.serial) keeps each caller's exact wording."""
 
 import pytest
-from orbit.effects import EFFECT_TYPES, NotifyParent, effect_from_dict
+from orbit.core.history.effects import EFFECT_TYPES, NotifyParent, effect_from_dict
+from orbit.core.history.events import StepFailed, TaskError, event_from_dict
+from orbit.core.history.messages import MESSAGE_TYPES, message_from_dict
+from orbit.core.history.serial import known_fields, lookup, registry, tagged_dict
 from orbit.errors import ValidationError
-from orbit.events import StepFailed, TaskError, event_from_dict
-from orbit.messages import MESSAGE_TYPES, message_from_dict
-from orbit.serial import known_fields, lookup, registry, tagged_dict
 
 
 def test_tagged_dict_puts_the_tag_first_and_task_errors_as_dicts() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from orbit.simulator import crash, succeed
+from orbit.testing.simulator import crash, succeed
 
 from tests.unit.dsl_harness import T0, sim_with
 

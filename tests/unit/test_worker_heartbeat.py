@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from orbit.worker import Worker
-from orbit.worker_heartbeat import HeartbeatThrottle
+from orbit.worker.heartbeat import HeartbeatThrottle
 
 
 class _Decisions:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orbit.core.history.events import TaskError
 from orbit.errors import (
     BuildMismatch,
     ConflictError,
@@ -23,19 +24,18 @@ from orbit.errors import (
     UnknownWorkflow,
     ValidationError,
 )
-from orbit.events import TaskError
 from orbit.workflow import workflow  # eager: a lazy name would be shadowed by the submodule `orbit.workflow`
 
 _LAZY = {
     "LocalStack": "orbit.local",
     "Client": "orbit.client",
-    "Step": "orbit.runtime.code_specs",
-    "StepFailed": "orbit.runtime.code_errors",
-    "Cancelled": "orbit.runtime.code_errors",
-    "WorkflowTimedOut": "orbit.runtime.code_errors",
-    "Engine": "orbit.service",
-    "Simulator": "orbit.simulator",
-    "load_definition": "orbit.definition",
+    "Step": "orbit.core.runtime.code_specs",
+    "StepFailed": "orbit.core.runtime.code_errors",
+    "Cancelled": "orbit.core.runtime.code_errors",
+    "WorkflowTimedOut": "orbit.core.runtime.code_errors",
+    "Engine": "orbit.service.engine",
+    "Simulator": "orbit.testing.simulator",
+    "load_definition": "orbit.core.definition",
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The one exceptions module: every error Orbit raises derives from `OrbitError`.
 
-`TaskError` (a step's structured failure) lives in `orbit.model` because it is
+`TaskError` (a step's structured failure) lives in `orbit.core.history.model` because it is
 also a value stored in events; it derives from `OrbitError` too.
 """
 

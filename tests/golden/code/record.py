@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orbit.simulator import Simulator, fail
+from orbit.testing.simulator import Simulator, fail
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

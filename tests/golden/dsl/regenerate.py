@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orbit.simulator import Simulator, crash, fail, hang, late, succeed
+from orbit.testing.simulator import Simulator, crash, fail, hang, late, succeed
 
 HERE = Path(__file__).parent
 T0 = 1_700_000_000_000
@@ -135,7 +135,7 @@ SCENARIOS = {
 
 
 def golden(name: str) -> dict[str, Any]:
-    from orbit.model import fold, recorded_from_dict
+    from orbit.core.history.model import fold, recorded_from_dict
 
     d, sim, eid = SCENARIOS[name]()
     sim.run()

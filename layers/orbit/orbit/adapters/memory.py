@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from orbit.core.history.events import JSON
+from orbit.core.history.state import ExecutionState
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
-from orbit.events import JSON
-from orbit.ports import Commit, HistoryPage, IndexEntry, Loaded
-from orbit.state import ExecutionState
+from orbit.service.ports import Commit, HistoryPage, IndexEntry, Loaded
 
 
 class MemoryHistoryStore:
@@ -241,7 +241,7 @@ class MemoryRegistry:
         self._latest: dict[str, str] = {}
 
     def register(self, workflow: Any) -> None:
-        from orbit.decider import workflow_build
+        from orbit.core.decider.decide import workflow_build
 
         name, version = workflow.name, str(workflow.version)
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow

@@ -6,7 +6,7 @@ again writes nothing new, and an object, once written, is never replaced, so a
 reference stored in history always reads back the bytes it was made from.
 References look like `s3://bucket/payloads/<sha256>`.
 
-Per process (one store per Lambda instance, `orbit.aws.services()`):
+Per process (one store per Lambda instance, `orbit.aws.wiring.services()`):
 - the digests this process wrote or read are remembered, so the same value in
   the next commit, snapshot or message costs no request at all;
 - a value of a megabyte or more that this process has not seen is probed with

@@ -1,6 +1,6 @@
 """`orbit dev`: the local stack kept up, with the HTTP API served on loopback.
 
-Requests are routed by `orbit.api.handle_request`, the same router the API
+Requests are routed by `orbit.service.http.handle_request`, the same router the API
 Lambda uses. A background thread pumps the queues and fires the schedule in
 real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
@@ -48,7 +48,7 @@ class DevServer:
                 self.stopping.wait(0.05)
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
-        from orbit.api import handle_request
+        from orbit.service.http import handle_request
 
         parts = urlsplit(target)
         if parts.path == "/_local/advance" and method == "POST":

@@ -4,7 +4,7 @@ It starts moto, creates what `template.yaml` declares, and drives the real
 handlers (`functions/*/app.py`): the decider on the decision queue, the
 workers on the task queues, the timers function on its schedule. Operations
 (`start`, `signal`, ...) go through the same engine API the HTTP API Lambda
-uses, built by `orbit.aws` from the stack's environment with the virtual clock.
+uses, built by `orbit.aws.wiring` from the stack's environment with the virtual clock.
 Every task registered with `@orbit.worker.task` in this process is served.
 """
 
@@ -107,7 +107,7 @@ class LocalStack:
         self.close()
 
     def open(self) -> None:
-        from orbit import aws
+        from orbit.aws import wiring as aws
 
         for spec in self.workers:
             load_workers(spec)
@@ -117,7 +117,7 @@ class LocalStack:
         self.cloud.next_timer = self.services.table_timers.next_fire_ms
 
     def close(self) -> None:
-        from orbit import aws
+        from orbit.aws import wiring as aws
 
         self.cloud.stop()
         aws.reset()
@@ -136,7 +136,7 @@ class LocalStack:
     # ------------------------------------------------------------------ workflows
     def register(self, definition_or_path_or_function: Any) -> str:
         """Register a definition (path, YAML/JSON text, dict) or a code workflow; returns its name."""
-        from orbit.definition import load_definition, parse_definition
+        from orbit.core.definition import load_definition, parse_definition
 
         item = definition_or_path_or_function
         if isinstance(item, dict):

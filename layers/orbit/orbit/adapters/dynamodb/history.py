@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
+from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
-from orbit.ports import Commit, HistoryPage, IndexEntry, Loaded
-from orbit.state import ExecutionState
+from orbit.service.ports import Commit, HistoryPage, IndexEntry, Loaded
 
 SNAP = "SNAP"
 INDEX = "A#INDEX"

@@ -50,7 +50,7 @@ class DynamoRegistry:
         pointer_ttl_s: float = POINTER_TTL_S,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        from orbit.workflow import REGISTRY
+        from orbit.core.runtime.code_registry import REGISTRY
 
         self._db = client
         self.table = table
@@ -67,7 +67,7 @@ class DynamoRegistry:
         self._lock = threading.Lock()
 
     def register(self, workflow: Any) -> None:
-        from orbit.definition import Definition
+        from orbit.core.definition import Definition
 
         if not isinstance(workflow, Definition):
             self.code.register(workflow)
@@ -107,7 +107,7 @@ class DynamoRegistry:
             if self._get_item(name, f"V#{version}") is not None:
                 raise BuildMismatch(f"workflow {name!r} version {version!r} has no build {build!r}")
             raise UnknownWorkflow(f"no workflow named {name!r} with version {version!r} is registered")
-        from orbit.definition import parse_definition
+        from orbit.core.definition import parse_definition
 
         definition = parse_definition(decode(item, self._payloads))
         with self._lock:

@@ -1,0 +1,219 @@
+"""The one place that reads environment variables and builds boto3 clients and adapters.
+
+Handlers call `engine()` / `services()` (cached per process: clients cost
+50-200 ms to create, so a warm Lambda reuses them). The local stack builds its
+own with `build_engine(env, clock=VirtualClock())` or swaps the cached one with
+`reset(clock=...)`; `AWS_ENDPOINT_URL` (or `ORBIT_ENDPOINT_URL`) points every
+client at an emulator.
+
+Variables (template.yaml sets them): ORBIT_TABLE, ORBIT_BUCKET,
+ORBIT_DECISION_QUEUE_URL, ORBIT_DEFAULT_TASK_QUEUE_URL, ORBIT_TASK_QUEUES
+(JSON: task-queue name -> URL). Optional: ORBIT_TIMERS (`sqs-delay`, the
+default: timers up to 15 min ride on SQS DelaySeconds, longer ones go to the
+table; `table`: every timer goes to the table, for a local stack that fires
+them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
+ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from orbit.errors import Problem, ValidationError
+
+REQUIRED = ("ORBIT_TABLE", "ORBIT_BUCKET", "ORBIT_DECISION_QUEUE_URL")
+
+
+class SystemClock:
+    """Wall-clock time for deployed handlers (the core never reads a clock itself)."""
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)  # noqa: TID251 - the edge owns the wall clock
+
+
+@dataclass(frozen=True)
+class Settings:
+    table: str
+    bucket: str
+    decision_url: str
+    default_task_url: str
+    task_urls: dict[str, str]
+    endpoint_url: str | None
+    region: str
+    timers: str
+    snapshot_every: int
+    timer_shards: int
+    worker_lease_s: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        problems = [Problem(name, "environment variable is not set")
+                    for name in REQUIRED if not env.get(name)]
+        try:
+            task_urls = json.loads(env.get("ORBIT_TASK_QUEUES") or "{}")
+            if not isinstance(task_urls, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            problems.append(Problem("ORBIT_TASK_QUEUES", f"must be a JSON object name -> queue URL ({e})"))
+            task_urls = {}
+        timers = env.get("ORBIT_TIMERS", "sqs-delay")
+        if timers not in ("sqs-delay", "table"):
+            problems.append(Problem("ORBIT_TIMERS", f"must be 'sqs-delay' or 'table', not {timers!r}"))
+        ints = {}
+        defaults = (("ORBIT_SNAPSHOT_EVERY", 25), ("ORBIT_TIMER_SHARDS", 4), ("ORBIT_WORKER_LEASE_S", 300))
+        for name, default in defaults:
+            try:
+                ints[name] = int(env.get(name) or default)
+                if ints[name] < 1:
+                    raise ValueError
+            except ValueError:
+                problems.append(Problem(name, f"must be a positive integer, not {env.get(name)!r}"))
+        if problems:
+            raise ValidationError(problems)
+        decision = env["ORBIT_DECISION_QUEUE_URL"]
+        return cls(
+            table=env["ORBIT_TABLE"], bucket=env["ORBIT_BUCKET"], decision_url=decision,
+            default_task_url=env.get("ORBIT_DEFAULT_TASK_QUEUE_URL") or task_urls.get("default") or "",
+            task_urls={str(k): str(v) for k, v in task_urls.items()},
+            endpoint_url=env.get("ORBIT_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            timers=timers, snapshot_every=ints["ORBIT_SNAPSHOT_EVERY"],
+            timer_shards=ints["ORBIT_TIMER_SHARDS"],
+            worker_lease_s=ints["ORBIT_WORKER_LEASE_S"],
+        )
+
+
+class Services:
+    """Clients and adapters for one configuration; each is built on first use."""
+
+    def __init__(self, settings: Settings, clock: Any = None) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+
+    def _client(self, service: str) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        # Standard retry mode: throttling and 5xx are retried with backoff, never a conditional failure.
+        # S3 objects are content-addressed and their sha256 is checked on every read (adapters/s3.py), so
+        # botocore's default CRC32 of every upload (pure Python, ~1.5 s per 50 MB) buys nothing.
+        cfg = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30,
+                     request_checksum_calculation="when_required",
+                     response_checksum_validation="when_required")
+        return boto3.session.Session().client(service, region_name=self.settings.region,
+                                              endpoint_url=self.settings.endpoint_url, config=cfg)
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        return self._client("dynamodb")
+
+    @cached_property
+    def sqs(self) -> Any:
+        return self._client("sqs")
+
+    @cached_property
+    def s3(self) -> Any:
+        return self._client("s3")
+
+    @cached_property
+    def payloads(self) -> Any:
+        from orbit.adapters.s3 import S3PayloadStore
+
+        return S3PayloadStore(self.s3, self.settings.bucket)
+
+    @cached_property
+    def store(self) -> Any:
+        from orbit.adapters.dynamodb import DynamoHistoryStore
+
+        return DynamoHistoryStore(self.dynamodb, self.settings.table, self.payloads,
+                                  page_size=self.settings.snapshot_every + 2)
+
+    @cached_property
+    def queues(self) -> Any:
+        from orbit.adapters.sqs import SqsQueues
+
+        s = self.settings
+        return SqsQueues(self.sqs, s.decision_url, s.task_urls, s.default_task_url, self.payloads,
+                         clock=self.clock)
+
+    @cached_property
+    def table_timers(self) -> Any:
+        from orbit.adapters.dynamodb import DynamoTimers
+
+        return DynamoTimers(self.dynamodb, self.settings.table, shards=self.settings.timer_shards)
+
+    @cached_property
+    def timers(self) -> Any:
+        if self.settings.timers == "table":
+            return self.table_timers
+        from orbit.adapters.sqs import DelayedWakeTimers
+
+        return DelayedWakeTimers(self.table_timers, self.queues, self.clock)
+
+    @cached_property
+    def registry(self) -> Any:
+        from orbit.adapters.dynamodb import DynamoRegistry
+
+        return DynamoRegistry(self.dynamodb, self.settings.table, self.payloads, self.clock)
+
+    @cached_property
+    def idempotency(self) -> Any:
+        from orbit.adapters.dynamodb import IdempotencyStore
+
+        return IdempotencyStore(self.dynamodb, self.settings.table, self.payloads, self.clock)
+
+    @cached_property
+    def engine(self) -> Any:
+        from orbit.adapters.memory import RandomIds
+        from orbit.aws.observability import MeteredStore
+        from orbit.service.engine import Engine
+
+        return Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
+                      self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every)
+
+    @cached_property
+    def worker(self) -> Any:
+        from orbit.worker.sdk import Worker
+
+        return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000)
+
+
+def build_services(env: Mapping[str, str] | None = None, clock: Any = None) -> Services:
+    return Services(Settings.from_env(os.environ if env is None else env), clock)
+
+
+def build_engine(env: Mapping[str, str] | None = None, clock: Any = None) -> Any:
+    return build_services(env, clock).engine
+
+
+_lock = threading.Lock()
+_cached: Services | None = None
+_clock_override: Any = None
+
+
+def services() -> Services:
+    """The process-wide Services built from os.environ (and the clock given to `reset`)."""
+    global _cached
+    with _lock:
+        if _cached is None:
+            _cached = build_services(os.environ, _clock_override)
+        return _cached
+
+
+def engine() -> Any:
+    return services().engine
+
+
+def reset(clock: Any = None) -> None:
+    """Forget the cached services (the environment changed); later ones use `clock` if given."""
+    global _cached, _clock_override
+    with _lock:
+        _cached = None
+        _clock_override = clock

@@ -1,0 +1,225 @@
+"""The pure decision: (workflow, state, inbound message, now, ids) -> events + effects.
+
+`decide` reads no clock and draws no randomness: time is `now_ms`, new tokens
+come from `ids`. It advances `state` **in place** (the caller's working copy:
+the service owns it and reloads after a failed commit), so a decision costs
+what changed, not the size of the state or the history.
+
+Order of work:
+1. the inbound message's own events (start, result, signal, wake, ...);
+2. the fixpoint: wind an aborting execution down, then ask the runtime
+   (`runtime.run`) for commands and turn them into events, until nothing new
+   happens;
+3. effects that follow from the new state: the next timer, the parent notice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orbit.core.decider.abort import compensation_unanswered, progress_abort
+from orbit.core.decider.context import Ctx, Decision, IdSource
+from orbit.core.decider.execute import create_hook, execute
+from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
+from orbit.core.decider.signals import deliver
+from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
+from orbit.core.history.effects import ArmTimer
+from orbit.core.history.events import (
+    CANCELLED,
+    WORKFLOW_TIMEOUT,
+    CancelRequested,
+    HookResumed,
+    SignalReceived,
+    StaleResultIgnored,
+    TaskError,
+    WorkflowCreated,
+    WorkflowStarted,
+)
+from orbit.core.history.messages import (
+    CancelMessage,
+    ChildDoneMessage,
+    ForkCreatedMessage,
+    HeartbeatMessage,
+    HookMessage,
+    Message,
+    RedriveMessage,
+    ResultMessage,
+    SignalMessage,
+    StartedMessage,
+    StartMessage,
+    WakeMessage,
+)
+from orbit.core.history.state import COMPENSATING, ExecutionState
+from orbit.core.runtime.commands import Runtime
+
+__all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
+
+MAX_ROUNDS = 10_000
+RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
+
+
+def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource) -> Decision:
+    ctx = Ctx(workflow, state, now_ms, ids)
+    wake_before = state.next_wake_ms()
+    was_terminal = state.terminal
+    if isinstance(inbound, StartMessage):
+        if state.created:
+            return ctx.decision  # idempotent start is the service's business
+        _start(ctx, inbound)
+    elif not state.created:
+        if isinstance(inbound, CancelMessage) and inbound.parent_id and state.abort is None:
+            # A parent's cancel that overtook its child's start. It is recorded as the child's
+            # first commit (a tombstone: CancelRequested before WorkflowCreated); the start then
+            # creates the execution with the abort already set and winds it down before the
+            # runtime runs, so the child ends CANCELLED without running a step. One conditional
+            # write per commit still orders the two: whichever commits second sees the other.
+            # The alternative, the child's start reading its parent's state, would cost every
+            # child start a second execution load for a rare race.
+            ctx.emit(CancelRequested(inbound.reason or "cancelled", inbound.force))
+        elif isinstance(inbound, RedriveMessage):
+            answer_unstarted_child(ctx, inbound)
+        return ctx.decision
+    elif isinstance(inbound, ForkCreatedMessage):
+        record_fork(ctx, inbound.fork_id, inbound.from_step)
+        return ctx.decision  # a link for describe: nothing for the runtime
+    elif isinstance(inbound, RedriveMessage):
+        if not redrive(ctx, inbound):
+            return ctx.decision
+        was_terminal, wake_before = False, None  # running again: arm its timers as a start does
+    else:
+        _inbound(ctx, inbound)
+    if not state.terminal:
+        _fixpoint(ctx)
+    if not state.terminal and not was_terminal:
+        wake = state.next_wake_ms()
+        if wake is not None and (
+            wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage, RedriveMessage))
+        ):
+            if _pushed_back_by_heartbeat(inbound, wake_before, wake, now_ms):
+                return ctx.decision
+            # Everything due was handled above; a wake-up still in the past would fire again at
+            # once and spin, so it is retried at the schedule's pace instead.
+            ctx.effect(ArmTimer(state.id, wake if wake > now_ms else now_ms + RETRY_STUCK_WAKE_MS))
+    return ctx.decision
+
+
+def _pushed_back_by_heartbeat(inbound: Message, before: int | None, wake: int, now_ms: int) -> bool:
+    """A heartbeat that only moved the wake-up later (heartbeat_timeout) arms nothing: the timer
+    armed for the earlier time is still pending, fires, finds nothing due and arms the new time
+    (every wake decision re-arms). Arming on each heartbeat would cost a timer write or a delayed
+    message per heartbeat, each later firing for nothing; this way it is one per timeout."""
+    return isinstance(inbound, HeartbeatMessage) and before is not None and now_ms < before <= wake
+
+
+def _start(ctx: Ctx, m: StartMessage) -> None:
+    wf = ctx.workflow
+    build = workflow_build(wf)
+    timeout = getattr(wf, "timeout_ms", None)
+    ctx.emit(
+        WorkflowCreated(
+            workflow=wf.name,
+            version=str(wf.version),
+            definition_hash=build,
+            input=m.input,
+            parent=m.parent,
+            build=build,
+            execution_id=ctx.state.id,
+        )
+    )
+    ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))
+    for name in sorted(getattr(wf, "signals", None) or {}):
+        create_hook(ctx, name)
+    if m.fork is not None:
+        seed_fork(ctx, m.fork)
+
+
+def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per message kind
+    s = ctx.state
+    if s.terminal:
+        if isinstance(m, ResultMessage):  # evidence of a late answer, never applied
+            outcome = "succeeded" if m.error is None else f"failed:{m.error.code}"
+            ctx.emit(StaleResultIgnored(m.unit, m.token, outcome))
+        return
+    if isinstance(m, ResultMessage):
+        result(ctx, m.unit, m.token, m.output, m.error)
+    elif isinstance(m, StartedMessage):
+        started(ctx, m.unit, m.token, m.worker_id, m.worker_session)
+    elif isinstance(m, HeartbeatMessage):
+        heartbeat(ctx, m.unit, m.token, m.details)
+    elif isinstance(m, WakeMessage):
+        wake_due(ctx)
+    elif isinstance(m, SignalMessage):
+        ctx.emit(SignalReceived(m.name, m.payload, m.id))
+        deliver(ctx, m.name)
+    elif isinstance(m, HookMessage):
+        name = next((n for n, h in s.hooks.items() if h["token"] == m.token and not h["resumed"]), None)
+        if name is not None:
+            ctx.emit(HookResumed(name, m.token, m.payload))
+            deliver(ctx, name)
+    elif isinstance(m, CancelMessage):
+        if s.abort is None:
+            ctx.emit(CancelRequested(m.reason or "cancelled", m.force))
+    elif isinstance(m, ChildDoneMessage):
+        _child_done(ctx, m)
+    if not isinstance(m, WakeMessage) and _overdue(s, ctx.now):
+        wake_due(ctx)  # a late timer: act on what is already due rather than wait for it
+
+
+def _overdue(s: ExecutionState, now: int) -> bool:
+    w = s.next_wake_ms()
+    return w is not None and w <= now
+
+
+def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
+    u = ctx.state.units.get(m.unit)
+    # A child that continued as new answers from its successor (`child~1`, `child~2`, ...).
+    ours = u is not None and (m.child_id == u.child_id or m.child_id.startswith(f"{u.child_id}~"))
+    if u is None or u.terminal or not ours:
+        ctx.emit(StaleResultIgnored(m.unit, m.child_id, f"child {m.status.lower()}"))
+        return
+    if m.status == "COMPLETED":
+        succeed(ctx, m.unit, m.output)
+        return
+    error = m.error
+    if error is None:
+        code = {"CANCELLED": CANCELLED, "TIMED_OUT": WORKFLOW_TIMEOUT}.get(m.status, "FAILED")
+        error = TaskError(code, f"child {m.child_id} ended {m.status}", retryable=False)
+    fail(ctx, m.unit, error)
+
+
+def _fixpoint(ctx: Ctx) -> None:
+    s = ctx.state
+    runtime = None
+    for _ in range(MAX_ROUNDS):
+        before = ctx.event_count
+        progress_abort(ctx)
+        if s.terminal:
+            return
+        if s.parked is None:
+            runtime = runtime or runtime_for(ctx.workflow)
+            execute(ctx, runtime.run(ctx.workflow, s, ctx.now))
+            if s.terminal:
+                return
+            if ctx.event_count == before and s.status == COMPENSATING:
+                compensation_unanswered(ctx)
+        if ctx.event_count == before:
+            return
+
+
+def workflow_build(workflow: Any) -> str:
+    """The build an execution pins: a code build id, or a definition's hash."""
+    return str(getattr(workflow, "build", None) or getattr(workflow, "hash", None) or "")
+
+
+def runtime_for(workflow: Any) -> Runtime:
+    """The DSL interpreter for definitions; a code workflow's own runtime otherwise."""
+    rt = getattr(workflow, "runtime", None)
+    if rt is not None:
+        return rt() if isinstance(rt, type) else rt
+    if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
+        from orbit.core.runtime.dsl import DslRuntime
+
+        return DslRuntime()
+    from orbit.core.runtime import code  # the Python replayer (orbit/runtime/code.py)
+
+    return code.runtime_for(workflow)  # type: ignore[attr-defined, no-any-return]

@@ -1,0 +1,159 @@
+"""Turning a runtime's commands into events and effects."""
+
+from __future__ import annotations
+
+from orbit.core.decider.abort import cleans_up, finish, notify_parent
+from orbit.core.decider.context import Ctx
+from orbit.core.decider.signals import deliver
+from orbit.core.decider.units import fail, schedule, succeed
+from orbit.core.history.effects import ContinueExecution, RegisterHook, StartChild
+from orbit.core.history.events import (
+    CancelRequested,
+    ChildStarted,
+    CompensationCompleted,
+    CompensationFailed,
+    ExecutionParked,
+    FailRequested,
+    HookCreated,
+    ProgressRecorded,
+    StepFanOut,
+    StepSkipped,
+    TimerFired,
+    TimerStarted,
+    WaitStarted,
+    WorkflowCompleted,
+    WorkflowContinuedAsNew,
+    WorkflowTimeoutReached,
+)
+from orbit.core.history.state import PENDING, parse_key
+from orbit.core.runtime.commands import (
+    CONTINUE_WORKFLOW,
+    Cancel,
+    Command,
+    Complete,
+    ContinueAsNew,
+    CreateHook,
+    Fail,
+    FailStep,
+    FanOut,
+    LinkChild,
+    Park,
+    RecordProgress,
+    RecordResult,
+    ScheduleStep,
+    SkipStep,
+    Timeout,
+    WaitForSignal,
+    WaitUntil,
+    flatten,
+)
+
+
+def _fresh(ctx: Ctx, unit: str) -> bool:
+    u = ctx.state.units.get(unit)
+    return u is None or u.status == PENDING
+
+
+def _allowed(ctx: Ctx, unit: str) -> bool:
+    """While winding down only the compensation units (or a code workflow's cleanup) may start."""
+    return ctx.state.abort is None or parse_key(unit)[0] or cleans_up(ctx)
+
+
+def execute(ctx: Ctx, commands: list[Command]) -> None:
+    for c in flatten(commands):
+        if ctx.state.terminal:
+            return
+        _one(ctx, c)
+
+
+def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, flat on purpose
+    s = ctx.state
+    cleanup = cleans_up(ctx)
+    aborting = s.abort is not None and not cleanup
+    if isinstance(c, ScheduleStep):
+        if _allowed(ctx, c.step.unit):
+            schedule(ctx, c.step)
+    elif isinstance(c, RecordResult):
+        if _allowed(ctx, c.unit):
+            succeed(ctx, c.unit, c.output)
+    elif isinstance(c, FailStep):
+        if _allowed(ctx, c.unit):
+            fail(ctx, c.unit, c.error, c.continue_workflow)
+    elif isinstance(c, SkipStep):
+        if _fresh(ctx, c.unit) and not aborting:
+            ctx.emit(StepSkipped(c.unit, c.reason))
+    elif isinstance(c, FanOut):
+        if _fresh(ctx, c.step) and not aborting:
+            ctx.emit(StepFanOut(c.step, list(c.items)))
+    elif isinstance(c, WaitUntil):
+        if _fresh(ctx, c.unit) and not aborting:
+            ctx.emit(TimerStarted(c.unit, c.fire_at_ms))
+            if c.fire_at_ms <= ctx.now:
+                ctx.emit(TimerFired(c.unit))
+    elif isinstance(c, WaitForSignal):
+        if _fresh(ctx, c.unit) and not aborting:
+            deadline = ctx.now + c.timeout_ms if c.timeout_ms is not None else None
+            ctx.emit(WaitStarted(c.unit, c.name, deadline, c.on_exhausted))
+            deliver(ctx, c.name)
+    elif isinstance(c, LinkChild):
+        if _fresh(ctx, c.unit) and _allowed(ctx, c.unit):
+            ctx.emit(ChildStarted(c.unit, c.child_id, c.workflow, c.version, c.input, c.on_exhausted))
+            ctx.effect(StartChild(s.id, c.unit, c.child_id, c.workflow, c.version, c.input))
+    elif isinstance(c, CreateHook):
+        if c.hook_id not in s.hooks:
+            create_hook(ctx, c.hook_id, c.token)
+    elif isinstance(c, RecordProgress):
+        if c.data != s.progress:
+            ctx.emit(ProgressRecorded(c.data))
+    elif isinstance(c, Park):
+        if s.parked is None:
+            ctx.emit(ExecutionParked(c.error))
+    elif aborting:
+        return  # final commands wait for the wind-down to finish
+    elif cleanup:
+        finish_cleanup(ctx, c)
+    elif isinstance(c, Complete):
+        ctx.emit(WorkflowCompleted(c.output))
+        notify_parent(ctx)
+    elif isinstance(c, Fail):
+        ctx.emit(FailRequested(c.error))
+    elif isinstance(c, Cancel):
+        ctx.emit(CancelRequested(c.reason or "cancelled by the workflow"))
+    elif isinstance(c, Timeout):
+        ctx.emit(WorkflowTimeoutReached())
+    elif isinstance(c, ContinueAsNew):
+        new_id = next_execution_id(s.id)
+        ctx.emit(WorkflowContinuedAsNew(c.input, new_id))
+        # The parent (if any) hears from the last execution of the chain, not from this one.
+        ctx.effect(ContinueExecution(s.id, new_id, s.workflow, s.version, c.input, s.parent))
+
+
+def finish_cleanup(ctx: Ctx, c: Command) -> None:
+    """A code workflow ended its cleanup: the execution ends as the abort said (CANCELLED or
+    TIMED_OUT); a failure during cleanup is recorded as a failed compensation. Declared
+    compensations finish first (the runtime repeats its final command on every round)."""
+    if ctx.state.next_compensation() is not None:
+        return
+    if isinstance(c, Fail):
+        ctx.emit(CompensationFailed("cleanup", c.error))
+    elif not isinstance(c, (Complete, Cancel, Timeout, ContinueAsNew)):
+        return
+    ctx.emit(CompensationCompleted())
+    finish(ctx, ctx.state.compensation or "completed")
+
+
+def create_hook(ctx: Ctx, name: str, token: str = "") -> None:
+    token = token or ctx.token()
+    ctx.emit(HookCreated(name, token))
+    ctx.effect(RegisterHook(token, ctx.state.id, name))
+
+
+def next_execution_id(execution_id: str) -> str:
+    """`id` -> `id~1` -> `id~2`: deterministic successor ids for continue-as-new."""
+    base, sep, n = execution_id.rpartition("~")
+    if sep and n.isdigit():
+        return f"{base}~{int(n) + 1}"
+    return f"{execution_id}~1"
+
+
+__all__ = ["execute", "create_hook", "next_execution_id", "CONTINUE_WORKFLOW"]

@@ -1,0 +1,121 @@
+"""JSON Schema contracts for execution input, output and signal payloads.
+
+Schemas use the dialect they declare in ``$schema``, Draft 2020-12 otherwise.
+Validators are cached by the schema's canonical JSON, because the decider
+checks the same few schemas over and over.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import exceptions as js_exceptions
+from jsonschema import validators
+
+from orbit.core.history.events import TaskError
+
+# Where the checked value sits, for messages like "input.items: ...".
+_ROOT_LABEL = {
+    "INPUT_CONTRACT_VIOLATION": "input",
+    "OUTPUT_CONTRACT_VIOLATION": "output",
+}
+_MAX_DETAILS = 20
+
+
+def validate_schema(schema: Any) -> list[str]:
+    """Problems with ``schema`` itself (empty when it is a valid JSON Schema)."""
+    if not isinstance(schema, (dict, bool)):
+        return [f"a schema must be a mapping or a boolean, not {type(schema).__name__}"]
+    try:
+        key = _key(schema)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return [f"not a JSON document: {exc}"]
+    return list(_schema_problems(key))
+
+
+@lru_cache(maxsize=512)
+def _schema_problems(key: str) -> tuple[str, ...]:
+    # Cached: checking against the meta-schema costs about a millisecond, and the
+    # same schemas are validated every time a definition is loaded.
+    schema = json.loads(key)
+    try:
+        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+        problems = [_schema_problem(err) for err in cls(cls.META_SCHEMA).iter_errors(schema)]
+    except Exception as exc:  # unknown $schema URIs, unhashable oddities: report, never raise
+        return (f"{type(exc).__name__}: {exc}",)
+    return tuple(sorted(problems))
+
+
+def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -> TaskError | None:
+    """``None`` when ``value`` satisfies ``schema``; otherwise a non-retryable
+    :class:`TaskError` with ``code`` whose message names the first failing path
+    and whose ``details.errors`` lists every failure (up to 20)."""
+    if schema is None or schema is True or schema == {}:
+        return None
+    root = label or _ROOT_LABEL.get(code, "value")
+    try:
+        validator = _validator(_key(schema))
+        errors = list(validator.iter_errors(value))
+    except Exception as exc:  # a schema that slipped past validation, an unresolvable $ref...
+        return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
+                         retryable=False, details={"errors": []})
+    if not errors:
+        return None
+    errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    listed = [{"path": _value_path(root, err), "message": _message(err), "keyword": str(err.validator)}
+              for err in errors[:_MAX_DETAILS]]
+    first = js_exceptions.best_match(errors)
+    message = f"{_value_path(root, first)}: {_message(first)}"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more)"
+    return TaskError(code, message, retryable=False, details={"errors": listed, "count": len(errors)})
+
+
+def _key(schema: Any) -> str:
+    # No `default=`: a non-JSON value must not silently become a different schema.
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+@lru_cache(maxsize=512)
+def _validator(key: str) -> Any:
+    schema = json.loads(key)
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    return cls(schema)
+
+
+def _message(err: js_exceptions.ValidationError) -> str:
+    """jsonschema's message with the offending value written as JSON, as the user wrote it.
+
+    Its messages start with the value's Python repr ("None is not of type 'object'").
+    """
+    shown = repr(err.instance)
+    if not err.message.startswith(shown):
+        return err.message
+    try:
+        as_json = json.dumps(err.instance, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return err.message
+    if len(as_json) > 80:
+        as_json = as_json[:77] + "..."
+    return as_json + err.message[len(shown):]
+
+
+def _value_path(root: str, err: js_exceptions.ValidationError) -> str:
+    path = root
+    parts: list[Any] = list(err.absolute_path)
+    if err.validator == "required" and isinstance(err.instance, dict):
+        # Point at the missing property itself: "input.items", not "input".
+        missing = [name for name in (err.validator_value or []) if isinstance(name, str)
+                   and name not in err.instance and repr(name) in err.message]
+        if missing:
+            parts.append(missing[0])
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _schema_problem(err: js_exceptions.ValidationError) -> str:
+    where = ".".join(str(p) for p in err.absolute_path)
+    return f"{where}: {err.message}" if where else err.message

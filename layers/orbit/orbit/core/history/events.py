@@ -1,0 +1,400 @@
+"""History events: immutable data with a stable JSON form.
+
+One frozen dataclass per event type; the class name is the `type` in JSON.
+`Recorded` wraps an event with its `seq` and commit time. Field names follow
+`shared/reference/orbit_runtime-model.rs.txt`; every event touching a unit
+names it `step` (a unit key: `step`, `step[i]` or `compensate:step`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from orbit.core.history.serial import known_fields, tagged_dict
+from orbit.core.history.task_error import (  # noqa: F401  (re-export: events.py was TaskError's home)
+    ADAPTER_DISABLED,
+    CANCELLED,
+    EXPRESSION_ERROR,
+    HEARTBEAT_TIMEOUT,
+    HTTP_ERROR,
+    INPUT_CONTRACT_VIOLATION,
+    JSON,
+    OUTPUT_CONTRACT_VIOLATION,
+    QUEUE_TIMEOUT,
+    RUNTIME_CODES,
+    TIMEOUT,
+    WORKFLOW_TIMEOUT,
+    TaskError,
+)
+from orbit.core.history.task_error import error_or_none as _error_or_none
+from orbit.errors import OrbitError, ValidationError  # noqa: F401  (re-exported, as before the split)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all events. `TYPE` is the JSON `type`; `_ERRORS` names TaskError fields."""
+
+    TYPE: ClassVar[str] = "Event"
+    _ERRORS: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def type(self) -> str:
+        return self.TYPE
+
+    def to_dict(self) -> dict[str, JSON]:
+        return tagged_dict(self, "type", self.TYPE)
+
+
+EVENT_TYPES: dict[str, type[Event]] = {}
+
+
+def event(cls: type[Event]) -> type[Event]:
+    """Register an event class under its own name (the JSON `type`)."""
+    cls = dataclass(frozen=True)(cls)
+    cls.TYPE = cls.__name__
+    cls._ERRORS = tuple(f.name for f in fields(cls) if f.name == "error")
+    EVENT_TYPES[cls.__name__] = cls
+    return cls
+
+
+@event
+class WorkflowCreated(Event):
+    workflow: str
+    version: str
+    definition_hash: str
+    input: JSON = None
+    parent: dict[str, str] | None = None  # {"execution_id", "step"} for child executions
+    build: str = ""  # the pinned build: code build id or definition hash
+    execution_id: str = ""
+
+
+@event
+class WorkflowStarted(Event):
+    deadline_ms: int | None = None  # whole-execution timeout -> WORKFLOW_TIMEOUT
+
+
+@event
+class StepFanOut(Event):
+    step: str
+    items: list[JSON] = field(default_factory=list)
+
+
+@event
+class StepScheduled(Event):
+    """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms"})
+    step: str
+    attempt: int
+    input: JSON = None
+    idempotency_key: str = ""
+    redelivery: bool = False
+    token: str = ""
+    kind: str = "task"
+    task: str = ""
+    queue: str = ""
+    retry: dict[str, JSON] | None = None
+    timeout_ms: int | None = None
+    queue_timeout_ms: int | None = None
+    deadline_ms: int | None = None  # queue deadline, else the attempt timeout counted from now
+    on_exhausted: str = "fail_run"
+    compensable: bool = False
+    # Once started, the attempt fails with HEARTBEAT_TIMEOUT after this long without a heartbeat.
+    heartbeat_timeout_ms: int | None = None
+
+
+@event
+class StepSkipped(Event):
+    step: str
+    reason: str = ""
+
+
+@event
+class StepDispatched(Event):
+    """A worker took the attempt (`started` message)."""
+
+    step: str
+    attempt: int
+    token: str
+    worker_id: str = ""
+    worker_session: str = ""
+    deadline_ms: int | None = None
+
+
+@event
+class StepHeartbeat(Event):
+    step: str
+    token: str
+    details: JSON = None
+
+
+@event
+class StepSucceeded(Event):
+    step: str
+    attempt: int = 1
+    output: JSON = None
+
+
+@event
+class StepAttemptFailed(Event):
+    step: str
+    attempt: int
+    error: TaskError
+
+
+@event
+class StepAttemptUncertain(Event):
+    step: str
+    attempt: int
+    reason: str = ""
+
+
+@event
+class RetryScheduled(Event):
+    step: str
+    next_attempt: int
+    delay_ms: int
+    fire_at_ms: int
+
+
+@event
+class StepFailed(Event):
+    """The unit ended failed. `fatal` False: on_failure continue / fan-out element."""
+
+    step: str
+    error: TaskError
+    fatal: bool = True
+
+
+@event
+class StepCancelled(Event):
+    step: str
+    reason: str = ""
+
+
+@event
+class TimerStarted(Event):
+    step: str
+    fire_at_ms: int
+
+
+@event
+class TimerFired(Event):
+    step: str
+
+
+@event
+class StaleResultIgnored(Event):
+    step: str
+    token: str
+    outcome: str
+
+
+@event
+class CancelRequested(Event):
+    reason: str = ""
+    force: bool = False
+
+
+@event
+class FailRequested(Event):
+    """The runtime failed the workflow (not a step): e.g. output contract, code raised."""
+
+    error: TaskError
+
+
+@event
+class WorkflowTimeoutReached(Event):
+    pass
+
+
+@event
+class CompensationStarted(Event):
+    reason: str
+    steps: list[str] = field(default_factory=list)  # in the order they will run
+
+
+@event
+class CompensationCompleted(Event):
+    pass
+
+
+@event
+class CompensationFailed(Event):
+    step: str
+    error: TaskError
+
+
+@event
+class WorkflowCompleted(Event):
+    output: JSON = None
+
+
+@event
+class WorkflowFailed(Event):
+    error: TaskError
+    compensation: str = "none"  # none | completed | failed
+
+
+@event
+class WorkflowCancelled(Event):
+    reason: str = ""
+    compensation: str = "none"
+
+
+@event
+class WorkflowTimedOut(Event):
+    compensation: str = "none"
+
+
+@event
+class SignalReceived(Event):
+    name: str
+    payload: JSON = None
+    signal_id: str = ""
+
+
+@event
+class SignalConsumed(Event):
+    """A buffered signal (or hook payload) was handed to the waiting unit `step`."""
+
+    step: str
+    name: str
+    signal_id: str = ""
+
+
+@event
+class HookCreated(Event):
+    name: str
+    token: str
+
+
+@event
+class HookResumed(Event):
+    name: str
+    token: str
+    payload: JSON = None
+
+
+@event
+class WaitStarted(Event):
+    step: str
+    signal: str
+    deadline_ms: int | None = None
+    on_exhausted: str = "fail_run"
+
+
+@event
+class ChildStarted(Event):
+    step: str
+    child_id: str
+    workflow: str
+    version: str | None = None
+    input: JSON = None
+    on_exhausted: str = "fail_run"
+
+
+@event
+class ProgressRecorded(Event):
+    data: JSON = None
+
+
+@event
+class WorkflowContinuedAsNew(Event):
+    input: JSON = None
+    new_execution_id: str = ""
+
+
+@event
+class ExecutionParked(Event):
+    """Replay cannot go on (non-determinism, build mismatch); waits for an operator."""
+
+    error: TaskError
+
+
+@event
+class ExecutionRedriven(Event):
+    """A FAILED or TIMED_OUT execution goes on where it stopped (`orbit redrive`), same id and input.
+
+    `steps`: the units that run again with a fresh retry budget (failed, timed-out, cancelled;
+    a `for` step's unfinished elements); `children`: child executions redriven with it (their
+    units wait for them again); `deadline_ms`: the new whole-execution deadline, if it has one."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"deadline_ms"})
+    redrive_count: int
+    steps: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+    deadline_ms: int | None = None
+    request_id: str = ""
+
+
+@event
+class ExecutionForked(Event):
+    """This execution is a fork (`orbit fork`): it reuses `units` (key -> recorded unit: kind,
+    task, output, ...) that completed in `from_execution` before `from_step`."""
+
+    from_execution: str
+    from_step: str
+    units: dict[str, JSON] = field(default_factory=dict)
+
+
+@event
+class ForkCreated(Event):
+    """A fork of this execution was started from `from_step` under `fork_id`."""
+
+    fork_id: str
+    from_step: str = ""
+
+
+@dataclass(frozen=True)
+class UnknownEvent(Event):
+    """An event type this code does not know; kept verbatim, ignored by `apply`."""
+
+    data: dict[str, JSON] = field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        return str(self.data.get("type", "Unknown"))
+
+    def to_dict(self) -> dict[str, JSON]:
+        return dict(self.data)
+
+
+def event_from_dict(d: Any) -> Event:
+    """Inverse of `Event.to_dict`: unknown keys ignored, unknown type -> UnknownEvent.
+
+    Raises ValidationError when a known type lacks a required field or has a malformed error.
+    """
+    if not isinstance(d, dict):
+        raise ValidationError("event must be an object", "event")
+    cls = EVENT_TYPES.get(d.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        return UnknownEvent(dict(d))
+    kwargs = known_fields(cls, d)
+    for name in cls._ERRORS:
+        if name in kwargs:
+            kwargs[name] = _error_or_none(kwargs[name])
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ValidationError(f"{d.get('type')}: {e}", "event") from None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An event at its place in history."""
+
+    seq: int
+    timestamp_ms: int
+    event: Event
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"seq": self.seq, "timestamp_ms": self.timestamp_ms, **self.event.to_dict()}
+
+
+def recorded_from_dict(d: Any) -> Recorded:
+    if not isinstance(d, dict) or not all(isinstance(d.get(k), int) for k in ("seq", "timestamp_ms")):
+        raise ValidationError("recorded event needs integer `seq` and `timestamp_ms`", "event")
+    body = {k: v for k, v in d.items() if k not in ("seq", "timestamp_ms")}
+    return Recorded(d["seq"], d["timestamp_ms"], event_from_dict(body))

@@ -1,0 +1,218 @@
+"""Inbound messages: the bodies of the decision queue.
+
+JSON objects `{"kind", "execution_id", "id", ...}`. `id` is unique per logical
+message and survives redelivery, which is how the service recognises a
+message it already committed (`state.inbound`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from orbit.core.history.events import JSON, TaskError
+from orbit.core.history.serial import known_fields, lookup, registry, tagged_dict
+from orbit.errors import Problem, ValidationError
+
+_ANY = object()  # marker: any JSON value
+
+
+@dataclass(frozen=True)
+class Message:
+    KIND: ClassVar[str] = "message"
+    # field -> (expected python type(s) or _ANY, required)
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {}
+    execution_id: str
+    id: str
+
+    def to_dict(self) -> dict[str, JSON]:
+        return tagged_dict(self, "kind", self.KIND)
+
+
+@dataclass(frozen=True)
+class StartMessage(Message):
+    KIND: ClassVar[str] = "start"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "workflow": (str, True),
+        "version": ((str, type(None)), False),
+        "input": (_ANY, False),
+        "parent": ((dict, type(None)), False),
+        "fork": ((dict, type(None)), False),
+    }
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"fork"})
+    workflow: str = ""
+    version: str | None = None
+    input: JSON = None
+    parent: dict[str, str] | None = None  # {"execution_id", "step"}
+    # A fork (orbit fork): {"execution_id", "step", "units": {key: recorded unit}} reused from the original.
+    fork: dict[str, JSON] | None = None
+
+
+@dataclass(frozen=True)
+class StartedMessage(Message):
+    """A worker took a task: records StepDispatched."""
+
+    KIND: ClassVar[str] = "started"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "unit": (str, True),
+        "token": (str, True),
+        "worker_id": (str, False),
+        "worker_session": (str, False),
+    }
+    unit: str = ""
+    token: str = ""
+    worker_id: str = ""
+    worker_session: str = ""
+
+
+@dataclass(frozen=True)
+class ResultMessage(Message):
+    """A worker's answer: `output`, or `error` (a TaskError) when it failed."""
+
+    KIND: ClassVar[str] = "result"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "unit": (str, True),
+        "token": (str, True),
+        "output": (_ANY, False),
+        "error": ((dict, type(None)), False),
+    }
+    unit: str = ""
+    token: str = ""
+    output: JSON = None
+    error: TaskError | None = None
+
+
+@dataclass(frozen=True)
+class HeartbeatMessage(Message):
+    KIND: ClassVar[str] = "heartbeat"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "unit": (str, True),
+        "token": (str, True),
+        "details": (_ANY, False),
+    }
+    unit: str = ""
+    token: str = ""
+    details: JSON = None
+
+
+@dataclass(frozen=True)
+class SignalMessage(Message):
+    KIND: ClassVar[str] = "signal"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"name": (str, True), "payload": (_ANY, False)}
+    name: str = ""
+    payload: JSON = None
+
+
+@dataclass(frozen=True)
+class HookMessage(Message):
+    KIND: ClassVar[str] = "hook"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"token": (str, True), "payload": (_ANY, False)}
+    token: str = ""
+    payload: JSON = None
+
+
+@dataclass(frozen=True)
+class CancelMessage(Message):
+    """Cancel an execution. `parent_id` is set when a parent cancels its child (CancelChild):
+    such a cancel may overtake the child's `start` on the standard queue, so it is recorded
+    even before the child exists, and the start honours it (see `decider.decide`)."""
+
+    KIND: ClassVar[str] = "cancel"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "reason": (str, False),
+        "force": (bool, False),
+        "parent_id": ((str, type(None)), False),
+    }
+    reason: str = ""
+    force: bool = False
+    parent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class WakeMessage(Message):
+    """A timer came due (sleep, retry backoff, attempt/queue/workflow deadline)."""
+
+    KIND: ClassVar[str] = "wake"
+
+
+@dataclass(frozen=True)
+class ChildDoneMessage(Message):
+    KIND: ClassVar[str] = "child_done"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "unit": (str, True),
+        "child_id": (str, True),
+        "status": (str, True),
+        "output": (_ANY, False),
+        "error": ((dict, type(None)), False),
+    }
+    unit: str = ""
+    child_id: str = ""
+    status: str = ""
+    output: JSON = None
+    error: TaskError | None = None
+
+
+@dataclass(frozen=True)
+class RedriveMessage(Message):
+    """Continue a FAILED or TIMED_OUT execution (orbit redrive). `parent_id` is set when a parent
+    that is being redriven redrives this child: the child then answers with a `child_done` even
+    when it cannot go on, so the parent's unit never waits for nothing."""
+
+    KIND: ClassVar[str] = "redrive"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"parent_id": ((str, type(None)), False),
+                                                   "unit": (str, False)}
+    parent_id: str | None = None
+    unit: str = ""  # the parent's unit that waits for this child
+
+
+@dataclass(frozen=True)
+class ForkCreatedMessage(Message):
+    """A fork of this execution started (sent by the fork's first commit): record the link."""
+
+    KIND: ClassVar[str] = "fork_created"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"fork_id": (str, True), "from_step": (str, False)}
+    fork_id: str = ""
+    from_step: str = ""
+
+
+MESSAGE_TYPES: dict[str, type[Message]] = registry(
+    "KIND",
+    StartMessage,
+    StartedMessage,
+    ResultMessage,
+    HeartbeatMessage,
+    SignalMessage,
+    HookMessage,
+    CancelMessage,
+    WakeMessage,
+    ChildDoneMessage,
+    RedriveMessage,
+    ForkCreatedMessage,
+)
+
+
+def message_from_dict(d: Any) -> Message:
+    """Validate and build a message; ValidationError lists every bad field by name."""
+    if not isinstance(d, dict):
+        raise ValidationError("message must be a JSON object", "message")
+    cls = lookup(MESSAGE_TYPES, d, "kind", "message.kind", list_known=True)
+    problems: list[Problem] = []
+    spec = {"execution_id": (str, True), "id": (str, True), **cls.SPEC}
+    for name, (typ, required) in spec.items():
+        if name not in d or (d[name] is None and required):
+            if required:
+                problems.append(Problem(f"message.{name}", "is required"))
+            continue
+        if typ is not _ANY and not isinstance(d[name], typ):
+            problems.append(Problem(f"message.{name}", f"has the wrong type ({type(d[name]).__name__})"))
+        elif typ is str and required and not d[name]:
+            problems.append(Problem(f"message.{name}", "must not be empty"))
+    kwargs = known_fields(cls, d)
+    if not problems and kwargs.get("error") is not None:
+        try:
+            kwargs["error"] = TaskError.from_dict(kwargs["error"])
+        except ValidationError:
+            problems.append(Problem("message.error", "must be {code, message, retryable, details}"))
+    if problems:
+        raise ValidationError(problems)
+    return cls(**kwargs)

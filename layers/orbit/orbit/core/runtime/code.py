@@ -1,0 +1,177 @@
+"""The code runtime: replays `@orbit.workflow` functions behind the engine's command contract.
+
+`CodeRuntime.run(workflow, state, now_ms)` returns the commands for what the
+function asks next (see `orbit.core.runtime.commands`). The model: every durable
+call returns its recorded result if history has one; the first call without
+one stops the function there and becomes a command (`code_replay.py`).
+
+Bounded decisions. Replaying from the first call costs O(recorded calls) per
+decision. A warm decider instead keeps the paused instance
+(`code_instance.py`) in an LRU cache keyed by execution id, and on the next
+decision feeds it only what is new. The cache is trusted only when the new
+state provably extends what the instance saw:
+- `state.last_seq` is past the seq the instance last saw (a decision retried
+  after a lost conditional write reloads a state that fails one of the checks
+  below, since the losing commit's events are missing from it);
+- every unit and hook the instance asked for exists;
+- every result it consumed in its last feed is recorded identically;
+- the progress it recorded is there.
+Otherwise the instance is discarded and the function replays from the start,
+which is always correct. So the conditional write on seq stays the only
+synchronisation point; the cache is a pure optimisation.
+
+Build pinning: an execution replays only with the build recorded in its
+`WorkflowCreated`; if this process does not hold that build the execution is
+parked with `BuildMismatch`, never replayed with other code.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from orbit.core.history.events import TaskError
+from orbit.core.history.state import ExecutionState, compensation_key
+from orbit.core.runtime import commands as C
+from orbit.core.runtime.code_instance import Instance
+from orbit.core.runtime.code_registry import REGISTRY, CodeRegistry, CodeWorkflow
+from orbit.errors import BuildMismatch, UnknownWorkflow
+
+DEFAULT_CACHE_SIZE = 256
+
+
+class CodeRuntime:
+    """Runtime for code workflows; one per process is enough (it is thread-safe)."""
+
+    def __init__(self, registry: CodeRegistry | None = None, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        self.registry = registry or REGISTRY
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, Instance] = OrderedDict()
+        self._lock = threading.Lock()
+        self.stats = {"cold": 0, "warm": 0}
+
+    def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[C.Command]:
+        if state.terminal or state.parked is not None:
+            return []
+        try:
+            wf = self.pinned(workflow, state)
+        except (BuildMismatch, UnknownWorkflow) as e:
+            return [C.Park(TaskError("BUILD_MISMATCH", str(e), retryable=False,
+                                     details={"pinned": state.build, "workflow": state.workflow,
+                                              "version": state.version}))]
+        inst = self._take(state.id)
+        if inst is not None and not self._still_valid(inst, wf, state):
+            inst.discard()
+            inst = None
+        if inst is None:
+            self.stats["cold"] += 1
+            inst = Instance(wf, state.id)
+        else:
+            self.stats["warm"] += 1
+        commands = inst.feed(state) + self._compensation(inst, state)
+        inst.redrives_seen = state.redrive_count
+        if inst.finished or self.cache_size <= 0:
+            inst.discard()
+        else:
+            self._put(state.id, inst)
+        return commands
+
+    @staticmethod
+    def _compensation(inst: Instance, state: ExecutionState) -> list[C.Command]:
+        """While compensating, the command for the step the engine compensates now (one at a time,
+        in reverse order of success), from the `compensate=` the replay saw for that step."""
+        step = state.next_compensation()
+        if step is None:
+            return []
+        key = compensation_key(step)
+        spec = inst.replay.compensations.get(step)
+        if key in state.units or spec is None:
+            return []  # running already, or none declared: the engine records COMPENSATION_MISSING
+        try:
+            return [C.ScheduleStep(spec.command(key, on_exhausted=C.FAIL_RUN))]
+        except (TypeError, ValueError) as e:
+            return [C.FailStep(key, TaskError("WORKFLOW_ERROR", f"compensation of {step!r}: {e}", False))]
+
+    def pinned(self, workflow: Any, state: ExecutionState) -> CodeWorkflow:
+        """The build `state` was started with: `workflow` itself, or the same name/version from
+        the registry; BuildMismatch when this process does not hold it."""
+        build = state.build or getattr(workflow, "build", "")
+        if isinstance(workflow, CodeWorkflow) and workflow.build == build:
+            return workflow
+        name = state.workflow or workflow.name
+        version = state.version or workflow.version
+        return self.registry.get(name, version, build)
+
+    def forget(self, execution_id: str | None = None) -> None:
+        """Drop cached instances (all, or one execution's)."""
+        with self._lock:
+            victims = list(self._cache.values()) if execution_id is None else \
+                [i for i in [self._cache.get(execution_id)] if i is not None]
+            if execution_id is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(execution_id, None)
+        for inst in victims:
+            inst.discard()
+
+    # -- the cache -------------------------------------------------------------------------------
+    def _take(self, execution_id: str) -> Instance | None:
+        """Remove and return the cached instance: one decision uses it at a time."""
+        with self._lock:
+            return self._cache.pop(execution_id, None)
+
+    def _put(self, execution_id: str, inst: Instance) -> None:
+        evicted: list[Instance] = []
+        with self._lock:
+            old = self._cache.pop(execution_id, None)
+            if old is not None and old is not inst:
+                evicted.append(old)
+            self._cache[execution_id] = inst
+            while len(self._cache) > self.cache_size:
+                evicted.append(self._cache.popitem(last=False)[1])
+        for e in evicted:
+            e.discard()
+
+    @staticmethod
+    def _still_valid(inst: Instance, wf: CodeWorkflow, state: ExecutionState) -> bool:
+        """Does `state` extend what the instance saw? Costs what the last feed touched."""
+        r = inst.replay
+        if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
+            return False
+        if inst.redrives_seen != state.redrive_count:
+            return False  # a redrive reset units the instance already consumed: replay from the start
+        if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (
+                inst.origin[1] is state.input or inst.origin[1] == state.input)):
+            return False  # another execution under the same id (e.g. a second store in one process)
+        if any(k not in state.units for k in r.emitted_units):
+            return False
+        if any(h not in state.hooks for h in r.emitted_hooks):
+            return False
+        if getattr(state, "progress_count", r.progress_made) < r.progress_made:
+            return False
+        for fact in r.witness:
+            if fact[0] == "unit":
+                _, key, status, output, error = fact
+                u = state.units.get(key)
+                if u is None or u.status != status or u.output != output or u.error != error:
+                    return False
+            elif fact[0] == "hook":
+                h = state.hooks.get(fact[1])
+                if h is None or h.get("token") != fact[2]:
+                    return False
+            elif fact[0] == "abort" and (state.abort or {}).get("kind") != fact[1]:
+                return False
+        return True
+
+
+_DEFAULT = CodeRuntime()
+
+
+def runtime_for(workflow: Any) -> CodeRuntime:
+    """The process-wide code runtime (the decider's fallback for objects without `.runtime`)."""
+    return _DEFAULT
+
+
+def default_runtime() -> CodeRuntime:
+    return _DEFAULT

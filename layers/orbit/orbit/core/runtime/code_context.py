@@ -1,0 +1,170 @@
+"""`ctx`: what a code workflow can do. Every method is a durable call or derived from history.
+
+Workflow code must be deterministic: given the same results it must make the
+same calls in the same order. Use `ctx.now()`, `ctx.random()` and
+`ctx.uuid()` instead of the clock, `random` and `uuid` modules; do I/O only
+in steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from orbit.core.definition.durations import parse_duration
+from orbit.core.runtime import commands as C
+from orbit.core.runtime.code_errors import ContinuedAsNew
+from orbit.core.runtime.code_replay import Replay
+from orbit.core.runtime.code_specs import Step, as_json, as_step, optional_ms
+
+
+def _epoch_ms(when: Any) -> int:
+    if isinstance(when, datetime):
+        if when.tzinfo is None:
+            raise TypeError("wait_until needs a timezone-aware datetime (e.g. datetime(..., tzinfo=UTC))")
+        return int(when.timestamp() * 1000)
+    if isinstance(when, int) and not isinstance(when, bool):
+        return when
+    if isinstance(when, str):
+        return _epoch_ms(datetime.fromisoformat(when.replace("Z", "+00:00")))
+    raise TypeError(f"wait_until takes an aware datetime, an ISO 8601 string or epoch ms, got {when!r}")
+
+
+class WorkflowContext:
+    """Passed as `ctx` to `@orbit.workflow` functions."""
+
+    def __init__(self, replay: Replay, workflow: Any) -> None:
+        self._replay = replay
+        self.workflow = workflow
+
+    @property
+    def execution_id(self) -> str:
+        return self._replay.execution_id
+
+    # -- steps -------------------------------------------------------------------------------
+    def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
+             timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
+             queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None) -> Any:
+        """Run `task` on a worker and return its output.
+
+        `retry` uses the definition format (`{"max_attempts": 3, "backoff": "1s", "multiplier": 2,
+        "max_backoff": "1m", "jitter": "full", "non_retryable": ["CARD_DECLINED"]}`). When every
+        attempt failed: `on_exhausted="fail_run"` fails the execution; `"continue_workflow"` raises
+        `orbit.StepFailed` here (`.code` tells errors apart).
+
+        `compensate` (an `orbit.Step`, a `(task, input)` tuple, or a function of this step's
+        output returning one) is run by the engine if the execution later fails, is cancelled
+        or times out, for succeeded steps in reverse order of success, like a definition's.
+
+        `heartbeat_timeout` (e.g. `"30s"`): once a worker reports `started`, the attempt fails
+        with HEARTBEAT_TIMEOUT (retryable) if the task's code does not call `ctx.heartbeat`
+        within that period, each time; the attempt's `timeout` still applies.
+        """
+        return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
+                                      compensate, heartbeat_timeout))
+
+    def parallel(self, *steps: Step | tuple[Any, ...], return_exceptions: bool = False) -> list[Any]:
+        """Run several steps at once (one command); return their outputs in order.
+
+        Each argument is `orbit.Step(task, input, ...)` or `(task, input)`. When a
+        `continue_workflow` step fails, its `StepFailed` is raised after all ended,
+        or put in its place with `return_exceptions=True`.
+        """
+        if len(steps) == 1 and isinstance(steps[0], list):
+            steps = tuple(steps[0])
+        if not steps:
+            return []
+        return self._replay.parallel([as_step(s) for s in steps], return_exceptions)
+
+    def map(self, task: str, items: Sequence[Any], *, concurrency: int | None = None,
+            tolerated_failures: int = 0, name: str | None = None, retry: Any = None, timeout: Any = None,
+            queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN, queue: str | None = None,
+            heartbeat_timeout: Any = None) -> list[Any]:
+        """Run `task` once per item (the item is the input), at most `concurrency` at a time.
+
+        Returns outputs in item order; an element that failed within `tolerated_failures`
+        reads as None. Beyond that the map fails as one step (see `on_exhausted`).
+        """
+        if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+            raise TypeError(f"map concurrency must be a positive int, got {concurrency!r}")
+        if not isinstance(tolerated_failures, int) or tolerated_failures < 0:
+            raise TypeError(f"map tolerated_failures must be an int >= 0, got {tolerated_failures!r}")
+        spec = Step(task, None, name, queue, retry, timeout, queue_timeout, on_exhausted,
+                    heartbeat_timeout=heartbeat_timeout)
+        return self._replay.map(spec, list(items), concurrency, tolerated_failures)
+
+    # -- time ----------------------------------------------------------------------------------
+    def sleep(self, duration: str | int) -> None:
+        """A durable timer: `"10m"`, `"7d"`, ISO 8601, or milliseconds."""
+        ms = parse_duration(duration)
+        self._replay.await_unit("sleep", "sleep()", lambda key: C.WaitUntil(key, self._replay.now_ms + ms),
+                                fail_run=True)
+
+    def wait_until(self, when: Any) -> None:
+        """Sleep until an aware datetime, an ISO 8601 time or epoch ms (a past time fires at once)."""
+        at = _epoch_ms(when)
+        self._replay.await_unit("sleep", "sleep()", lambda key: C.WaitUntil(key, at), fail_run=True)
+
+    def now(self) -> datetime:
+        """The decision time as recorded in history (UTC); the same on every replay."""
+        return datetime.fromtimestamp(self._replay.now_ms / 1000, tz=UTC)
+
+    def now_ms(self) -> int:
+        return self._replay.now_ms
+
+    # -- signals, hooks, children ------------------------------------------------------------
+    def wait_for(self, name: str, timeout: str | int | None = None) -> Any:
+        """Wait for signal `name` (or a resume of its hook); return the payload.
+
+        A signal sent before the wait is buffered and taken here. When `timeout`
+        passes first, `orbit.StepFailed` with code `TIMEOUT` is raised.
+        """
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"wait_for needs a signal name, got {name!r}")
+        timeout_ms = optional_ms(timeout, f"wait_for({name!r}) timeout")
+        def command(key: str) -> C.Command:
+            return C.WaitForSignal(key, name, timeout_ms, C.CONTINUE_WORKFLOW)
+        return self._replay.await_unit("wait_for", f"wait_for({name})", command, fail_run=False, signal=name)
+
+    def hook_token(self, name: str) -> str:
+        """The token that resumes `wait_for(name)` through the hook API; known before the wait."""
+        return self._replay.hook_token(name)
+
+    def child(self, workflow: str, input: Any = None, *, version: str | None = None,
+              on_exhausted: str = C.FAIL_RUN) -> Any:
+        """Run a child execution (deterministic id, cancelled with this one); return its output.
+
+        A child that fails fails this execution, or with `on_exhausted="continue_workflow"`
+        raises `orbit.StepFailed` here.
+        """
+        if on_exhausted not in (C.FAIL_RUN, C.CONTINUE_WORKFLOW):
+            raise TypeError(f"on_exhausted must be 'fail_run' or 'continue_workflow', got {on_exhausted!r}")
+        if not isinstance(workflow, str) or not workflow:
+            raise TypeError(f"child needs a workflow name, got {workflow!r}")
+        def command(key: str) -> C.Command:
+            return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version,
+                               as_json(input, f"the input of child {key!r}"), on_exhausted)
+        return self._replay.await_unit("workflow", f"child({workflow})", command,
+                                       fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
+
+    # -- recorded, not waited for --------------------------------------------------------------
+    def progress(self, data: Any) -> None:
+        """Record progress (shown by describe); recorded once, however often the code replays."""
+        self._replay.progress(data)
+
+    def random(self) -> float:
+        """A float in [0, 1) that replays to the same value (not for secrets)."""
+        return int.from_bytes(self._replay.draw("random")[:8], "big") / 2**64
+
+    def uuid(self) -> str:
+        """A version-4-shaped UUID string that replays to the same value (not for secrets)."""
+        b = bytearray(self._replay.draw("uuid")[:16])
+        b[6] = (b[6] & 0x0F) | 0x40
+        b[8] = (b[8] & 0x3F) | 0x80
+        h = b.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def continue_as_new(self, input: Any = None) -> None:
+        """End this run and start the workflow again with `input` and an empty history."""
+        raise ContinuedAsNew(as_json(input, "the continue_as_new input"))

@@ -1,0 +1,159 @@
+"""One live run of a workflow function, paused at its pending durable call.
+
+The function runs on its own thread so it can stop in the middle of its body
+(a plain `(ctx, input)` function cannot be resumed any other way) and wait
+there for the next state. The decider's thread and the workflow's thread never
+run at the same time: `feed` hands over a state and blocks until the workflow
+stops again (waiting, or finished), so the replay stays a pure function of
+the state, only cheaper.
+
+A fresh instance replays from the first call (cold); a cached one only
+consumes what is new (warm). Discarding a waiting instance makes its pending
+call raise `Suspended` (a BaseException) so the function unwinds.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import traceback
+from typing import Any
+
+from orbit.core.history.events import TaskError
+from orbit.core.history.state import ExecutionState
+from orbit.core.runtime import commands as C
+from orbit.core.runtime.code_context import WorkflowContext
+from orbit.core.runtime.code_errors import (
+    Cancelled,
+    ContinuedAsNew,
+    Diverged,
+    FailRun,
+    StepFailed,
+    Suspended,
+    WorkflowTimedOut,
+)
+from orbit.core.runtime.code_replay import Replay, private
+from orbit.core.runtime.code_specs import as_json
+from orbit.errors import OrbitError
+
+WORKFLOW_ERROR = "WORKFLOW_ERROR"  # code raised something that is not a TaskError
+
+
+_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _park(error: Exception, code: str) -> list[C.Command]:
+    return [C.Park(TaskError(code, str(error), retryable=False))]
+
+
+class Instance:
+    """A workflow function and its replay, driven one state at a time."""
+
+    def __init__(self, workflow: Any, execution_id: str) -> None:
+        self.workflow = workflow
+        self.replay = Replay(execution_id, self._block)
+        self.ctx = WorkflowContext(self.replay, workflow)
+        self.seen_seq = -1
+        self.redrives_seen = 0  # state.redrive_count at the last feed
+        self.origin: tuple[int, Any] | None = None  # (created_at_ms, input) of the execution it replays
+        self.finished = False
+        self._discarded = False
+        self._thread: threading.Thread | None = None
+        self._to_workflow: queue.SimpleQueue[ExecutionState | None] = queue.SimpleQueue()
+        self._to_decider: queue.SimpleQueue[list[C.Command]] = queue.SimpleQueue()
+
+    # -- decider side --------------------------------------------------------------------------
+    def feed(self, state: ExecutionState) -> list[C.Command]:
+        """Run the workflow against `state` until it waits or ends; return its commands."""
+        if self.finished or self._discarded:
+            raise RuntimeError("a finished or discarded workflow instance cannot be fed")
+        self.seen_seq = state.last_seq
+        if self._thread is None:
+            self.origin = (state.created_at_ms, state.input)
+            self.replay.begin(state)
+            self._thread = threading.Thread(target=self._main, args=(private(state.input),), daemon=True,
+                                            name=f"orbit-workflow-{state.id}")
+            self._thread.start()
+        else:
+            self._to_workflow.put(state)
+        return self._to_decider.get()
+
+    def discard(self) -> None:
+        """Let a waiting function unwind (its pending call raises `Suspended`); never blocks."""
+        if self._discarded:
+            return
+        self._discarded = True
+        if self._thread is not None and not self.finished:
+            self._to_workflow.put(None)
+
+    # -- workflow side -------------------------------------------------------------------------
+    def _block(self, commands: list[C.Command]) -> None:
+        if self._discarded:
+            raise Suspended()
+        self._to_decider.put(commands)
+        state = self._to_workflow.get()
+        if state is None or self._discarded:
+            raise Suspended()
+        self.replay.begin(state)
+
+    def _main(self, input: Any) -> None:
+        try:
+            commands = self._run(input)
+        except Suspended:
+            return  # discarded while waiting: nobody listens any more
+        except BaseException as e:  # noqa: BLE001 - a runaway BaseException must not kill the decider
+            commands = _park(RuntimeError(f"workflow thread died: {type(e).__name__}: {e}"), WORKFLOW_ERROR)
+        self.finished = True
+        if not self._discarded:
+            self._to_decider.put(commands)
+
+    def _run(self, input: Any) -> list[C.Command]:
+        """Call the function; turn how it ended into the final commands."""
+        r = self.replay
+        try:
+            output = self.workflow.fn(self.ctx, input)
+            r.check_finished()
+            final = self._after_return(output)
+        except Diverged as e:
+            details = {"position": e.position, "recorded": e.recorded, "requested": e.requested}
+            return r.take_outbox() + [C.Park(TaskError("NON_DETERMINISM", str(e.error), False, details))]
+        except (ContinuedAsNew, FailRun, Exception) as e:  # noqa: BLE001 - every way out becomes a command
+            return r.take_outbox() + [self._raised(e)]
+        return r.take_outbox() + final
+
+    def _raised(self, e: BaseException) -> C.Command:
+        if isinstance(e, ContinuedAsNew):
+            return C.ContinueAsNew(e.input)
+        if isinstance(e, FailRun):
+            return C.Fail(e.error)  # during cleanup the engine records it as failed compensation
+        if isinstance(e, Cancelled) or self.replay.abort_kind() in ("cancelled", "timed_out"):
+            # Cancelled or timed out: however the cleanup ended, that is the outcome.
+            return self._stopped(e if isinstance(e, Cancelled) else Cancelled(""))
+        if isinstance(e, StepFailed):
+            return C.Fail(e.error.replace(message=f"step {e.step!r} failed: {e.error.message}"))
+        if isinstance(e, TaskError):
+            return C.Fail(e)
+        if isinstance(e, OrbitError):
+            return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}", retryable=False))
+        tb = traceback.extract_tb(e.__traceback__)
+        # the deepest frame in the user's code: an error raised by an orbit helper (a value
+        # that is not JSON, a bad argument) is the fault of the call that passed it
+        # ("<string>" frames are generated code, e.g. a dataclass __init__)
+        mine = [f for f in tb if not f.filename.startswith((_ORBIT_DIR, "<"))] or tb
+        where = f" at {mine[-1].filename}:{mine[-1].lineno}" if mine else ""
+        return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}{where}", retryable=False,
+                                details={"exception": type(e).__name__}))
+
+    def _after_return(self, output: Any) -> list[C.Command]:
+        kind = self.replay.abort_kind()
+        if kind == "cancelled":
+            return [C.Cancel(str((self.replay.state.abort or {}).get("reason") or ""))]
+        if kind == "timed_out":
+            return [C.Timeout("workflow timed out")]
+        return [C.Complete(as_json(output, "the workflow's output"))]
+
+    def _stopped(self, e: Cancelled) -> C.Command:
+        if isinstance(e, WorkflowTimedOut) or self.replay.abort_kind() == "timed_out":
+            return C.Timeout(e.reason)
+        return C.Cancel(e.reason)

@@ -1,0 +1,252 @@
+"""The command contract between a runtime and the engine.
+
+A runtime (the DSL interpreter `runtime/dsl.py`, the Python replayer
+`runtime/code.py`) looks at an execution's state and says what should happen
+next as **commands** (imperative; the engine records the resulting events,
+past tense). The engine (`orbit.core.decider.decide`) owns unit life cycles: attempts,
+tokens, idempotency keys, retries, timeouts, stale results, cancellation,
+compensation and the workflow timeout.
+
+How the engine drives a runtime (the fixpoint):
+1. it applies the events caused by the inbound message to the state;
+2. it calls `runtime.run(workflow, state, now_ms)`, turns every command into
+   events, applies them, and calls `run` again, until a call produces no new
+   event. `run` must therefore be idempotent: it describes what *should* exist
+   given `state`; a command for something that already exists (a unit that is
+   already scheduled, a hook already created) is ignored by the engine.
+3. `run` is called in every status. While `state.abort` is set the engine
+   ignores everything but compensation commands and final commands. While
+   `state.status == "COMPENSATING"`, the runtime must answer for the unit
+   `compensate:<state.next_compensation()>` with a ScheduleStep / LinkChild /
+   RecordResult / FailStep for that unit key; the engine runs compensations
+   one at a time in the order of `CompensationStarted.steps`.
+4. A runtime never raises for workflow-level problems: it returns `Fail(...)`,
+   `FailStep(...)` or `Park(...)`.
+
+A workflow object handed to the engine is either a DSL `Definition` or any
+object with `name`, `version`, `build` (str) and `runtime` (a `Runtime`);
+optional `timeout_ms` (int | None) and `signals` (names whose hook tokens are
+created at start).
+
+Changes to this module are additive only: other helpers code against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from orbit.core.history.events import JSON, TaskError
+
+FAIL_RUN = "fail_run"
+CONTINUE_WORKFLOW = "continue_workflow"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry of one unit. `max_attempts` counts the first attempt.
+
+    Delay before attempt n+1 = min(backoff_ms * multiplier**(n-1), max_backoff_ms);
+    jitter "full" replaces it by a deterministic draw in [0, delay].
+    """
+
+    max_attempts: int = 1
+    backoff_ms: int = 1000
+    multiplier: float = 2.0
+    max_backoff_ms: int | None = None
+    jitter: str = "none"  # none | full
+    non_retryable: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, obj: Any) -> RetryPolicy:
+        """Accept a RetryPolicy, any object with the same attributes (the definition's), a dict, or None."""
+        if obj is None:
+            return cls()
+        if isinstance(obj, RetryPolicy):
+            return obj
+        get = obj.get if isinstance(obj, dict) else (lambda k, d=None: getattr(obj, k, d))
+        mb = get("max_backoff_ms", None)
+        return cls(
+            max_attempts=int(get("max_attempts", 1) or 1),
+            backoff_ms=int(get("backoff_ms", 1000) if get("backoff_ms", None) is not None else 1000),
+            multiplier=float(get("multiplier", 2.0) if get("multiplier", None) is not None else 2.0),
+            max_backoff_ms=int(mb) if mb is not None else None,
+            jitter=str(get("jitter", "none") or "none"),
+            non_retryable=tuple(get("non_retryable", ()) or ()),
+        )
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "max_attempts": self.max_attempts,
+            "backoff_ms": self.backoff_ms,
+            "multiplier": self.multiplier,
+            "max_backoff_ms": self.max_backoff_ms,
+            "jitter": self.jitter,
+            "non_retryable": list(self.non_retryable),
+        }
+
+
+@dataclass(frozen=True)
+class StepCommand:
+    """One unit to run on a worker.
+
+    `unit` is the unit key (`step`, `step[i]`, `compensate:step`). `kind` is
+    "task" or "http" (http runs as task "orbit.http" on queue "http").
+    `on_exhausted`: "fail_run" (StepFailed, then the workflow fails and
+    compensates) or "continue_workflow" (StepFailed, the workflow goes on;
+    used for `on_failure: continue` and for `for` elements).
+    `compensable`: this step has a compensation the runtime will provide.
+    """
+
+    unit: str
+    task: str
+    queue: str
+    input: JSON = None
+    kind: str = "task"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_ms: int | None = None
+    queue_timeout_ms: int | None = None
+    on_exhausted: str = FAIL_RUN
+    compensable: bool = False
+    heartbeat_timeout_ms: int | None = None  # task steps: once started, max time between heartbeats
+
+
+class Command:
+    """Base class of all commands."""
+
+
+@dataclass(frozen=True)
+class Complete(Command):
+    output: JSON = None
+
+
+@dataclass(frozen=True)
+class Fail(Command):
+    error: TaskError
+
+
+@dataclass(frozen=True)
+class Cancel(Command):
+    """The workflow asks to be cancelled (compensation runs like an external cancel)."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Timeout(Command):
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RecordProgress(Command):
+    data: JSON = None
+
+
+@dataclass(frozen=True)
+class LinkChild(Command):
+    """Start a child execution for `unit`; its output becomes the unit's output."""
+
+    unit: str
+    child_id: str
+    workflow: str
+    version: str | None = None
+    input: JSON = None
+    on_exhausted: str = FAIL_RUN
+
+
+@dataclass(frozen=True)
+class ScheduleStep(Command):
+    step: StepCommand
+
+
+@dataclass(frozen=True)
+class ScheduleSteps(Command):
+    steps: list[StepCommand]
+
+
+@dataclass(frozen=True)
+class WaitUntil(Command):
+    """A durable timer: the unit succeeds with `{}` at `fire_at_ms`."""
+
+    unit: str
+    fire_at_ms: int
+
+
+@dataclass(frozen=True)
+class CreateHook(Command):
+    """Create hook `hook_id` (a signal name). Empty `token`: the engine draws one (>= 128 bits)."""
+
+    hook_id: str
+    token: str = ""
+    metadata: JSON = None
+
+
+@dataclass(frozen=True)
+class ContinueAsNew(Command):
+    input: JSON = None
+
+
+@dataclass(frozen=True)
+class WaitForSignal(Command):
+    """The unit waits for signal `name` (or its hook); output = the payload. Timeout -> TIMEOUT."""
+
+    unit: str
+    name: str
+    timeout_ms: int | None = None
+    on_exhausted: str = FAIL_RUN
+
+
+@dataclass(frozen=True)
+class SkipStep(Command):
+    unit: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FanOut(Command):
+    """Expand `step` into one unit per item (`step[0]` ...); schedule them with ScheduleStep(s)."""
+
+    step: str
+    items: list[JSON]
+
+
+@dataclass(frozen=True)
+class RecordResult(Command):
+    """An inline unit (compute, a finished `for` step) succeeded with `output`."""
+
+    unit: str
+    output: JSON = None
+
+
+@dataclass(frozen=True)
+class FailStep(Command):
+    """An inline unit failed (EXPRESSION_ERROR, too many `for` failures). Not retried."""
+
+    unit: str
+    error: TaskError
+    continue_workflow: bool = False
+
+
+@dataclass(frozen=True)
+class Park(Command):
+    """Replay cannot continue (non-determinism, build mismatch): stop deciding, keep history."""
+
+    error: TaskError
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    def run(self, workflow: Any, state: Any, now_ms: int) -> list[Command]:
+        """Commands for what should happen next given `state` (idempotent; see module doc)."""
+        ...
+
+
+def flatten(commands: list[Command]) -> list[Command]:
+    """ScheduleSteps -> its ScheduleStep items (the engine handles them one by one)."""
+    out: list[Command] = []
+    for c in commands:
+        if isinstance(c, ScheduleSteps):
+            out.extend(ScheduleStep(s) for s in c.steps)
+        else:
+            out.append(c)
+    return out

@@ -1,0 +1,321 @@
+"""The definition interpreter: a `Definition` and the state -> commands.
+
+Pure and idempotent (see `orbit.core.runtime.commands`): each call looks at the
+definition's top-level steps (never at all `for` elements: fan-out progress
+comes from the `state.fanouts` counters) and returns what should happen next.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from orbit.core.history.events import (
+    EXPRESSION_ERROR,
+    INPUT_CONTRACT_VIOLATION,
+    OUTPUT_CONTRACT_VIOLATION,
+    TaskError,
+)
+from orbit.core.history.state import (
+    COMPENSATING,
+    PENDING,
+    RUNNING,
+    TERMINAL_UNIT,
+    ExecutionState,
+    compensation_key,
+    parse_key,
+)
+from orbit.core.runtime.commands import (
+    CONTINUE_WORKFLOW,
+    FAIL_RUN,
+    Command,
+    Complete,
+    CreateHook,
+    Fail,
+    FailStep,
+    FanOut,
+    LinkChild,
+    RecordResult,
+    RetryPolicy,
+    ScheduleStep,
+    SkipStep,
+    StepCommand,
+    WaitForSignal,
+    WaitUntil,
+)
+from orbit.errors import ExpressionError
+
+HTTP_TASK = "orbit.http"
+HTTP_QUEUE = "http"
+
+
+def iso(ms: int) -> str:
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def default_queue(task: str) -> str:
+    """A task's queue is its name up to the first "." (`inventory.reserve` -> `inventory`)."""
+    return task.split(".", 1)[0]
+
+
+def _evaluate(template: Any, root: dict[str, Any], now_ms: int) -> Any:
+    from orbit.core.definition.expressions import evaluate
+
+    return evaluate(template, root, now_ms)
+
+
+def _expression_error(unit: str, what: str, e: Exception) -> TaskError:
+    return TaskError(EXPRESSION_ERROR, f"{unit}.{what}: {e}", retryable=False)
+
+
+class DslRuntime:
+    """`Runtime` for DSL definitions."""
+
+    def run(self, defn: Any, state: ExecutionState, now_ms: int) -> list[Command]:
+        return _Run(defn, state, now_ms).commands()
+
+
+class _Run:
+    def __init__(self, defn: Any, state: ExecutionState, now_ms: int) -> None:
+        self.d, self.s, self.now = defn, state, now_ms
+        self._steps_root: dict[str, Any] | None = None
+
+    # -- the expression root (DSL.md "Expressions") --
+    def root(self, **extra: Any) -> dict[str, Any]:
+        if self._steps_root is None:
+            self._steps_root = {}
+            for name in self.d.steps:
+                u = self.s.units.get(name)
+                if u is not None:
+                    self._steps_root[name] = {
+                        "output": u.output,
+                        "status": u.status,
+                        "error": u.error.to_dict() if u.error else None,
+                    }
+        r = {
+            "input": self.s.input,
+            "steps": self._steps_root,
+            "execution": {"id": self.s.id, "started_at": iso(self.s.created_at_ms)},
+            "hooks": {n: {"token": h["token"]} for n, h in self.s.hooks.items()},
+        }
+        r.update(extra)
+        return r
+
+    def commands(self) -> list[Command]:
+        s = self.s
+        if s.status == COMPENSATING:
+            return self.compensation()
+        if s.abort is not None or s.terminal:
+            return []
+        out: list[Command] = [CreateHook(n) for n in self.hook_names() if n not in s.hooks]
+        if not s.units:
+            err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
+            if err is not None:
+                return [Fail(err)]
+        all_ended = True
+        for name, step in self.d.steps.items():
+            u = s.units.get(name)
+            if u is None or u.status == PENDING:
+                all_ended = False
+                if all(s.status_of(dep) in TERMINAL_UNIT for dep in step.depends_on):
+                    out.extend(self.begin(step))
+            elif u.status == RUNNING and name in s.fanouts:
+                all_ended = False
+                out.extend(self.fan_out_progress(step))
+            elif u.status not in TERMINAL_UNIT:
+                all_ended = False
+        if all_ended and not out:
+            out.append(self.finish())
+        return out
+
+    def hook_names(self) -> list[str]:
+        names = list(getattr(self.d, "signals", {}) or {})
+        names += [st.wait_for for st in self.d.steps.values() if st.kind == "wait_for" and st.wait_for]
+        return list(dict.fromkeys(names))
+
+    @staticmethod
+    def contract(schema: Any, value: Any, code: str) -> TaskError | None:
+        if schema is None:
+            return None
+        from orbit.core.definition.contracts import check_schema
+
+        return check_schema(schema, value, code)
+
+    # -- one step becoming ready --
+    def begin(self, step: Any) -> list[Command]:
+        name = step.name
+        continue_ = step.on_failure == "continue"
+        try:
+            if step.when is not None and not _evaluate(step.when, self.root(), self.now):
+                return [SkipStep(name, "`when` is false")]
+        except ExpressionError as e:
+            return [FailStep(name, _expression_error(name, "when", e), continue_)]
+        if step.for_each is not None:
+            try:
+                items = _evaluate(step.for_each, self.root(), self.now)
+            except ExpressionError as e:
+                return [FailStep(name, _expression_error(name, "for", e), continue_)]
+            if not isinstance(items, list):
+                items = [] if items is None else [items]  # JSONata gives a lone value for 1-element results
+            return [FanOut(name, items)]
+        return self.unit_commands(
+            step,
+            name,
+            self.root(),
+            FAIL_RUN if not continue_ else CONTINUE_WORKFLOW,
+            compensable=step.compensate is not None,
+        )
+
+    def unit_commands(
+        self, step: Any, unit: str, root: dict[str, Any], on_exhausted: str, compensable: bool = False
+    ) -> list[Command]:
+        """The command that runs one unit of `step` (a whole step, an element or a compensation)."""
+        continue_ = on_exhausted == CONTINUE_WORKFLOW
+        kind = step.kind
+        try:
+            if kind == "task":
+                task = step.task
+                return [
+                    ScheduleStep(
+                        StepCommand(
+                            unit,
+                            task,
+                            step.queue or default_queue(task),
+                            _evaluate(step.input, root, self.now),
+                            "task",
+                            RetryPolicy.of(step.retry),
+                            step.timeout_ms,
+                            step.queue_timeout_ms,
+                            on_exhausted,
+                            compensable,
+                            step.heartbeat_timeout_ms,
+                        )
+                    )
+                ]
+            if kind == "http":
+                return [
+                    ScheduleStep(
+                        StepCommand(
+                            unit,
+                            HTTP_TASK,
+                            step.queue or HTTP_QUEUE,
+                            _evaluate(step.http, root, self.now),
+                            "http",
+                            RetryPolicy.of(step.retry),
+                            step.timeout_ms,
+                            step.queue_timeout_ms,
+                            on_exhausted,
+                            compensable,
+                        )
+                    )
+                ]
+            if kind == "workflow":
+                return [
+                    LinkChild(
+                        unit,
+                        f"{self.s.id}/{unit}",
+                        step.workflow,
+                        None,
+                        _evaluate(step.input, root, self.now),
+                        on_exhausted,
+                    )
+                ]
+            if kind == "compute":
+                return [RecordResult(unit, _evaluate(step.compute, root, self.now))]
+            if kind == "sleep":
+                if step.sleep_until is not None:
+                    return [WaitUntil(unit, _instant(_evaluate(step.sleep_until, root, self.now)))]
+                return [WaitUntil(unit, self.now + int(step.sleep_ms or 0))]
+            if kind == "wait_for":
+                return [WaitForSignal(unit, step.wait_for, step.timeout_ms, on_exhausted)]
+        except (ExpressionError, ValueError) as e:
+            return [FailStep(unit, _expression_error(unit, kind, e), continue_)]
+        return [FailStep(unit, TaskError("UNKNOWN_STEP_KIND", f"{unit}: kind {kind!r}", False), continue_)]
+
+    # -- `for` steps --
+    def fan_out_progress(self, step: Any) -> list[Command]:
+        name, fo = step.name, self.s.fanouts[step.name]
+        continue_ = step.on_failure == "continue"
+        if fo.failed > step.tolerated_failures:
+            return [
+                FailStep(
+                    name,
+                    TaskError(
+                        "TOO_MANY_FAILURES",
+                        f"{fo.failed} of {fo.total} elements of {name!r} failed "
+                        f"(tolerated: {step.tolerated_failures})",
+                        retryable=False,
+                        details={"failed": fo.failed, "total": fo.total},
+                    ),
+                    continue_,
+                )
+            ]
+        if fo.ended >= fo.total:
+            outputs = [self.element_output(name, i) for i in range(fo.total)]
+            return [RecordResult(name, outputs)]
+        slots = (step.concurrency or fo.total) - fo.running
+        items = self.s.units[name].input or []
+        out: list[Command] = []
+        root = self.root()
+        for i in fo.to_schedule(slots):
+            root_i = dict(root, item=items[i], index=i)
+            out.extend(
+                self.unit_commands(
+                    step, f"{name}[{i}]", root_i, CONTINUE_WORKFLOW, compensable=step.compensate is not None
+                )
+            )
+        return out
+
+    def element_output(self, step: str, i: int) -> Any:
+        u = self.s.units.get(f"{step}[{i}]")
+        return u.output if u is not None else None
+
+    # -- compensation and the end --
+    def compensation(self) -> list[Command]:
+        target = self.s.next_compensation()
+        if target is None or compensation_key(target) in self.s.units:
+            return []
+        _, base, index = parse_key(target)
+        step = self.d.steps.get(base)
+        if step is None or step.compensate is None:
+            return []  # the engine fails it as COMPENSATION_MISSING
+        extra: dict[str, Any] = {}
+        if index is not None:
+            items = self.s.units[base].input or []
+            extra = {"item": items[index] if index < len(items) else None, "index": index}
+        return self.unit_commands(step.compensate, compensation_key(target), self.root(**extra), FAIL_RUN)
+
+    def finish(self) -> Command:
+        d = self.d
+        if d.output is None:
+            output = {n: self.s.units[n].output for n in d.steps if n in self.s.units}
+        else:
+            try:
+                output = _evaluate(d.output, self.root(), self.now)
+            except ExpressionError as e:
+                return Fail(TaskError(EXPRESSION_ERROR, f"output: {e}", retryable=False))
+        err = self.contract(getattr(d, "output_schema", None), output, OUTPUT_CONTRACT_VIOLATION)
+        return Fail(err) if err is not None else Complete(output)
+
+
+def _instant(value: Any) -> int:
+    """`sleep: {until: ...}` gives epoch ms or an ISO 8601 time."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"sleep until: {value!r} is not an ISO 8601 time") from None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return int(dt.timestamp() * 1000)
+    # shown as JSON: the user wrote a JSON/YAML value, not a Python one
+    raise ValueError(
+        f"sleep until: expected an ISO 8601 time or epoch milliseconds, got {json.dumps(value, default=str)}"
+    )

@@ -1,1 +1,0 @@
-"""The engine: the pieces of the pure decision (`orbit.decider.decide`)."""

@@ -1,0 +1,408 @@
+"""The engine service: load -> decide -> commit -> carry out effects.
+
+`Engine` is the one place where the pure decider meets the ports. The commit
+(conditional on the next seq) is the only synchronisation: a writer that loses
+reloads and decides again. Effects run after the commit; a redelivered
+inbound message gets its commit's stored effects re-sent unchanged, so a crash
+between commit and send loses nothing. The state remembers the ids handled by
+its last few commits (`state.inbound`); an older redelivery is found in the
+commit log, read newest first back to the message's send time (`outbox.find_handled`),
+so neither the state nor a snapshot grows with the messages an execution handled.
+
+States are cached per process and advanced in place by `decide`; a cached
+state is trusted optimistically (its next seq would conflict if another
+process had committed), and dropped on any failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from orbit.core.decider.decide import decide
+from orbit.core.history.effects import (
+    ArmTimer,
+    CancelChild,
+    CancelTask,
+    ContinueExecution,
+    DispatchTask,
+    Effect,
+    LinkFork,
+    NotifyParent,
+    RedriveChild,
+    RegisterHook,
+    StartChild,
+)
+from orbit.core.history.events import ExecutionParked, Recorded, TaskError
+from orbit.core.history.messages import (
+    CancelMessage,
+    Message,
+    RedriveMessage,
+    StartMessage,
+    message_from_dict,
+)
+from orbit.core.history.model import signal_ids
+from orbit.core.history.state import ExecutionState, remember_inbound
+from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.service.operations import EngineApi, check_json
+from orbit.service.outbox import find_handled, still_due
+from orbit.service.ports import (
+    Clock,
+    Commit,
+    HistoryStore,
+    IdSource,
+    IndexEntry,
+    PayloadStore,
+    Queues,
+    Registry,
+    Timers,
+)
+from orbit.service.recovery import RecoveryApi
+
+log = logging.getLogger("orbit.core.decider")
+
+MAX_CONFLICT_RETRIES = 8
+# message id -> (its sent_at_ms if the body carries one, SQS ApproximateReceiveCount or 1)
+Deliveries = dict[str, tuple[int | None, int]]
+
+
+class Engine(RecoveryApi, EngineApi):
+    def __init__(
+        self,
+        store: HistoryStore,
+        queues: Queues,
+        timers: Timers,
+        payloads: PayloadStore | None,
+        registry: Registry,
+        clock: Clock,
+        ids: IdSource,
+        snapshot_every: int = 100,
+        cache_size: int = 512,
+    ) -> None:
+        self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
+        self.registry, self.clock, self.ids = registry, clock, ids
+        self.snapshot_every = snapshot_every
+        # execution id -> (state, commits since its snapshot)
+        self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
+        self._cache_size = cache_size
+
+    # ------------------------------------------------------------------ start
+    def start(
+        self,
+        workflow: str,
+        version: str | None = None,
+        input: Any = None,
+        execution_id: str | None = None,
+        parent: dict[str, str] | None = None,
+    ) -> str:
+        """Start an execution now and return its id.
+
+        Same id and same workflow/input: returns the existing execution.
+        Same id, different workflow or input, or another explicit version: ExecutionExists.
+        """
+        check_json(input, "input")
+        wf = self.registry.get(workflow, version)
+        eid = execution_id or f"{wf.name}-{self.ids.token()}"
+        # The message carries a version only when the caller chose one: without it, a repeated
+        # start returns the existing execution even if a newer version was registered since.
+        pinned = None if version is None else str(wf.version)
+        msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
+        self._process(eid, [msg])
+        return eid
+
+    def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
+        if m.version is not None and state.workflow == m.workflow and str(m.version) != state.version:
+            raise ExecutionExists(
+                state.id,
+                f"execution {state.id!r} already exists with version {state.version}; "
+                f"you asked for version {m.version} ({state.workflow})",
+            )
+        if state.workflow != m.workflow or state.input != m.input:
+            raise ExecutionExists(
+                state.id,
+                f"execution {state.id!r} already exists "
+                f"({state.workflow} v{state.version}) with a different "
+                f"{'workflow' if state.workflow != m.workflow else 'input'}",
+            )
+
+    # ---------------------------------------------------------------- inbound
+    def handle(self, message: dict[str, Any] | Message) -> None:
+        failures = self.handle_batch([message])
+        if failures:
+            raise failures[0][1]
+
+    def handle_batch(
+        self, messages: list[dict[str, Any] | Message], receive_counts: list[int] | None = None
+    ) -> list[tuple[int, Exception]]:
+        """Decide every message; one load and one commit per execution where possible.
+
+        `receive_counts` (SQS ApproximateReceiveCount per message, when the caller has it) marks
+        redeliveries: one whose id the state no longer remembers is looked up in the commit log.
+        Returns (position, error) for the messages that failed (the caller reports them
+        as partial batch failures so the queue redelivers only those).
+        """
+        failures: list[tuple[int, Exception]] = []
+        groups: dict[str, list[tuple[int, Message]]] = {}
+        delivery: Deliveries = {}
+        for i, raw in enumerate(messages):
+            try:
+                m = raw if isinstance(raw, Message) else message_from_dict(raw)
+            except OrbitError as e:
+                failures.append((i, e))
+                continue
+            sent = raw.get("sent_at_ms") if isinstance(raw, dict) else None
+            count = receive_counts[i] if receive_counts is not None and i < len(receive_counts) else 1
+            delivery[m.id] = (sent if isinstance(sent, int) else None, count)
+            groups.setdefault(m.execution_id, []).append((i, m))
+        for eid, items in groups.items():
+            try:
+                self._process(eid, [m for _, m in items], delivery)
+            except Exception as e:  # noqa: BLE001 - reported per message, the queue retries them
+                log.exception("decision failed for %s", eid)
+                failures.extend((i, e) for i, _ in items)
+        return sorted(failures, key=lambda f: f[0])
+
+    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None) -> None:
+        # A group of starts is decided on a blank state without reading the store first: the commit
+        # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
+        # (a repeated start then costs one refused write instead of every start costing a read).
+        assume_new = all(isinstance(m, StartMessage) for m in msgs)
+        if any(isinstance(m, RedriveMessage) for m in msgs):
+            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
+            # process saw the execution running) the refusal would never meet a conflicting write.
+            self._cache.pop(eid, None)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            try:
+                self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
+                return
+            except ConflictError:
+                self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                assume_new = False
+            except BaseException:
+                self._cache.pop(eid, None)
+                raise
+        raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+    def _decide_and_commit(
+        self,
+        eid: str,
+        msgs: list[Message],
+        delivery: Deliveries,
+        assume_new: bool = False,
+    ) -> None:
+        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
+        # write to an execution that does not exist yet; anything else is NotFound.
+        state, since_snapshot = self._state(
+            eid,
+            create=any(
+                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
+            ),
+            assume_new=assume_new,
+        )
+        now = self.clock.now_ms()
+        first_seq = state.last_seq + 1
+        events: list[Recorded] = []
+        effects: list[Effect] = []
+        handled: list[str] = []
+        resend: dict[int, Commit] = {}
+        was = (state.status, state.created)
+        for m in msgs:
+            if isinstance(m, StartMessage) and state.created:
+                self._check_same_start(state, m)  # same id again: same input returns it, else refused
+            if m.id in handled:
+                continue  # the same message twice in one batch: decided once
+            if m.id in state.inbound:  # a redelivery: the history is the outbox
+                seq = state.inbound[m.id]
+                if seq not in resend:
+                    c = self.store.read_commit(eid, seq)
+                    if c is not None:
+                        resend[seq] = c
+                continue
+            if any(m.id in c.all_inbound for c in resend.values()):
+                continue  # a bundle's other message: its commit is already found
+            old = find_handled(self.store, eid, state, m, *delivery.get(m.id, (None, 1)))
+            if old is not None:  # handled longer ago than the state remembers
+                log.info(
+                    "message %s of %s was handled by commit %d: re-sending its effects",
+                    m.id,
+                    eid,
+                    old.first_seq,
+                )
+                resend.setdefault(old.first_seq, old)
+                continue
+            if isinstance(m, StartMessage) and state.created:
+                continue
+            try:
+                wf = self._workflow_for(state, m)
+            except UnknownWorkflow as e:
+                if isinstance(m, StartMessage) and m.parent:  # a child that cannot start fails its step
+                    effects.append(
+                        NotifyParent(
+                            m.parent.get("execution_id", ""),
+                            m.parent.get("step", ""),
+                            eid,
+                            "FAILED",
+                            None,
+                            TaskError("UNKNOWN_WORKFLOW", str(e), False),
+                        )
+                    )
+                    continue
+                raise
+            # A parked execution still records results, signals and cancels; its runtime is not run.
+            d = decide(wf, state, m, now, self.ids)
+            events.extend(d.events)
+            effects.extend(d.effects)
+            handled.append(m.id)
+        if events:
+            commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
+            self.store.commit(eid, commit)
+            # exactly what `Loaded.fold` (model.apply_commit) does
+            remember_inbound(state, handled, first_seq, now, signal_ids(events))
+            since_snapshot += 1
+            if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
+                self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
+                since_snapshot = 0
+        # The index row is written after the commit, so it is one of the commit's effects: a
+        # redelivered message (resend) writes it again, in case the decider that committed died
+        # before it (put_index keeps the newest). A tombstone (never created) is not listed.
+        if state.created and ((events and (state.status, state.created) != was) or resend):
+            self.store.put_index(
+                IndexEntry(
+                    eid,
+                    state.workflow,
+                    state.version,
+                    state.status,
+                    state.created_at_ms,
+                    state.updated_at_ms,
+                    (state.parent or {}).get("execution_id"),
+                )
+            )
+        self._remember(eid, state, since_snapshot)
+        for c in resend.values():
+            self._carry_out(eid, still_due(state, c.effects))
+        self._carry_out(eid, effects)
+
+    def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
+        cached = self._cache.pop(eid, None)
+        if cached is not None:
+            return cached
+        if assume_new:
+            return ExecutionState(eid), 0
+        try:
+            loaded = self.store.load(eid)
+        except NotFound:
+            if not create:
+                raise
+            return ExecutionState(eid), 0
+        n = len(loaded.commits)
+        return loaded.fold(), n
+
+    def _remember(self, eid: str, state: ExecutionState, since_snapshot: int) -> None:
+        self._cache[eid] = (state, since_snapshot)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def _workflow_for(self, state: ExecutionState, m: Message) -> Any:
+        if isinstance(m, StartMessage):
+            return self.registry.get(m.workflow, m.version)
+        try:
+            return self.registry.get_build(state.workflow, state.version, state.build)
+        except (BuildMismatch, UnknownWorkflow) as e:
+            return _Parker(str(e))
+
+    # ---------------------------------------------------------------- effects
+    def _carry_out(self, eid: str, effects: list[Effect]) -> None:
+        for e in effects:
+            if isinstance(e, (DispatchTask, CancelTask)):
+                self.queues.send_task(e.queue, e.to_dict())
+            elif isinstance(e, ArmTimer):
+                self.timers.arm(e.execution_id, e.fire_at_ms)
+            elif isinstance(e, RegisterHook):
+                self.store.put_hook(e.token, e.execution_id, e.name)
+            elif isinstance(e, StartChild):
+                self.queues.send_decision(
+                    self._start_body(
+                        e.child_id,
+                        e.workflow,
+                        e.version,
+                        e.input,
+                        {"execution_id": e.parent_id, "step": e.unit},
+                    )
+                )
+            elif isinstance(e, ContinueExecution):
+                self.queues.send_decision(
+                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
+                )
+            elif isinstance(e, CancelChild):
+                self.queues.send_decision(
+                    {
+                        "kind": "cancel",
+                        "execution_id": e.child_id,
+                        "id": f"cancel:{e.child_id}",
+                        "reason": e.reason,
+                        "force": False,
+                        "parent_id": eid,
+                    }
+                )
+            elif isinstance(e, NotifyParent):
+                self.queues.send_decision(
+                    {
+                        "kind": "child_done",
+                        "execution_id": e.parent_id,
+                        "id": e.message_id,
+                        "unit": e.unit,
+                        "child_id": e.child_id,
+                        "status": e.status,
+                        "output": e.output,
+                        "error": e.error.to_dict() if e.error else None,
+                    }
+                )
+
+            elif isinstance(e, RedriveChild):
+                self.queues.send_decision({"kind": "redrive", "execution_id": e.child_id, "id": e.request_id,
+                                           "parent_id": e.parent_id, "unit": e.unit})
+            elif isinstance(e, LinkFork):
+                self.queues.send_decision({"kind": "fork_created", "execution_id": e.execution_id,
+                                           "id": f"fork_created:{e.fork_id}", "fork_id": e.fork_id,
+                                           "from_step": e.from_step})
+
+    @staticmethod
+    def _start_body(
+        eid: str, workflow: str, version: str | None, input: Any, parent: dict[str, str] | None
+    ) -> dict[str, Any]:
+        return {
+            "kind": "start",
+            "execution_id": eid,
+            "id": f"start:{eid}",
+            "workflow": workflow,
+            "version": version,
+            "input": input,
+            "parent": parent,
+        }
+
+    # ----------------------------------------------------------------- timers
+    def fire_timers(self, now_ms: int | None = None, limit: int = 100) -> int:
+        """Turn due timers into `wake` messages; returns how many fired."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        due = self.timers.due(now, limit)
+        for eid, at in due:
+            self.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{at}"})
+            self.timers.disarm(eid, at)
+        return len(due)
+
+
+class _Parker:
+    """Stands in for a workflow whose pinned build is gone: the execution parks."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.runtime = self
+
+    def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[Any]:
+        from orbit.core.runtime.commands import Park
+
+        return [Park(TaskError("BUILD_MISMATCH", self.reason, retryable=False))]
+
+
+__all__ = ["Engine", "ExecutionParked"]

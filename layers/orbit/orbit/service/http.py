@@ -1,0 +1,225 @@
+"""HTTP API routing, independent of API Gateway: `handle_request(engine, method, path, body, query)`.
+
+Used by the Lambda API handler (`lambda_response` turns an HTTP API v2 event
+into a call) and by `orbit dev`'s local server. Routes:
+
+    POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
+    GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
+    GET  /executions/{id}                                      -> 200 describe shape
+    GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
+    POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
+    POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
+    POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
+                                              {id, redrive_count, steps}
+    POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
+    POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
+    POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
+
+Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
+request, invalid definition, payload refused), 404 (unknown execution,
+workflow, hook, route), 405, 409 (execution exists with a different input,
+hook already resumed, signal/hook/cancel for an execution that has ended, a redrive
+refused) and
+500 for anything unexpected (logged, no internals leaked).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from orbit.core.history.state import WORKFLOW_STATUSES
+from orbit.errors import (
+    ExecutionEnded,
+    ExecutionExists,
+    HookAlreadyResumed,
+    NotFound,
+    OrbitError,
+    PayloadRefused,
+    RedriveRefused,
+    UnknownWorkflow,
+    ValidationError,
+)
+
+log = logging.getLogger("orbit.service.http")
+Response = tuple[int, Any]
+
+
+def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    workflow = body.get("workflow")
+    if not isinstance(workflow, str) or not workflow:
+        raise ValidationError("is required (a registered workflow name)", "body.workflow")
+    version = body.get("version")
+    eid = body.get("id")
+    if eid is not None and (not isinstance(eid, str) or not eid):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    eid = engine.start(workflow, None if version is None else str(version), body.get("input"), eid)
+    return 201, {"id": eid}
+
+
+def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    limit = _int(query, "limit", 50, 1, 1000)
+    status = query.get("status") or None
+    if status is not None and status not in WORKFLOW_STATUSES:
+        # an unknown status would list nothing and look like "no executions"
+        raise ValidationError(
+            f"unknown status {status!r}; one of {', '.join(WORKFLOW_STATUSES)}", "query.status"
+        )
+    entries, cursor = engine.list(query.get("workflow"), status, limit, query.get("cursor"))
+    return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
+
+
+def _describe(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 200, engine.describe(eid)
+
+
+def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    limit = _int(query, "limit", 0, 0, 100_000) or None
+    return 200, engine.history(eid, _int(query, "after_seq", 0, 0, 2**62), limit)
+
+
+def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
+    signal_id = body.get("id")  # the caller's id for the signal makes a retried request idempotent
+    if signal_id is not None and (not isinstance(signal_id, str) or not signal_id):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
+
+
+def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        raise ValidationError("must be true or false", "body.force")
+    engine.cancel(eid, str(body.get("reason") or ""), force)
+    return 202, {}
+
+
+def _redrive(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    request_id = body.get("id")  # the caller's id for this request: a retry redrives once
+    if request_id is not None and (not isinstance(request_id, str) or not request_id):
+        raise ValidationError("must be a non-empty string, or left out", "body.id")
+    return 200, engine.redrive(eid, request_id)
+
+
+def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    step, new_id, version = body.get("from_step"), body.get("id"), body.get("version")
+    if not isinstance(step, str) or not step:
+        raise ValidationError("is required (the step to run again from)", "body.from_step")
+    if new_id is not None and (not isinstance(new_id, str) or not new_id):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
+
+
+def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
+    return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
+
+
+def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    from orbit.core.definition import load_definition, parse_definition
+
+    if isinstance(body.get("text"), str):
+        definition = load_definition(body["text"])
+    else:
+        definition = parse_definition(body)
+    engine.registry.register(definition)
+    return 201, {"name": definition.name, "version": definition.version, "hash": definition.hash}
+
+
+_ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
+    ("POST", re.compile(r"/executions"), _start),
+    ("GET", re.compile(r"/executions"), _list),
+    ("GET", re.compile(r"/executions/([^/]+)"), _describe),
+    ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
+    ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
+    ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
+    ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
+    ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
+    ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
+    ("POST", re.compile(r"/definitions"), _register),
+]
+
+
+def handle_request(engine: Any, method: str, path: str, body: Any = None,
+                   query: Mapping[str, str] | None = None) -> Response:
+    """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed."""
+    method = method.upper()
+    path = "/" + path.strip("/")
+    allowed = []
+    for route_method, pattern, fn in _ROUTES:
+        m = pattern.fullmatch(path)
+        if m is None:
+            continue
+        if route_method != method:
+            allowed.append(route_method)
+            continue
+        try:
+            return fn(engine, _parse_body(body), dict(query or {}), *(unquote(g) for g in m.groups()))
+        except ValidationError as e:
+            return _error(400, "VALIDATION_ERROR", str(e), [p.to_dict() for p in e.problems])
+        except PayloadRefused as e:
+            return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
+        except (NotFound, UnknownWorkflow) as e:
+            return _error(404, "NOT_FOUND", str(e))
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, RedriveRefused) as e:
+            return _error(409, "CONFLICT", str(e))
+        except OrbitError as e:
+            log.exception("%s %s failed", method, path)
+            return _error(500, type(e).__name__, str(e))
+        except Exception:
+            log.exception("%s %s failed", method, path)
+            return _error(500, "INTERNAL_ERROR", "the request failed; see the API function's logs")
+    if allowed:
+        return _error(405, "METHOD_NOT_ALLOWED", f"{method} {path}: allowed {sorted(set(allowed))}")
+    return _error(404, "NOT_FOUND", f"no route for {method} {path}")
+
+
+def lambda_response(engine: Any, event: Mapping[str, Any]) -> dict[str, Any]:
+    """API Gateway HTTP API (payload format 2.0) event -> Lambda proxy response."""
+    http = event.get("requestContext", {}).get("http", {})
+    body = event.get("body")
+    if body is not None and event.get("isBase64Encoded"):
+        body = base64.b64decode(body)
+    status, payload = handle_request(engine, http.get("method", "GET"), event.get("rawPath", "/"), body,
+                                     event.get("queryStringParameters") or {})
+    return {"statusCode": status, "headers": {"content-type": "application/json"},
+            "body": json.dumps(payload, separators=(",", ":"), default=str)}
+
+
+def _parse_body(body: Any) -> dict[str, Any]:
+    if body is None or body == "" or body == b"":
+        return {}
+    if isinstance(body, (str, bytes)):
+        try:
+            body = json.loads(body)
+        except ValueError as e:
+            raise ValidationError(f"request body is not JSON: {e}", "body") from None
+    if not isinstance(body, dict):
+        raise ValidationError("request body must be a JSON object", "body")
+    return body
+
+
+def _int(query: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"must be an integer, not {raw!r}", f"query.{name}") from None
+    if not lo <= value <= hi:
+        raise ValidationError(f"must be between {lo} and {hi}", f"query.{name}")
+    return value
+
+
+def _error(status: int, code: str, message: str, problems: list[dict[str, str]] | None = None,
+           details: Any = None) -> Response:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if problems:
+        err["problems"] = problems
+    if details is not None:
+        err["details"] = details
+    return status, {"error": err}

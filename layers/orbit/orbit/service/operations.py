@@ -1,0 +1,158 @@
+"""The read and control operations of the engine: describe, history, list, signal, hooks, cancel.
+
+Signals and hook payloads are checked against the signal's schema *before*
+anything is recorded (PayloadRefused); accepted ones go through the decision
+queue like every other inbound message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orbit.core.definition.model import Definition
+from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
+from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
+
+
+class EngineApi:
+    store: HistoryStore
+    queues: Queues
+    registry: Registry
+    clock: Clock
+    ids: IdSource
+
+    def load_state(self, execution_id: str) -> ExecutionState:
+        """The current state, read from the store (NotFound when there is no such execution).
+
+        A child cancelled before its start arrived has a history (the tombstone) but is not an
+        execution yet: NotFound as well.
+        """
+        state = self.store.load(execution_id).fold()
+        if not state.created:
+            raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
+        return state
+
+    def describe(self, execution_id: str) -> dict[str, Any]:
+        return self.load_state(execution_id).describe()
+
+    def history(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`)."""
+        out: list[dict[str, Any]] = []
+        cursor: int | None = after_seq
+        while cursor is not None and (limit is None or len(out) < limit):
+            page = self.store.history(
+                execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
+            )
+            out.extend(r.to_dict() for r in page.records)
+            cursor = page.next_after_seq
+        return out
+
+    def list(
+        self,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[IndexEntry], str | None]:
+        return self.store.list_executions(workflow, status, limit, cursor)
+
+    def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
+        """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
+        breaks the schema, ValidationError if a definition has no signal of that name."""
+        check_json(payload, "payload")
+        state = self.load_state(execution_id)
+        _check_running(state, f"signal {name!r} was not sent")
+        self._check_payload(state, name, payload)
+        mid = signal_id or f"signal:{self.ids.token()}"
+        self.queues.send_decision(
+            {"kind": "signal", "execution_id": execution_id, "id": mid, "name": name, "payload": payload}
+        )
+        return mid
+
+    def resume_hook(self, token: str, payload: Any = None) -> str:
+        """Resume a hook once by its token; returns the execution id."""
+        check_json(payload, "payload")
+        found = self.store.find_hook(token)
+        if found is None:
+            raise NotFound("unknown hook token")
+        execution_id, name = found
+        state = self.load_state(execution_id)
+        hook = state.hooks.get(name)
+        if hook is None or hook.get("token") != token:
+            raise NotFound("unknown hook token")
+        if hook.get("resumed"):
+            raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
+        _check_running(state, f"hook {name!r} was not resumed")
+        self._check_payload(state, name, payload)
+        claim = getattr(self.store, "claim_hook", None)  # atomic resume-once where the store offers it
+        if claim is not None and not claim(token, payload):
+            raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
+        self.queues.send_decision(
+            {
+                "kind": "hook",
+                "execution_id": execution_id,
+                "id": f"hook:{token}",
+                "token": token,
+                "payload": payload,
+            }
+        )
+        return execution_id
+
+    def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+        _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
+        self.queues.send_decision(
+            {
+                "kind": "cancel",
+                "execution_id": execution_id,
+                "id": f"cancel:{self.ids.token()}",
+                "reason": reason or "cancelled",
+                "force": force,
+            }
+        )
+
+    def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
+        try:
+            wf = self.registry.get_build(state.workflow, state.version, state.build)
+        except Exception:  # noqa: BLE001 - no definition at hand: nothing to check against
+            return
+        signals = getattr(wf, "signals", None) or {}
+        if isinstance(wf, Definition):
+            # a definition names every signal it can use; a misspelt one would be buffered forever
+            known = set(signals) | {s.wait_for for s in wf.steps.values() if s.wait_for}
+            if name not in known:
+                raise ValidationError(
+                    f"workflow {wf.name!r} v{wf.version} has no signal {name!r}; "
+                    f"it knows: {', '.join(sorted(known)) or 'none'}",
+                    "signal",
+                )
+        spec = signals.get(name)
+        schema = (
+            getattr(spec, "schema", spec)
+            if not isinstance(spec, dict) or "schema" not in spec
+            else spec["schema"]
+        )
+        if schema is None:
+            return
+        from orbit.core.definition.contracts import check_schema
+
+        err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
+        if err is not None:
+            raise PayloadRefused(name, err.message, err.details)
+
+
+def _check_running(state: ExecutionState, action: str) -> None:
+    # An ended execution ignores signals, hooks and cancels: say so instead of accepting them.
+    if state.status in TERMINAL_WORKFLOW:
+        raise ExecutionEnded(state.id, state.status, action)
+
+
+def check_json(value: Any, path: str) -> None:
+    """ValidationError at `path` unless `value` is JSON data (it goes into history as it is)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValidationError(f"must be JSON data: {e}", path) from None

@@ -1,0 +1,199 @@
+"""Ports: the interfaces between the pure core and the outside world.
+
+Adapters: `orbit/adapters/memory.py` (tests, simulator), `dynamodb.py`,
+`sqs.py`, `s3.py`. One shared contract suite per port
+(`tests/contracts/`) runs against each backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from orbit.core.decider.context import IdSource  # noqa: F401  (re-exported: the decider defines it)
+from orbit.core.history.effects import Effect, effect_from_dict
+from orbit.core.history.events import JSON, Recorded, recorded_from_dict
+from orbit.core.history.state import ExecutionState
+from orbit.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One decision's write: its events (seq first_seq..), the inbound it handled, its effects.
+
+    The commit log is the outbox: a redelivered inbound message (found in
+    `state.inbound`) has its stored effects re-sent, unchanged.
+    """
+
+    first_seq: int
+    timestamp_ms: int
+    inbound_id: str | None
+    events: list[Recorded]
+    effects: list[Effect] = field(default_factory=list)
+    # A batch decision (several messages of one execution, one write) lists the other ids here.
+    inbound_ids: tuple[str, ...] = ()
+
+    @property
+    def all_inbound(self) -> list[str]:
+        return ([self.inbound_id] if self.inbound_id else []) + [i for i in self.inbound_ids if i]
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.events) - 1
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "first_seq": self.first_seq,
+            "timestamp_ms": self.timestamp_ms,
+            "inbound_id": self.inbound_id,
+            "events": [r.to_dict() for r in self.events],
+            "effects": [e.to_dict() for e in self.effects],
+            "inbound_ids": list(self.inbound_ids),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Commit:
+        if not isinstance(d, dict) or not isinstance(d.get("first_seq"), int):
+            raise ValidationError("commit needs an integer `first_seq`", "commit")
+        return cls(
+            d["first_seq"],
+            int(d.get("timestamp_ms") or 0),
+            d.get("inbound_id"),
+            [recorded_from_dict(r) for r in d.get("events") or []],
+            [effect_from_dict(e) for e in d.get("effects") or []],
+            tuple(d.get("inbound_ids") or ()),
+        )
+
+
+@dataclass
+class Loaded:
+    """What `HistoryStore.load` returns: the latest snapshot (or a blank state) and the commits after it."""
+
+    state: ExecutionState
+    snapshot_seq: int
+    commits: list[Commit]
+
+    def fold(self) -> ExecutionState:
+        """The current state: snapshot + commits (also fills `state.inbound`). Mutates `self.state`."""
+        from orbit.core.history.model import apply_commit
+
+        for c in self.commits:
+            apply_commit(self.state, c.events, c.inbound_id, c.first_seq, c.timestamp_ms, c.inbound_ids)
+        self.commits = []
+        return self.state
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    records: list[Recorded]
+    next_after_seq: int | None  # pass as `after_seq` for the next page; None: no more
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One row of the execution index (list by workflow, status, time)."""
+
+    execution_id: str
+    workflow: str
+    version: str
+    status: str
+    created_at_ms: int
+    updated_at_ms: int
+    parent_id: str | None = None
+
+    def to_dict(self) -> dict[str, JSON]:
+        return dict(self.__dict__)
+
+
+class HistoryStore(Protocol):
+    def load(self, execution_id: str) -> Loaded:
+        """Latest snapshot + commits after it. Raises NotFound when nothing was ever committed."""
+        ...
+
+    def commit(self, execution_id: str, commit: Commit) -> None:
+        """Append atomically, conditional on `commit.first_seq` not existing -> ConflictError."""
+        ...
+
+    def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
+
+    def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
+        """Every commit of the execution, one page at a time as the caller iterates (it stops
+        when it has found what it looks for: a redelivered message's commit). Empty if none."""
+        ...
+
+    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
+        """Recorded events with seq > after_seq, in order, at most `limit`. NotFound if none exist."""
+        ...
+
+    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int) -> None:
+        """Keep `state` (ExecutionState.to_dict()) as of `seq`; an older one never replaces a newer one."""
+        ...
+
+    def put_index(self, entry: IndexEntry) -> None: ...
+
+    def list_executions(
+        self,
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> tuple[list[IndexEntry], str | None]:
+        """Newest first. Returns (entries, next cursor or None)."""
+        ...
+
+    def put_hook(self, token: str, execution_id: str, name: str) -> None: ...
+
+    def find_hook(self, token: str) -> tuple[str, str] | None:
+        """(execution_id, hook name) for a hook token, or None."""
+        ...
+
+
+class Queues(Protocol):
+    def send_decision(self, message: dict[str, JSON], delay_s: int = 0) -> None:
+        """Enqueue an inbound message (orbit.core.history.messages shape) for the decider."""
+        ...
+
+    def send_task(self, queue: str, body: dict[str, JSON], delay_s: int = 0) -> None:
+        """Enqueue a task message (a DispatchTask/CancelTask effect dict) on a worker queue."""
+        ...
+
+
+class Timers(Protocol):
+    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+        """Set the execution's one timer to `fire_at_ms` (replaces any earlier setting)."""
+        ...
+
+    def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:
+        """(execution_id, fire_at_ms) of timers due at `now_ms`, earliest first."""
+        ...
+
+    def disarm(self, execution_id: str, fire_at_ms: int | None = None) -> None:
+        """Remove the timer; with `fire_at_ms`, only if it is still set to that time."""
+        ...
+
+    def next_fire_ms(self) -> int | None:
+        """Earliest armed time (the simulator and local stack jump to it)."""
+        ...
+
+
+class PayloadStore(Protocol):
+    def put(self, data: bytes) -> str: ...
+
+    def get(self, ref: str) -> bytes: ...
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+class Registry(Protocol):
+    def register(self, workflow: Any) -> None: ...
+
+    def get(self, name: str, version: str | None = None) -> Any:
+        """The workflow (Definition or code workflow); latest version when None. UnknownWorkflow."""
+        ...
+
+    def get_build(self, name: str, version: str, build: str) -> Any:
+        """Exactly the pinned build; BuildMismatch when only other builds exist."""
+        ...

@@ -1,0 +1,294 @@
+"""An in-memory Orbit with a manual clock and scripted workers.
+
+It runs the real `Engine` over the memory adapters. Time never passes on its
+own: when nothing is left to do *now*, `run()` jumps the clock straight to the
+next timer or delayed message, so a 7-day sleep takes milliseconds.
+
+Workers are scripts, one behaviour per delivery of a task (the last one
+repeats): `succeed(output)`, `fail(code)`, `hang()` (takes the task, never
+answers: the step times out), `crash()` (takes it and dies: the queue
+redelivers the message to another worker after `visibility_ms`),
+`answer_twice(output)`, `late(ms, output)` (answers after `ms`),
+`heartbeats(every_ms, count, output)` (a long task: `count` heartbeats `every_ms`
+apart, then the answer `every_ms` after the last; `output=HANG` never answers),
+or a plain function `(input, ctx) -> output` that may raise `TaskError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orbit.adapters.memory import (
+    ManualClock,
+    MemoryHistoryStore,
+    MemoryPayloadStore,
+    MemoryQueues,
+    MemoryRegistry,
+    MemoryTimers,
+    SeededIds,
+)
+from orbit.core.history.events import TaskError
+from orbit.service.engine import Engine
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    action: str  # succeed | fail | hang | crash | twice | late | beat | call
+    output: Any = None
+    error: TaskError | None = None
+    delay_ms: int = 0
+    fn: Callable[..., Any] | None = None
+    count: int = 0
+
+
+HANG = object()  # `heartbeats(..., output=HANG)`: heartbeat, then stop without answering
+
+
+def succeed(output: Any = None) -> Behaviour:
+    return Behaviour("succeed", output=output)
+
+
+def fail(code: str, message: str = "", retryable: bool = True, details: Any = None) -> Behaviour:
+    return Behaviour("fail", error=TaskError(code, message or code.lower(), retryable, details))
+
+
+def hang() -> Behaviour:
+    return Behaviour("hang")
+
+
+def crash() -> Behaviour:
+    return Behaviour("crash")
+
+
+def answer_twice(output: Any = None) -> Behaviour:
+    return Behaviour("twice", output=output)
+
+
+def late(delay_ms: int, output: Any = None) -> Behaviour:
+    return Behaviour("late", output=output, delay_ms=delay_ms)
+
+
+def heartbeats(every_ms: int, count: int, output: Any = None) -> Behaviour:
+    return Behaviour("beat", output=output, delay_ms=every_ms, count=count)
+
+
+def call(fn: Callable[..., Any]) -> Behaviour:
+    return Behaviour("call", fn=fn)
+
+
+@dataclass
+class TaskContext:
+    execution_id: str
+    step: str
+    attempt: int
+    idempotency_key: str
+    token: str
+    redelivery: bool
+
+
+@dataclass
+class Script:
+    behaviours: list[Behaviour]
+    deliveries: int = 0
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def next(self) -> Behaviour:
+        b = self.behaviours[min(self.deliveries, len(self.behaviours) - 1)]
+        self.deliveries += 1
+        return b
+
+
+class Simulator:
+    def __init__(
+        self,
+        start_ms: int = 1_700_000_000_000,
+        seed: str = "sim",
+        snapshot_every: int = 100,
+        visibility_ms: int = 30_000,
+        batch: int = 10,
+        max_receives: int = 5,
+    ) -> None:
+        self.clock = ManualClock(start_ms)
+        self.store = MemoryHistoryStore()
+        self.queues = MemoryQueues()
+        self.queues.bind_clock(self.clock)
+        self.timers = MemoryTimers()
+        self.registry = MemoryRegistry()
+        self.engine = Engine(
+            self.store,
+            self.queues,
+            self.timers,
+            MemoryPayloadStore(),
+            self.registry,
+            self.clock,
+            SeededIds(seed),
+            snapshot_every=snapshot_every,
+        )
+        self.scripts: dict[str, Script] = {}
+        self.visibility_ms = visibility_ms
+        self.max_receives = max_receives  # like an SQS redrive policy: then the message is dead-lettered
+        self.dead_letters: list[dict[str, Any]] = []
+        self._receives: dict[str, int] = {}
+        self.batch = batch
+        self.unserved: list[dict[str, Any]] = []  # tasks no worker serves (they queue-time-out)
+        self.cancelled_tasks: list[dict[str, Any]] = []
+        self._sessions = 0
+
+    # -------------------------------------------------------------- set-up
+    def register(self, workflow: Any) -> Any:
+        """A Definition, a definition dict/text/path, or a code workflow."""
+        if isinstance(workflow, (str, dict)):
+            from orbit.core.definition import load_definition, parse_definition
+
+            workflow = parse_definition(workflow) if isinstance(workflow, dict) else load_definition(workflow)
+        self.registry.register(workflow)
+        return workflow
+
+    def worker(self, task: str, *behaviours: Behaviour | Callable[..., Any]) -> Script:
+        items = [b if isinstance(b, Behaviour) else call(b) for b in behaviours] or [succeed()]
+        self.scripts[task] = Script(items)
+        return self.scripts[task]
+
+    # ---------------------------------------------------------- operations
+    def start(
+        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
+    ) -> str:
+        return self.engine.start(workflow, version, input, execution_id=id)
+
+    def signal(self, execution_id: str, name: str, payload: Any = None) -> str:
+        return self.engine.signal(execution_id, name, payload)
+
+    def resume_hook(self, token: str, payload: Any = None) -> str:
+        return self.engine.resume_hook(token, payload)
+
+    def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+        self.engine.cancel(execution_id, reason, force)
+
+    def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
+        return self.engine.redrive(execution_id, request_id)
+
+    def fork(self, execution_id: str, from_step: str, id: str | None = None) -> str:
+        return self.engine.fork(execution_id, from_step, id)
+
+    def describe(self, execution_id: str) -> dict[str, Any]:
+        return self.engine.describe(execution_id)
+
+    def history(self, execution_id: str) -> list[dict[str, Any]]:
+        return self.engine.history(execution_id)
+
+    def types(self, execution_id: str) -> list[str]:
+        return [e["type"] for e in self.history(execution_id)]
+
+    def advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+        self.run_until_idle()
+
+    # ---------------------------------------------------------------- pump
+    def run_until_idle(self, max_rounds: int = 1_000_000) -> int:
+        """Pump queues and fire due timers at the current time until nothing is left to do now."""
+        rounds = 0
+        while rounds < max_rounds:
+            rounds += 1
+            now = self.clock.now_ms()
+            self.engine.fire_timers(now)
+            msgs = self.queues.receive_decisions(now, self.batch)
+            if msgs:
+                for i, err in self.engine.handle_batch(msgs):
+                    raise RuntimeError(f"decision failed for {msgs[i]}: {err}") from err
+                continue
+            if not self._serve_tasks(now):
+                return rounds
+        raise RuntimeError("the simulation did not settle")
+
+    def run(self, max_jumps: int = 1_000_000) -> None:
+        """Run until nothing will ever happen again, jumping the clock to each next wake-up."""
+        for _ in range(max_jumps):
+            self.run_until_idle()
+            nxt = [t for t in (self.timers.next_fire_ms(), self.queues.next_visible_ms()) if t is not None]
+            if not nxt:
+                return
+            self.clock.set(min(nxt))
+        raise RuntimeError("the simulation did not finish")
+
+    def _serve_tasks(self, now: int) -> bool:
+        served = False
+        for queue in list(self.queues.tasks):
+            for body in self.queues.receive_tasks(queue, now, self.batch):
+                served = True
+                if body.get("kind") == "cancel_task":
+                    self.cancelled_tasks.append(body)
+                    continue
+                script = self.scripts.get(body["task"])
+                if script is None:
+                    self.unserved.append(body)
+                    continue
+                self._perform(script, body)
+        return served
+
+    def _perform(self, script: Script, body: dict[str, Any]) -> None:
+        script.seen.append(body)
+        b = script.next()
+        self._sessions += 1
+        session = f"session-{self._sessions}"
+        base = {"execution_id": body["execution_id"], "unit": body["unit"], "token": body["token"]}
+        self._send(
+            {
+                **base,
+                "kind": "started",
+                "id": f"started:{body['token']}:{session}",
+                "worker_id": f"worker-{body['queue']}",
+                "worker_session": session,
+            }
+        )
+        if b.action == "hang":
+            return
+        if b.action == "crash":  # the message comes back after the visibility timeout
+            n = self._receives[body["token"]] = self._receives.get(body["token"], 0) + 1
+            if n < self.max_receives:
+                self.queues.send_task(body["queue"], body, delay_s=math.ceil(self.visibility_ms / 1000))
+            else:
+                self.dead_letters.append(body)
+            return
+        if b.action == "beat":
+            for n in range(1, b.count + 1):
+                self._send({**base, "kind": "heartbeat", "id": f"heartbeat:{body['token']}:{session}:{n}",
+                            "details": {"beat": n}}, delay_ms=n * b.delay_ms)
+            if b.output is HANG:
+                return
+        output, error = b.output, b.error
+        if b.action == "call" and b.fn is not None:
+            ctx = TaskContext(
+                body["execution_id"],
+                body["unit"],
+                body["attempt"],
+                body["idempotency_key"],
+                body["token"],
+                body.get("redelivery", False),
+            )
+            try:
+                output = b.fn(json.loads(json.dumps(body["input"])), ctx)
+            except TaskError as e:
+                error = e
+        answer = {
+            **base,
+            "kind": "result",
+            "id": f"result:{body['token']}",
+            "output": output,
+            "error": error.to_dict() if error else None,
+        }
+        if b.action == "late":
+            self._send(answer, delay_ms=b.delay_ms)
+            return
+        if b.action == "beat":
+            self._send(answer, delay_ms=(b.count + 1) * b.delay_ms)
+            return
+        self._send(answer)
+        if b.action == "twice":
+            self._send({**answer, "id": f"result:{body['token']}:again"})
+
+    def _send(self, message: dict[str, Any], delay_ms: int = 0) -> None:
+        self.queues.send_decision(message, delay_s=math.ceil(delay_ms / 1000))
