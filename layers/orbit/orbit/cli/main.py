@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_list)
     from orbit.cli.recovery import add_recovery_commands
 
-    add_recovery_commands(sub, api_opts)
+    add_recovery_commands(sub, api_opts, lambda args: _client(args))  # looked up when called
     return p
 
 

@@ -7,11 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+Clients = Callable[[argparse.Namespace], Any]  # cli.main's _client: args -> orbit.Client
 
-def cmd_redrive(args: argparse.Namespace) -> int:
-    from orbit.cli.main import _client
 
-    res = _client(args).redrive(args.id, args.request_id)
+def cmd_redrive(args: argparse.Namespace, client: Clients) -> int:
+    res = client(args).redrive(args.id, args.request_id)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -20,10 +20,8 @@ def cmd_redrive(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_fork(args: argparse.Namespace) -> int:
-    from orbit.cli.main import _client
-
-    res = _client(args).fork(args.id, args.from_step, args.new_id, args.version)
+def cmd_fork(args: argparse.Namespace, client: Clients) -> int:
+    res = client(args).fork(args.id, args.from_step, args.new_id, args.version)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -31,13 +29,14 @@ def cmd_fork(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_recovery_commands(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_recovery_commands(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None],
+                          client: Clients) -> None:
     sp = sub.add_parser("redrive", help="continue a FAILED or TIMED_OUT execution where it stopped")
     sp.add_argument("id")
     sp.add_argument("--request-id", dest="request_id", default=None,
                     help="an id for this request: repeating it redrives once (default: made up)")
     api_opts(sp)
-    sp.set_defaults(func=cmd_redrive)
+    sp.set_defaults(func=lambda args: cmd_redrive(args, client))
     sp = sub.add_parser("fork", help="start a new execution from a step of an earlier one, reusing what "
                                      "ran before that step")
     sp.add_argument("id")
@@ -47,4 +46,4 @@ def add_recovery_commands(sub: Any, api_opts: Callable[[argparse.ArgumentParser]
                     help="the fork's id (default: made up)")
     sp.add_argument("--version", default=None, help="the workflow version to run (default: the newest)")
     api_opts(sp)
-    sp.set_defaults(func=cmd_fork)
+    sp.set_defaults(func=lambda args: cmd_fork(args, client))
