@@ -77,7 +77,7 @@ def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, cap
     }
 
     class Stub:
-        def describe(self, eid):
+        def describe(self, eid, **paging):
             return desc
 
     monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())

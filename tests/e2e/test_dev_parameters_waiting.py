@@ -167,10 +167,10 @@ def test_history_text_of_a_parked_execution_says_why_and_json_stays_the_event_li
     }
 
     class Stub:
-        def describe(self, eid):
+        def describe(self, eid, **paging):
             return desc
 
-        def history(self, eid):
+        def history(self, eid, **paging):
             return events
 
     monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())

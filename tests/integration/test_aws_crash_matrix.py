@@ -32,6 +32,12 @@ RETRY_LATER = Scenario(({"orbit": 1, "name": "crashmx-retry", "version": "1",
                                             "retry": {"max_attempts": 2, "backoff": "20m"}}},
                          "output": "{% steps.only.output %}"},), {"v": 1})
 
+CHAIN = Scenario(({"orbit": 1, "name": "crashmx-chain", "version": "1",
+                   "steps": {"c0": {"compute": "{% input.v %}"},
+                             **{f"c{i}": {"compute": f"{{% steps.c{i - 1}.output + 1 %}}"}
+                                for i in range(1, 8)}},
+                   "output": "{% steps.c7.output %}"},), {"v": 1})
+
 
 FOUR_DISPATCHES = "DefaultTaskQueue: " + ",".join(["dispatch_task"] * 4)  # flaky and the fan-out's three
 
@@ -110,6 +116,26 @@ def test_a_crash_between_the_final_commit_and_its_index_row_is_repaired(clients:
     point = CrashPoint(final, "after") if variant == "after" else CrashPoint(final + 1, "before")
     outcome = run_point(clients, ref, point)
     assert outcome.ok, str(outcome)
+
+
+def test_a_crash_around_a_decision_continuation_loses_nothing(clients: Any, monkeypatch: Any) -> None:
+    """A decision that stops at its round budget commits, then sends itself a continuation (a
+    `wake` message). The decider dies before or after each continuation's commit and send: the
+    redelivered message re-sends the stored continuation, and the chain still completes once."""
+    from orbit.core.decider import decide as decider
+
+    monkeypatch.setattr(decider, "MAX_ROUNDS", 3)
+    ref = reference_run(clients, CHAIN)
+    assert ref.output == 8
+    # the start decides in the API call, later decisions in the decider: both continue
+    wakes = [Call(h, "sqs", "SendMessage", "DecisionQueue: wake") for h in ("api", "decider")]
+    sends = [i for i, c in enumerate(ref.calls) if c in wakes]
+    assert len(sends) >= 2  # 8 steps at 3 rounds a decision: continued more than once
+    commits = [max(j for j in range(i) if ref.calls[j].op == "PutItem" and ref.calls[j].detail == "EXEC/C")
+               for i in sends]
+    points = [CrashPoint(i, v) for i in sends + commits for v in ("before", "after")]
+    failed = [o for o in (run_point(clients, ref, p) for p in points) if not o.ok]
+    assert not failed, "\n".join(str(o) for o in failed)
 
 
 def test_a_failed_attempt_redelivered_before_its_retry_is_not_run_again(clients: Any) -> None:

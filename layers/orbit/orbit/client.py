@@ -22,6 +22,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from orbit.errors import OrbitError
@@ -104,21 +105,42 @@ class Client:
             body["version"] = version
         return self._call("POST", "/executions", body)
 
-    def describe(self, execution_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/executions/{_q(execution_id)}")
+    def describe(
+        self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
+    ) -> dict[str, Any]:
+        """The describe shape; the API returns one page of `steps` (its default size unless
+        `steps_limit`) and `steps_next` to pass as `steps_after` for the next."""
+        params = {k: v for k, v in {"steps_after": steps_after, "steps_limit": steps_limit}.items()
+                  if v is not None}
+        query = ("?" + urllib.parse.urlencode(params)) if params else ""
+        return self._call("GET", f"/executions/{_q(execution_id)}{query}")
 
-    def history(self, execution_id: str) -> list[dict[str, Any]]:
+    def history(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Events after `after_seq`: at most `limit` of them, or all (read page by page)."""
         events: list[dict[str, Any]] = []
-        after: Any = None
-        while True:
-            query = f"?after_seq={after}" if after else ""
+        for page in self.history_pages(execution_id, after_seq, limit):
+            events.extend(page)
+        return events
+
+    def history_pages(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None, page_size: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The history one API page at a time (a page shorter than asked for is the last)."""
+        after, left = after_seq, limit
+        while left is None or left > 0:
+            size = page_size if left is None else min(page_size, left)
+            query = f"?after_seq={after}&limit={size}"
             page = self._call("GET", f"/executions/{_q(execution_id)}/history{query}")
-            if isinstance(page, list):
-                return page
-            events.extend(page.get("events") or [])
-            after = page.get("next_after_seq")
-            if not after:
-                return events
+            if not isinstance(page, list):  # an older API's {events, next_after_seq}
+                page = page.get("events") or [] if isinstance(page, dict) else []
+            if page:
+                yield page
+            if len(page) < size:
+                return
+            after = page[-1]["seq"]
+            left = None if left is None else left - len(page)
 
     def signal(
         self, execution_id: str, name: str, payload: Any = None, id: str | None = None

@@ -78,7 +78,9 @@ class MemoryHistoryStore:
                 if c.last_seq <= after_seq:
                     continue
                 for r in c.events:
-                    if r.seq > after_seq and len(out) < limit:
+                    if len(out) >= limit:
+                        break
+                    if r.seq > after_seq:
                         out.append(r)
                 if len(out) >= limit:
                     break

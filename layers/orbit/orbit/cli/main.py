@@ -24,6 +24,7 @@ from orbit.cli.args import (
 )
 from orbit.core.history.state import WORKFLOW_STATUSES
 from orbit.errors import ExecutionEnded, OrbitError, ValidationError
+from orbit.service.operations import HISTORY_PAGE
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -69,6 +70,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+RUN_TIMELINE_EVENTS = 2000
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from orbit.local import LocalStack
     from orbit.local.progress import ProgressPrinter
@@ -103,12 +107,19 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"orbit run: --signal {sig_name}: {e}", file=sys.stderr)
         printer = ProgressPrinter(out, quiet=args.quiet)
         desc = stack.run_until_done(exec_id, on_progress=printer.update, wall_timeout_s=args.timeout)
-        history = stack.history(exec_id)
+        # The timeline shows the first RUN_TIMELINE_EVENTS events: a 200,000-element fan-out's
+        # million would take minutes and gigabytes to read and print, after the work is done.
+        history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS + 1)
+    cut = len(history) > RUN_TIMELINE_EVENTS
+    history = history[:RUN_TIMELINE_EVENTS]
     if args.json:
-        _print_json({"execution": desc, "history": history})
+        _print_json({"execution": desc, "history": history, **({"history_truncated": True} if cut else {})})
     else:
         print("", file=out)
         print(render(history), file=out)
+        if cut:
+            print(f"(timeline: the first {RUN_TIMELINE_EVENTS} events; run it under `orbit dev` and use "
+                  "`orbit history ID --after-seq N` for the rest)", file=out)
         print("", file=out)
         print(f"status: {desc['status']}", file=out)
         if desc.get("error"):
@@ -172,7 +183,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    desc = _client(args).describe(args.id)
+    paging = {k: v for k, v in (("steps_after", args.steps_after), ("steps_limit", args.steps_limit)) if v}
+    desc = _client(args).describe(args.id, **paging)
     if args.json:
         _print_json(desc)
         return 0
@@ -188,6 +200,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         print(f"error:  {json.dumps(desc['error'])}")
     if desc.get("output") is not None:
         print(f"output: {json.dumps(desc['output'])}")
+    if desc.get("steps_next"):  # one page of a large fan-out's units: say how to see the rest
+        print(f"(more steps: orbit describe {args.id} --steps-after '{desc['steps_next']}')")
     return 0
 
 
@@ -197,7 +211,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     client = _client(args)
     # the state (read first, so the history is at least as new) says which steps are unfinished
     desc = None if args.json or args.raw else client.describe(args.id)
-    events = client.history(args.id)
+    # One page by default: a 200,000-element fan-out's history would take minutes to fetch and print.
+    if args.limit < 1 or args.after_seq < 0:
+        raise ValidationError("--limit must be at least 1 and --after-seq at least 0", "history")
+    events = client.history(args.id, after_seq=args.after_seq, limit=args.limit)
+    if len(events) >= args.limit > 0:
+        print(f"(first {len(events)} events; more: orbit history {args.id} --after-seq {events[-1]['seq']})",
+              file=sys.stderr)
     if args.json:
         _print_json(events)
     elif args.raw:
@@ -317,11 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_start)
     sp = sub.add_parser("describe", help="status, steps, output of an execution")
     sp.add_argument("id")
+    sp.add_argument("--steps-after", default=None, help="show the steps after this unit (a page's last)")
+    sp.add_argument("--steps-limit", type=int, default=None, help="at most this many steps (default 1000)")
     api_opts(sp)
     sp.set_defaults(func=cmd_describe)
     sp = sub.add_parser("history", help="an execution's history as a timeline (--raw: events, --json)")
     sp.add_argument("id")
     sp.add_argument("--raw", action="store_true")
+    sp.add_argument("--after-seq", type=int, default=0, help="start after this event (a page's last seq)")
+    sp.add_argument("--limit", type=int, default=HISTORY_PAGE, help="at most this many events")
     api_opts(sp)
     sp.set_defaults(func=cmd_history)
     sp = sub.add_parser("signal", help="send a signal to an execution")

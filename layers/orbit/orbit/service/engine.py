@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from orbit.core.decider.decide import decide
@@ -25,6 +26,7 @@ from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
     CancelTask,
+    ContinueDecision,
     ContinueExecution,
     DispatchTask,
     Effect,
@@ -45,6 +47,7 @@ from orbit.core.history.messages import (
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import ExecutionState, remember_inbound
 from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -79,8 +82,10 @@ class Engine(RecoveryApi, EngineApi):
         ids: IdSource,
         snapshot_every: int = 100,
         cache_size: int = 512,
+        backoff: Callable[[int], None] = sleep_after_conflict,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
+        self.backoff = backoff  # called with the attempt number after each lost commit race
         self.registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
         # execution id -> (state, commits since its snapshot)
@@ -172,12 +177,14 @@ class Engine(RecoveryApi, EngineApi):
             # A redrive may be refused, which commits nothing: decided on a stale cached state (this
             # process saw the execution running) the refusal would never meet a conflicting write.
             self._cache.pop(eid, None)
-        for _ in range(MAX_CONFLICT_RETRIES):
+        for attempt in range(MAX_CONFLICT_RETRIES):
             try:
                 self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
                 return
             except ConflictError:
                 self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
+                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
                 assume_new = False
             except BaseException:
                 self._cache.pop(eid, None)
@@ -344,6 +351,10 @@ class Engine(RecoveryApi, EngineApi):
                         "force": False,
                         "parent_id": eid,
                     }
+                )
+            elif isinstance(e, ContinueDecision):
+                self.queues.send_decision(
+                    {"kind": "wake", "execution_id": e.execution_id, "id": e.message_id}
                 )
             elif isinstance(e, NotifyParent):
                 self.queues.send_decision(

@@ -5,8 +5,13 @@ into a call) and by `orbit dev`'s local server. Routes:
 
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
-    GET  /executions/{id}                                      -> 200 describe shape
+    GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
+
+Reads are paged (docs/limits.md): history returns at most `limit` events (default 1000, max
+10,000; a page shorter than the limit is the last), describe at most `steps_limit` units
+(default 1000, max 10,000; `steps_next` continues), the list at most `limit` executions
+(default 50, max 1000; `next_cursor` continues).
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
@@ -45,6 +50,7 @@ from orbit.errors import (
     UnknownWorkflow,
     ValidationError,
 )
+from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 
 log = logging.getLogger("orbit.service.http")
 Response = tuple[int, Any]
@@ -75,11 +81,12 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
 
 
 def _describe(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
-    return 200, engine.describe(eid)
+    limit = _int(query, "steps_limit", STEPS_PAGE, 1, MAX_STEPS_PAGE)
+    return 200, engine.describe(eid, query.get("steps_after") or None, limit)
 
 
 def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
-    limit = _int(query, "limit", 0, 0, 100_000) or None
+    limit = _int(query, "limit", HISTORY_PAGE, 1, MAX_HISTORY_PAGE)
     return 200, engine.history(eid, _int(query, "after_seq", 0, 0, 2**62), limit)
 
 

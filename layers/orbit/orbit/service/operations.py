@@ -15,6 +15,11 @@ from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
 from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 
+# Pages of the HTTP API (docs/limits.md): a read never returns more than the maximum, and a caller
+# who names no limit gets the default, so one request stays small after a 200,000-element fan-out.
+HISTORY_PAGE, MAX_HISTORY_PAGE = 1000, 10_000
+STEPS_PAGE, MAX_STEPS_PAGE = 1000, 10_000
+
 
 class EngineApi:
     store: HistoryStore
@@ -29,13 +34,33 @@ class EngineApi:
         A child cancelled before its start arrived has a history (the tombstone) but is not an
         execution yet: NotFound as well.
         """
-        state = self.store.load(execution_id).fold()
+        state = self._cached_state(execution_id) or self.store.load(execution_id).fold()
         if not state.created:
             raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
         return state
 
-    def describe(self, execution_id: str) -> dict[str, Any]:
-        return self.load_state(execution_id).describe()
+    def _cached_state(self, execution_id: str) -> ExecutionState | None:
+        """The state this process's decider holds for the execution, if nothing was committed
+        since (one short history read says so): folding a 200,000-unit state from the store
+        takes seconds, and `orbit dev` / `orbit run` read the executions they decide."""
+        entry = (getattr(self, "_cache", None) or {}).get(execution_id)
+        if entry is None or self.store.history(execution_id, entry[0].last_seq, 1).records:
+            return None
+        return entry[0]  # type: ignore[no-any-return]
+
+    def describe(
+        self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
+    ) -> dict[str, Any]:
+        """The describe shape; with `steps_limit`, `steps` holds at most that many units (after
+        the unit `steps_after`, in the order they were created) and `steps_next` names the unit
+        to pass as `steps_after` for the next page (None on the last page)."""
+        state = self.load_state(execution_id)
+        if steps_limit is None:
+            return state.describe()
+        page, after = page_units(state.units, steps_after, steps_limit)
+        desc = state.describe(page)
+        desc["steps_next"] = after
+        return desc
 
     def history(
         self, execution_id: str, after_seq: int = 0, limit: int | None = None
@@ -142,6 +167,20 @@ class EngineApi:
         err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)
+
+
+def page_units(units: dict[str, Any], after: str | None, limit: int) -> tuple[list[str], str | None]:
+    """One page of unit keys and the key to continue after (None when it is the last)."""
+    keys = list(units)
+    start = 0
+    if after is not None:
+        if after not in units:
+            raise ValidationError(f"unknown unit {after!r} (use the steps_next of the previous page)",
+                                  "query.steps_after")
+        start = keys.index(after) + 1
+    page = keys[start : start + limit]
+    more = start + limit < len(keys)
+    return page, (page[-1] if more and page else None)
 
 
 def _check_running(state: ExecutionState, action: str) -> None:

@@ -127,6 +127,7 @@ class Simulator:
             self.clock,
             SeededIds(seed),
             snapshot_every=snapshot_every,
+            backoff=lambda attempt: None,  # one thread on a virtual clock: nobody to wait for
         )
         self.scripts: dict[str, Script] = {}
         self.visibility_ms = visibility_ms

@@ -23,7 +23,8 @@ from orbit.core.decider.execute import create_hook, execute
 from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
-from orbit.core.history.effects import ArmTimer
+from orbit.core.definition.expression_budget import spent_steps
+from orbit.core.history.effects import ArmTimer, ContinueDecision
 from orbit.core.history.events import (
     CANCELLED,
     WORKFLOW_TIMEOUT,
@@ -54,7 +55,15 @@ from orbit.core.runtime.commands import Runtime
 
 __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
 
-MAX_ROUNDS = 10_000
+# One decision's budget. A decision that reaches either stops between two rounds (a state any
+# round could have left) and sends itself a continuation (ContinueDecision): a long chain of
+# compute steps runs as a series of bounded decisions, each well inside the decider's Lambda
+# timeout and each commit a bounded size, instead of one decision that never ends.
+MAX_ROUNDS = 500
+MAX_DECISION_EVENTS = 2_000
+# Expression evaluation steps one decision may spend before it continues in the next (each
+# expression has its own budget too: docs/limits.md). Counted, so replays stop at the same place.
+MAX_DECISION_STEPS = 500_000
 RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
 
 
@@ -88,8 +97,8 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
         was_terminal, wake_before = False, None  # running again: arm its timers as a start does
     else:
         _inbound(ctx, inbound)
-    if not state.terminal:
-        _fixpoint(ctx)
+    if not state.terminal and not _fixpoint(ctx):
+        ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (
@@ -187,23 +196,28 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx) -> None:
+def _fixpoint(ctx: Ctx) -> bool:
+    """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
+    spent_before = spent_steps()
     for _ in range(MAX_ROUNDS):
+        if ctx.event_count >= MAX_DECISION_EVENTS or spent_steps() - spent_before > MAX_DECISION_STEPS:
+            return False
         before = ctx.event_count
         progress_abort(ctx)
         if s.terminal:
-            return
+            return True
         if s.parked is None:
             runtime = runtime or runtime_for(ctx.workflow)
             execute(ctx, runtime.run(ctx.workflow, s, ctx.now))
             if s.terminal:
-                return
+                return True
             if ctx.event_count == before and s.status == COMPENSATING:
                 compensation_unanswered(ctx)
         if ctx.event_count == before:
-            return
+            return True
+    return False
 
 
 def workflow_build(workflow: Any) -> str:

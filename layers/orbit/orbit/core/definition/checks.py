@@ -53,12 +53,18 @@ def check_keys(obj: dict[Any, Any], allowed: Iterable[str], path: str, out: Prob
 
 MAX_VALUES = 100_000
 MAX_DEPTH = 100
+MAX_CHARS = 1_000_000  # characters in all keys and strings (a text definition: its length)
+MAX_STEPS = 20_000
 
 
 def check_size(document: Any, out: Problems) -> bool:
     """Refuse documents too big or deep to check safely (YAML aliases can expand a small
     file into billions of values; deep nesting would exhaust the stack). Iterative."""
-    count = 0
+    steps = document.get("steps") if isinstance(document, dict) else None
+    if isinstance(steps, dict) and len(steps) > MAX_STEPS:  # first: it costs nothing to see
+        out.add("steps", f"{len(steps)} steps, more than {MAX_STEPS}")
+        return False
+    count = chars = 0
     stack: list[tuple[Any, int]] = [(document, 0)]
     while stack:
         value, depth = stack.pop()
@@ -71,9 +77,16 @@ def check_size(document: Any, out: Problems) -> bool:
             out.add("", f"the document is nested more than {MAX_DEPTH} levels deep")
             return False
         if isinstance(value, dict):
+            chars += sum(len(key) for key in value if isinstance(key, str))
             stack.extend((item, depth + 1) for item in value.values())
         elif isinstance(value, list):
             stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str):
+            chars += len(value)
+        if chars > MAX_CHARS:
+            out.add("", f"the document is too large: more than {MAX_CHARS} characters in its keys "
+                        "and strings")
+            return False
     return True
 
 

@@ -19,7 +19,6 @@ where it would make an ordering invisible.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import math
 import threading
@@ -32,6 +31,15 @@ from jsonata.functions import Functions
 from jsonata.jexception import JException
 from jsonata.parser import Parser
 
+from orbit.core.definition.expression_budget import (
+    MAX_EXPRESSION_LENGTH,
+    Budget,
+    BudgetExceeded,
+    budgeted,
+    check_literal_ranges,
+    regex_engine,
+    running,
+)
 from orbit.core.definition.expression_errors import plain_message
 from orbit.errors import ExpressionError
 
@@ -70,14 +78,24 @@ def expressions_in(template: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def _compile(text: str) -> jsonata.Jsonata:
     if not text:
         raise ExpressionError("empty expression")
+    if len(text) > MAX_EXPRESSION_LENGTH:  # parsing cost grows faster than the text
+        raise ExpressionError(f"expression of {len(text)} characters, more than {MAX_EXPRESSION_LENGTH}")
     try:
-        compiled = jsonata.Jsonata(text)
+        compiled = jsonata.Jsonata(text, regex_engine)
     except JException as exc:
         raise ExpressionError(f"{_jmessage(exc)} in {text!r}") from None
+    except ExpressionError as exc:  # the regex engine refused a pattern
+        raise ExpressionError(f"{exc} in {text!r}") from None
+    except RecursionError:
+        raise ExpressionError(f"expression nested too deeply: {text[:80]!r}") from None
     except Exception as exc:  # the parser has rough edges (e.g. IndexError on some inputs)
         raise ExpressionError(f"cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if compiled.errors:
         raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}")
+    try:
+        check_literal_ranges(compiled.ast)
+    except ExpressionError as exc:
+        raise ExpressionError(f"{exc} in {text!r}") from None
     # Input validation walks the whole root on every call (O(size of history));
     # our roots are built from JSON values, so the walk buys nothing.
     compiled.set_validate_input(False)
@@ -95,7 +113,7 @@ def _runner(text: str) -> jsonata.Jsonata:
         cache = _THREAD.cache = {}
     runner = cache.get(text)
     if runner is None:
-        runner = cache[text] = copy.copy(_compile(text))
+        runner = cache[text] = budgeted(_compile(text))
     return runner
 
 
@@ -135,18 +153,36 @@ def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str)
     # jsonata evaluates on a per-thread "current" instance (and higher-order
     # functions call back into it); make that this thread's copy of this one.
     jsonata.Jsonata.CURRENT.jsonata = compiled
+    budget = Budget()
     try:
-        result = compiled.evaluate(root, bindings)
-    except JException as exc:
-        raise ExpressionError(f"{where}{_jmessage(exc)} in {template!r}") from None
-    except RecursionError:
-        raise ExpressionError(f"{where}expression recursed too deeply: {template!r}") from None
-    except Exception as exc:  # e.g. ZeroDivisionError, ValueError from $number('x')
-        raise ExpressionError(f"{where}{plain_message(exc)} in {template!r}") from None
+        with running(budget):
+            result = compiled.evaluate(root, bindings)
+            budget.check_size(result)
+    except BudgetExceeded as exc:
+        raise ExpressionError(f"{where}{exc} in {_short(template)}") from None
+    except Exception as exc:
+        if budget.exceeded is not None:  # wrapped by jsonata (e.g. inside $eval): report the budget
+            raise ExpressionError(f"{where}{budget.exceeded} in {_short(template)}") from None
+        raise _plain_error(exc, where, template) from None
     try:
         return _to_json(result)
     except ValueError as exc:
         raise ExpressionError(f"{where}{exc} in {template!r}") from None
+
+
+def _short(template: str) -> str:
+    return repr(template) if len(template) <= 200 else repr(template[:200]) + "..."
+
+
+def _plain_error(exc: Exception, where: str, template: str) -> ExpressionError:
+    if isinstance(exc, JException):
+        return ExpressionError(f"{where}{_jmessage(exc)} in {_short(template)}")
+    if isinstance(exc, RecursionError):
+        return ExpressionError(f"{where}expression recursed too deeply: {_short(template)}")
+    if isinstance(exc, ExpressionError):  # a regular expression refused at run time ($eval's text)
+        return ExpressionError(f"{where}{exc}")
+    # e.g. ZeroDivisionError, ValueError from $number('x')
+    return ExpressionError(f"{where}{plain_message(exc)} in {_short(template)}")
 
 
 def _clock_bindings(now_ms: int) -> dict[str, Any]:
@@ -228,7 +264,7 @@ def references(template: Any) -> set[str]:
     Expressions that do not parse contribute nothing (validation reports them)."""
     names: set[str] = set()
     for _, text in expressions_in(template):
-        names |= _expression_refs(text)[0]
+        names |= _expression_refs(text, "steps")[0]
     return names
 
 
@@ -240,10 +276,12 @@ def expression_references(text: str, root: str = "steps") -> tuple[frozenset[str
 
 def reads_steps_dynamically(template: Any) -> bool:
     """True when some expression reads ``steps`` without a static step name."""
-    return any(_expression_refs(text)[1] for _, text in expressions_in(template))
+    return any(_expression_refs(text, "steps")[1] for _, text in expressions_in(template))
 
 
-@lru_cache(maxsize=4096)
+# The analyses keep small results for every expression of a definition of up to 20,000 steps
+# (docs/limits.md); a smaller cache would re-parse each expression once per validation pass.
+@lru_cache(maxsize=65536)
 def _expression_refs(text: str, root: str = "steps") -> tuple[frozenset[str], bool]:
     try:
         ast = _compile(text).ast
@@ -301,7 +339,7 @@ def _paths(node: Any) -> Iterator[list[Any]]:
 _RELATIVE_ATTRS = frozenset({"stages", "predicate", "group", "terms", "pattern", "update", "delete"})
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65536)
 def root_names(text: str) -> frozenset[str]:
     """Field names read from the expression root (``input`` in ``input.x``, ``inputs``
     in a typo). Paths inside filters, group/sort terms, transforms and after the first

@@ -14,8 +14,13 @@ from orbit.core.definition.model import Definition
 from orbit.core.definition.parse import DefinitionError, parse_definition
 from orbit.errors import Problem
 
+# libyaml's parser when PyYAML has it (its wheels do): the pure-Python one takes seconds per MB.
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Longer texts are refused before they are parsed (docs/limits.md): parsing is what costs.
+MAX_DEFINITION_CHARS = 1_000_000
 
-class _Loader(yaml.SafeLoader):
+
+class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
     """SafeLoader without the timestamp resolver: ``2024-06-01`` stays a string,
     so YAML and JSON spellings of a definition load (and hash) the same. It also
     notes duplicate keys, which YAML would silently resolve to the last one (two
@@ -49,6 +54,9 @@ _FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 def parse_text(text: str, source: str | None = None) -> Any:
     """YAML (a superset of JSON) or JSON text -> document; raise :class:`DefinitionError`."""
+    if len(text) > MAX_DEFINITION_CHARS:
+        raise DefinitionError([Problem("", f"the definition is {len(text)} characters long, more than "
+                                           f"{MAX_DEFINITION_CHARS}")], source)
     stripped = text.lstrip()
     try:
         if stripped.startswith(("{", "[")) or (source or "").endswith(".json"):

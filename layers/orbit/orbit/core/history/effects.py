@@ -126,6 +126,18 @@ class ContinueExecution(Effect):
 
 
 @dataclass(frozen=True)
+class ContinueDecision(Effect):
+    """The decision stopped at its budget (rounds or events) with work left: send the execution a
+    `wake` message with this id so the next decision goes on where this one stopped. The id is
+    the commit's last seq, so a redelivered message re-sends the same continuation, and deciding
+    it twice is harmless (a wake with nothing due decides nothing)."""
+
+    KIND: ClassVar[str] = "continue_decision"
+    execution_id: str
+    message_id: str
+
+
+@dataclass(frozen=True)
 class RedriveChild(Effect):
     """A parent being redriven redrives its failed child (a `redrive` message, id `request_id`)."""
 
@@ -156,6 +168,7 @@ EFFECT_TYPES: dict[str, type[Effect]] = registry(
     NotifyParent,
     RegisterHook,
     ContinueExecution,
+    ContinueDecision,
     RedriveChild,
     LinkFork,
 )

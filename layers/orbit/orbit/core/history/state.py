@@ -303,8 +303,8 @@ class ExecutionState:
             s.__dict__[k] = TaskError.from_dict(d[k]) if d.get(k) else None
         return s
 
-    def describe(self) -> dict[str, JSON]:
-        """DESIGN's describe shape."""
+    def describe(self, units: list[str] | None = None) -> dict[str, JSON]:
+        """DESIGN's describe shape; `steps` holds only `units` when given (one page of them)."""
         return {
             "id": self.id,
             "workflow": self.workflow,
@@ -320,7 +320,7 @@ class ExecutionState:
                     "output": u.output,
                     "error": u.error.to_dict() if u.error else None,
                 }
-                for k, u in self.units.items()
+                for k, u in (self.units.items() if units is None else ((k, self.units[k]) for k in units))
             },
             "progress": self.progress,
             "parent": self.parent,

@@ -44,8 +44,10 @@ from orbit.core.runtime.commands import (
     WaitForSignal,
     WaitUntil,
 )
+from orbit.core.runtime.dsl_plan import Plan
 from orbit.errors import ExpressionError
 
+FANOUT_ROUND = 1000
 HTTP_TASK = "orbit.http"
 HTTP_QUEUE = "http"
 
@@ -74,32 +76,45 @@ def _expression_error(unit: str, what: str, e: Exception) -> TaskError:
 
 
 class DslRuntime:
-    """`Runtime` for DSL definitions."""
+    """`Runtime` for DSL definitions. One instance serves one decision's rounds (the decider asks
+    for a runtime per decision); it carries a `Plan` from round to round."""
+
+    def __init__(self) -> None:
+        self._plan: Plan | None = None
 
     def run(self, defn: Any, state: ExecutionState, now_ms: int) -> list[Command]:
-        return _Run(defn, state, now_ms).commands()
+        plan = self._plan
+        if plan is None or plan.defn is not defn or plan.state is not state:
+            plan = self._plan = Plan(defn, state)
+        return _Run(defn, state, now_ms, plan).commands()
 
 
 class _Run:
-    def __init__(self, defn: Any, state: ExecutionState, now_ms: int) -> None:
+    def __init__(self, defn: Any, state: ExecutionState, now_ms: int, plan: Plan | None = None) -> None:
         self.d, self.s, self.now = defn, state, now_ms
+        self.plan = plan if plan is not None else Plan(defn, state)
         self._steps_root: dict[str, Any] | None = None
 
     # -- the expression root (DSL.md "Expressions") --
-    def root(self, **extra: Any) -> dict[str, Any]:
-        if self._steps_root is None:
-            self._steps_root = {}
-            for name in self.d.steps:
-                u = self.s.units.get(name)
-                if u is not None:
-                    self._steps_root[name] = {
-                        "output": u.output,
-                        "status": u.status,
-                        "error": u.error.to_dict() if u.error else None,
-                    }
+    def _step_view(self, name: str) -> dict[str, Any] | None:
+        u = self.s.units.get(name)
+        if u is None:
+            return None
+        return {"output": u.output, "status": u.status, "error": u.error.to_dict() if u.error else None}
+
+    def root(self, only: frozenset[str] | None = None, **extra: Any) -> dict[str, Any]:
+        """The root; with `only`, `steps` holds just those steps (a starting step's expressions
+        read only steps it depends on: validation refuses any other read), which keeps one step's
+        start from costing the size of the definition."""
+        if only is not None:
+            steps = {n: v for n in sorted(only) if (v := self._step_view(n)) is not None}
+        else:
+            if self._steps_root is None:
+                self._steps_root = {n: v for n in self.d.steps if (v := self._step_view(n)) is not None}
+            steps = self._steps_root
         r = {
             "input": self.s.input,
-            "steps": self._steps_root,
+            "steps": steps,
             "execution": {"id": self.s.id, "started_at": iso(self.s.created_at_ms)},
             "hooks": {n: {"token": h["token"]} for n, h in self.s.hooks.items()},
         }
@@ -112,31 +127,36 @@ class _Run:
             return self.compensation()
         if s.abort is not None or s.terminal:
             return []
-        out: list[Command] = [CreateHook(n) for n in self.hook_names() if n not in s.hooks]
+        plan = self.plan
+        out: list[Command] = [CreateHook(n) for n in plan.hooks if n not in s.hooks]
         if not s.units:
             err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
             if err is not None:
                 return [Fail(err)]
-        all_ended = True
-        for name, step in self.d.steps.items():
+        for name in plan.candidates():
+            step = self.d.steps[name]
             u = s.units.get(name)
             if u is None or u.status == PENDING:
-                all_ended = False
-                if all(s.status_of(dep) in TERMINAL_UNIT for dep in step.depends_on):
-                    out.extend(self.begin(step))
+                blocker = next((d for d in step.depends_on if s.status_of(d) not in TERMINAL_UNIT), None)
+                if blocker is not None:
+                    plan.waiting.setdefault(blocker, []).append(name)
+                    continue
+                out.extend(self.begin(step))
+                plan.watch.add(name)
             elif u.status == RUNNING and name in s.fanouts:
-                all_ended = False
                 out.extend(self.fan_out_progress(step))
+                plan.watch.add(name)
             elif u.status not in TERMINAL_UNIT:
-                all_ended = False
-        if all_ended and not out:
+                plan.watch.add(name)
+            else:
+                plan.ended.add(name)
+                plan.open.update(plan.waiting.pop(name, ()))
+        if len(plan.ended) == len(self.d.steps) and not out:
             out.append(self.finish())
         return out
 
     def hook_names(self) -> list[str]:
-        names = list(getattr(self.d, "signals", {}) or {})
-        names += [st.wait_for for st in self.d.steps.values() if st.kind == "wait_for" and st.wait_for]
-        return list(dict.fromkeys(names))
+        return self.plan.hooks
 
     @staticmethod
     def contract(schema: Any, value: Any, code: str) -> TaskError | None:
@@ -150,14 +170,15 @@ class _Run:
     def begin(self, step: Any) -> list[Command]:
         name = step.name
         continue_ = step.on_failure == "continue"
+        root = self.root(only=step.depends_on)
         try:
-            if step.when is not None and not _evaluate(step.when, self.root(), self.now):
+            if step.when is not None and not _evaluate(step.when, root, self.now):
                 return [SkipStep(name, "`when` is false")]
         except ExpressionError as e:
             return [FailStep(name, _expression_error(name, "when", e), continue_)]
         if step.for_each is not None:
             try:
-                items = _evaluate(step.for_each, self.root(), self.now)
+                items = _evaluate(step.for_each, root, self.now)
             except ExpressionError as e:
                 return [FailStep(name, _expression_error(name, "for", e), continue_)]
             if not isinstance(items, list):
@@ -166,7 +187,7 @@ class _Run:
         return self.unit_commands(
             step,
             name,
-            self.root(),
+            root,
             FAIL_RUN if not continue_ else CONTINUE_WORKFLOW,
             compensable=step.compensate is not None,
         )
@@ -258,10 +279,12 @@ class _Run:
         if fo.ended >= fo.total:
             outputs = [self.element_output(name, i) for i in range(fo.total)]
             return [RecordResult(name, outputs)]
-        slots = (step.concurrency or fo.total) - fo.running
+        # At most FANOUT_ROUND elements start per round, so a decision that reaches its event budget
+        # stops between rounds instead of committing a 200,000-element fan-out as one write.
+        slots = min((step.concurrency or fo.total) - fo.running, FANOUT_ROUND)
         items = self.s.units[name].input or []
         out: list[Command] = []
-        root = self.root()
+        root = self.root(only=step.depends_on)
         for i in fo.to_schedule(slots):
             root_i = dict(root, item=items[i], index=i)
             out.extend(
