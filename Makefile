@@ -1,6 +1,7 @@
 # Two commands on a fresh machine with only Python 3.11+:
 #   make demo   - create .venv, install pinned dependencies, run the order example locally
-#   make test   - create .venv, install pinned dependencies, run the whole test suite
+#   make test   - create .venv, install pinned dependencies (and Debian's chromium for the
+#                 console's browser tests, via apt when missing), run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,6 +28,7 @@ demo: $(STAMP)
 # (aws-sam-cli pins boto3 and cfn-lint); tests/template lints the transformed
 # template with cfn-lint inside the suite.
 test: $(STAMP)
+	bash scripts/ensure_chromium.sh
 	bash scripts/check_template.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 

@@ -167,6 +167,33 @@ class HistoryStoreContract:
         rest, cursor2 = store.list_executions(limit=2, cursor=cursor)
         assert [r.execution_id for r in first + rest] == ["e2", "e1", "e0"] and cursor2 is None
 
+    def test_index_filters_by_start_time_and_id_prefix_and_counts(self, store: Any) -> None:
+        rows = [("ord-1", "w1", "COMPLETED", 1000), ("ord-2", "w1", "RUNNING", 2000),
+                ("pay-1", "w2", "COMPLETED", 3000), ("ord-3", "w2", "FAILED", 4000)]
+        for eid, wf, status, at in rows:
+            store.put_index(IndexEntry(eid, wf, "1", status, at, at))
+
+        def ids(**kw: Any) -> list[str]:
+            out, cursor = [], None
+            for _ in range(20):  # a page may be short: follow the cursor to the end
+                page, cursor = store.list_executions(cursor=cursor, **kw)
+                out += [r.execution_id for r in page]
+                if cursor is None:
+                    return out
+            raise AssertionError("the cursor never ended")
+
+        assert ids(started_after_ms=2000) == ["ord-3", "pay-1", "ord-2"]
+        assert ids(started_before_ms=3000) == ["ord-2", "ord-1"]
+        assert ids(started_after_ms=2000, started_before_ms=4000) == ["pay-1", "ord-2"]
+        assert ids(id_prefix="ord-") == ["ord-3", "ord-2", "ord-1"]
+        assert ids(id_prefix="ord-", workflow="w1", limit=1) == ["ord-2", "ord-1"]
+        assert ids(id_prefix="ord-", status="COMPLETED") == ["ord-1"]
+        assert ids(id_prefix="ord-", started_before_ms=2000, limit=1) == ["ord-1"]
+        assert ids(id_prefix="nope") == []
+        assert store.count_executions() == {"COMPLETED": 2, "RUNNING": 1, "FAILED": 1}
+        assert store.count_executions("w1") == {"COMPLETED": 1, "RUNNING": 1}
+        assert store.count_executions(cap=1) == {"COMPLETED": 1, "RUNNING": 1, "FAILED": 1}
+
     def test_hooks_resolve_tokens(self, store: Any) -> None:
         assert store.find_hook("t" * 32) is None
         store.put_hook("t" * 32, "e", "approval")

@@ -64,7 +64,7 @@ def test_run_takes_template_parameters_so_the_http_example_can_run(cli):
         output = json.loads(res.stdout)["execution"]["output"]
         assert output == {"status": 200, "echoed": {"hello": "orbit", "id": "p1"}}
         bad = cli(*base, "--parameter", "HttpTaskEnabled")
-        assert bad.returncode == 1 and "--parameter 'HttpTaskEnabled': expected KEY=VALUE" in bad.stderr
+        assert bad.returncode == 2 and "--parameter 'HttpTaskEnabled': expected KEY=VALUE" in bad.stderr
 
 
 def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, capsys):

@@ -56,7 +56,7 @@ def test_run_prints_a_timeline_and_fails_with_non_zero_when_the_execution_fails(
 
 def test_run_reports_a_bad_input_flag(cli):
     res = cli("run", "examples/order_fulfilment.yaml", "--input", "{not json")
-    assert res.returncode == 1 and "--input" in res.stderr and "not valid JSON" in res.stderr
+    assert res.returncode == 2 and "--input" in res.stderr and "not valid JSON" in res.stderr
 
 
 def _free_port() -> int:

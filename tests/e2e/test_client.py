@@ -129,3 +129,9 @@ def test_retries_give_up_after_the_last_attempt(flaky):
     with pytest.raises(ApiError, match="HTTP 503"):
         Client(url=url, attempts=1).start("wf", {}, id="e-9")
     assert len(seen) == 1
+
+
+def test_unpark_posts_to_the_execution(recorder):
+    url, seen = recorder
+    Client(url=url).unpark("e 1")
+    assert seen[-1]["method"] == "POST" and seen[-1]["path"] == "/executions/e%201/unpark"

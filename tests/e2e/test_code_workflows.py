@@ -82,7 +82,9 @@ def test_code_workflow_sleeps_a_week_and_resumes_by_hook(stack):
     stack.advance(7 * 86_400 + 120)
     desc = stack.describe(eid)
     assert desc["progress"] == {"token_known": True}
-    token = next(e["token"] for e in stack.history(eid) if e["type"] == "HookCreated")
+    created = next(e for e in stack.history(eid) if e["type"] == "HookCreated")
+    assert "token" not in created and created["token_sha256"].startswith("sha256:")  # a credential
+    token = stack.engine.load_state(eid).hooks["wake"]["token"]  # the engine's own view
     stack.resume_hook(token, {"good": "morning"})
     desc = stack.run_until_done(eid)
     assert desc["status"] == "COMPLETED"

@@ -123,14 +123,14 @@ def test_history_ends_with_what_a_running_execution_waits_for(cli, dev_url):
 def test_dev_and_run_refuse_an_unknown_parameter_or_a_bad_value(cli):
     for command in (["dev"], ["run", "examples/http_ping.yaml"]):
         res = cli(*command, "--parameter", "HttpTaskEnable=true")
-        assert res.returncode == 1, res.stdout
+        assert res.returncode == 2, res.stdout
         assert (
             f"orbit {command[0]}: --parameter HttpTaskEnable=true: template.yaml has no parameter "
             "'HttpTaskEnable'; it has: AlarmActionArn, HttpAllowedHosts, HttpPrivateHosts, HttpTaskEnabled, "
             "LogLevel, LogRetentionDays"
         ) in res.stderr
         res = cli(*command, "--parameter", "HttpTaskEnabled=yes", "--parameter", "LogRetentionDays=month")
-        assert res.returncode == 1
+        assert res.returncode == 2
         assert (
             "--parameter HttpTaskEnabled=yes: not accepted by HttpTaskEnabled; allowed values: true, false; "
             "--parameter LogRetentionDays=month: not accepted by LogRetentionDays; expected a number"

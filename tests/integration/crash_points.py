@@ -26,6 +26,7 @@ WRITES = frozenset({
     ("sqs", "SendMessage"), ("sqs", "SendMessageBatch"), ("sqs", "DeleteMessage"),
     ("sqs", "DeleteMessageBatch"), ("sqs", "ChangeMessageVisibility"),
     ("sqs", "ChangeMessageVisibilityBatch"), ("s3", "PutObject"),
+    ("scheduler", "CreateSchedule"), ("scheduler", "UpdateSchedule"), ("scheduler", "DeleteSchedule"),
 })
 VARIANTS = ("before", "after")
 

@@ -65,12 +65,20 @@ class Scenario:
     # Once the execution has ended: fix the workers (FIXED), then POST /executions/{id}/<op> with
     # this body (op: redrive or fork), and let the system run again.
     recover: tuple[str, dict[str, Any]] | None = None
+    # A code workflow instead: its name, the unit keys it runs, the build deployed at the start.
+    code: tuple[str, tuple[str, ...], Any] | None = None
+    # Operator actions (`deploy:<build>`, `unpark`; see crash_code.py): `before_signal` when all is
+    # quiet, as the signal is sent; `after_signal` as soon as no message is queued or hidden.
+    before_signal: tuple[str, ...] = ()
+    after_signal: tuple[str, ...] = ()
 
     @property
     def workflow(self) -> str:
-        return str(self.definitions[-1]["name"])
+        return self.code[0] if self.code else str(self.definitions[-1]["name"])
 
     def steps(self, workflow: str) -> list[str]:
+        if self.code and workflow == self.code[0]:
+            return list(self.code[1])
         return next(list(d["steps"]) for d in self.definitions if d["name"] == workflow)
 
 
@@ -157,6 +165,7 @@ class World:
         self.parked: list[Parked] = []
         self.crashes: list[CrashRecord] = []
         self.signalled = False
+        self.actions_done = 0
         self.visibility_ms = {q: 1000 * int(p.get("VisibilityTimeout", 30)) for q, p in QUEUES.items()}
         recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
         recorder.arm(crash_at)
@@ -265,11 +274,28 @@ class World:
         except Crash:
             self.clock.now += 60_000  # the schedule runs it again a minute later
 
+    def act(self, action: str) -> None:
+        """An operator action: deploy a code build (no AWS call: the functions' code changes) or
+        `orbit unpark` through the API."""
+        from crash_code import deploy
+
+        self.actions_done += 1
+        if action.startswith("deploy:"):
+            deploy(action.removeprefix("deploy:"))
+        elif action == "unpark":
+            self.api("POST", f"/executions/{EXECUTION}/unpark", {}, 202)
+        else:
+            raise AssertionError(f"unknown action {action!r}")
+
     # ---------------------------------------------------------------- the run
     def run(self, max_rounds: int = 400) -> None:
         """Register, start, then let the system run until nothing is left to do (and with
         `Scenario.recover`, fix the workers, redrive or fork, and run until nothing is left again)."""
         sc = self.scenario
+        if sc.code:
+            from crash_code import deploy
+
+            deploy(sc.code[2])
         for definition in sc.definitions:
             self.api("POST", "/definitions", definition, 201)
         self.api("POST", "/executions", {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}, 201)
@@ -291,13 +317,19 @@ class World:
             if fire is not None and fire + skew_ms <= self.clock.now:
                 self.fire_timers()
                 continue
+            if self.signalled and not self.parked and self.actions_done < len(sc.after_signal):
+                self.act(sc.after_signal[self.actions_done])  # nothing queued or hidden: act now
+                continue
             later = [p.due_ms for p in self.parked] + ([fire + skew_ms] if fire is not None else [])
             if later:
                 self.clock.now = max(self.clock.now, min(later))
                 continue
+            if not self.signalled and self.actions_done < len(sc.before_signal):
+                self.act(sc.before_signal[self.actions_done])
+                continue
             if sc.signal is not None and not self.signalled:  # only the signal is missing: send it
                 self.api("POST", f"/executions/{EXECUTION}/signals/{sc.signal[0]}", sc.signal[1], 202)
-                self.signalled = True
+                self.signalled, self.actions_done = True, 0
                 continue
             return
         raise AssertionError(f"the system did not settle in {max_rounds} rounds")
@@ -314,6 +346,10 @@ def fresh_world(clients: Clients, recorder: Recorder, scenario: Scenario,
         try:
             yield World(clients, recorder, stack, scenario, crash_at)
         finally:
+            if scenario.code:
+                from crash_code import restore
+
+                restore()
             recorder.arm(None)
             aws.reset()
             os.environ.clear()

@@ -92,3 +92,37 @@ class TestDynamoHistoryStore(HistoryStoreContract):
         first, cursor = store.list_executions(workflow="w1", limit=1)
         rest, end = store.list_executions(workflow="w1", limit=1, cursor=cursor)
         assert [r.execution_id for r in first + rest] == ["b", "a"] and end is None
+
+
+@pytest.mark.parametrize("token", ["tok-3f9a1c7d5e2b4a6c8d0e1f2a3b4c5d6e", "Zm9vYmFyYmF6cXV4cXV1eA"])
+def test_the_hook_lookup_item_holds_a_digest_never_the_token(stack: Stack, clients: Any, token: str) -> None:
+    store = DynamoHistoryStore(clients.dynamodb, stack.table, S3PayloadStore(clients.s3, stack.bucket))
+    store.put_hook(token, "e-1", "approval")
+    assert store.find_hook(token) == ("e-1", "approval")
+    assert store.claim_hook(token, {"ok": 1}) and not store.claim_hook(token, {"ok": 2})
+    items = clients.dynamodb.scan(TableName=stack.table)["Items"]
+    assert items and token not in repr(items)
+    assert store.find_hook(token[:-1]) is None
+
+
+def test_a_rare_id_prefix_reads_a_bounded_number_of_rows_per_call(
+    stack: Stack, clients: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each list call stops after SCAN_BUDGET rows per partition and hands back a cursor, so a prefix
+    that matches one old execution among many never makes one call read the whole index."""
+    from orbit.adapters.dynamodb import index
+    from orbit.service.ports import IndexEntry
+
+    monkeypatch.setattr(index, "SCAN_BUDGET", 10)
+    store = DynamoHistoryStore(clients.dynamodb, stack.table, S3PayloadStore(clients.s3, stack.bucket))
+    store.put_index(IndexEntry("needle", "w", "1", "COMPLETED", 1, 1))
+    for i in range(45):
+        store.put_index(IndexEntry(f"hay-{i:02d}", "w", "1", "COMPLETED", 100 + i, 100 + i))
+    calls, found, cursor = 0, [], None
+    while True:
+        calls += 1
+        page, cursor = store.list_executions(status="COMPLETED", limit=5, cursor=cursor, id_prefix="needle")
+        found += [e.execution_id for e in page]
+        if cursor is None:
+            break
+    assert found == ["needle"] and calls >= 4  # short (empty) pages with a cursor, then the match

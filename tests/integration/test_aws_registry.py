@@ -113,3 +113,15 @@ def test_errors_are_unchanged_and_misses_are_not_cached(
     with pytest.raises(BuildMismatch):
         elsewhere.get_build("reg", "1", "abc")
     assert gets == ["B#1#abc", "V#1"]  # read again: a failed lookup is never served from memory
+
+
+def test_builds_lists_every_stored_definition_build(clients: Clients, stack: Stack) -> None:
+    """The catalog rows the console's Workflows view reads: one per (name, version, hash)."""
+    reg = registry(clients, stack, Seconds())
+    one, two, two_again = definition("1"), definition("2"), definition("2", task="t.two")
+    for d in (one, two, two_again):
+        reg.register(d)
+    assert sorted(reg.builds()) == sorted(
+        [("reg", "1", one.hash), ("reg", "2", two.hash), ("reg", "2", two_again.hash)]
+    )
+    assert len(reg.builds(limit=2)) == 2

@@ -154,7 +154,7 @@ def test_a_signal_id_is_an_idempotency_key_for_the_whole_window() -> None:
     for n in range(1, 3 * RECENT_COMMITS):
         sim.clock.advance(HOUR)
         heartbeat(sim, eid, token, n, unit="x")
-    assert "sig-1" in sim.engine.load_state(eid).inbound
+    assert "signal:sig-1" in sim.engine.load_state(eid).inbound
     sim.engine.signal(eid, "note", {"n": 1}, signal_id="sig-1")  # the caller retries: not buffered twice
     sim.run_until_idle()
     assert len(sim.engine.load_state(eid).signals["note"]) == 1

@@ -49,8 +49,19 @@ class Unreachable(OrbitError):
 def stack_api_url(stack: str, region: str | None = None) -> str:
     """The `ApiUrl` output of a deployed Orbit stack."""
     import boto3
+    from botocore.exceptions import BotoCoreError, NoRegionError
 
-    cfn = boto3.client("cloudformation", region_name=region)
+    try:
+        region = region or boto3.session.Session().region_name  # flag, environment, then config file
+        if not region:
+            raise NoRegionError()
+        cfn = boto3.client("cloudformation", region_name=region)
+    except NoRegionError:
+        raise OrbitError(
+            f"--stack {stack}: no AWS region is set; pass --region REGION or set AWS_REGION"
+        ) from None
+    except BotoCoreError as exc:  # e.g. a profile that does not exist: say it, in one line
+        raise OrbitError(f"--stack {stack}: {exc}") from None
     try:
         outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
     except Exception as exc:  # noqa: BLE001 - botocore raises several kinds; all mean the same here
@@ -173,20 +184,88 @@ class Client:
             body["version"] = version
         return self._call("POST", f"/executions/{_q(execution_id)}/fork", body)
 
+    def query(self, execution_id: str, name: str, input: Any = None) -> Any:
+        """Ask a running or ended execution one of its declared queries; records nothing."""
+        path = f"/executions/{_q(execution_id)}/queries/{_q(name)}"
+        return self._call("POST", path, {"input": input})["result"]
+
+    def unpark(self, execution_id: str) -> dict[str, Any]:
+        """Try a parked execution again now (HTTP 409 when it is not parked or has ended)."""
+        return self._call("POST", f"/executions/{_q(execution_id)}/unpark", {})
+
     def list(
         self,
         workflow: str | None = None,
         status: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> dict[str, Any]:
-        params = {
-            k: v
-            for k, v in {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor}.items()
-            if v is not None
-        }
-        query = ("?" + urllib.parse.urlencode(params)) if params else ""
-        return self._call("GET", f"/executions{query}")
+        """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`."""
+        params = {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor,
+                  "started_after": started_after_ms, "started_before": started_before_ms,
+                  "id_prefix": id_prefix}
+        return self._call("GET", "/executions" + _query(params))
+
+    def counts(self, workflow: str | None = None) -> dict[str, Any]:
+        """`{"counts": {status: n}, "cap": N}` (a count equal to the cap means at least that many)."""
+        return self._call("GET", "/counts" + _query({"workflow": workflow}))
+
+    def workflows(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/workflows")["workflows"])
+
+    def workflow_source(self, name: str, version: str, build: str) -> dict[str, Any]:
+        return self._call("GET", f"/workflows/{_q(name)}" + _query({"version": version, "build": build}))
+
+    def execution_workflow(self, execution_id: str) -> dict[str, Any]:
+        """The definition (or code workflow) the execution is pinned to."""
+        return self._call("GET", f"/executions/{_q(execution_id)}/workflow")
+
+    def history_page(self, execution_id: str, after_seq: int = 0, limit: int = 200) -> list[dict[str, Any]]:
+        """At most `limit` events with seq > `after_seq`."""
+        query = _query({"after_seq": after_seq or None, "limit": limit})
+        return list(self._call("GET", f"/executions/{_q(execution_id)}/history{query}"))
+
+    # ------------------------------------------------------------------ schedules (docs/schedules.md)
+    def create_schedule(
+        self, schedule_id: str, workflow: str, input: Any = None, **config: Any
+    ) -> dict[str, Any]:
+        """`config`: cron | every (+ offset), timezone, start, end, jitter, exclude, overlap,
+        catchup_window, pause_on_failure, version."""
+        body = {"id": schedule_id, "workflow": workflow, "input": input,
+                **{k: v for k, v in config.items() if v is not None}}
+        return dict(self._call("POST", "/schedules", body))
+
+    def update_schedule(self, schedule_id: str, config: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._call("PUT", f"/schedules/{_q(schedule_id)}", config))
+
+    def describe_schedule(self, schedule_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/schedules/{_q(schedule_id)}"))
+
+    def list_schedules(self, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+        params = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        return dict(self._call("GET", "/schedules?" + urllib.parse.urlencode(params)))
+
+    def pause_schedule(self, schedule_id: str, note: str = "") -> dict[str, Any]:
+        return dict(self._call("POST", f"/schedules/{_q(schedule_id)}/pause", {"note": note}))
+
+    def resume_schedule(self, schedule_id: str, note: str = "") -> dict[str, Any]:
+        return dict(self._call("POST", f"/schedules/{_q(schedule_id)}/resume", {"note": note}))
+
+    def trigger_schedule(self, schedule_id: str, overlap: str | None = None) -> str | None:
+        out = self._call("POST", f"/schedules/{_q(schedule_id)}/trigger", {"overlap": overlap})
+        return None if out is None else out.get("execution_id")
+
+    def backfill_schedule(
+        self, schedule_id: str, start: str, end: str, overlap: str | None = None
+    ) -> list[str]:
+        body = {"start": start, "end": end, "overlap": overlap}
+        return list(self._call("POST", f"/schedules/{_q(schedule_id)}/backfill", body)["execution_ids"])
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        self._call("DELETE", f"/schedules/{_q(schedule_id)}")
 
     # ------------------------------------------------------------------ transport
     def _call(self, method: str, path: str, body: Any = None) -> Any:
@@ -234,6 +313,11 @@ class Client:
         request = AWSRequest(method=method, url=url, data=data, headers=headers)
         SigV4Auth(creds.get_frozen_credentials(), "execute-api", region).add_auth(request)
         return dict(request.headers.items())
+
+
+def _query(params: dict[str, Any]) -> str:
+    kept = {k: v for k, v in params.items() if v is not None}
+    return ("?" + urllib.parse.urlencode(kept)) if kept else ""
 
 
 def _q(part: str) -> str:

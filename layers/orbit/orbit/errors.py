@@ -111,3 +111,11 @@ class RedriveRefused(OrbitError):
     def __init__(self, execution_id: str, message: str) -> None:
         self.execution_id = execution_id
         super().__init__(message)
+
+
+class NotParked(OrbitError):
+    """`unpark` for an execution that is not parked: there is nothing to try again."""
+
+    def __init__(self, execution_id: str, status: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r} is not parked ({status}); there is nothing to un-park")

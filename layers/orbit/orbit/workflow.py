@@ -6,10 +6,12 @@ A code workflow is a function `(ctx, input) -> output` that the code runtime
 (`orbit.core.runtime.code`) replays from history on every decision. Each
 registration carries a *build id*: the explicit `build=` or a hash of the
 function's source. An execution pins the build it started with
-(`WorkflowCreated.build`); a decider replays it only with that exact build, so
-editing a workflow's code never changes the meaning of executions already
-running. Several versions, and several builds of one version, live side by
-side in one registry; new executions take the most recently registered build.
+(`WorkflowCreated.build`). A decider that does not hold that build (a deploy
+replaced it) replays the history on the build it holds and switches to it only
+if every recorded call matches; otherwise the execution parks until compatible
+code is back (docs/evolution.md). An explicit `build=` pins exactly. Several
+versions, and several builds of one version, live side by side in one registry;
+new executions take the most recently registered build.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     except ValueError as e:
         raise ValidationError(str(e), "workflow.timeout") from None
 
+    _check_signal_schemas(signals or {})
+
     def register(fn: WorkflowFunction) -> CodeWorkflow:
         if not callable(fn) or len(inspect.signature(fn).parameters) != 2:
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
@@ -60,6 +64,21 @@ def workflow(name: str, version: str = "1", build: str | None = None,
         return (registry or REGISTRY).register(wf)
 
     return register
+
+
+def _check_signal_schemas(signals: dict[str, Any]) -> None:
+    """Signal schemas are checked like a definition's: valid, and with local `$ref`s only."""
+    from orbit.core.definition.contracts import validate_schema
+    from orbit.errors import Problem
+
+    problems = []
+    for name, spec in signals.items():
+        schema = spec["schema"] if isinstance(spec, dict) and "schema" in spec else spec
+        if schema is not None:
+            problems += [Problem(f"workflow.signals.{name}", f"invalid JSON Schema: {message}")
+                         for message in validate_schema(schema)]
+    if problems:
+        raise ValidationError(problems)
 
 
 __all__ = ["REGISTRY", "CodeRegistry", "CodeWorkflow", "WorkflowFunction", "source_build_id", "workflow"]

@@ -20,7 +20,7 @@ from typing import Any
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
-from orbit.service.ports import Commit, HistoryPage, IndexEntry, Loaded
+from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded, hook_key
 
 
 class MemoryHistoryStore:
@@ -32,7 +32,7 @@ class MemoryHistoryStore:
         self._snapshots: dict[str, tuple[int, dict[str, JSON]]] = {}
         self._index: dict[str, IndexEntry] = {}
         self._hooks: dict[str, tuple[str, str]] = {}
-        self._hook_claims: dict[str, str] = {}  # token -> digest of the payload that claimed it
+        self._hook_claims: dict[str, str] = {}  # hook_key(token) -> digest of the claiming payload
 
     def load(self, execution_id: str) -> Loaded:
         with self._lock:
@@ -103,6 +103,9 @@ class MemoryHistoryStore:
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
         with self._lock:
             rows = sorted(self._index.values(), key=lambda e: (-e.created_at_ms, e.execution_id))
@@ -110,28 +113,41 @@ class MemoryHistoryStore:
             e
             for e in rows
             if (workflow is None or e.workflow == workflow) and (status is None or e.status == status)
+            and (started_after_ms is None or e.created_at_ms >= started_after_ms)
+            and (started_before_ms is None or e.created_at_ms < started_before_ms)
+            and (not id_prefix or e.execution_id.startswith(id_prefix))
         ]
         start = int(cursor) if cursor else 0
         page = rows[start : start + limit]
         return page, (str(start + limit) if start + limit < len(rows) else None)
 
+    def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
+        with self._lock:
+            rows = list(self._index.values())
+        counts: dict[str, int] = {}
+        for e in rows:
+            if workflow is None or e.workflow == workflow:
+                counts[e.status] = min(cap, counts.get(e.status, 0) + 1)
+        return counts
+
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
         with self._lock:
-            self._hooks[token] = (execution_id, name)
+            self._hooks[hook_key(token)] = (execution_id, name)
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         with self._lock:
-            return self._hooks.get(token)
+            return self._hooks.get(hook_key(token))
 
     def claim_hook(self, token: str, payload: Any) -> bool:
         """Resume-once, atomically, as the DynamoDB store does: the first payload claims the
         token; the same payload again (a retried request) is still True, another is False."""
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode()).hexdigest()
+        key = hook_key(token)
         with self._lock:
-            if token not in self._hooks:
+            if key not in self._hooks:
                 return False
-            return self._hook_claims.setdefault(token, digest) == digest
+            return self._hook_claims.setdefault(key, digest) == digest
 
     def execution_ids(self) -> list[str]:
         with self._lock:
@@ -249,6 +265,23 @@ class MemoryRegistry:
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
         self._latest[name] = version
 
+    def deploy(self, workflows: Any) -> None:
+        """Replace every code workflow held with `workflows`; definitions stay registered."""
+        for name in list(self._by):
+            for version in list(self._by[name]):
+                builds = self._by[name][version]
+                for build in [b for b, w in builds.items() if getattr(w, "kind", None) == "code"]:
+                    del builds[build]
+                if not builds:
+                    del self._by[name][version]
+            if not self._by[name]:
+                del self._by[name]
+                self._latest.pop(name, None)
+            elif self._latest.get(name) not in self._by[name]:
+                self._latest[name] = next(reversed(self._by[name]))
+        for wf in workflows:
+            self.register(wf)
+
     def get(self, name: str, version: str | None = None) -> Any:
         versions = self._by.get(name)
         if not versions:
@@ -258,6 +291,11 @@ class MemoryRegistry:
         if not builds:
             raise UnknownWorkflow(f"workflow {name!r} has no version {v!r} (known: {sorted(versions)})")
         return list(builds.values())[-1]
+
+    def builds(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(name, version, build) of the definitions held, in registration order per name."""
+        return [(name, v, b) for name, versions in self._by.items() for v, builds in versions.items()
+                for b in builds][:limit]
 
     def get_build(self, name: str, version: str, build: str) -> Any:
         builds = self._by.get(name, {}).get(str(version), {})

@@ -12,7 +12,10 @@ ORBIT_DECISION_QUEUE_URL, ORBIT_DEFAULT_TASK_QUEUE_URL, ORBIT_TASK_QUEUES
 default: timers up to 15 min ride on SQS DelaySeconds, longer ones go to the
 table; `table`: every timer goes to the table, for a local stack that fires
 them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
-ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S.
+ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S. Schedules need ORBIT_SCHEDULE_GROUP,
+ORBIT_SCHEDULER_ROLE_ARN and ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler
+group, the role it sends with, and its target); without them schedule
+operations are refused.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ class Settings:
     snapshot_every: int
     timer_shards: int
     worker_lease_s: int
+    schedule_group: str = ""
+    scheduler_role_arn: str = ""
+    decision_arn: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -87,6 +93,9 @@ class Settings:
             timers=timers, snapshot_every=ints["ORBIT_SNAPSHOT_EVERY"],
             timer_shards=ints["ORBIT_TIMER_SHARDS"],
             worker_lease_s=ints["ORBIT_WORKER_LEASE_S"],
+            schedule_group=env.get("ORBIT_SCHEDULE_GROUP") or "",
+            scheduler_role_arn=env.get("ORBIT_SCHEDULER_ROLE_ARN") or "",
+            decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
         )
 
 
@@ -175,8 +184,37 @@ class Services:
         from orbit.aws.observability import MeteredStore
         from orbit.service.engine import Engine
 
-        return Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
-                      self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every)
+        engine = Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
+                        self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every)
+        engine.schedules = self.schedules_for(engine)
+        return engine
+
+    @cached_property
+    def scheduler(self) -> Any:
+        return self._client("scheduler")
+
+    def schedules_for(self, engine: Any) -> Any:
+        from orbit.adapters.dynamodb.schedules import DynamoScheduleStore
+        from orbit.adapters.scheduler import EventBridgeScheduler
+        from orbit.service.schedules import ScheduleService
+
+        s = self.settings
+        if not (s.schedule_group and s.scheduler_role_arn and s.decision_arn):
+            return None
+        # the client is made on first use: most invocations never touch a schedule
+        clock = EventBridgeScheduler(lambda: self.scheduler, s.schedule_group, s.decision_arn,
+                                     s.scheduler_role_arn)
+        return ScheduleService(DynamoScheduleStore(self.dynamodb, s.table), clock, engine)
+
+    @property
+    def schedules(self) -> Any:
+        """The schedule operations; OrbitError when the deployment has no schedule group."""
+        if self.engine.schedules is None:
+            from orbit.errors import OrbitError
+
+            raise OrbitError("schedules are not configured: ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN "
+                             "and ORBIT_DECISION_QUEUE_ARN must be set (template.yaml sets them)")
+        return self.engine.schedules
 
     @cached_property
     def worker(self) -> Any:

@@ -13,11 +13,20 @@ from orbit.errors import OrbitError
 
 
 class UsageError(OrbitError):
-    """A command-line value is wrong; the message says which and how to fix it."""
+    """A command-line value is wrong; the message says which and how to fix it (exit code 2)."""
 
 
-def parse_json_arg(value: str | None, flag: str) -> Any:
-    """`JSON` or `@file.json` (as curl does)."""
+def require_file(path: str, flag: str = "") -> Path:
+    """`path` as a Path, or a UsageError naming it (and the flag that gave it, e.g. `--workers`)."""
+    found = Path(path)
+    if not found.is_file():
+        hint = " (it is a directory)" if found.is_dir() else ""
+        raise UsageError(f"{flag + ' ' if flag else ''}{path}: file not found{hint}")
+    return found
+
+
+def parse_json_arg(value: str | None, flag: str, example: str | None = None) -> Any:
+    """`JSON` or `@file.json` (as curl does); `example` is how the flag is written with a value."""
     if value is None:
         return None
     text = value
@@ -30,7 +39,8 @@ def parse_json_arg(value: str | None, flag: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         where = value if value.startswith("@") else "the value"
-        raise UsageError(f"{flag}: {where} is not valid JSON ({exc}); quote it, e.g. {flag} '{{\"a\": 1}}'")
+        example = example or f"{flag} '{{\"a\": 1}}'"
+        raise UsageError(f"{flag}: {where} is not valid JSON ({exc}); quote it, e.g. {example}")
 
 
 def parse_signal_arg(value: str) -> tuple[str, Any]:
@@ -39,7 +49,8 @@ def parse_signal_arg(value: str) -> tuple[str, Any]:
         raise UsageError(
             f"--signal {value!r}: expected NAME=JSON, e.g. --signal 'approval={{\"approved\": true}}'"
         )
-    return name, parse_json_arg(payload, f"--signal {name}")
+    example = f"--signal '{name}={{\"approved\": true}}'"
+    return name, parse_json_arg(payload, f"--signal {name}", example)
 
 
 def parse_parameter_arg(values: list[str] | None) -> dict[str, str]:
@@ -74,14 +85,23 @@ def local_parameters(values: list[str] | None, template: str | None) -> dict[str
     return params
 
 
-def load_code_workflows(file: str) -> dict[str, Any]:
-    """The @orbit.workflow functions of a .py file (imported once), or a UsageError saying why not."""
+class UserCodeError(OrbitError):
+    """A user's .py file (workers or code workflows) does not import; the message names file and line."""
+
+
+def import_user_file(file: str, flag: str) -> Any:
+    """Import a workers module or code-workflow file (dotted name or .py path), or raise an error
+    naming the flag, the file and the line: a missing file is a UsageError (exit 2); a file that
+    raises while importing (SyntaxError, ImportError, ...) is a UserCodeError (exit 1)."""
     from orbit.local import load_workers
 
+    prefix = f"{flag} " if flag else ""
+    if file.endswith(".py"):
+        require_file(file, flag)
     try:
-        module = load_workers(file)
+        return load_workers(file)
     except SyntaxError as exc:
-        raise UsageError(f"{exc.filename or file}:{exc.lineno}: SyntaxError: {exc.msg}") from None
+        raise UserCodeError(f"{prefix}{exc.filename or file}:{exc.lineno}: SyntaxError: {exc.msg}") from None
     except OrbitError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raised while importing
@@ -92,10 +112,15 @@ def load_code_workflows(file: str) -> dict[str, Any]:
                 line = tb.tb_lineno
             tb = tb.tb_next
         where = f"{file}:{line}" if line else file
-        raise UsageError(f"{where}: importing it raised {type(exc).__name__}: {exc}") from None
+        raise UserCodeError(f"{prefix}{where}: importing it raised {type(exc).__name__}: {exc}") from None
+
+
+def load_code_workflows(file: str, flag: str = "") -> dict[str, Any]:
+    """The @orbit.workflow functions of a .py file (imported once), or an error saying why not."""
+    module = import_user_file(file, flag)
     found = {wf.name: wf for wf in vars(module).values() if _is_code_workflow(wf)}
     if not found:
-        raise UsageError(f"{file}: no @orbit.workflow function in it")
+        raise UserCodeError(f"{file}: no @orbit.workflow function in it")
     return found
 
 

@@ -12,18 +12,24 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from orbit.cli.args import (
     UsageError,
+    UserCodeError,
+    import_user_file,
     load_code_workflows,
     local_parameters,
     parse_json_arg,
     parse_signal_arg,
+    require_file,
 )
+from orbit.cli.errors import report
+from orbit.cli.schedule import add_schedule_parser
+from orbit.console.cli import add_ui_parser
 from orbit.core.history.state import WORKFLOW_STATUSES
-from orbit.errors import ExecutionEnded, OrbitError, ValidationError
+from orbit.errors import ExecutionEnded, ValidationError
+from orbit.local.text import cut, utc, value_lines, width
 from orbit.service.operations import HISTORY_PAGE
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
@@ -37,14 +43,11 @@ def _print_json(value: Any) -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     from orbit.core.definition import validate_file
 
-    path = Path(args.file)
-    if not path.is_file():
-        print(f"{path}: file not found", file=sys.stderr)
-        return 2
+    path = require_file(args.file)
     if path.suffix == ".py":  # code workflows: valid when the file imports and defines some
         try:
             found = load_code_workflows(str(path))
-        except UsageError as exc:
+        except UserCodeError as exc:
             if not args.json:
                 raise
             _print_json({"file": str(path), "valid": False, "problems": [str(exc)]})
@@ -74,59 +77,89 @@ RUN_TIMELINE_EVENTS = 2000
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from orbit.cli.checks import check_signals, check_tasks_served, definitions_to_run
     from orbit.local import LocalStack
     from orbit.local.progress import ProgressPrinter
     from orbit.local.timeline import render
 
+    # Everything that can be checked is checked before the local stack starts (exit 2 for usage)
+    require_file(args.file)
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     signals = [parse_signal_arg(s) for s in args.signal or []]
     parameters = local_parameters(args.parameter, args.template)
-    out = sys.stderr if args.json else sys.stdout
-    from orbit.core.definition import load_definition
-
-    for path in [*(args.register or []), *([] if args.file.endswith(".py") else [args.file])]:
-        load_definition(path)  # fail fast, before the local stack starts, with every problem listed
+    if args.timeout <= 0:
+        raise UsageError(
+            f"--timeout {args.timeout:g}: must be a number of seconds above 0, e.g. --timeout 600"
+        )
+    for spec in args.workers or []:
+        import_user_file(spec, "--workers")  # a file that does not import is named with its line
+    definitions = definitions_to_run(args.file, args.register or [])  # every problem listed
     if args.file.endswith(".py"):
-        load_code_workflows(args.file)  # likewise: a file that does not import is named, no traceback
+        load_code_workflows(args.file)
+    else:
+        check_signals(definitions[0], [name for name, _ in signals])
+    stdout = sys.stdout  # inside the local stack, sys.stdout carries the handlers' logs to stderr
+    out = sys.stderr if args.json else stdout
+    columns = None if args.json else width(out)
     with LocalStack(
         template=args.template,
         mode=args.mode,
         workers=args.workers or [],
         auto_advance=not args.real_time,
         parameters=parameters,
+        logs_to_stderr=True,
     ) as stack:
         for extra in args.register or []:
             stack.register(extra)
         name = _register_run_target(stack, args)
+        check_tasks_served(definitions)  # the stack's handlers are loaded: every served task is known
         exec_id = stack.start(name, inp, id=args.id)
-        print(f"started {name} as {exec_id}", file=out)
+        print(f"started {name} as {exec_id}", file=sys.stderr)
         for sig_name, payload in signals:
             try:
                 stack.signal(exec_id, sig_name, payload)
             except ExecutionEnded as e:  # e.g. its input was refused: show that outcome, not this
                 print(f"orbit run: --signal {sig_name}: {e}", file=sys.stderr)
-        printer = ProgressPrinter(out, quiet=args.quiet)
-        desc = stack.run_until_done(exec_id, on_progress=printer.update, wall_timeout_s=args.timeout)
+        printer = ProgressPrinter(sys.stderr, quiet=args.quiet, expand=args.expand, columns=width(sys.stderr))
+        try:
+            desc = stack.run_until_done(
+                exec_id, on_progress=printer.update, wall_timeout_s=args.timeout, real_time=args.real_time
+            )
+        except TimeoutError:
+            # the run is not over: show how far it got, then one line saying what to do
+            desc = stack.describe(exec_id)
+            history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS)
+            msg = (f"execution {exec_id} had not ended after --timeout {args.timeout:g} s of wall time "
+                   "(its timeline so far is above); raise --timeout, or drop --real-time to skip waits")
+            if args.json:  # still one document: how far it got, and why it stopped
+                error = {"code": "TIMEOUT", "message": msg}
+                doc = {"execution": desc, "history": history, "error": error}
+                print(json.dumps(doc, indent=2, default=str), file=stdout)
+            else:
+                print(render(history, desc, args.expand, columns), file=out)
+            print(f"orbit run: {msg}", file=sys.stderr)
+            return 1
         # The timeline shows the first RUN_TIMELINE_EVENTS events: a 200,000-element fan-out's
         # million would take minutes and gigabytes to read and print, after the work is done.
         history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS + 1)
-    cut = len(history) > RUN_TIMELINE_EVENTS
+    truncated = len(history) > RUN_TIMELINE_EVENTS
     history = history[:RUN_TIMELINE_EVENTS]
     if args.json:
         _print_json({"execution": desc, "history": history, **({"history_truncated": True} if cut else {})})
     else:
         print("", file=out)
-        print(render(history), file=out)
-        if cut:
+        print(render(history, None, args.expand, columns), file=out)
+        if truncated:
             print(f"(timeline: the first {RUN_TIMELINE_EVENTS} events; run it under `orbit dev` and use "
                   "`orbit history ID --after-seq N` for the rest)", file=out)
         print("", file=out)
         print(f"status: {desc['status']}", file=out)
         if desc.get("error"):
-            print(f"error:  {json.dumps(desc['error'])}", file=out)
+            print(cut(f"error:  {json.dumps(desc['error'])}", columns), file=out)
             if desc["error"].get("code") == "UNKNOWN_WORKFLOW":
                 print("hint:   register the child workflow too: --register CHILD.yaml", file=out)
-        print("output: " + json.dumps(desc.get("output"), indent=2), file=out)
+        for line in value_lines("output", desc.get("output"), columns, args.expand):
+            print(line, file=out)
     return 0 if desc["status"] == "COMPLETED" else 1
 
 
@@ -162,7 +195,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
         workers=args.workers or [],
         definitions=[f for f in files if not f.endswith(".py")],
         parameters=parameters,
+        on_start=[_console_on_dev],
     )
+
+
+def _console_on_dev(dev: Any) -> None:
+    from orbit.console.server import PREFIX, mount_on
+
+    mount_on(dev)
+    print(f"console: {dev.url}{PREFIX}/", flush=True)
 
 
 # ---------------------------------------------------------------------- API commands
@@ -173,12 +214,24 @@ def _client(args: argparse.Namespace) -> Any:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
+    from orbit.cli.watch import ended_line, wait_for_end
+
     inp = parse_json_arg(args.input, "--input") if args.input else {}
-    res = _client(args).start(args.name, inp, id=args.id, version=args.version)
+    client = _client(args)
+    res = client.start(args.name, inp, id=args.id, version=args.version)
+    eid = res.get("id") if isinstance(res, dict) else res
+    # a start decides at once: an input that broke the contract has already failed the execution
+    desc = wait_for_end(client, eid, args.timeout) if args.wait else client.describe(eid)
     if args.json:
-        _print_json(res)
+        _print_json(desc if args.wait else res)
     else:
-        print(res.get("id") if isinstance(res, dict) else res)
+        print(eid)
+    if desc.get("status") in TERMINAL and desc.get("status") != "COMPLETED":
+        print(f"orbit start: {ended_line(desc)}", file=sys.stderr)
+        return 1
+    if args.wait and not args.json:
+        for line in value_lines("output", desc.get("output"), width()):
+            print(line)
     return 0
 
 
@@ -188,27 +241,36 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(desc)
         return 0
+    columns = width()
     print(f"{desc['id']}  {desc['workflow']} v{desc['version']}  {desc['status']}")
+    print(f"created: {utc(desc.get('created_at_ms'))}   ended: {utc(desc.get('finished_at_ms'))}")
     for unit, st in (desc.get("steps") or {}).items():
         err = f"  {st['error'].get('code')}" if st.get("error") else ""
-        print(f"  {unit:<24} {st['status']:<12} attempt {st.get('attempt') or '-'}{err}")
+        print(cut(f"  {unit:<24} {st['status']:<12} attempt {st.get('attempt') or '-'}{err}", columns))
     if desc.get("parked"):  # RUNNING but not deciding until someone acts: say why
-        print(f"parked: {json.dumps(desc['parked'])}")
+        print(cut(f"parked: {json.dumps(desc['parked'])}", columns))
     if desc.get("progress") is not None:
-        print(f"progress: {json.dumps(desc['progress'])}")
+        print(cut(f"progress: {json.dumps(desc['progress'])}", columns))
     if desc.get("error"):
-        print(f"error:  {json.dumps(desc['error'])}")
+        print(cut(f"error:  {json.dumps(desc['error'])}", columns))
     if desc.get("output") is not None:
-        print(f"output: {json.dumps(desc['output'])}")
+        for line in value_lines("output", desc["output"], columns):
+            print(line)
     if desc.get("steps_next"):  # one page of a large fan-out's units: say how to see the rest
         print(f"(more steps: orbit describe {args.id} --steps-after '{desc['steps_next']}')")
     return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from orbit.cli.watch import follow_history, raw_lines
     from orbit.local.timeline import render
 
     client = _client(args)
+    if args.follow:
+        if args.json or args.raw:
+            raise UsageError("--follow prints the timeline as it grows; leave out --json and --raw")
+        follow_history(client, args.id, args.expand, args.timeout)
+        return 0
     # the state (read first, so the history is at least as new) says which steps are unfinished
     desc = None if args.json or args.raw else client.describe(args.id)
     # One page by default: a 200,000-element fan-out's history would take minutes to fetch and print.
@@ -221,11 +283,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(events)
     elif args.raw:
-        for ev in events:
-            fields = {k: v for k, v in ev.items() if k not in ("seq", "timestamp_ms", "type")}
-            print(f"{ev['seq']:>5}  {ev['type']:<22} {json.dumps(fields, default=str)[:160]}")
+        for line in raw_lines(events):
+            print(line)
     else:
-        print(render(events, desc))  # ends with what each unfinished step waits for
+        print(render(events, desc, args.expand, width()))  # ends with what each unfinished step waits for
         if desc and desc.get("parked"):  # RUNNING but deciding nothing until someone acts
             print(f"parked: {json.dumps(desc['parked'])}")
     return 0
@@ -243,15 +304,29 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    inp = parse_json_arg(args.input, "--input") if args.input else None
+    _print_json(_client(args).query(args.id, args.name, inp))
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     res = _client(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor)
     items = res.get("executions", []) if isinstance(res, dict) else res
     if args.json:
         _print_json(res)
         return 0
+    columns = width()
     for e in items:
         eid = e.get("execution_id") or e.get("id")
-        print(f"{eid}  {e.get('workflow')} v{e.get('version')}  {e.get('status')}")
+        ended = utc(e.get("updated_at_ms")) if e.get("status") in TERMINAL else "-"
+        print(
+            cut(
+                f"{eid}  {e.get('workflow')} v{e.get('version')}  {e.get('status'):<10}  "
+                f"created {utc(e.get('created_at_ms'))}  ended {ended}",
+                columns,
+            )
+        )
     if not items:
         print("(no executions)")
     cursor = res.get("next_cursor") if isinstance(res, dict) else None
@@ -260,9 +335,79 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_advance(args: argparse.Namespace) -> int:
+    from orbit.cli.watch import advance
+
+    res = advance(_client(args), args.duration)
+    if args.json:
+        _print_json(res)
+    else:
+        print(f"orbit dev's clock moved on by {args.duration}: now {utc(res.get('now_ms'))} (virtual)")
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from orbit.core.definition import load_definition
+    from orbit.core.definition.mermaid import to_mermaid
+
+    require_file(args.file)
+    if args.file.endswith(".py"):
+        raise UsageError(
+            f"{args.file}: `orbit graph` draws definitions (.yaml/.json); code workflows have no static graph"
+        )
+    print(to_mermaid(load_definition(args.file)))
+    return 0
+
+
 # ---------------------------------------------------------------------- parser
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (when it has one) and keeps the examples' line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            action.default not in (None, False, argparse.SUPPRESS)
+            and "default" not in text
+            and action.option_strings
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line (what is wrong, and where to read more), exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`\n")
+
+
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("orbit-engine")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="orbit", description="Orbit: durable workflows on AWS, and locally.")
+    p = _Parser(
+        prog="orbit",
+        description="Orbit: durable workflows on AWS, and locally.",
+        epilog="Results go to stdout, progress and logs to stderr. Exit codes: 0 done, 1 the run or the "
+        "request failed, 2 bad usage. Add --verbose (anywhere) to see the traceback of an unexpected "
+        "error. Reference: docs/cli.md",
+    )
+    p.add_argument("--version", action="version", version=f"orbit {_version()}", help="print the version")
+    p.add_argument("--verbose", action="store_true", help="on an unexpected error, print its traceback")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def local_opts(sp: argparse.ArgumentParser) -> None:
@@ -270,110 +415,291 @@ def build_parser() -> argparse.ArgumentParser:
             "--workers",
             action="append",
             metavar="MODULE",
-            help="module name or .py file whose @orbit.worker.task functions serve steps (repeatable)",
+            help="a module name or .py file whose @orbit.worker.task functions serve steps (repeatable), "
+            "e.g. --workers examples/workers/orders.py",
         )
         sp.add_argument(
             "--register",
             action="append",
             metavar="FILE",
-            help="also register this definition (e.g. a child workflow; repeatable)",
+            help="also register this definition, e.g. a child workflow (repeatable), "
+            "e.g. --register examples/invoicing.yaml",
         )
         sp.add_argument(
-            "--template", default=None, help="SAM template (default: the repository's template.yaml)"
+            "--template",
+            default=None,
+            metavar="FILE",
+            help="SAM template of the stack (default: $ORBIT_TEMPLATE, ./template.yaml, or the repository's)",
         )
         sp.add_argument(
             "--parameter",
             action="append",
             metavar="KEY=VALUE",
-            help="a template parameter of the local stack, e.g. HttpTaskEnabled=true (repeatable)",
+            help="a template parameter of the local stack (repeatable), "
+            "e.g. --parameter HttpTaskEnabled=true",
         )
 
-    sp = sub.add_parser("run", help="run one execution to completion on the local stack")
-    sp.add_argument("file", help="a definition (.yaml/.json) or a Python file with @orbit.workflow functions")
-    sp.add_argument("--workflow", help="which code workflow of a .py FILE to run")
-    sp.add_argument("--input", help="JSON or @file.json")
-    sp.add_argument(
-        "--signal", action="append", metavar="NAME=JSON", help="send a signal after start (repeatable)"
+    sp = sub.add_parser(
+        "run",
+        help="run one execution to its end on the local stack, with live progress, timeline and output",
+        epilog=_examples(
+            "orbit run examples/order_fulfilment.yaml --input @examples/inputs/order.json \\",
+            "    --workers examples/workers/orders.py --signal 'approval={\"approved\": true}'",
+            'orbit run examples/trial_reminder.yaml --input \'{"email": "a@b.c"}\' '
+            "--workers examples/workers/misc.py --json",
+        ),
     )
-    sp.add_argument("--id", help="execution id (default: generated)")
-    sp.add_argument("--json", action="store_true", help="print {execution, history} as JSON on stdout")
-    sp.add_argument("--quiet", action="store_true", help="no live progress")
-    sp.add_argument("--real-time", action="store_true", help="do not skip idle waits")
+    sp.add_argument(
+        "file",
+        metavar="FILE",
+        help="a definition (.yaml/.json), or a .py file of @orbit.workflow functions, "
+        "e.g. examples/trial_reminder.yaml",
+    )
+    sp.add_argument("--workflow", metavar="NAME", help="which code workflow of a .py FILE to run, e.g. greet")
+    sp.add_argument(
+        "--input",
+        metavar="JSON",
+        help='the input as JSON or @file.json (default: {}), e.g. --input \'{"email": "a@b.c"}\'',
+    )
+    sp.add_argument(
+        "--signal",
+        action="append",
+        metavar="NAME=JSON",
+        help="send a signal once started (repeatable), e.g. --signal 'approval={\"approved\": true}'",
+    )
+    sp.add_argument("--id", help="the execution id (default: generated), e.g. --id order-1")
+    sp.add_argument(
+        "--json", action="store_true", help="print {execution, history} as one JSON document on stdout"
+    )
+    sp.add_argument("--quiet", action="store_true", help="no live progress on stderr")
+    sp.add_argument("--expand", action="store_true", help="show every element of a fan-out, and whole values")
+    sp.add_argument(
+        "--real-time",
+        action="store_true",
+        help="wait out sleeps, retries and timeouts in real time instead of skipping them",
+    )
     sp.add_argument(
         "--mode",
         choices=["server", "inprocess"],
         default="server",
-        help="moto as an HTTP endpoint on loopback (default) or in process",
+        help="moto as an HTTP endpoint on loopback, or in process (faster)",
     )
-    sp.add_argument("--timeout", type=float, default=300.0, help="give up after this many wall seconds")
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="give up after this many seconds of wall time, printing the timeline so far",
+    )
     local_opts(sp)
     sp.set_defaults(func=cmd_run)
 
-    sp = sub.add_parser("dev", help="keep the local stack up and serve the HTTP API on loopback")
-    sp.add_argument("files", nargs="*", help="definitions, or .py files of code workflows, to register")
-    sp.add_argument("--port", type=int, default=8765)
+    sp = sub.add_parser(
+        "dev",
+        help="keep the local stack up and serve the HTTP API on 127.0.0.1 (real time; see `orbit advance`)",
+        epilog=_examples(
+            "orbit dev examples/order_fulfilment.yaml --workers examples/workers/orders.py",
+            "ORBIT_URL=http://127.0.0.1:8765 orbit start order-fulfilment "
+            "--input @examples/inputs/order.json",
+        ),
+    )
+    sp.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="definitions, or .py files of code workflows, to register, e.g. examples/trial_reminder.yaml",
+    )
+    sp.add_argument("--port", type=int, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000")
     local_opts(sp)
-    sp.set_defaults(func=cmd_dev)
+    sp.set_defaults(func=cmd_dev)  # also serves the console at /console/
 
     sp = sub.add_parser(
-        "validate", help="check a definition (every problem with its path) or a .py file of code workflows"
+        "validate",
+        help="check a definition (every problem with its path) or a .py file of code workflows",
+        epilog=_examples("orbit validate examples/order_fulfilment.yaml", "orbit validate flow.yaml --json"),
     )
-    sp.add_argument("file")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("file", metavar="FILE", help="a definition (.yaml/.json) or a .py file, e.g. flow.yaml")
+    sp.add_argument("--json", action="store_true", help="print {file, valid, problems} as JSON on stdout")
     sp.set_defaults(func=cmd_validate)
 
-    def api_opts(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--url", default=None, help="API URL (default $ORBIT_URL or http://127.0.0.1:8765)")
-        sp.add_argument("--stack", default=None, help="deployed stack name (reads its ApiUrl output)")
-        sp.add_argument("--region", default=None)
-        sp.add_argument("--json", action="store_true")
+    sp = sub.add_parser(
+        "graph",
+        help="print a definition's step graph as a Mermaid flowchart",
+        epilog=_examples("orbit graph examples/order_fulfilment.yaml > order.mmd"),
+    )
+    sp.add_argument(
+        "file", metavar="FILE", help="a definition (.yaml/.json), e.g. examples/order_fulfilment.yaml"
+    )
+    sp.set_defaults(func=cmd_graph)
 
-    sp = sub.add_parser("start", help="start an execution")
-    sp.add_argument("name")
-    sp.add_argument("--input", help="JSON or @file.json")
-    sp.add_argument("--id")
-    sp.add_argument("--version")
+    def api_opts(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--url",
+            default=None,
+            help="the API URL (default: $ORBIT_URL, else http://127.0.0.1:8765 for `orbit dev`)",
+        )
+        sp.add_argument(
+            "--stack",
+            default=None,
+            metavar="NAME",
+            help="a deployed stack's name: its ApiUrl output is the URL, e.g. --stack orbit",
+        )
+        sp.add_argument(
+            "--region",
+            default=None,
+            help="AWS region of --stack (default: $AWS_REGION or your AWS config), e.g. eu-west-1",
+        )
+        sp.add_argument("--json", action="store_true", help="print the API's answer as JSON on stdout")
+
+    sp = sub.add_parser(
+        "start",
+        help="start an execution; exit 1 if it failed at start (or, with --wait, did not complete)",
+        epilog=_examples(
+            'orbit start trial-reminder --input \'{"email": "a@b.c"}\' --id t-1',
+            "orbit start order-fulfilment --input @examples/inputs/order.json --wait",
+        ),
+    )
+    sp.add_argument("name", metavar="WORKFLOW", help="a registered workflow name, e.g. trial-reminder")
+    sp.add_argument("--input", metavar="JSON", help="the input as JSON or @file.json (default: {})")
+    sp.add_argument(
+        "--id", help="the execution id; starting again with the same id is safe (default: generated)"
+    )
+    sp.add_argument(
+        "--version", help="the workflow version (default: the latest registered), e.g. --version 2"
+    )
+    sp.add_argument(
+        "--wait", action="store_true", help="wait until the execution ends, then print its output"
+    )
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="with --wait: give up after this many seconds",
+    )
     api_opts(sp)
     sp.set_defaults(func=cmd_start)
-    sp = sub.add_parser("describe", help="status, steps, output of an execution")
-    sp.add_argument("id")
-    sp.add_argument("--steps-after", default=None, help="show the steps after this unit (a page's last)")
-    sp.add_argument("--steps-limit", type=int, default=None, help="at most this many steps (default 1000)")
+
+    sp = sub.add_parser(
+        "describe",
+        help="status, steps, times (UTC) and output of an execution",
+        epilog=_examples("orbit describe order-1", "orbit describe order-1 --json"),
+    )
+    sp.add_argument("id", metavar="ID", help="the execution id, e.g. order-1")
+    sp.add_argument("--steps-after", default=None, metavar="UNIT",
+                    help="show the steps after this unit (a page's last), e.g. --steps-after 'ship[999]'")
+    sp.add_argument("--steps-limit", type=int, default=None, metavar="N",
+                    help="at most this many steps (default: 1000), e.g. --steps-limit 50")
     api_opts(sp)
     sp.set_defaults(func=cmd_describe)
-    sp = sub.add_parser("history", help="an execution's history as a timeline (--raw: events, --json)")
-    sp.add_argument("id")
-    sp.add_argument("--raw", action="store_true")
-    sp.add_argument("--after-seq", type=int, default=0, help="start after this event (a page's last seq)")
-    sp.add_argument("--limit", type=int, default=HISTORY_PAGE, help="at most this many events")
+
+    sp = sub.add_parser(
+        "history",
+        help="an execution's history as a timeline (--raw: one line per event, --json: the events)",
+        epilog=_examples(
+            "orbit history order-1", "orbit history order-1 --follow", "orbit history order-1 --raw"
+        ),
+    )
+    sp.add_argument("id", metavar="ID", help="the execution id, e.g. order-1")
+    sp.add_argument("--raw", action="store_true", help="one line per event: seq, time (UTC), type, fields")
+    sp.add_argument(
+        "--follow", action="store_true", help="print new rows as they happen, until the execution ends"
+    )
+    sp.add_argument("--expand", action="store_true", help="show every element of a fan-out")
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="with --follow: stop following after this many seconds",
+    )
+    sp.add_argument("--after-seq", type=int, default=0, metavar="SEQ",
+                    help="start after this event (a page's last seq), e.g. --after-seq 1000")
+    sp.add_argument("--limit", type=int, default=HISTORY_PAGE, metavar="N",
+                    help="at most this many events, e.g. --limit 100")
     api_opts(sp)
     sp.set_defaults(func=cmd_history)
-    sp = sub.add_parser("signal", help="send a signal to an execution")
-    sp.add_argument("id")
-    sp.add_argument("name")
-    sp.add_argument("--payload", default="null", help="JSON or @file.json")
+
+    sp = sub.add_parser(
+        "signal",
+        help="send a signal to an execution",
+        epilog=_examples("orbit signal order-1 approval --payload '{\"approved\": true}'"),
+    )
+    sp.add_argument("id", metavar="ID", help="the execution id, e.g. order-1")
+    sp.add_argument(
+        "name", metavar="NAME", help="the signal name, as the definition declares it, e.g. approval"
+    )
+    sp.add_argument("--payload", default="null", metavar="JSON", help="the payload as JSON or @file.json")
     api_opts(sp)
     sp.set_defaults(func=cmd_signal)
-    sp = sub.add_parser("cancel", help="cancel an execution")
-    sp.add_argument("id")
-    sp.add_argument("--reason")
+
+    sp = sub.add_parser(
+        "cancel",
+        help="cancel an execution (its compensations run unless --force)",
+        epilog=_examples("orbit cancel order-1 --reason 'customer left'"),
+    )
+    sp.add_argument("id", metavar="ID", help="the execution id, e.g. order-1")
+    sp.add_argument("--reason", help="recorded in the history, e.g. --reason 'customer left'")
     sp.add_argument("--force", action="store_true", help="skip compensation")
     api_opts(sp)
     sp.set_defaults(func=cmd_cancel)
-    sp = sub.add_parser("list", help="list executions")
-    sp.add_argument("--status", type=str.upper, choices=WORKFLOW_STATUSES, help="one status (any case)")
-    sp.add_argument("--workflow")
-    sp.add_argument("--limit", type=int)
+    sp = sub.add_parser(
+        "query",
+        help="ask a running or ended execution a query it declares (records nothing)",
+        epilog=_examples("orbit query ID stage", "orbit query ID line --input '{\"index\": 0}'"),
+    )
+    sp.add_argument("id", help="the execution id, e.g. order-1")
+    sp.add_argument("name", help="a query its workflow declares, e.g. stage")
+    sp.add_argument("--input", help="JSON or @file.json: the query's input")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_query)
+
+    sp = sub.add_parser(
+        "list",
+        help="list executions, newest first, with created and ended times (UTC)",
+        epilog=_examples("orbit list --status running", "orbit list --workflow trial-reminder --limit 5"),
+    )
+    sp.add_argument(
+        "--status",
+        type=str.upper,
+        choices=WORKFLOW_STATUSES,
+        help="only executions with this status (any case), e.g. --status failed",
+    )
+    sp.add_argument(
+        "--workflow", metavar="NAME", help="only executions of this workflow, e.g. --workflow trial-reminder"
+    )
+    sp.add_argument(
+        "--limit", type=int, help="at most this many (default: the API's page size, 50), e.g. --limit 10"
+    )
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
     from orbit.cli.recovery import add_recovery_commands
 
     add_recovery_commands(sub, api_opts, lambda args: _client(args))  # looked up when called
+
+    sp = sub.add_parser(
+        "advance",
+        help="move `orbit dev`'s virtual clock on, and run what became due (timers, retries, timeouts)",
+        epilog=_examples("orbit advance 7d", "orbit advance 90s --url http://127.0.0.1:9000"),
+    )
+    sp.add_argument("duration", metavar="DURATION", help="how far: 500ms, 30s, 5m, 2h, 7d or 1h30m, e.g. 7d")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_advance)
+
+    add_schedule_parser(sub, api_opts)
+    add_ui_parser(sub)
+    from orbit.cli.evolution import add_parsers
+
+    add_parsers(sub, api_opts, _client)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --verbose may come anywhere (after the command too), for every command
+    verbose = "--verbose" in argv or os.environ.get("ORBIT_VERBOSE") == "1"
+    argv = [a for a in argv if a != "--verbose"]
     args = build_parser().parse_args(argv)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--workers examples.workers.orders` from the repo root
@@ -384,16 +710,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `orbit history ID | head`: the reader left, nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown from flushing again
         return 141  # what a shell reports for a command killed by SIGPIPE
-    except ValidationError as exc:
-        # one problem per line, each with its path (and file, when the error knows it)
-        prefix = f"{exc.source}: " if getattr(exc, "source", None) else ""
-        print(f"orbit {args.command}: {len(exc.problems)} problem(s):", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {prefix}{problem}", file=sys.stderr)
-        return 1
-    except OrbitError as exc:
-        print(f"orbit {args.command}: {exc}", file=sys.stderr)
-        return 1
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
+        return report(exc, args.command, verbose, bool(getattr(args, "json", False)))
 
 
 if __name__ == "__main__":

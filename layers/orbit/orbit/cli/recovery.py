@@ -31,15 +31,19 @@ def cmd_fork(args: argparse.Namespace, client: Clients) -> int:
 
 def add_recovery_commands(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None],
                           client: Clients) -> None:
-    sp = sub.add_parser("redrive", help="continue a FAILED or TIMED_OUT execution where it stopped")
-    sp.add_argument("id")
+    sp = sub.add_parser("redrive", help="continue a FAILED or TIMED_OUT execution where it stopped",
+                        epilog="examples:\n  orbit redrive order-1\n"
+                               "  orbit redrive order-1 --stack orbit --json")
+    sp.add_argument("id", metavar="ID", help="the FAILED or TIMED_OUT execution to go on with")
     sp.add_argument("--request-id", dest="request_id", default=None,
                     help="an id for this request: repeating it redrives once (default: made up)")
     api_opts(sp)
     sp.set_defaults(func=lambda args: cmd_redrive(args, client))
     sp = sub.add_parser("fork", help="start a new execution from a step of an earlier one, reusing what "
-                                     "ran before that step")
-    sp.add_argument("id")
+                                     "ran before that step",
+                        epilog="examples:\n  orbit fork order-1 --from-step charge\n"
+                               "  orbit fork order-1 --from-step charge --id order-1-retry --stack orbit")
+    sp.add_argument("id", metavar="ID", help="the execution to fork (any status)")
     sp.add_argument("--from-step", dest="from_step", required=True, metavar="STEP",
                     help="the step to run again from (a step name, or a code workflow's unit key)")
     sp.add_argument("--id", dest="new_id", default=None, metavar="NEW",

@@ -5,8 +5,21 @@ Lambda uses. A background thread pumps the queues and fires the schedule in
 real time. Handlers share one engine in this process, so the pump and the
 request threads take turns (a lock): on AWS they would be separate Lambdas.
 
+It behaves like a real HTTP server toward hostile clients (see docs/security.md):
+request bodies over `orbit.service.http.MAX_BODY_BYTES` are a 413 before they are read,
+a bad or missing `Content-Length` (or a chunked body) is a 400, unsupported
+methods get a JSON 405, a client that stops sending mid-request is dropped after
+`READ_TIMEOUT_S`, the listen backlog is 128, and the engine lock is taken only
+once the whole request has been read, never across a read.
+
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
-forward (and runs what became due), for trying out long sleeps and timeouts.
+forward (and runs what became due), for trying out long sleeps and timeouts
+(`orbit advance DURATION` sends it).
+
+It prints one line when an execution started through its API starts, and one
+when it ends, on stdout; handlers' logs go to stderr. Another app can be
+mounted under a path prefix (`mount`): `orbit dev` mounts the web console at
+`/console/` (`orbit.console.mount_on`), calling the same router in process.
 """
 
 from __future__ import annotations
@@ -15,37 +28,81 @@ import json
 import signal
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from orbit.errors import OrbitError
 
+from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
 from .stack import LocalStack
+from .timeline import fmt_duration
+
+MAX_ADVANCE_S = 100 * 365 * 86_400  # a hundred years of virtual time in one request
+
+# an app mounted on the dev server: (handler, method, target, raw body) -> writes the response
+Mounted = Callable[[BaseHTTPRequestHandler, str, str, bytes], None]
 
 
 class DevServer:
-    def __init__(self, stack: LocalStack, port: int = 8765) -> None:
+    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S) -> None:
         self.stack = stack
+        self.read_timeout_s = read_timeout_s
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self.httpd = DevHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.mounts: list[tuple[str, Mounted]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
+        self.out = stack.cloud.console
+        self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def _report_ended(self) -> None:
+        """One line for each execution started here that has ended since the last look."""
+        from .stack import TERMINAL
+
+        for eid, workflow in list(self.running.items()):
+            try:
+                desc = self.stack.describe(eid)
+            except OrbitError:
+                continue
+            if desc["status"] in TERMINAL:
+                del self.running[eid]
+                took = (desc.get("finished_at_ms") or 0) - (desc.get("created_at_ms") or 0)
+                err = desc.get("error") or {}
+                why = f"  {err.get('code')}: {err.get('message')}" if err else ""
+                took_text = fmt_duration(max(took, 0))
+                self.say(f"ended   {workflow} {eid}: {desc['status']} after {took_text}{why}")
 
     def _pump_loop(self) -> None:
         while not self.stopping.is_set():
             try:
                 with self.lock:
                     handled = self.stack.cloud.pump_once()
+                    if handled and self.running:
+                        self._report_ended()
             except Exception as exc:  # noqa: BLE001 - keep serving; the error is printed
                 print(f"orbit dev: pump error: {exc!r}", file=sys.stderr, flush=True)
                 handled = 0
             if not handled:
                 self.stopping.wait(0.05)
+
+    def mount(self, prefix: str, app: Mounted, root: bool = False) -> None:
+        """Serve `app(handler, method, target, raw)` for paths under `prefix` (and `/` with `root`)."""
+        self.mounts.append((prefix, app))
+        if root:
+            self.mounts.append(("/", app))
+
+    def call(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        """The API in process, for a mounted app: (status, JSON answer)."""
+        return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
         from orbit.service.http import handle_request
@@ -54,37 +111,38 @@ class DevServer:
         if parts.path == "/_local/advance" and method == "POST":
             try:
                 seconds = float(json.loads(raw or b"{}").get("seconds", 0))
-            except (ValueError, AttributeError):
+            except (ValueError, TypeError, AttributeError, RecursionError):
                 return 400, {"error": {"code": "VALIDATION_ERROR", "message": 'body: {"seconds": number}'}}
+            if not 0 <= seconds <= MAX_ADVANCE_S:  # also refuses NaN: the clock only moves forward
+                return 400, {"error": {"code": "VALIDATION_ERROR",
+                                       "message": f"seconds must be between 0 and 100 years, not {seconds}"}}
             with self.lock:
                 self.stack.advance(seconds)
+                if self.running:
+                    self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
         with self.lock:
-            return handle_request(
+            status, body = handle_request(
                 self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))
             )
+            if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
+                self._report_started(raw, body)
+            return status, body
+
+    def _report_started(self, raw: bytes, body: Any) -> None:
+        eid = body.get("id") if isinstance(body, dict) else None
+        if not isinstance(eid, str) or eid in self.running:
+            return
+        try:
+            workflow = str(json.loads(raw).get("workflow"))
+        except (ValueError, AttributeError):
+            workflow = "?"
+        self.running[eid] = workflow
+        self.say(f"started {workflow} {eid}")
+        self._report_ended()  # refused input, for one, ends it at once
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                status, payload = server.request(self.command, self.path, raw)
-                body = json.dumps(payload, default=str).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - BaseHTTPRequestHandler's names
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass  # one line per request would drown the progress output
-
-        return Handler
+        return handler_for(self, self.read_timeout_s)
 
     def serve_forever(self) -> None:
         self._pump.start()
@@ -102,12 +160,15 @@ def serve(
     workers: list[str],
     definitions: list[str],
     parameters: dict[str, str] | None = None,
+    on_start: list[Callable[[DevServer], None]] | None = None,
 ) -> int:
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    with LocalStack(template=template, mode="server", workers=workers, parameters=parameters) as stack:
+    with LocalStack(
+        template=template, mode="server", workers=workers, parameters=parameters, logs_to_stderr=True
+    ) as stack:
         names = [stack.register(Path(d)) for d in definitions]
         try:
             dev = DevServer(stack, port)
@@ -115,15 +176,17 @@ def serve(
             raise OrbitError(
                 f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pick another with --port"
             ) from None
-        print(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})", flush=True)
+        dev.say(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})")
+        for announce in on_start or []:
+            announce(dev)
         if names:
-            print(f"registered: {', '.join(names)}", flush=True)
+            dev.say(f"registered: {', '.join(names)}")
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled
             shown = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items()))
-            print(f"template parameters: {shown}", flush=True)
-        print(f"try: ORBIT_URL={dev.url} orbit list    (Ctrl-C to stop)", flush=True)
+            dev.say(f"template parameters: {shown}")
+        dev.say(f"try: ORBIT_URL={dev.url} orbit list    (Ctrl-C to stop)")
         try:
             dev.serve_forever()
         except KeyboardInterrupt:
-            print("Orbit dev: stopped", flush=True)
+            dev.say("Orbit dev: stopped")
     return 0

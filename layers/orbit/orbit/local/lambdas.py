@@ -57,7 +57,7 @@ def function_env(fn: FunctionInfo) -> Iterator[None]:
 
 
 class EmfFilter:
-    """stdout that drops CloudWatch EMF metric lines (`{"_aws": ...}`).
+    """stdout that drops CloudWatch EMF metric lines (`{"_aws": ...}`) and writes the rest to `target`.
 
     On Lambda those lines become metrics; on a terminal they are noise. powertools
     prints them even with POWERTOOLS_METRICS_DISABLED once 100 values pile up, so

@@ -80,6 +80,7 @@ class Deployment:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     mappings: list[SqsMapping] = field(default_factory=list)
     schedules: list[ScheduleRule] = field(default_factory=list)
+    schedule_groups: dict[str, str] = field(default_factory=dict)  # logical id -> EventBridge Scheduler group
 
     def queue_by_arn(self, arn: str) -> QueueInfo:
         for q in self.queues.values():
@@ -123,6 +124,10 @@ def deploy(
         elif res.get("Type") == "AWS::S3::Bucket":
             s3.create_bucket(Bucket=refs[lid])
             dep.buckets[lid] = refs[lid]
+        elif res.get("Type") == "AWS::Scheduler::ScheduleGroup":
+            name = str(resolver.resolve(props.get("Name") or refs[lid], f"Resources.{lid}.Properties.Name"))
+            boto3.client("scheduler").create_schedule_group(Name=name)
+            refs[lid] = dep.schedule_groups[lid] = name
     queue_ids = [lid for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"]
     for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve
         props = resources[lid].get("Properties") or {}

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import boto3
 
 from . import clock
+from .at_schedules import AtSchedules
 from .emulator import Emulator, Mode
 from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
@@ -41,15 +42,18 @@ class LocalCloud:
         parameters: dict[str, str] | None = None,
         stack_name: str = "orbit-local",
         env_overrides: dict[str, str] | None = None,
+        logs_to_stderr: bool = False,
     ) -> None:
         self.template = Path(template)
         self.emulator = Emulator(mode, port)
         self.parameters = parameters or {}
         self.env_overrides = env_overrides or {}  # local-only additions to every function's environment
+        self.logs_to_stderr = logs_to_stderr
         self.stack_name = stack_name
         self.deployment: Deployment | None = None
         self.pollers: list[QueuePoller] = []
         self.scheduler: Scheduler | None = None
+        self.at_schedules: AtSchedules | None = None
         self.handlers: dict[str, Any] = {}
         self.next_timer: NextTimer = lambda: None
         self.errors: list[tuple[str, BaseException]] = []
@@ -61,8 +65,10 @@ class LocalCloud:
     # ------------------------------------------------------------------ life cycle
     def start(self) -> Deployment:
         if not isinstance(sys.stdout, EmfFilter):
+            # What the handlers print (powertools' JSON log lines, a worker's print()) is a log: the
+            # CLI sends it to stderr, so stdout stays the command's result (`orbit run --json`).
             self._stdout = sys.stdout
-            sys.stdout = EmfFilter(sys.stdout)  # type: ignore[assignment]
+            sys.stdout = EmfFilter(sys.stderr if self.logs_to_stderr else sys.stdout)  # type: ignore[assignment]
         self.emulator.start()
         try:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)
@@ -78,6 +84,7 @@ class LocalCloud:
             self.scheduler = Scheduler(
                 [(r, self.handlers[r.function.logical_id]) for r in self.deployment.schedules], clock.now_ms()
             )
+            self.at_schedules = AtSchedules(self.deployment, sqs)
         except BaseException:
             self.stop()  # emulator down, stdout and environment restored
             raise
@@ -95,6 +102,11 @@ class LocalCloud:
         # in the same process (other tests, a later stack) expects moto's clock to be real.
         clock.reset()
 
+    @property
+    def console(self) -> Any:
+        """The process's real stdout while handlers' output goes to stderr (for a command's result)."""
+        return self._stdout if self._stdout is not None else sys.stdout
+
     # ------------------------------------------------------------------ driving
     def pump_once(self) -> int:
         """One round: fire due schedules, then drain every queue in turn. Returns messages handled.
@@ -110,6 +122,8 @@ class LocalCloud:
         assert self.scheduler is not None, "start() the local cloud first"
         try:
             self.scheduler.fire_due(clock.now_ms())
+            if self.at_schedules is not None:
+                self.at_schedules.fire_due(clock.now_ms())
         except Exception as exc:  # noqa: BLE001 - EventBridge retries; we report and go on
             log.warning("scheduled function failed: %r", exc)
             self.errors.append(("schedule", exc))

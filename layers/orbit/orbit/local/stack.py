@@ -23,6 +23,7 @@ from orbit.errors import OrbitError
 from . import clock
 from .emulator import Mode
 from .runner import LocalCloud
+from .stack_schedules import ScheduleOps
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -69,7 +70,7 @@ def load_workers(spec: str) -> ModuleType:
         )
 
 
-class LocalStack:
+class LocalStack(ScheduleOps):
     def __init__(
         self,
         template: str | Path | None = None,
@@ -78,7 +79,10 @@ class LocalStack:
         workers: list[str] | tuple[str, ...] = (),
         auto_advance: bool = False,
         parameters: dict[str, str] | None = None,
+        logs_to_stderr: bool = False,
     ) -> None:
+        """`logs_to_stderr`: what the handlers print (their JSON log lines) goes to stderr, keeping
+        stdout for a command's result (the CLI sets it)."""
         import os
 
         from .parameters import check_parameters
@@ -93,6 +97,7 @@ class LocalStack:
             port=port,
             parameters=params,
             env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
+            logs_to_stderr=logs_to_stderr,
         )
         self.workers = list(workers)
         self.auto_advance = auto_advance
@@ -168,6 +173,12 @@ class LocalStack:
     def signal(self, id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(id, name, payload)
 
+    def query(self, id: str, name: str, input: Any = None) -> Any:
+        """One of the execution's declared queries (orbit/service/queries.py); records nothing."""
+        from orbit.service.queries import run_query
+
+        return run_query(self.engine, id, name, input)
+
     def resume_hook(self, token: str, payload: Any = None) -> str:
         return self.engine.resume_hook(token, payload)
 
@@ -187,6 +198,26 @@ class LocalStack:
         with self.services.queues.batched():
             return str(self.engine.fork(execution_id, from_step, id, version))
 
+    def unpark(self, id: str) -> str:
+        """Try a parked execution again now (it runs when the queues are pumped: `run_until_idle`)."""
+        return self.engine.unpark(id)
+
+    def deploy(self, *workflows: Any) -> list[str]:
+        """Replace the code builds the deciders hold with `workflows`, as a new Lambda deployment
+        does: every code workflow registered before is dropped (definitions stay registered),
+        and executions pinned to a dropped build replay on the new one at their next decision
+        (see docs/evolution.md). Returns the names deployed."""
+        from orbit.workflow import CodeWorkflow
+
+        bad = [w for w in workflows if not isinstance(w, CodeWorkflow)]
+        if bad:
+            raise OrbitError(f"deploy takes @orbit.workflow functions; got {bad[0]!r}")
+        from orbit.core.runtime.code import default_runtime
+
+        self.engine.registry.deploy(workflows)
+        default_runtime().forget()  # paused instances of the old builds go with the old code
+        return [w.name for w in workflows]
+
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:
@@ -203,8 +234,11 @@ class LocalStack:
         self.cloud.run_until_idle(auto_advance=self.auto_advance, wall_timeout_s=wall_timeout_s)
 
     def advance(self, seconds: float) -> None:
-        """Move virtual time forward, then run what became due."""
-        self.cloud.advance(seconds)
+        """Move virtual time forward, then run what became due (schedules fire at each of their
+        occurrences on the way, in order)."""
+        target = clock.now_ms() + int(seconds * 1000)
+        self._advance_through_schedules(target)
+        clock.advance_ms(max(0, target - clock.now_ms()))
         self.cloud.run_until_idle(auto_advance=False)
 
     def run_until_done(
@@ -212,8 +246,10 @@ class LocalStack:
         id: str,
         on_progress: Callable[[dict[str, Any], int], None] | None = None,
         wall_timeout_s: float = 300.0,
+        real_time: bool = False,
     ) -> dict[str, Any]:
-        """Run (skipping idle time) until execution `id` ends; returns its description."""
+        """Run (skipping idle time, or in real time: waiting for it) until execution `id` ends;
+        returns its description. Raises TimeoutError after `wall_timeout_s` of wall time."""
         last: dict[str, Any] = {}
         seen = [-1]
         checked_at = [0.0]
@@ -236,7 +272,10 @@ class LocalStack:
                 on_progress(last, clock.now_ms())
             return last["status"] in TERMINAL
 
-        self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
+        if real_time:
+            self._run_in_real_time(done, lambda: done(force=True), wall_timeout_s)
+        else:
+            self.cloud.run_until_idle(auto_advance=True, until=done, wall_timeout_s=wall_timeout_s)
         if not done(force=True):
             from .waiting import waiting
 
@@ -247,3 +286,23 @@ class LocalStack:
                 "(orbit run --signal NAME=JSON) or cancel it"
             )
         return last
+
+    def _run_in_real_time(self, done: Callable[[], bool], ended: Callable[[], bool],
+                          wall_timeout_s: float) -> None:
+        """Pump what is due, then sleep until the next thing will happen (a timer, a delayed or
+        reappearing message), as a deployed stack would; returns when `done()` or nothing is due."""
+        deadline = time.monotonic() + wall_timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            self.cloud.run_until_idle(auto_advance=False, until=done, wall_timeout_s=max(left, 0.01))
+            if ended():
+                return
+            wake = self.cloud.next_wake_ms()
+            if wake is None:
+                return  # nothing will happen on its own: the caller says what it waits for
+            pause = max(wake - clock.now_ms(), 5) / 1000.0
+            if time.monotonic() + pause > deadline:
+                raise TimeoutError(
+                    f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time"
+                )
+            time.sleep(min(pause, 0.5))  # noqa: TID251 - real time is the point

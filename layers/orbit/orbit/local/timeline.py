@@ -9,8 +9,11 @@ the timeline as "waiting: ..." rows (worker, timer, signal, retry, child).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from orbit.local.text import cut
 
 from .waiting import waiting
 
@@ -46,8 +49,8 @@ def fmt_duration(ms: int | None) -> str:
 def _error(e: dict[str, Any] | None) -> str:
     if not isinstance(e, dict):
         return ""
-    msg = str(e.get("message") or "")
-    return f"{e.get('code')}: {msg[:80]}" if msg else str(e.get("code"))
+    msg = str(e.get("message") or "")  # whole: the line is cut to the terminal's width, with `…`
+    return f"{e.get('code')}: {msg}" if msg else str(e.get("code"))
 
 
 def rows(history: list[dict[str, Any]]) -> list[Row]:
@@ -164,16 +167,84 @@ def waiting_rows(history: list[dict[str, Any]], describe: dict[str, Any]) -> lis
     return out
 
 
-def render(history: list[dict[str, Any]], describe: dict[str, Any] | None = None) -> str:
-    """The timeline; given the execution's describe, ends with what a running execution waits for."""
-    table = rows(history) + (waiting_rows(history, describe) if describe else [])
+def render(
+    history: list[dict[str, Any]],
+    describe: dict[str, Any] | None = None,
+    expand: bool = False,
+    columns: int | None = None,
+) -> str:
+    """The timeline; given the execution's describe, ends with what a running execution waits for.
+
+    The elements of a `for` step collapse into one row with their counts and p50/p99 durations
+    (`expand` shows every element); each line is cut to `columns` with `…`.
+    """
+    table = rows(history)
+    if not expand:
+        table = collapse_fanouts(table)
+    table += waiting_rows(history, describe) if describe else []
     if not table:
         return "(no history)"
-    width = max(12, *(len(r.unit) for r in table))
+    return "\n".join(render_rows(table, columns))
+
+
+def render_rows(table: list[Row], columns: int | None = None, unit_width: int | None = None) -> list[str]:
+    """The header and one line per row, each cut to `columns` with `…`."""
+    width = unit_width or (max(12, *(len(r.unit) for r in table)) if table else 12)
     lines = [f"{'at':>9}  {'step':<{width}}  {'try':>3}  {'took':>8}  outcome"]
     for r in table:
         lines.append(
             f"{fmt_duration(r.at_ms):>9}  {r.unit:<{width}}  "
             f"{(str(r.attempt) if r.attempt else ''):>3}  {fmt_duration(r.duration_ms):>8}  {r.outcome}"
         )
-    return "\n".join(lines)
+    return [cut(line, columns) for line in lines]
+
+
+_ELEMENT = re.compile(r"^(?P<base>(?:compensate:)?[^\[\]]+)\[(?P<index>\d+)\]$")
+
+
+def collapse_fanouts(table: list[Row]) -> list[Row]:
+    """One row per `for` step (and per compensation of one) in place of a row per element attempt:
+    `ship[0..199]  200 elements: 198 succeeded, 2 FAILED  p50 31ms  p99 80ms`."""
+    groups: dict[str, list[Row]] = {}
+    out: list[Row | str] = []
+    for r in table:
+        m = _ELEMENT.match(r.unit)
+        if m is None:
+            out.append(r)
+            continue
+        base = m["base"]
+        if base not in groups:
+            groups[base] = []
+            out.append(base)  # the group's row goes where its first element ended
+        groups[base].append(r)
+    return [item if isinstance(item, Row) else _fanout_row(item, groups[item]) for item in out]
+
+
+def _fanout_row(base: str, elements: list[Row]) -> Row:
+    final: dict[int, str] = {}
+    retries = 0
+    durations = sorted(r.duration_ms for r in elements if r.duration_ms is not None)
+    for r in elements:
+        index = int(_ELEMENT.match(r.unit)["index"])  # type: ignore[index]
+        if r.outcome.startswith("retry in"):
+            retries += 1
+            continue
+        final[index] = r.outcome.split()[0] if r.outcome else "?"
+    counts: dict[str, int] = {}
+    for outcome in final.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    n = len(final)
+    parts = ", ".join(f"{c} {o}" for o, c in sorted(counts.items(), key=lambda kv: -kv[1]))
+    text = f"{n} element{'s' if n != 1 else ''}: {parts}"
+    if retries:
+        text += f"; {retries} retr{'ies' if retries != 1 else 'y'}"
+    if durations:
+        text += f"  p50 {fmt_duration(_pct(durations, 50))}  p99 {fmt_duration(_pct(durations, 99))}"
+    last = max(final) if final else 0
+    return Row(elements[0].at_ms, f"{base}[0..{last}]", None, None, text)
+
+
+def _pct(ordered: list[int], p: int) -> int:
+    """The p-th percentile of sorted values (nearest rank)."""
+    rank = max(1, -(-p * len(ordered) // 100))
+    return ordered[min(rank, len(ordered)) - 1]

@@ -30,6 +30,7 @@ from orbit.core.history.effects import (
     ContinueExecution,
     DispatchTask,
     Effect,
+    ForwardSignal,
     LinkFork,
     NotifyParent,
     RedriveChild,
@@ -46,7 +47,17 @@ from orbit.core.history.messages import (
 )
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import ExecutionState, remember_inbound
-from orbit.errors import BuildMismatch, ConflictError, ExecutionExists, NotFound, OrbitError, UnknownWorkflow
+from orbit.core.history.storable import execution_id_problem
+from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    ExecutionExists,
+    NotFound,
+    OrbitError,
+    UnknownWorkflow,
+    ValidationError,
+)
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
@@ -62,6 +73,7 @@ from orbit.service.ports import (
     Timers,
 )
 from orbit.service.recovery import RecoveryApi
+from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
 
@@ -71,6 +83,8 @@ Deliveries = dict[str, tuple[int | None, int]]
 
 
 class Engine(RecoveryApi, EngineApi):
+    schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
+
     def __init__(
         self,
         store: HistoryStore,
@@ -107,6 +121,13 @@ class Engine(RecoveryApi, EngineApi):
         Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
+        if execution_id is not None and parent is None:
+            problem = execution_id_problem(execution_id)
+            if problem:
+                raise ValidationError(problem, "id")
+            if execution_id.startswith(SCHEDULE_PREFIX):
+                raise ValidationError(
+                    f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
@@ -131,6 +152,22 @@ class Engine(RecoveryApi, EngineApi):
                 f"{'workflow' if state.workflow != m.workflow else 'input'}",
             )
 
+    @staticmethod
+    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
+        """A start whose parent link differs from the existing execution's: never adopted.
+
+        Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution
+        created before that rule, or a store written by hand. The parent's step fails with
+        CHILD_ID_TAKEN instead of waiting for a child that will never report back; a caller's
+        start of a child's id is refused (ExecutionExists).
+        """
+        if not m.parent:
+            raise ExecutionExists(state.id, f"execution {state.id!r} is a child of another execution")
+        message = (f"execution id {state.id!r} is already taken by an execution that is not this "
+                   f"step's child ({'no parent' if not state.parent else 'another parent'})")
+        return [NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), state.id, "FAILED",
+                             None, TaskError("CHILD_ID_TAKEN", message, False))]
+
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
         failures = self.handle_batch([message])
@@ -151,6 +188,13 @@ class Engine(RecoveryApi, EngineApi):
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
+                try:  # a schedule's fire, or the end of a run it started: not an execution's message
+                    self.schedules.handle(raw)
+                except Exception as e:  # noqa: BLE001 - reported per message, the queue retries it
+                    log.exception("schedule message failed: %s", raw.get("execution_id"))
+                    failures.append((i, e))
+                continue
             try:
                 m = raw if isinstance(raw, Message) else message_from_dict(raw)
             except OrbitError as e:
@@ -216,7 +260,11 @@ class Engine(RecoveryApi, EngineApi):
         was = (state.status, state.created)
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
-                self._check_same_start(state, m)  # same id again: same input returns it, else refused
+                if (m.parent or state.parent) and m.parent != state.parent:
+                    effects.extend(self._not_the_parents(state, m))  # squatted child id: fail the step
+                    continue
+                if not m.parent:
+                    self._check_same_start(state, m)  # same id again: same input returns it, else refused
             if m.id in handled:
                 continue  # the same message twice in one batch: decided once
             if m.id in state.inbound:  # a redelivery: the history is the outbox
@@ -316,6 +364,14 @@ class Engine(RecoveryApi, EngineApi):
         try:
             return self.registry.get_build(state.workflow, state.version, state.build)
         except (BuildMismatch, UnknownWorkflow) as e:
+            # A deploy replaced the code: the code runtime replays the history on the build this
+            # process holds and switches to it if it matches (definitions are never replaced).
+            try:
+                deployed = self.registry.get(state.workflow, state.version)
+            except (BuildMismatch, UnknownWorkflow):
+                deployed = None
+            if getattr(deployed, "kind", None) == "code":
+                return deployed
             return _Parker(str(e))
 
     # ---------------------------------------------------------------- effects
@@ -338,9 +394,16 @@ class Engine(RecoveryApi, EngineApi):
                     )
                 )
             elif isinstance(e, ContinueExecution):
-                self.queues.send_decision(
-                    self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
-                )
+                body = self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
+                body["continued_from"] = e.execution_id
+                if e.signals:
+                    body["signals"] = e.signals
+                if e.idle_hops:
+                    body["idle_hops"] = e.idle_hops
+                self.queues.send_decision(body)
+            elif isinstance(e, ForwardSignal):
+                self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
+                                           "id": e.message_id, "name": e.name, "payload": e.payload})
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
                     {

@@ -5,7 +5,12 @@ into a call) and by `orbit dev`'s local server. Routes:
 
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
+             &started_after=&started_before=&id_prefix=        (ms since epoch; a page may be short)
     GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
+    GET  /executions/{id}/workflow                             -> 200 the pinned build's source
+    GET  /counts?workflow=                                     -> 200 {counts: {status: n}, cap}
+    GET  /workflows                                            -> 200 {workflows: [...]}
+    GET  /workflows/{name}?version=&build=                     -> 200 one build's source
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
 
 Reads are paged (docs/limits.md): history returns at most `limit` events (default 1000, max
@@ -17,14 +22,18 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
                                               {id, redrive_count, steps}
     POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
+    POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
+    POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
+    /schedules...                             see orbit/service/http_schedules.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
-request, invalid definition, payload refused), 404 (unknown execution,
-workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel for an execution that has ended, a redrive
-refused) and
+request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
+deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
+(unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
+hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
+that is not parked, a redrive refused) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -39,21 +48,26 @@ from typing import Any
 from urllib.parse import unquote
 
 from orbit.core.history.state import WORKFLOW_STATUSES
+from orbit.core.history.storable import MAX_DEPTH, execution_id_problem, signal_id_problem, value_problem
 from orbit.errors import (
     ExecutionEnded,
     ExecutionExists,
     HookAlreadyResumed,
     NotFound,
+    NotParked,
     OrbitError,
     PayloadRefused,
     RedriveRefused,
     UnknownWorkflow,
     ValidationError,
 )
+from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 
 log = logging.getLogger("orbit.service.http")
 Response = tuple[int, Any]
+MAX_BODY_BYTES = 6 * 1024 * 1024
+"""A request body larger than this is a 413 (Lambda's own limit for a synchronous request is 6 MB)."""
 
 
 def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
@@ -62,8 +76,8 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
         raise ValidationError("is required (a registered workflow name)", "body.workflow")
     version = body.get("version")
     eid = body.get("id")
-    if eid is not None and (not isinstance(eid, str) or not eid):
-        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    if eid is not None and (problem := execution_id_problem(eid)):
+        raise ValidationError(problem, "body.id")
     eid = engine.start(workflow, None if version is None else str(version), body.get("input"), eid)
     return 201, {"id": eid}
 
@@ -76,13 +90,39 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
         raise ValidationError(
             f"unknown status {status!r}; one of {', '.join(WORKFLOW_STATUSES)}", "query.status"
         )
-    entries, cursor = engine.list(query.get("workflow"), status, limit, query.get("cursor"))
+    id_prefix = query.get("id_prefix") or None
+    if id_prefix is not None and len(id_prefix) > 256:
+        raise ValidationError("must be at most 256 characters", "query.id_prefix")
+    entries, cursor = engine.list(
+        query.get("workflow") or None, status, limit, query.get("cursor"),
+        started_after_ms=_int(query, "started_after", 0, 0, 2**53) or None,
+        started_before_ms=_int(query, "started_before", 0, 0, 2**53) or None, id_prefix=id_prefix,
+    )
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 
 
 def _describe(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     limit = _int(query, "steps_limit", STEPS_PAGE, 1, MAX_STEPS_PAGE)
     return 200, engine.describe(eid, query.get("steps_after") or None, limit)
+
+
+def _counts(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    return 200, engine.counts(query.get("workflow") or None)
+
+
+def _workflows(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    return 200, {"workflows": engine.workflows()}
+
+
+def _workflow_source(engine: Any, body: dict[str, Any], query: Mapping[str, str], name: str) -> Response:
+    version, build = query.get("version"), query.get("build")
+    if not version or not build:
+        raise ValidationError("version and build are both required", "query")
+    return 200, engine.workflow_source(name, version, build)
+
+
+def _execution_workflow(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 200, engine.execution_workflow(eid)
 
 
 def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
@@ -92,8 +132,8 @@ def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: s
 
 def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
     signal_id = body.get("id")  # the caller's id for the signal makes a retried request idempotent
-    if signal_id is not None and (not isinstance(signal_id, str) or not signal_id):
-        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    if signal_id is not None and (problem := signal_id_problem(signal_id)):
+        raise ValidationError(problem, "body.id")
     return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
 
 
@@ -121,6 +161,16 @@ def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str)
     return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
 
 
+def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
+    from orbit.service.queries import run_query
+
+    return 200, {"result": run_query(engine, eid, name, body.get("input"))}
+
+
+def _unpark(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 202, {"id": engine.unpark(eid)}
+
+
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
     return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
 
@@ -141,13 +191,20 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions"), _list),
     ("GET", re.compile(r"/executions/([^/]+)"), _describe),
     ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
+    ("GET", re.compile(r"/executions/([^/]+)/workflow"), _execution_workflow),
+    ("GET", re.compile(r"/counts"), _counts),
+    ("GET", re.compile(r"/workflows"), _workflows),
+    ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
     ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
     ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
+    ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),
+    ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
 ]
+_ROUTES += SCHEDULE_ROUTES
 
 
 def handle_request(engine: Any, method: str, path: str, body: Any = None,
@@ -155,6 +212,8 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
     """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed."""
     method = method.upper()
     path = "/" + path.strip("/")
+    if isinstance(body, (str, bytes)) and len(body) > MAX_BODY_BYTES:
+        return _error(413, "PAYLOAD_TOO_LARGE", f"request body: {len(body)} bytes; at most {MAX_BODY_BYTES}")
     allowed = []
     for route_method, pattern, fn in _ROUTES:
         m = pattern.fullmatch(path)
@@ -171,7 +230,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, RedriveRefused) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked, RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)
@@ -204,8 +263,13 @@ def _parse_body(body: Any) -> dict[str, Any]:
             body = json.loads(body)
         except ValueError as e:
             raise ValidationError(f"request body is not JSON: {e}", "body") from None
+        except RecursionError:
+            raise ValidationError(f"nested more than {MAX_DEPTH} levels deep", "body") from None
     if not isinstance(body, dict):
         raise ValidationError("request body must be a JSON object", "body")
+    problem = value_problem(body, "body")  # lone surrogates, depth: refused before anything is recorded
+    if problem:
+        raise ValidationError(problem)
     return body
 
 

@@ -7,12 +7,21 @@ queue like every other inbound message.
 
 from __future__ import annotations
 
-import json
+import hashlib
 from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
-from orbit.errors import ExecutionEnded, HookAlreadyResumed, NotFound, PayloadRefused, ValidationError
+from orbit.core.history.storable import signal_id_problem, value_problem
+from orbit.errors import (
+    ExecutionEnded,
+    HookAlreadyResumed,
+    NotFound,
+    NotParked,
+    PayloadRefused,
+    ValidationError,
+)
+from orbit.service.catalog import CatalogApi, signal_schema
 from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 
 # Pages of the HTTP API (docs/limits.md): a read never returns more than the maximum, and a caller
@@ -21,7 +30,7 @@ HISTORY_PAGE, MAX_HISTORY_PAGE = 1000, 10_000
 STEPS_PAGE, MAX_STEPS_PAGE = 1000, 10_000
 
 
-class EngineApi:
+class EngineApi(CatalogApi):
     store: HistoryStore
     queues: Queues
     registry: Registry
@@ -65,7 +74,16 @@ class EngineApi:
     def history(
         self, execution_id: str, after_seq: int = 0, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`)."""
+        """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`).
+
+        Hook tokens are credentials: events show `token_sha256` instead (see `shown`)."""
+        return [shown(e) for e in self.recorded_history(execution_id, after_seq, limit)]
+
+    def recorded_history(
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The events exactly as stored, hook tokens included: for in-process tools (the simulator,
+        golden histories), never served by the API or printed by the CLI."""
         out: list[dict[str, Any]] = []
         cursor: int | None = after_seq
         while cursor is not None and (limit is None or len(out) < limit):
@@ -82,21 +100,35 @@ class EngineApi:
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        return self.store.list_executions(workflow, status, limit, cursor)
+        return self.store.list_executions(
+            workflow, status, limit, cursor, started_after_ms=started_after_ms,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
+        )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
         """Queue a signal; nothing is recorded when it is refused: PayloadRefused if the payload
         breaks the schema, ValidationError if a definition has no signal of that name."""
+        if signal_id is not None:
+            problem = signal_id_problem(signal_id)
+            if problem:
+                raise ValidationError(problem, "id")
         check_json(payload, "payload")
+        check_json(name, "signal")
         state = self.load_state(execution_id)
         _check_running(state, f"signal {name!r} was not sent")
         self._check_payload(state, name, payload)
-        mid = signal_id or f"signal:{self.ids.token()}"
+        # The caller's id lives in its own namespace: whatever it is, it can never equal the id of
+        # a start, hook resume, task result, child completion or timer message (deduplicated alike).
+        sid = signal_id or self.ids.token()
         self.queues.send_decision(
-            {"kind": "signal", "execution_id": execution_id, "id": mid, "name": name, "payload": payload}
+            {"kind": "signal", "execution_id": execution_id, "id": f"signal:{sid}", "name": name,
+             "payload": payload}
         )
-        return mid
+        return sid
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
         """Resume a hook once by its token; returns the execution id."""
@@ -128,6 +160,7 @@ class EngineApi:
         return execution_id
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+        check_json(reason, "reason")
         _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
             {
@@ -138,6 +171,17 @@ class EngineApi:
                 "force": force,
             }
         )
+
+    def unpark(self, execution_id: str) -> str:
+        """Try a parked execution again now, on the build the decider holds (it also un-parks by
+        itself on its next decision or retry timer). Returns the message id."""
+        state = self.load_state(execution_id)  # NotFound for an unknown id
+        _check_running(state, "nothing to un-park")
+        if state.parked is None:
+            raise NotParked(execution_id, state.status)
+        mid = f"unpark:{self.ids.token()}"
+        self.queues.send_decision({"kind": "unpark", "execution_id": execution_id, "id": mid})
+        return mid
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
         try:
@@ -154,12 +198,7 @@ class EngineApi:
                     f"it knows: {', '.join(sorted(known)) or 'none'}",
                     "signal",
                 )
-        spec = signals.get(name)
-        schema = (
-            getattr(spec, "schema", spec)
-            if not isinstance(spec, dict) or "schema" not in spec
-            else spec["schema"]
-        )
+        schema = signal_schema(signals.get(name))
         if schema is None:
             return
         from orbit.core.definition.contracts import check_schema
@@ -183,15 +222,38 @@ def page_units(units: dict[str, Any], after: str | None, limit: int) -> tuple[li
     return page, (page[-1] if more and page else None)
 
 
+def token_digest(token: str) -> str:
+    """What views show of a hook token: enough to tell two apart, useless to resume one."""
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def shown(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as history readers see it: hook tokens replaced by their digest.
+
+    A hook token resumes an execution, so it is delivered only where the definition sends it
+    (`hooks.NAME.token` in a step input, `ctx.hook_token` in code) and never shown by describe,
+    history, the CLI or the API.
+    """
+    kind = event.get("type")
+    if kind in ("HookCreated", "HookResumed") and isinstance(event.get("token"), str):
+        event = {**event, "token_sha256": token_digest(event["token"])}
+        del event["token"]
+    elif kind == "SignalConsumed" and str(event.get("signal_id", "")).startswith("hook:"):
+        event = {**event, "signal_id": "hook:" + token_digest(event["signal_id"][5:])}
+    return event
+
+
 def _check_running(state: ExecutionState, action: str) -> None:
     # An ended execution ignores signals, hooks and cancels: say so instead of accepting them.
     if state.status in TERMINAL_WORKFLOW:
-        raise ExecutionEnded(state.id, state.status, action)
+        nxt = state.continued_as
+        later = f" (it continued as new as {nxt!r}: send it there)" if nxt else ""
+        raise ExecutionEnded(state.id, state.status, action + later)
 
 
 def check_json(value: Any, path: str) -> None:
-    """ValidationError at `path` unless `value` is JSON data (it goes into history as it is)."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValidationError(f"must be JSON data: {e}", path) from None
+    """ValidationError at `path` unless `value` is storable JSON data (it goes into history as it is):
+    no lone surrogates, no NaN, at most MAX_DEPTH levels deep."""
+    problem = value_problem(value, path)
+    if problem:
+        raise ValidationError(f"must be JSON data that can be stored: {problem}", path)

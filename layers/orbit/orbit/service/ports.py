@@ -90,6 +90,9 @@ class HistoryPage:
     next_after_seq: int | None  # pass as `after_seq` for the next page; None: no more
 
 
+COUNT_CAP = 1_000  # counts by status stop here ("1,000+"): a count reads every row it counts
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     """One row of the execution index (list by workflow, status, time)."""
@@ -138,11 +141,24 @@ class HistoryStore(Protocol):
         status: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        started_after_ms: int | None = None,
+        started_before_ms: int | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        """Newest first. Returns (entries, next cursor or None)."""
+        """Newest first. Returns (entries, next cursor or None).
+
+        `started_after_ms` <= created < `started_before_ms`; `id_prefix` filters ids. A page may hold
+        fewer than `limit` entries (even none) with a cursor: the store reads a bounded number of
+        rows per call, so a rare prefix never makes one call read the whole index."""
         ...
 
-    def put_hook(self, token: str, execution_id: str, name: str) -> None: ...
+    def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
+        """Executions per status (statuses with none may be left out), each counted up to `cap`."""
+        ...
+
+    def put_hook(self, token: str, execution_id: str, name: str) -> None:
+        """Index a hook by `hook_key(token)`: the lookup item never holds the token itself."""
+        ...
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         """(execution_id, hook name) for a hook token, or None."""
@@ -197,3 +213,10 @@ class Registry(Protocol):
     def get_build(self, name: str, version: str, build: str) -> Any:
         """Exactly the pinned build; BuildMismatch when only other builds exist."""
         ...
+
+
+def hook_key(token: str) -> str:
+    """What a store indexes a hook token by (SHA-256 hex): a hook token is a credential."""
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()

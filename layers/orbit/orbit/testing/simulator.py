@@ -149,6 +149,13 @@ class Simulator:
         self.registry.register(workflow)
         return workflow
 
+    def deploy(self, *workflows: Any) -> None:
+        """Replace the code workflows held (a new deployment); definitions stay registered."""
+        from orbit.core.runtime.code import default_runtime
+
+        self.registry.deploy(workflows)
+        default_runtime().forget()
+
     def worker(self, task: str, *behaviours: Behaviour | Callable[..., Any]) -> Script:
         items = [b if isinstance(b, Behaviour) else call(b) for b in behaviours] or [succeed()]
         self.scripts[task] = Script(items)
@@ -175,11 +182,15 @@ class Simulator:
     def fork(self, execution_id: str, from_step: str, id: str | None = None) -> str:
         return self.engine.fork(execution_id, from_step, id)
 
+    def unpark(self, execution_id: str) -> str:
+        return self.engine.unpark(execution_id)
+
     def describe(self, execution_id: str) -> dict[str, Any]:
         return self.engine.describe(execution_id)
 
     def history(self, execution_id: str) -> list[dict[str, Any]]:
-        return self.engine.history(execution_id)
+        """The history as recorded (hook tokens included: the simulator is the engine's own view)."""
+        return self.engine.recorded_history(execution_id)
 
     def types(self, execution_id: str) -> list[str]:
         return [e["type"] for e in self.history(execution_id)]

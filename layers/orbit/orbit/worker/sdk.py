@@ -271,7 +271,11 @@ class Worker:
         except TaskError as e:
             return None, e
         except Exception as e:  # worker code failed: report it, retryable, instead of losing the message
-            log.exception("task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
+            code = getattr(fn, "__code__", None)  # name the user's function, not the Lambda serving it
+            where = f"{getattr(fn, '__qualname__', fn)}" + (
+                f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else "")
+            log.exception("task %s (%s/%s) raised in %s", d.task, d.execution_id, d.unit, where,
+                          extra={"task_function": where})
             return None, TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
         finally:
             throttle.close()

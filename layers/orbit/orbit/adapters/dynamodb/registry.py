@@ -3,6 +3,7 @@
     DEF#<name> / B#<version>#<hash>   one build of a definition (its source, compressed)
     DEF#<name> / V#<version>          the newest build of that version
     DEF#<name> / LATEST               the newest version registered
+    DEFS / <name>#<version>#<hash>    the catalog: one small row per build (`builds()`)
 
 What may be cached, and for how long, follows from what can change:
 - A build item is immutable (its key contains the content hash), so a parsed
@@ -37,6 +38,7 @@ from orbit.adapters.dynamodb.codec import decode, encode, n, s, text
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
 POINTER_TTL_S = 2.0
+CATALOG = "DEFS"
 
 
 class DynamoRegistry:
@@ -80,6 +82,9 @@ class DynamoRegistry:
         self._db.put_item(TableName=self.table, Item={
             "pk": pk, "sk": s(f"B#{version}#{build}"), "registered_at": now,
             **encode(workflow.raw, self._payloads)})
+        self._db.put_item(TableName=self.table, Item={
+            "pk": s(CATALOG), "sk": s(f"{name}#{version}#{build}"), "name": s(name), "version": s(version),
+            "hash": s(build), "registered_at": now})
         self._db.put_item(TableName=self.table, Item={"pk": pk, "sk": s(f"V#{version}"), "hash": s(build)})
         self._db.put_item(TableName=self.table, Item={
             "pk": pk, "sk": s("LATEST"), "version": s(version), "hash": s(build), "registered_at": now})
@@ -88,6 +93,10 @@ class DynamoRegistry:
             self._cache[(name, version, build)] = workflow
             self._pointers[(name, f"V#{version}")] = (version, build, read_at)
             self._pointers[(name, "LATEST")] = (version, build, read_at)
+
+    def deploy(self, workflows: Any) -> None:
+        """Replace the code workflows this process holds (definitions stay registered)."""
+        self.code.replace(workflows)
 
     def get(self, name: str, version: str | None = None) -> Any:
         if self.code.find(name, version) is not None:
@@ -113,6 +122,20 @@ class DynamoRegistry:
         with self._lock:
             self._cache[(name, version, build)] = definition
         return definition
+
+    def builds(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(name, version, hash) of the stored definitions, from the catalog rows (builds registered
+        before the catalog existed are not listed); at most `limit`, in name order."""
+        out: list[tuple[str, str, str]] = []
+        kw: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
+                              "ExpressionAttributeValues": {":pk": s(CATALOG)}}
+        while len(out) < limit:
+            page = self._db.query(**kw, Limit=limit - len(out))
+            out += [(i["name"]["S"], i["version"]["S"], i["hash"]["S"]) for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return out
 
     def _pointer(self, name: str, sk: str, version: str | None) -> tuple[str, str]:
         """(version, hash) that `LATEST` or `V#<version>` points at: cached for the TTL, else read."""

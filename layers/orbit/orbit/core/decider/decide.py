@@ -15,16 +15,18 @@ Order of work:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
+from orbit.core.decider.parking import try_unpark
 from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
 from orbit.core.definition.expression_budget import spent_steps
-from orbit.core.history.effects import ArmTimer, ContinueDecision
+from orbit.core.history.effects import ArmTimer, ContinueDecision, ForwardSignal
 from orbit.core.history.events import (
     CANCELLED,
     WORKFLOW_TIMEOUT,
@@ -48,9 +50,11 @@ from orbit.core.history.messages import (
     SignalMessage,
     StartedMessage,
     StartMessage,
+    UnparkMessage,
     WakeMessage,
 )
 from orbit.core.history.state import COMPENSATING, ExecutionState
+from orbit.core.history.storable import VALUE_NOT_STORABLE, value_problem
 from orbit.core.runtime.commands import Runtime
 
 __all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
@@ -97,7 +101,7 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
         was_terminal, wake_before = False, None  # running again: arm its timers as a start does
     else:
         _inbound(ctx, inbound)
-    if not state.terminal and not _fixpoint(ctx):
+    if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage)):
         ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
@@ -133,6 +137,8 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
             parent=m.parent,
             build=build,
             execution_id=ctx.state.id,
+            continued_from=m.continued_from,
+            idle_hops=m.idle_hops,
         )
     )
     ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))
@@ -140,6 +146,9 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
         create_hook(ctx, name)
     if m.fork is not None:
         seed_fork(ctx, m.fork)
+    for sig in m.signals or []:  # handed over by the previous run, in the order they arrived
+        if isinstance(sig, dict) and isinstance(sig.get("name"), str) and sig["name"]:
+            ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))
 
 
 def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per message kind
@@ -148,7 +157,10 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
         if isinstance(m, ResultMessage):  # evidence of a late answer, never applied
             outcome = "succeeded" if m.error is None else f"failed:{m.error.code}"
             ctx.emit(StaleResultIgnored(m.unit, m.token, outcome))
+        elif isinstance(m, SignalMessage) and s.continued_as:  # sent before the run continued
+            ctx.effect(ForwardSignal(s.continued_as, m.id, m.name, m.payload))
         return
+    m = _storable_inbound(m)
     if isinstance(m, ResultMessage):
         result(ctx, m.unit, m.token, m.output, m.error)
     elif isinstance(m, StartedMessage):
@@ -174,6 +186,24 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
         wake_due(ctx)  # a late timer: act on what is already due rather than wait for it
 
 
+def _storable_inbound(m: Message) -> Message:
+    """A worker's answer or heartbeat whose values cannot be stored (a lone surrogate, NaN, nesting
+    deeper than MAX_DEPTH) becomes a non-retryable VALUE_NOT_STORABLE failure, or loses its details:
+    recording it as it is would make this and every later commit fail."""
+    if isinstance(m, ResultMessage):
+        err = m.error.to_dict() if m.error is not None else None
+        problem = value_problem(m.output, f"steps.{m.unit}.output") or value_problem(
+            err, f"steps.{m.unit}.error"
+        )
+        if problem is not None:
+            return replace(m, output=None, error=TaskError(VALUE_NOT_STORABLE, str(problem), retryable=False))
+    elif isinstance(m, HeartbeatMessage) and value_problem(m.details, "details") is not None:
+        return replace(m, details=None)
+    elif isinstance(m, (SignalMessage, HookMessage)) and (problem := value_problem(m.payload, "payload")):
+        return replace(m, payload={"refused": VALUE_NOT_STORABLE, "problem": str(problem)})
+    return m
+
+
 def _overdue(s: ExecutionState, now: int) -> bool:
     w = s.next_wake_ms()
     return w is not None and w <= now
@@ -196,7 +226,7 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx) -> bool:
+def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> bool:
     """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
@@ -208,9 +238,13 @@ def _fixpoint(ctx: Ctx) -> bool:
         progress_abort(ctx)
         if s.terminal:
             return True
-        if s.parked is None:
-            runtime = runtime or runtime_for(ctx.workflow)
-            execute(ctx, runtime.run(ctx.workflow, s, ctx.now))
+        runtime = runtime or runtime_for(ctx.workflow)
+        commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
+        if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
+            commands = try_unpark(ctx, commands or [], retry_asked)
+            retry_asked = False
+        if commands is not None:
+            execute(ctx, commands)
             if s.terminal:
                 return True
             if ctx.event_count == before and s.status == COMPENSATING:

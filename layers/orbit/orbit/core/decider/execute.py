@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
+from orbit.core.decider.parking import park, switch_build
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, schedule, succeed
 from orbit.core.history.effects import ContinueExecution, RegisterHook, StartChild
@@ -12,12 +13,13 @@ from orbit.core.history.events import (
     ChildStarted,
     CompensationCompleted,
     CompensationFailed,
-    ExecutionParked,
     FailRequested,
     HookCreated,
+    PatchMarked,
     ProgressRecorded,
     StepFanOut,
     StepSkipped,
+    TaskError,
     TimerFired,
     TimerStarted,
     WaitStarted,
@@ -25,7 +27,7 @@ from orbit.core.history.events import (
     WorkflowContinuedAsNew,
     WorkflowTimeoutReached,
 )
-from orbit.core.history.state import PENDING, parse_key
+from orbit.core.history.state import PENDING, buffered_signals, parse_key
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
     Cancel,
@@ -37,16 +39,22 @@ from orbit.core.runtime.commands import (
     FailStep,
     FanOut,
     LinkChild,
+    MarkPatch,
     Park,
     RecordProgress,
     RecordResult,
     ScheduleStep,
     SkipStep,
+    SwitchBuild,
     Timeout,
     WaitForSignal,
     WaitUntil,
     flatten,
+    storable,
 )
+
+CONTINUE_AS_NEW_LOOP = "CONTINUE_AS_NEW_LOOP"
+MAX_IDLE_HOPS = 10  # runs in a row that continue as new without a durable call
 
 
 def _fresh(ctx: Ctx, unit: str) -> bool:
@@ -63,7 +71,7 @@ def execute(ctx: Ctx, commands: list[Command]) -> None:
     for c in flatten(commands):
         if ctx.state.terminal:
             return
-        _one(ctx, c)
+        _one(ctx, storable(c))
 
 
 def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, flat on purpose
@@ -106,8 +114,12 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
         if c.data != s.progress:
             ctx.emit(ProgressRecorded(c.data))
     elif isinstance(c, Park):
-        if s.parked is None:
-            ctx.emit(ExecutionParked(c.error))
+        park(ctx, c.error)
+    elif isinstance(c, SwitchBuild):
+        switch_build(ctx, c)
+    elif isinstance(c, MarkPatch):
+        if c.change_id not in s.patches:
+            ctx.emit(PatchMarked(c.change_id, c.position))
     elif aborting:
         return  # final commands wait for the wind-down to finish
     elif cleanup:
@@ -122,10 +134,31 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, Timeout):
         ctx.emit(WorkflowTimeoutReached())
     elif isinstance(c, ContinueAsNew):
-        new_id = next_execution_id(s.id)
-        ctx.emit(WorkflowContinuedAsNew(c.input, new_id))
-        # The parent (if any) hears from the last execution of the chain, not from this one.
-        ctx.effect(ContinueExecution(s.id, new_id, s.workflow, s.version, c.input, s.parent))
+        continue_as_new(ctx, c)
+
+
+def continue_as_new(ctx: Ctx, c: ContinueAsNew) -> None:
+    """End this run and start its successor, handing over the signals it did not consume.
+
+    A run that made no durable call is an idle hop; a chain of more than MAX_IDLE_HOPS of
+    them in a row would spin forever on the decision queue, so the run fails instead.
+    """
+    s = ctx.state
+    hops = s.idle_hops + 1 if not s.units else 0
+    if hops > MAX_IDLE_HOPS:
+        ctx.emit(FailRequested(TaskError(
+            CONTINUE_AS_NEW_LOOP,
+            f"continue_as_new: {hops} runs in a row continued as new without a durable call "
+            f"(step, sleep, wait_for or child); the limit is {MAX_IDLE_HOPS}. Make a durable call "
+            "before continuing, or end the workflow", retryable=False,
+            details={"idle_hops": hops, "limit": MAX_IDLE_HOPS})))
+        return
+    new_id = next_execution_id(s.id)
+    signals = buffered_signals(s) or None
+    ctx.emit(WorkflowContinuedAsNew(c.input, new_id, signals))
+    # The parent (if any) hears from the last execution of the chain, not from this one.
+    ctx.effect(ContinueExecution(s.id, new_id, s.workflow, s.version, c.input, s.parent, signals,
+                                 hops or None))
 
 
 def finish_cleanup(ctx: Ctx, c: Command) -> None:

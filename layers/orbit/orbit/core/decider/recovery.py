@@ -13,6 +13,7 @@ failed or cancelled child units, whose child executions are redriven with the pa
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from orbit.core.decider.context import Ctx
@@ -159,6 +160,9 @@ def fork_units(state: ExecutionState, records: list[Recorded], from_step: str) -
                                "output": u.output}
         if u.signal is not None:
             rec["signal"] = u.signal
+        for name in ("input", "retry", "timeout_ms", "queue_timeout_ms", "heartbeat_timeout_ms"):
+            if getattr(u, name) is not None:  # what a code workflow's replay compares (code_compare)
+                rec[name] = copy.deepcopy(getattr(u, name))
         out[key] = rec
     return out
 

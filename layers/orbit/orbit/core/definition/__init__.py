@@ -1,4 +1,4 @@
-"""Workflow definitions, format 1 (``shared/DSL.md``): load, validate, parse, hash.
+"""Workflow definitions, format 1 (``docs/definitions.md``): load, validate, parse, hash.
 
 - :func:`load_definition` reads YAML/JSON text or a file; :func:`parse_definition`
   takes a loaded document. Both raise ``orbit.errors.ValidationError`` (a

@@ -3,6 +3,12 @@
 Schemas use the dialect they declare in ``$schema``, Draft 2020-12 otherwise.
 Validators are cached by the schema's canonical JSON, because the decider
 checks the same few schemas over and over.
+
+A schema never reaches the network or the disk: a ``$ref`` (or ``$dynamicRef``,
+``$recursiveRef``) must point inside the schema itself (``#/$defs/item``,
+``#anchor``); anything else is a validation problem naming where it is. Evaluation
+uses an empty registry that retrieves nothing,
+so a schema that slipped past validation fails to apply instead of fetching.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
+from referencing import Registry
 
 from orbit.core.history.events import TaskError
 
@@ -22,6 +29,7 @@ _ROOT_LABEL = {
     "OUTPUT_CONTRACT_VIOLATION": "output",
 }
 _MAX_DETAILS = 20
+_NOTHING_TO_RETRIEVE: Registry = Registry()  # no resources, no retrieve function: never a fetch
 
 
 def validate_schema(schema: Any) -> list[str]:
@@ -32,7 +40,31 @@ def validate_schema(schema: Any) -> list[str]:
         key = _key(schema)
     except (TypeError, ValueError, RecursionError) as exc:
         return [f"not a JSON document: {exc}"]
-    return list(_schema_problems(key))
+    outside = reference_problems(schema)
+    return outside or list(_schema_problems(key))
+
+
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # values, not subschemas
+
+
+def reference_problems(schema: Any) -> list[str]:
+    """`path.$ref: ...` for every reference that leaves the schema (a URL, a file, another document)."""
+    out: list[str] = []
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                where = f"{path}.{key}" if path else str(key)
+                if key in _REF_KEYWORDS and isinstance(value, str) and not value.startswith("#"):
+                    out.append(f"{where}: {value!r} points outside this schema; only local references "
+                               "such as '#/$defs/NAME' are allowed (schemas never fetch URLs or files)")
+                elif key not in _DATA_KEYWORDS:
+                    stack.append((value, where))
+    return sorted(out)
 
 
 @lru_cache(maxsize=512)
@@ -42,7 +74,8 @@ def _schema_problems(key: str) -> tuple[str, ...]:
     schema = json.loads(key)
     try:
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-        problems = [_schema_problem(err) for err in cls(cls.META_SCHEMA).iter_errors(schema)]
+        meta = cls(cls.META_SCHEMA)  # the meta-schemas' own refs: all bundled with jsonschema
+        problems = [_schema_problem(err) for err in meta.iter_errors(schema)]
     except Exception as exc:  # unknown $schema URIs, unhashable oddities: report, never raise
         return (f"{type(exc).__name__}: {exc}",)
     return tuple(sorted(problems))
@@ -82,7 +115,8 @@ def _key(schema: Any) -> str:
 def _validator(key: str) -> Any:
     schema = json.loads(key)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return cls(schema)
+    # Local references resolve inside `schema`; anything else is Unresolvable, never retrieved.
+    return cls(schema, registry=_NOTHING_TO_RETRIEVE)
 
 
 def _message(err: js_exceptions.ValidationError) -> str:

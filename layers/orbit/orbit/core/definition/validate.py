@@ -9,6 +9,7 @@ from orbit.core.definition import expressions
 from orbit.core.definition.checks import (
     Problems,
     check_duration,
+    check_expression_string,
     check_json,
     check_keys,
     check_schema_doc,
@@ -23,14 +24,14 @@ from orbit.core.definition.steps_check import STEP_NAME, check_retry, check_step
 from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
-            "output", "output_schema", "signals")
+            "output", "output_schema", "signals", "queries")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 FORMAT = 1
-# What an expression can read (DSL.md "Expressions").
+# What an expression can read (docs/definitions.md, "Expressions").
 ROOT_FIELDS = ("input", "steps", "execution", "hooks")
 ELEMENT_FIELDS = ("item", "index")
 
@@ -64,9 +65,26 @@ def validate_definition(document: Any) -> list[Problem]:
         check_template(output, "output", out)
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
+    _check_queries(document.get("queries"), "queries" in document, out)
     _check_hooks(document, out)
     _check_roots(document, out)
     return out.items
+
+
+def _check_queries(queries: Any, present: bool, out: Problems) -> None:
+    """`queries: {NAME: "{% expr %}"}`: read-only expressions over the step-input root plus `query`
+    (the caller's input); a query never reads a step that does not exist."""
+    if not present:
+        return
+    if not isinstance(queries, dict):
+        out.add("queries", f"must be a mapping of query names to expressions, not {type_name(queries)}")
+        return
+    for name, expr in queries.items():
+        path = join("queries", str(name))
+        if not isinstance(name, str) or not STEP_NAME.fullmatch(name):
+            out.add(path, "a query name is letters, digits, _ and - (starting with a letter or _)")
+        elif check_expression_string(expr, path, out, "the answer"):
+            _root_reads(expr, path, (*ROOT_FIELDS, "query"), out)
 
 
 def _check_header(document: dict[str, Any], out: Problems) -> None:
@@ -171,7 +189,7 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
 
 
 def _check_roots(document: dict[str, Any], out: Problems) -> None:
-    """Expressions read only what the root has (DSL.md "Expressions"); ``item`` and
+    """Expressions read only what the root has (docs/definitions.md, "Expressions"); ``item`` and
     ``index`` only where a ``for`` step evaluates per element."""
     steps = document.get("steps")
     for name, body in (steps.items() if isinstance(steps, dict) else ()):

@@ -123,6 +123,21 @@ class ContinueExecution(Effect):
     version: str
     input: JSON
     parent: dict[str, str] | None = None  # a child's successor still answers its parent
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"signals", "idle_hops"})
+    signals: list[JSON] | None = None  # unconsumed signals handed over, in arrival order
+    idle_hops: int | None = None  # see WorkflowCreated.idle_hops
+
+
+@dataclass(frozen=True)
+class ForwardSignal(Effect):
+    """A signal that reached a run after it continued as new goes on to its successor, under the
+    same message id (the successor records it once however often it is forwarded)."""
+
+    KIND: ClassVar[str] = "forward_signal"
+    execution_id: str
+    message_id: str
+    name: str
+    payload: JSON = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +186,7 @@ EFFECT_TYPES: dict[str, type[Effect]] = registry(
     ContinueDecision,
     RedriveChild,
     LinkFork,
+    ForwardSignal,
 )
 
 

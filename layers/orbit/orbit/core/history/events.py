@@ -60,6 +60,7 @@ def event(cls: type[Event]) -> type[Event]:
 
 @event
 class WorkflowCreated(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"continued_from", "idle_hops"})
     workflow: str
     version: str
     definition_hash: str
@@ -67,6 +68,9 @@ class WorkflowCreated(Event):
     parent: dict[str, str] | None = None  # {"execution_id", "step"} for child executions
     build: str = ""  # the pinned build: code build id or definition hash
     execution_id: str = ""
+    continued_from: str | None = None  # the run that continued as new into this one
+    # How many runs before this one in a row continued as new without a durable call.
+    idle_hops: int | None = None
 
 
 @event
@@ -302,15 +306,50 @@ class ProgressRecorded(Event):
 
 @event
 class WorkflowContinuedAsNew(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"signals"})
     input: JSON = None
     new_execution_id: str = ""
+    # Signals (and hook payloads) received and not consumed, in arrival order, handed to the
+    # successor: [{"name", "payload", "signal_id"}].
+    signals: list[JSON] | None = None
 
 
 @event
 class ExecutionParked(Event):
-    """Replay cannot go on (non-determinism, build mismatch); waits for an operator."""
+    """Replay cannot go on (non-determinism, build mismatch). The engine tries again on every
+    decision and, by itself, at `retry_at_ms` (backing off); `orbit unpark` tries at once."""
 
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"retry_at_ms"})
     error: TaskError
+    retry_at_ms: int | None = None
+
+
+# -- safe deploys (replay on the deployed build) -------------------------------------------------
+
+
+@event
+class BuildSwitched(Event):
+    """The pinned build was not deployed; the history replayed cleanly on `to_build`, which the
+    execution runs on from here."""
+
+    from_build: str
+    to_build: str
+
+
+@event
+class ExecutionUnparked(Event):
+    """A parked execution replays cleanly again (on `build`) and goes on deciding."""
+
+    build: str = ""
+    reason: str = ""
+
+
+@event
+class PatchMarked(Event):
+    """`ctx.patched(change_id)` was reached on code that has the change (durable call `position`)."""
+
+    change_id: str
+    position: int = 0
 
 
 @event

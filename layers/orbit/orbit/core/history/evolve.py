@@ -25,6 +25,7 @@ from orbit.core.history.state import (
     SUCCEEDED,
     TERMINAL_UNIT,
     TIMED_OUT,
+    UNPARK_WAKE,
     WAITING,
     WORKFLOW_WAKE,
     ExecutionState,
@@ -99,6 +100,7 @@ def _created(s: ExecutionState, e: E.WorkflowCreated, ts: int) -> None:
     s.build = e.build or e.definition_hash
     s.input, s.parent = e.input, e.parent
     s.created, s.created_at_ms, s.status = True, ts, RUNNING
+    s.continued_from, s.idle_hops = e.continued_from, e.idle_hops or 0
 
 
 def _started(s: ExecutionState, e: E.WorkflowStarted, ts: int) -> None:
@@ -244,6 +246,7 @@ def _timer_started(s: ExecutionState, e: E.TimerStarted, ts: int) -> None:
         return
     _enter(s, e.step, u, WAITING)
     u.kind, u.scheduled_at_ms, u.attempt = u.kind or "sleep", ts, max(u.attempt, 1)
+    u.fire_at_ms = e.fire_at_ms
     _wake(s, e.step, u, e.fire_at_ms)
 
 
@@ -267,7 +270,9 @@ def _wait_started(s: ExecutionState, e: E.WaitStarted, ts: int) -> None:
 
 
 def _signal(s: ExecutionState, e: E.SignalReceived, ts: int) -> None:
-    s.signals.setdefault(e.name, []).append({"signal_id": e.signal_id, "payload": e.payload})
+    # `seq` keeps the arrival order across names, for the hand-over at continue-as-new.
+    s.signals.setdefault(e.name, []).append({"signal_id": e.signal_id, "payload": e.payload,
+                                             "seq": s.last_seq})
 
 
 def _signal_consumed(s: ExecutionState, e: E.SignalConsumed, ts: int) -> None:
@@ -287,7 +292,8 @@ def _hook_resumed(s: ExecutionState, e: E.HookResumed, ts: int) -> None:
     h = s.hooks.get(e.name)
     if h is not None and h["token"] == e.token and not h["resumed"]:
         h["resumed"] = True
-        s.signals.setdefault(e.name, []).append({"signal_id": "hook:" + e.token, "payload": e.payload})
+        s.signals.setdefault(e.name, []).append({"signal_id": "hook:" + e.token, "payload": e.payload,
+                                                 "seq": s.last_seq})
 
 
 def _child_started(s: ExecutionState, e: E.ChildStarted, ts: int) -> None:
@@ -354,7 +360,28 @@ def _progress(s: ExecutionState, e: E.ProgressRecorded, ts: int) -> None:
 
 
 def _parked(s: ExecutionState, e: E.ExecutionParked, ts: int) -> None:
-    s.parked = e.error
+    if s.parked is None:
+        s.parked_since_ms = ts
+    s.parked, s.parked_at_ms = e.error, ts
+    if e.retry_at_ms is not None:
+        s.wakeups[UNPARK_WAKE] = e.retry_at_ms
+    else:
+        s.wakeups.pop(UNPARK_WAKE, None)
+
+
+def _unparked(s: ExecutionState, e: E.ExecutionUnparked, ts: int) -> None:
+    s.parked, s.parked_at_ms, s.parked_since_ms = None, None, None
+    s.wakeups.pop(UNPARK_WAKE, None)
+    if e.build:
+        s.build = e.build
+
+
+def _build_switched(s: ExecutionState, e: E.BuildSwitched, ts: int) -> None:
+    s.build = e.to_build
+
+
+def _patch_marked(s: ExecutionState, e: E.PatchMarked, ts: int) -> None:
+    s.patches.setdefault(e.change_id, e.position)
 
 
 HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
@@ -392,6 +419,9 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.WorkflowContinuedAsNew: _end(COMPLETED),
     E.ProgressRecorded: _progress,
     E.ExecutionParked: _parked,
+    E.ExecutionUnparked: _unparked,
+    E.BuildSwitched: _build_switched,
+    E.PatchMarked: _patch_marked,
 }
 
 from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  (it uses the helpers above)

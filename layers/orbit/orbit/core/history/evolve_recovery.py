@@ -72,9 +72,17 @@ def _forked(s: ExecutionState, e: E.ExecutionForked, ts: int) -> None:
             input=rec.get("input"),
             output=rec.get("output"),
             signal=rec.get("signal"),  # type: ignore[arg-type]
+            retry=rec.get("retry") if isinstance(rec.get("retry"), dict) else None,  # type: ignore[arg-type]
+            timeout_ms=_ms(rec.get("timeout_ms")),
+            queue_timeout_ms=_ms(rec.get("queue_timeout_ms")),
+            heartbeat_timeout_ms=_ms(rec.get("heartbeat_timeout_ms")),
             finished_at_ms=ts,
             succeeded_seq=s.last_seq,
         )
+
+
+def _ms(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _fork_created(s: ExecutionState, e: E.ForkCreated, ts: int) -> None:

@@ -38,14 +38,22 @@ class StartMessage(Message):
         "input": (_ANY, False),
         "parent": ((dict, type(None)), False),
         "fork": ((dict, type(None)), False),
+        "continued_from": ((str, type(None)), False),
+        "signals": ((list, type(None)), False),
+        "idle_hops": ((int, type(None)), False),
     }
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"fork"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"fork", "continued_from", "signals", "idle_hops"})
     workflow: str = ""
     version: str | None = None
     input: JSON = None
     parent: dict[str, str] | None = None  # {"execution_id", "step"}
     # A fork (orbit fork): {"execution_id", "step", "units": {key: recorded unit}} reused from the original.
     fork: dict[str, JSON] | None = None
+    # Set when the previous run continued as new: its id, the signals it had not consumed
+    # (`[{"name", "payload", "signal_id"}]`, in arrival order) and its idle-hop count.
+    continued_from: str | None = None
+    signals: list[JSON] | None = None
+    idle_hops: int | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,13 @@ class WakeMessage(Message):
 
 
 @dataclass(frozen=True)
+class UnparkMessage(Message):
+    """`orbit unpark`: try a parked execution again now, on the build this decider holds."""
+
+    KIND: ClassVar[str] = "unpark"
+
+
+@dataclass(frozen=True)
 class ChildDoneMessage(Message):
     KIND: ClassVar[str] = "child_done"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
@@ -188,6 +203,7 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
     ChildDoneMessage,
     RedriveMessage,
     ForkCreatedMessage,
+    UnparkMessage,
 )
 
 

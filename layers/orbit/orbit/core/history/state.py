@@ -47,6 +47,7 @@ SKIPPED = "SKIPPED"
 TERMINAL_UNIT = frozenset({SUCCEEDED, SKIPPED, FAILED, CANCELLED})
 COMPENSATE_PREFIX = "compensate:"
 WORKFLOW_WAKE = "$workflow"  # wakeups key of the whole-execution deadline
+UNPARK_WAKE = "$unpark"  # wakeups key of a parked execution's next try
 
 _DAY_MS = 86_400_000
 # How many commits' handled message ids the state keeps (signal ids aside). Enough for the usual
@@ -130,6 +131,7 @@ class UnitState:
     # Attempts before the last redrive: the retry budget counts from here (attempt numbers go on,
     # so a worker's record of an old failed attempt never answers a new one).
     attempt_base: int = 0
+    fire_at_ms: int | None = None  # a durable timer's wake time, kept after it fired (replay compares it)
 
     @property
     def terminal(self) -> bool:
@@ -140,8 +142,9 @@ class UnitState:
         for k in ("error", "last_error"):
             v = getattr(self, k)
             d[k] = v.to_dict() if v is not None else None
-        if d["heartbeat_timeout_ms"] is None:
-            del d["heartbeat_timeout_ms"]  # added later: snapshots without one stay as they were
+        for late in ("heartbeat_timeout_ms", "fire_at_ms"):
+            if d[late] is None:
+                del d[late]  # added later: snapshots without one stay as they were
         if not d["attempt_base"]:
             del d["attempt_base"]
         return d
@@ -226,6 +229,12 @@ class ExecutionState:
     ran_compensation: bool = False  # a unit was created while COMPENSATING (compensation or cleanup)
     forked_from: dict[str, JSON] | None = None  # {"execution_id", "step"}
     forked_to: list[str] = field(default_factory=list)  # ids of executions forked from this one
+    # Added with safe deploys and the continue-as-new hand-over; left out of snapshots while empty.
+    parked_at_ms: int | None = None  # the last ExecutionParked
+    parked_since_ms: int | None = None  # the first one since the execution last ran
+    continued_from: str | None = None
+    idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
+    patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
     last_seq: int = 0
     inbound: dict[str, int] = field(default_factory=dict)  # index of both logs; not serialised
     # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order:
@@ -267,8 +276,10 @@ class ExecutionState:
                 v = {k: c.to_dict() for k, c in v.items()}
             elif f.name == "active":
                 v = list(v)
-            elif f.name == "inbound" or (f.name in _RECOVERY_FIELDS and not v):
-                continue  # rebuilt from the logs / a default left out
+            elif f.name == "inbound":
+                continue  # rebuilt from the logs
+            elif f.name in (_OPTIONAL_FIELDS | _RECOVERY_FIELDS) and not v:
+                continue  # added later / a default: snapshots without them stay as they were
             elif f.name in ("inbound_log", "signal_log"):
                 v = [[seq, ts, list(ids)] for seq, ts, ids in v]
             elif isinstance(v, TaskError):
@@ -332,10 +343,22 @@ class ExecutionState:
             "redrive_count": self.redrive_count,
             "forked_from": copy.deepcopy(self.forked_from),
             "forked_to": list(self.forked_to),
+            "continued_from": self.continued_from,
+            "continued_to": self.continued_as,
+            "build": self.build,
         }
 
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
+_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches"})
+
+
+def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:
+    """Signals and hook payloads received and not consumed, in arrival order."""
+    entries = [(b.get("seq") or 0, n, name, b) for name, buf in state.signals.items()
+               for n, b in enumerate(buf)]
+    return [{"name": name, "payload": b.get("payload"), "signal_id": b.get("signal_id", "")}
+            for _, _, name, b in sorted(entries, key=lambda t: (t[0], t[1]))]
 
 
 def remember_inbound(

@@ -14,10 +14,10 @@ from orbit.errors import OrbitError, ValidationError
 
 JSON = Any
 
-# Runtime error codes (DSL.md "Retry, timeouts, errors").
+# Runtime error codes (docs/definitions.md, "Errors").
 TIMEOUT = "TIMEOUT"
 QUEUE_TIMEOUT = "QUEUE_TIMEOUT"
-# Extension (not in DSL.md): a started attempt sent no heartbeat within its heartbeat_timeout.
+# An Orbit addition: a started attempt sent no heartbeat within its heartbeat_timeout.
 HEARTBEAT_TIMEOUT = "HEARTBEAT_TIMEOUT"
 EXPRESSION_ERROR = "EXPRESSION_ERROR"
 INPUT_CONTRACT_VIOLATION = "INPUT_CONTRACT_VIOLATION"

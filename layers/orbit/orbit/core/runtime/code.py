@@ -20,9 +20,12 @@ Otherwise the instance is discarded and the function replays from the start,
 which is always correct. So the conditional write on seq stays the only
 synchronisation point; the cache is a pure optimisation.
 
-Build pinning: an execution replays only with the build recorded in its
-`WorkflowCreated`; if this process does not hold that build the execution is
-parked with `BuildMismatch`, never replayed with other code.
+Builds: an execution replays with the build recorded in its `WorkflowCreated`
+(or its last `BuildSwitched`). When this process does not hold that build (a
+deploy replaced the code), the history is replayed on the build it does hold:
+if every recorded call matches, the execution switches to it (`SwitchBuild`);
+if not, it parks with the first divergence and the engine tries again later.
+An explicit `build=` pins exactly: such an execution only ever runs on that build.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ from orbit.errors import BuildMismatch, UnknownWorkflow
 DEFAULT_CACHE_SIZE = 256
 
 
+def replaceable(build: str) -> bool:
+    """May an execution pinned to `build` move to another build that replays its history?
+    Source-hash builds (the default) may; an explicit `build=` is an exact fence."""
+    return build.startswith("src:")
+
+
 class CodeRuntime:
     """Runtime for code workflows; one per process is enough (it is thread-safe)."""
 
@@ -52,14 +61,15 @@ class CodeRuntime:
         self.stats = {"cold": 0, "warm": 0}
 
     def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[C.Command]:
-        if state.terminal or state.parked is not None:
+        if state.terminal:
             return []
         try:
             wf = self.pinned(workflow, state)
         except (BuildMismatch, UnknownWorkflow) as e:
-            return [C.Park(TaskError("BUILD_MISMATCH", str(e), retryable=False,
-                                     details={"pinned": state.build, "workflow": state.workflow,
-                                              "version": state.version}))]
+            return self._switch(workflow, state, e)
+        return self._feed(wf, state)
+
+    def _feed(self, wf: CodeWorkflow, state: ExecutionState) -> list[C.Command]:
         inst = self._take(state.id)
         if inst is not None and not self._still_valid(inst, wf, state):
             inst.discard()
@@ -76,6 +86,35 @@ class CodeRuntime:
         else:
             self._put(state.id, inst)
         return commands
+
+    def _switch(self, workflow: Any, state: ExecutionState, missing: Exception) -> list[C.Command]:
+        """The pinned build is not here: replay the history on the build that is (safe deploy).
+
+        Clean: switch to it. Diverged, or the execution is pinned exactly (an explicit `build=`),
+        or no build of that version is here: park with BUILD_MISMATCH and the first divergence.
+        """
+        details: dict[str, Any] = {"pinned": state.build, "workflow": state.workflow,
+                                   "version": state.version}
+        target = workflow if isinstance(workflow, CodeWorkflow) and workflow.name == state.workflow \
+            and workflow.version == state.version else self.registry.find(state.workflow, state.version)
+        if target is None:
+            return [C.Park(TaskError("BUILD_MISMATCH", str(missing), retryable=False, details=details))]
+        details["deployed"] = target.build
+        if not replaceable(state.build):
+            return [C.Park(TaskError("BUILD_MISMATCH", (
+                f"execution {state.id!r} is pinned to build {state.build!r} of workflow {state.workflow!r} "
+                f"(an explicit build= on @orbit.workflow), which this decider does not hold (it holds "
+                f"{target.build!r}); deploy that build to finish it"), retryable=False, details=details))]
+        commands = self._feed(target, state)
+        park = next((c for c in commands if isinstance(c, C.Park)), None)
+        if park is None:
+            return [C.SwitchBuild(state.build, target.build), *commands]
+        details.update(park.error.details if isinstance(park.error.details, dict) else {})
+        details["cause"] = park.error.code
+        return [C.Park(TaskError("BUILD_MISMATCH", (
+            f"build {state.build!r} of workflow {state.workflow!r} is not deployed, and its history does "
+            f"not replay on the deployed build {target.build!r}: {park.error.message}"),
+            retryable=False, details=details))]
 
     @staticmethod
     def _compensation(inst: Instance, state: ExecutionState) -> list[C.Command]:
@@ -147,6 +186,8 @@ class CodeRuntime:
         if any(k not in state.units for k in r.emitted_units):
             return False
         if any(h not in state.hooks for h in r.emitted_hooks):
+            return False
+        if any(p not in state.patches for p in r.emitted_patches):
             return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
             return False

@@ -42,6 +42,16 @@ class WorkflowContext:
     def execution_id(self) -> str:
         return self._replay.execution_id
 
+    # -- queries -----------------------------------------------------------------------------
+    def query_handler(self, name: str, fn: Any) -> None:
+        """Answer query `name` with `fn(input)`: it runs after replay, reading the function's local
+        variables as they stand, and may not call a durable operation (orbit/service/queries.py)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a query name is a non-empty string, not {name!r}")
+        if not callable(fn):
+            raise TypeError(f"query {name!r}: the handler must be callable, not {fn!r}")
+        self.__dict__.setdefault("query_handlers", {})[name] = fn
+
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
@@ -147,6 +157,27 @@ class WorkflowContext:
                                as_json(input, f"the input of child {key!r}"), on_exhausted)
         return self._replay.await_unit("workflow", f"child({workflow})", command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
+
+    # -- changing code that runs ------------------------------------------------------------
+    def patched(self, change_id: str) -> bool:
+        """Branch for a change to code that executions already run (see docs/evolution.md).
+
+        True in a run that reaches this point on code that has the change (a marker is recorded,
+        so it stays True on every replay); False when replaying a run that went past this point
+        on the old code (no marker). `if ctx.patched("x"): new() else: old()`.
+        """
+        if not isinstance(change_id, str) or not change_id:
+            raise TypeError(f"patched needs a change id (non-empty string), got {change_id!r}")
+        return self._replay.patched(change_id)
+
+    def deprecate_patch(self, change_id: str) -> None:
+        """The clean-up deploy of a patch, once no run that took the old path is left: the code
+        keeps only the new path. A run still on the old path parks here instead of going on
+        with code it never ran; new runs record the marker, so code with `patched` still agrees.
+        """
+        if not isinstance(change_id, str) or not change_id:
+            raise TypeError(f"deprecate_patch needs a change id (non-empty string), got {change_id!r}")
+        self._replay.patched(change_id, deprecated=True)
 
     # -- recorded, not waited for --------------------------------------------------------------
     def progress(self, data: Any) -> None:

@@ -92,17 +92,28 @@ class Diverged(ReplayStop):
     """The code asked for a different durable call than history recorded here."""
 
     def __init__(self, error: NonDeterminismError, recorded: dict[str, Any] | None,
-                 requested: dict[str, Any], position: int) -> None:
+                 requested: dict[str, Any], position: int, differs: dict[str, Any] | None = None) -> None:
         self.error = error
         self.recorded = recorded
         self.requested = requested
         self.position = position
+        self.differs = differs
         super().__init__(str(error))
 
 
 def non_determinism(position: int, recorded: dict[str, Any] | None, requested: dict[str, Any] | None,
-                    execution_id: str) -> Diverged:
-    """Build the stop with a message that shows the recorded and the requested call."""
+                    execution_id: str, differs: dict[str, Any] | None = None) -> Diverged:
+    """Build the stop with a message that shows the recorded and the requested call (and, for the
+    same call made differently, the values that differ)."""
+    if differs:
+        from orbit.core.runtime.code_compare import summary
+
+        pairs = ({k: v["recorded"] for k, v in differs.items()},
+                 {k: v["requested"] for k, v in differs.items()})
+        msg = (f"execution {execution_id!r}: non-deterministic replay at durable call #{position}: "
+               f"history recorded {_fmt(recorded)}, the code now requests the same call with other values: "
+               f"{summary(list(differs), *pairs)}")
+        return Diverged(NonDeterminismError(msg), recorded, requested or {}, position, differs)
     if requested is None:
         msg = (f"execution {execution_id!r}: history records {_fmt(recorded)} at durable call #{position}, "
                f"but the workflow code ended before making it")

@@ -117,6 +117,8 @@ class Instance:
             final = self._after_return(output)
         except Diverged as e:
             details = {"position": e.position, "recorded": e.recorded, "requested": e.requested}
+            if e.differs:
+                details["differs"] = e.differs
             return r.take_outbox() + [C.Park(TaskError("NON_DETERMINISM", str(e.error), False, details))]
         except (ContinuedAsNew, FailRun, Exception) as e:  # noqa: BLE001 - every way out becomes a command
             return r.take_outbox() + [self._raised(e)]

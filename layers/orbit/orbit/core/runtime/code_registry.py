@@ -113,6 +113,14 @@ class CodeRegistry:
                     f"process does not hold (it holds {list(builds)}); deploy that build to finish it")
             return found
 
+    def replace(self, workflows: Any) -> None:
+        """Hold exactly `workflows` from now on (a deployment replaces the code it ships)."""
+        with self._lock:
+            self._by_name.clear()
+            self._latest_version.clear()
+        for wf in workflows:
+            self.register(wf)
+
     def find(self, name: str, version: str | None = None, build: str | None = None) -> CodeWorkflow | None:
         """Like `get`, but None when nothing matches."""
         try:

@@ -37,7 +37,11 @@ from orbit.core.history.state import (
     parse_key,
 )
 from orbit.core.runtime import commands as C
+from orbit.core.runtime.code_compare import describe_call as _describe
+from orbit.core.runtime.code_compare import items_differences, step_values, value_differences
+from orbit.core.runtime.code_compare import recorded_call as _recorded
 from orbit.core.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
+from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
@@ -59,15 +63,6 @@ def position_of(key: str) -> int | None:
     return int(head) if dot and head.isdigit() else None
 
 
-def _describe(kind: str, unit: str, **names: Any) -> dict[str, Any]:
-    return {"kind": kind, "unit": unit, **{k: v for k, v in names.items() if v is not None}}
-
-
-def _recorded(key: str, u: UnitState) -> dict[str, Any]:
-    kind = u.kind or ("map" if parse_key(key)[2] is not None else "unit")
-    return _describe(kind, key, task=u.task or None, signal=u.signal)
-
-
 class Replay:
     """The replay state of one execution of a workflow function (one per cached instance)."""
 
@@ -87,6 +82,8 @@ class Replay:
         self.witness: list[tuple[Any, ...]] = []
         self.emitted_units: list[str] = []
         self.emitted_hooks: list[str] = []
+        self.emitted_patches: list[str] = []
+        self.marked: set[str] = set()  # patches this replay marked (recorded with its next stop)
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
 
     # -- feeding ---------------------------------------------------------------------------
@@ -95,7 +92,7 @@ class Replay:
         if self.state.id != state.id or not self.now_ms:
             self.now_ms = state.created_at_ms
         self.state = state
-        self.witness, self.emitted_units, self.emitted_hooks = [], [], []
+        self.witness, self.emitted_units, self.emitted_hooks, self.emitted_patches = [], [], [], []
         if len(state.units) != self.known_units:
             self._index = None  # rebuilt on first use: a replay that only meets recorded calls never needs it
             self.known_units = len(state.units)
@@ -137,11 +134,17 @@ class Replay:
             recorded = _recorded(recorded_key, u) if u else _describe("unit", recorded_key)
             raise non_determinism(position, recorded, requested, self.execution_id)
 
-    def _check_present(self, position: int, key: str, u: UnitState, requested: dict[str, Any]) -> None:
+    def _check_present(self, position: int, key: str, u: UnitState, requested: dict[str, Any],
+                       command: C.Command | dict[str, Any] | None = None) -> None:
+        """The recorded unit must be the same call: kind and name, then (given the `command` the
+        call would issue) every value that matters (`code_compare`)."""
         task = requested.get("task") or requested.get("workflow")
         if (u.kind and u.kind != requested["kind"]) or (task and u.task and u.task != task) or \
                 (requested.get("signal") and u.signal != requested["signal"]):
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id)
+        differs = value_differences(u, command, self.state.hooks) if command is not None else None
+        if differs:
+            raise non_determinism(position, _recorded(key, u), requested, self.execution_id, differs)
 
     def check_finished(self) -> None:
         """History must not hold calls the code no longer makes."""
@@ -198,11 +201,13 @@ class Replay:
 
     # -- single-unit calls -----------------------------------------------------------------
     def await_unit(self, kind: str, label: str, make: Callable[[str], C.Command], fail_run: bool,
+                   values: Callable[[UnitState], dict[str, Any] | None] | None = None,
                    **names: Any) -> Any:
         """Resolve one call backed by one unit (step, sleep, wait_for, child)."""
         position = self.next_position()
         key = f"{position}.{label}"
         requested = _describe(kind, key, **names)
+        compared = False
         while True:
             u = self.state.units.get(key)
             if u is None or u.status == PENDING:  # new, or reset by a redrive: (re)start it
@@ -213,15 +218,19 @@ class Replay:
                 self._maybe_deliver_cancel()
                 self._emit_units(position, [key])
                 self._wait([make(key)])
+                compared = True  # issued by this very code
                 continue
-            self._check_present(position, key, u, requested)
+            self._check_present(position, key, u, requested,
+                                None if compared else values(u) if values else make(key))
+            compared = True
             if u.terminal:
                 return self._ended(key, u, fail_run)
             self._wait([])
 
     def step(self, spec: Step) -> Any:
         output = self.await_unit("task", spec.label, lambda key: C.ScheduleStep(spec.command(key)),
-                                 spec.on_exhausted == C.FAIL_RUN, task=spec.task)
+                                 spec.on_exhausted == C.FAIL_RUN,
+                                 lambda u: step_values(spec, spec.input, u), task=spec.task)
         self._compensable(f"{self.position}.{spec.label}", spec, output)
         return output
 
@@ -234,6 +243,7 @@ class Replay:
         """Run steps side by side (one position each, scheduled in one command); wait for all."""
         keys = [f"{self.next_position()}.{s.label}" for s in specs]
         first = self.position - len(specs) + 1
+        compared: set[int] = set()
         while True:
             absent = []
             for i, (key, spec) in enumerate(zip(keys, specs)):
@@ -242,11 +252,16 @@ class Replay:
                 if u is None:
                     self._check_absent(first + i, requested)
                     absent.append(i)
-                elif u.status == PENDING:  # reset by a redrive
+                    compared.add(i)  # issued by this very code
+                elif u.status == PENDING:  # reset by a redrive: (re)start it
                     self._check_present(first + i, key, u, requested)
                     absent.append(i)
+                    compared.add(i)
                 else:
-                    self._check_present(first + i, key, u, requested)
+                    fresh = i not in compared
+                    compared.add(i)
+                    self._check_present(first + i, key, u, requested,
+                                        step_values(spec, spec.input, u) if fresh else None)
             if absent:
                 self._maybe_deliver_cancel()
                 for i in absent:
@@ -283,9 +298,14 @@ class Replay:
         base = f"{position}.{spec.label}"
         requested = _describe("map", base, task=spec.task)
         limit = concurrency or len(items) or 1
+        compared = False
         while True:
             parent = self.state.units.get(base)
+            if parent is not None and not compared:
+                compared = True
+                self._check_map(position, base, parent, spec, items, requested)
             if parent is None:
+                compared = True
                 self._check_absent(position, requested)
                 self._maybe_deliver_cancel()
                 first = [C.ScheduleStep(spec.command(f"{base}[{i}]", item, C.CONTINUE_WORKFLOW))
@@ -299,6 +319,19 @@ class Replay:
             if parent.terminal:
                 return self._ended(base, parent, spec.on_exhausted == C.FAIL_RUN)  # type: ignore[no-any-return]
             self._wait(self._map_progress(base, spec, len(items), limit, tolerated_failures))
+
+    def _check_map(self, position: int, base: str, parent: UnitState, spec: Step, items: list[Any],
+                   requested: dict[str, Any]) -> None:
+        """A recorded map must have the same items, and its elements the same task and policy."""
+        want = as_json(items, f"the items of map {base!r}")
+        differs = items_differences(parent.input, want, self.state.hooks)
+        if differs:
+            raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
+        key = f"{base}[0]"
+        first = self.state.units.get(key)
+        if first is not None and items:
+            self._check_present(position, key, first, _describe("task", key, task=spec.task),
+                                step_values(spec, items[0], first))
 
     def _map_progress(self, base: str, spec: Step, total: int, limit: int, tolerated: int) -> list[C.Command]:
         """Commands that move a running map on: finish it, fail it, or schedule more elements."""
@@ -335,6 +368,9 @@ class Replay:
                 return str(hook["token"])
             self.emitted_hooks.append(name)
             self._wait([C.CreateHook(name)])
+
+    def patched(self, change_id: str, deprecated: bool = False) -> bool:
+        return _patched(self, change_id, deprecated)
 
     def progress(self, data: Any) -> None:
         # The engine records progress only when it differs from the current value; count the same way.

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from orbit.core.history.events import JSON, TaskError
+from orbit.core.history.storable import VALUE_NOT_STORABLE, value_problem
 
 FAIL_RUN = "fail_run"
 CONTINUE_WORKFLOW = "continue_workflow"
@@ -234,6 +235,23 @@ class Park(Command):
     error: TaskError
 
 
+@dataclass(frozen=True)
+class SwitchBuild(Command):
+    """The pinned build is not deployed, and the history replays cleanly on `to_build`:
+    record the switch; the commands after it come from `to_build`."""
+
+    from_build: str
+    to_build: str
+
+
+@dataclass(frozen=True)
+class MarkPatch(Command):
+    """`ctx.patched(change_id)` reached at durable-call `position` on code that has the change."""
+
+    change_id: str
+    position: int
+
+
 @runtime_checkable
 class Runtime(Protocol):
     def run(self, workflow: Any, state: Any, now_ms: int) -> list[Command]:
@@ -250,3 +268,35 @@ def flatten(commands: list[Command]) -> list[Command]:
         else:
             out.append(c)
     return out
+
+
+def storable(c: Command, continue_workflow: bool = False) -> Command:
+    """`c`, or the failure it becomes when a value it would record cannot be stored.
+
+    A lone surrogate, a NaN or JSON nested too deep, produced by an expression or by code, would
+    make the commit (and so every later decision) fail; the step or the execution fails instead.
+    `continue_workflow`: what a failed RecordResult unit does (the runtime knows, the command not).
+    """
+    if isinstance(c, RecordResult):
+        checked: tuple[object, str, str | None] = (c.output, f"steps.{c.unit}.output", c.unit)
+    elif isinstance(c, ScheduleStep):
+        checked = (c.step.input, f"steps.{c.step.unit}.input", c.step.unit)
+    elif isinstance(c, LinkChild):
+        checked = (c.input, f"steps.{c.unit}.input", c.unit)
+    elif isinstance(c, Complete):
+        checked = (c.output, "output", None)
+    elif isinstance(c, ContinueAsNew):
+        checked = (c.input, "continue_as_new.input", None)
+    elif isinstance(c, RecordProgress):
+        checked = (c.data, "progress", None)
+    else:
+        return c
+    value, where, unit = checked
+    problem = value_problem(value, where)
+    if problem is None:
+        return c
+    error = TaskError(VALUE_NOT_STORABLE, str(problem), retryable=False)
+    if unit is None:
+        return Fail(error)
+    on_exhausted = c.step.on_exhausted if isinstance(c, ScheduleStep) else getattr(c, "on_exhausted", None)
+    return FailStep(unit, error, continue_workflow or on_exhausted == CONTINUE_WORKFLOW)

@@ -43,6 +43,7 @@ from orbit.core.runtime.commands import (
     StepCommand,
     WaitForSignal,
     WaitUntil,
+    storable,
 )
 from orbit.core.runtime.dsl_plan import Plan
 from orbit.errors import ExpressionError
@@ -75,6 +76,19 @@ def _expression_error(unit: str, what: str, e: Exception) -> TaskError:
     return TaskError(EXPRESSION_ERROR, f"{unit}.{what}: {e}", retryable=False)
 
 
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _preview(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 class DslRuntime:
     """`Runtime` for DSL definitions. One instance serves one decision's rounds (the decider asks
     for a runtime per decision); it carries a `Plan` from round to round."""
@@ -95,7 +109,7 @@ class _Run:
         self.plan = plan if plan is not None else Plan(defn, state)
         self._steps_root: dict[str, Any] | None = None
 
-    # -- the expression root (DSL.md "Expressions") --
+    # -- the expression root (docs/definitions.md, "Expressions") --
     def _step_view(self, name: str) -> dict[str, Any] | None:
         u = self.s.units.get(name)
         if u is None:
@@ -182,7 +196,11 @@ class _Run:
             except ExpressionError as e:
                 return [FailStep(name, _expression_error(name, "for", e), continue_)]
             if not isinstance(items, list):
-                items = [] if items is None else [items]  # JSONata gives a lone value for 1-element results
+                # Running once over a string, or over nothing for a missing path, would hide the mistake.
+                got = "null (a missing path?)" if items is None else f"{_json_type(items)} {_preview(items)}"
+                msg = (f"must give an array, but gave {got}; wrap a path that may give one value "
+                       "in brackets, e.g. [input.items]")
+                return [FailStep(name, _expression_error(name, "for", ValueError(msg)), continue_)]
             return [FanOut(name, items)]
         return self.unit_commands(
             step,
@@ -247,7 +265,7 @@ class _Run:
                     )
                 ]
             if kind == "compute":
-                return [RecordResult(unit, _evaluate(step.compute, root, self.now))]
+                return [storable(RecordResult(unit, _evaluate(step.compute, root, self.now)), continue_)]
             if kind == "sleep":
                 if step.sleep_until is not None:
                     return [WaitUntil(unit, _instant(_evaluate(step.sleep_until, root, self.now)))]

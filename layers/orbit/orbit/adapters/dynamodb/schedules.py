@@ -1,0 +1,66 @@
+"""Schedule state on DynamoDB: one item per schedule, written only conditionally on its `rev`.
+
+    SCHED#<id> / SCHED     the schedule (config + state as JSON, `rev`); gsi2 lists them by id
+
+Every change is a put conditioned on the revision that was read (claim, then
+advance, as a history's commit is conditioned on its seq): two deciders that
+fire the same schedule at once cannot both claim an occurrence.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orbit.adapters.dynamodb.codec import ConditionFailed, n, put_if, s
+from orbit.errors import ConflictError
+
+LIST_PK = "SCHEDULES"
+
+
+class DynamoScheduleStore:
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = client
+        self.table = table
+
+    def get(self, schedule_id: str) -> tuple[dict[str, Any], int] | None:
+        item = self._db.get_item(TableName=self.table, Key=_key(schedule_id), ConsistentRead=True).get("Item")
+        if item is None:
+            return None
+        return json.loads(item["state"]["S"]), int(item["rev"]["N"])
+
+    def put(self, schedule_id: str, state: dict[str, Any], expected_rev: int | None) -> int:
+        """Write `state` as revision `expected_rev + 1` (or 1 for a new schedule); ConflictError if
+        the stored revision is not `expected_rev` (or the schedule exists when creating)."""
+        rev = (expected_rev or 0) + 1
+        item = {**_key(schedule_id), "rev": n(rev), "state": s(json.dumps(state, separators=(",", ":"))),
+                "gsi2pk": s(LIST_PK), "gsi2sk": s(schedule_id)}
+        try:
+            if expected_rev is None:
+                put_if(self._db, self.table, item, "attribute_not_exists(pk)")
+            else:
+                put_if(self._db, self.table, item, "rev = :rev",
+                       ExpressionAttributeValues={":rev": n(expected_rev)})
+        except ConditionFailed:
+            raise ConflictError(f"schedule:{schedule_id}", rev,
+                                f"schedule {schedule_id!r} changed meanwhile") from None
+        return rev
+
+    def delete(self, schedule_id: str) -> bool:
+        out = self._db.delete_item(TableName=self.table, Key=_key(schedule_id), ReturnValues="ALL_OLD")
+        return "Attributes" in out
+
+    def list(self, limit: int = 50, cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        kw: dict[str, Any] = {}
+        if cursor:
+            kw["ExclusiveStartKey"] = {**_key(cursor), "gsi2pk": s(LIST_PK), "gsi2sk": s(cursor)}
+        out = self._db.query(TableName=self.table, IndexName="gsi2", KeyConditionExpression="gsi2pk = :p",
+                             ExpressionAttributeValues={":p": s(LIST_PK)}, Limit=max(1, min(limit, 100)),
+                             **kw)
+        states = [json.loads(i["state"]["S"]) for i in out.get("Items", [])]
+        last = out.get("LastEvaluatedKey")
+        return states, (last["gsi2sk"]["S"] if last else None)
+
+
+def _key(schedule_id: str) -> dict[str, Any]:
+    return {"pk": s(f"SCHED#{schedule_id}"), "sk": s("SCHED")}

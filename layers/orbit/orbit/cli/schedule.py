@@ -1,0 +1,148 @@
+"""`orbit schedule create|describe|list|pause|resume|trigger|backfill|delete` (through the HTTP API)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Callable
+
+from orbit.cli.args import parse_json_arg
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from orbit.client import Client
+
+    return Client(url=args.url, stack=args.stack, region=args.region)
+
+
+def _show(args: argparse.Namespace, desc: dict[str, Any]) -> None:
+    if args.json:
+        print(json.dumps(desc, indent=2))
+        return
+    st = desc.get("state") or {}
+    spec = desc.get("spec") or {}
+    when = spec.get("cron") or f"every {spec.get('every_ms')} ms (offset {spec.get('offset_ms', 0)} ms)"
+    print(f"{desc['id']}: {desc['workflow']} {when} [{spec.get('timezone')}] overlap={desc['overlap']}"
+          f"{' PAUSED' if st.get('paused') else ''}{(' - ' + st['note']) if st.get('note') else ''}")
+    print(f"  running: {', '.join(st.get('running') or []) or '-'}   counts: {st.get('counts') or {}}")
+    print("  next: " + ", ".join(desc.get("next_occurrences") or []))
+    for a in desc.get("actions") or []:
+        eid, outcome = a.get("execution_id") or "-", a.get("outcome") or ""
+        print(f"  {a['occurrence']}  {a['action']:<9} {eid}  {outcome}")
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    keys = ("cron", "every", "offset", "timezone", "start", "end", "jitter", "overlap", "catchup_window",
+            "version")
+    config: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if args.exclude:
+        config["exclude"] = args.exclude
+    if args.pause_on_failure:
+        config["pause_on_failure"] = True
+    inp = parse_json_arg(args.input, "--input") if args.input else None
+    _show(args, _client(args).create_schedule(args.id, args.workflow, inp, **config))
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    _show(args, _client(args).describe_schedule(args.id))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    out = _client(args).list_schedules(args.limit)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for s in out["schedules"]:
+        print(f"{s['id']:<30} {s['workflow']:<24} {'PAUSED' if s['paused'] else 'active':<7} "
+              f"next {s.get('next_occurrence') or '-'}")
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    _show(args, _client(args).pause_schedule(args.id, args.note or ""))
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    _show(args, _client(args).resume_schedule(args.id, args.note or ""))
+    return 0
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    eid = _client(args).trigger_schedule(args.id, args.overlap)
+    print(eid or "not started (overlap policy: skipped or buffered)")
+    return 0
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    for eid in _client(args).backfill_schedule(args.id, args.start, args.end, args.overlap):
+        print(eid)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    _client(args).delete_schedule(args.id)
+    print(f"deleted {args.id}")
+    return 0
+
+
+def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None]) -> None:
+    examples = "\n  ".join([
+        'orbit schedule create nightly order-fulfilment --cron "30 2 * * *" --timezone Europe/Paris',
+        "orbit schedule describe nightly",
+        "orbit schedule backfill nightly --start 2027-01-01T00:00:00Z --end 2027-01-08T00:00:00Z",
+    ])
+    sched = sub.add_parser("schedule", help="cron and interval schedules that start workflows",
+                           epilog=f"examples:\n  {examples}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    ssub = sched.add_subparsers(dest="schedule_command", required=True, metavar="ACTION",
+                                help="create, describe, list, pause, resume, trigger, backfill or delete")
+    sp = ssub.add_parser("create", help="create a schedule (cron in a time zone, or every + offset)")
+    sp.add_argument("id")
+    sp.add_argument("workflow")
+    sp.add_argument("--input", help="JSON or @file.json: the input of every run")
+    sp.add_argument("--version", help="workflow version (default: the latest at each fire)")
+    sp.add_argument("--cron", help='5-field cron, e.g. "0 9 * * MON"')
+    sp.add_argument("--timezone", help="IANA zone for --cron (default UTC)")
+    sp.add_argument("--every", help="interval, e.g. 15m")
+    sp.add_argument("--offset", help="offset of the interval from the epoch, e.g. 5m")
+    sp.add_argument("--start", help="RFC 3339 time of the first possible occurrence")
+    sp.add_argument("--end", help="RFC 3339 time after which nothing fires")
+    sp.add_argument("--jitter", help="delay each fire by up to this much, e.g. 30s")
+    sp.add_argument("--exclude", action="append", help="a local date, a cron expression (repeatable)")
+    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"])
+    sp.add_argument("--catchup-window", dest="catchup_window", help="e.g. 1h (default 1h)")
+    sp.add_argument("--pause-on-failure", action="store_true")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_create)
+    for name, fn, helptext in (("describe", cmd_describe, "spec, policies, state, last 10 actions, next 5"),
+                               ("delete", cmd_delete, "delete a schedule (its runs are left alone)")):
+        sp = ssub.add_parser(name, help=helptext)
+        sp.add_argument("id")
+        api_opts(sp)
+        sp.set_defaults(func=fn)
+    sp = ssub.add_parser("list", help="list schedules")
+    sp.add_argument("--limit", type=int, default=50)
+    api_opts(sp)
+    sp.set_defaults(func=cmd_list)
+    for name, fn in (("pause", cmd_pause), ("resume", cmd_resume)):
+        sp = ssub.add_parser(name, help=f"{name} a schedule, with a note")
+        sp.add_argument("id")
+        sp.add_argument("--note")
+        api_opts(sp)
+        sp.set_defaults(func=fn)
+    sp = ssub.add_parser("trigger", help="start a run now (under the overlap policy)")
+    sp.add_argument("id")
+    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"])
+    api_opts(sp)
+    sp.set_defaults(func=cmd_trigger)
+    sp = ssub.add_parser("backfill", help="act on the occurrences of a past time range")
+    sp.add_argument("id")
+    sp.add_argument("--start", required=True, help="RFC 3339, inclusive")
+    sp.add_argument("--end", required=True, help="RFC 3339, exclusive")
+    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"],
+                    help="default allow_all")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_backfill)

@@ -1,0 +1,104 @@
+"""What the console computes on its server side, from the API's answers only (so it works the same
+against `orbit dev` and a deployed stack): waiting lines, and a signal payload checked against
+the signal's contract before it is sent."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+from urllib.parse import quote
+
+Backend = Callable[[str, str, Any], tuple[int, Any]]
+PAGE = 1000
+CACHED_EXECUTIONS = 32
+
+
+class ConsoleData:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._lock = threading.Lock()
+        # execution id -> its events so far (a history only grows, so later reads ask for what is new)
+        self._events: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+
+    def history(self, eid: str) -> tuple[int, Any]:
+        with self._lock:
+            events = list(self._events.get(eid, []))
+        while True:
+            after = events[-1]["seq"] if events else 0
+            status, page = self.backend(
+                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}", None
+            )
+            if status != 200:
+                return status, page
+            events += page
+            if len(page) < PAGE:
+                break
+        with self._lock:
+            self._events[eid] = events
+            self._events.move_to_end(eid)
+            while len(self._events) > CACHED_EXECUTIONS:
+                self._events.popitem(last=False)
+        return 200, events
+
+    def live(self, eid: str) -> tuple[int, Any]:
+        """What the execution page refreshes: its describe, what each unfinished step waits for,
+        its hooks (name, token, resumed) and its Gantt rows, all from one read of what is new."""
+        from orbit.console.gantt import gantt
+        from orbit.local.waiting import waiting
+
+        status, describe = self.backend("GET", f"/executions/{quote(eid, safe='')}", None)
+        if status != 200:
+            return status, describe
+        status, events = self.history(eid)
+        if status != 200:
+            return status, events
+        hooks: dict[str, dict[str, Any]] = {}
+        for ev in events:
+            if ev.get("type") == "HookCreated":
+                hooks[ev["name"]] = {"name": ev["name"], "token": ev.get("token"), "resumed": False}
+            elif ev.get("type") == "HookResumed" and ev.get("name") in hooks:
+                hooks[ev["name"]]["resumed"] = True
+        return 200, {
+            "describe": describe,
+            "waiting": [asdict(w) for w in waiting(describe, events)],
+            "hooks": list(hooks.values()),
+            "gantt": gantt(events, int(time.time() * 1000)),  # noqa: TID251 - open bars end now
+            "last_seq": events[-1]["seq"] if events else 0,
+        }
+
+    def history_page(self, eid: str, after_seq: int, limit: int, types: set[str]) -> tuple[int, Any]:
+        """Events after `after_seq`, at most `limit`; with `types`, only those (read from the whole
+        history, which this server keeps per execution and extends with what is new)."""
+        if not types:
+            return self.backend(
+                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after_seq}&limit={limit}", None
+            )
+        status, events = self.history(eid)
+        if status != 200:
+            return status, events
+        return 200, [e for e in events if e["seq"] > after_seq and e.get("type") in types][:limit]
+
+    def check_signal(self, eid: str, name: str, payload: Any) -> tuple[int, Any]:
+        """200 `{"ok": true}` when the payload meets the signal's schema; 400 with the refusal."""
+        from orbit.core.definition.contracts import check_schema
+
+        status, wf = self.backend("GET", f"/executions/{quote(eid, safe='')}/workflow", None)
+        if status != 200:
+            return status, wf
+        signals = wf.get("signals") or {}
+        if wf.get("kind") == "definition" and name not in signals:
+            known = ", ".join(sorted(signals)) or "none"
+            return 400, {
+                "error": {
+                    "code": "VALIDATION_ERROR",
+                    "message": f"workflow {wf.get('name')!r} has no signal {name!r}; it knows: {known}",
+                }
+            }
+        err = check_schema(signals.get(name), payload, "PAYLOAD_REFUSED", label="payload")
+        if err is not None:
+            return 400, {"error": {"code": "PAYLOAD_REFUSED", "message": err.message, "details": err.details}}
+        return 200, {"ok": True}

@@ -1,0 +1,75 @@
+// The event history: pages of 100 by seq, filtered by type, each event's payload expanding as JSON.
+"use strict";
+(function () {
+  const { el } = Orbit;
+  const TYPES = ("WorkflowCreated WorkflowStarted StepFanOut StepScheduled StepSkipped StepDispatched StepHeartbeat " +
+    "StepSucceeded StepAttemptFailed StepAttemptUncertain RetryScheduled StepFailed StepCancelled TimerStarted " +
+    "TimerFired StaleResultIgnored CancelRequested FailRequested WorkflowTimeoutReached CompensationStarted " +
+    "CompensationCompleted CompensationFailed WorkflowCompleted WorkflowFailed WorkflowCancelled WorkflowTimedOut " +
+    "SignalReceived SignalConsumed HookCreated HookResumed WaitStarted ChildStarted ProgressRecorded " +
+    "WorkflowContinuedAsNew ExecutionParked").split(" ");
+  const PAGE = 100;
+  const HEAD = new Set(["seq", "timestamp_ms", "type"]);
+
+  function summary(ev) {
+    const bits = [];
+    for (const k of ["step", "name", "attempt", "next_attempt", "task", "signal", "child_id", "reason"]) {
+      if (ev[k] !== undefined && ev[k] !== "" && ev[k] !== null) bits.push(k + "=" + (typeof ev[k] === "string" ? ev[k] : JSON.stringify(ev[k])));
+    }
+    if (ev.error) bits.push(ev.error.code + ": " + ev.error.message);
+    return bits.join("  ");
+  }
+
+  Orbit.historyPanel = function (eid, startMs) {
+    const filter = el("select", { id: "type-filter" }, el("option", { value: "", text: "all event types" }),
+      TYPES.map((t) => el("option", { value: t, text: t })));
+    const body = el("tbody");
+    const pager = el("div", { class: "pager" });
+    const node = el("section", { class: "panel", id: "history" },
+      el("h3", { text: "Event history" }), el("div", { class: "filters" }, el("label", {}, "Type ", filter)),
+      el("table", { class: "grid history" }, el("thead", {}, el("tr", {}, ["Seq", "At", "Type", "Details", ""].map((h) => el("th", { text: h })))), body),
+      pager);
+    let afters = [0]; // the after_seq of each page shown so far
+    let last = null; // the newest page's events, to append live ones when it is not full
+
+    function row(ev) {
+      const payload = {};
+      for (const [k, v] of Object.entries(ev)) if (!HEAD.has(k)) payload[k] = v;
+      const tr = el("tr", { class: "event", dataset: { seq: ev.seq, type: ev.type } },
+        el("td", { text: String(ev.seq) }), el("td", { text: "+" + Orbit.fmtDur(ev.timestamp_ms - startMs), title: Orbit.fmtTime(ev.timestamp_ms) }),
+        el("td", { class: "etype", text: ev.type }), el("td", { class: "summary", text: summary(ev) }),
+        el("td", {}, el("button", { type: "button", class: "expand", text: "▸ payload" })));
+      const detail = el("tr", { class: "payload", hidden: true }, el("td", { colSpan: 5 }, Orbit.jsonBlock(payload)));
+      tr.querySelector("button").addEventListener("click", () => {
+        detail.hidden = !detail.hidden;
+        tr.querySelector("button").textContent = detail.hidden ? "▸ payload" : "▾ payload";
+      });
+      return [tr, detail];
+    }
+
+    const url = (after) => "/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: PAGE, types: filter.value });
+    // `prefetched`: the first page, asked for while the rest of the page was still loading
+    async function load(prefetched) {
+      const after = afters[afters.length - 1];
+      const events = await (prefetched || Orbit.api(url(after)));
+      body.replaceChildren(...events.flatMap(row));
+      if (!events.length) body.append(el("tr", {}, el("td", { colSpan: 5, class: "muted", text: "no events" })));
+      last = events;
+      const full = events.length === PAGE;
+      pager.replaceChildren(
+        afters.length > 1 ? el("button", { type: "button", id: "history-prev", text: "← Earlier", onclick: () => { afters.pop(); load(); } }) : "",
+        el("span", { class: "muted", text: " page " + afters.length + " " }),
+        full ? el("button", { type: "button", id: "history-next", text: "Later →", onclick: () => { afters.push(events[events.length - 1].seq); load(); } }) : "",
+      );
+    }
+    filter.addEventListener("change", () => { afters = [0]; load(); });
+
+    return {
+      node,
+      load,
+      // live: only the newest page changes, and only until it is full
+      async refresh() { if (last && last.length < PAGE) await load(); },
+      firstPage: () => Orbit.api(url(0)),
+    };
+  };
+})();

@@ -1,0 +1,106 @@
+"""Queries: read a running or ended execution through a question its workflow declares.
+
+A query writes nothing (no commit, no message) and reads the execution's
+state once (one load). A definition declares `queries: {NAME: "{% expr %}"}`,
+evaluated over the root its step inputs see plus `query` (the caller's input),
+with `$now()` the time of the last recorded decision. A code workflow
+registers `ctx.query_handler(NAME, fn)`: the function is replayed against the
+state in a fresh instance (nothing it asks for is recorded) and `fn(input)` runs
+once replay stops, reading the function's locals as they stand; a durable
+call from inside a handler is an error naming the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orbit.core.definition.model import Definition
+from orbit.errors import OrbitError, ValidationError
+
+
+class QueryError(ValidationError):
+    """The query is unknown, or its handler or expression failed; nothing was recorded."""
+
+
+def run_query(engine: Any, execution_id: str, name: str, input: Any = None) -> Any:
+    from orbit.service.operations import check_json
+
+    check_json(input, "input")
+    state = engine.load_state(execution_id)
+    wf = engine.registry.get_build(state.workflow, state.version, state.build)
+    if isinstance(wf, Definition):
+        return _definition_query(wf, state, name, input)
+    return _code_query(wf, state, name, input)
+
+
+def _unknown(state: Any, name: str, known: Any) -> QueryError:
+    names = ", ".join(sorted(known)) or "none"
+    return QueryError(f"workflow {state.workflow!r} v{state.version} has no query {name!r}; "
+                      f"it declares: {names}", "name")
+
+
+def _definition_query(wf: Definition, state: Any, name: str, input: Any) -> Any:
+    from orbit.core.definition.expressions import evaluate
+    from orbit.core.runtime.dsl import _Run
+
+    queries = wf.raw.get("queries") or {}
+    if name not in queries:
+        raise _unknown(state, name, queries)
+    now = state.updated_at_ms or state.created_at_ms
+    root = _Run(wf, state, now).root(query=input)
+    try:
+        return evaluate(queries[name], root, now)
+    except OrbitError as e:
+        raise QueryError(f"query {name!r} failed: {e}", f"queries.{name}") from None
+
+
+class _NoDurableCalls:
+    """Stands in for the replay while a handler runs: any durable call is refused, by name."""
+
+    def __init__(self, execution_id: str, query: str) -> None:
+        self.execution_id = execution_id
+        self._query = query
+
+    def __getattr__(self, attr: str) -> Any:
+        raise QueryError(f"query handler {self._query!r} called ctx.{_ctx_call(attr)}(): a query may not "
+                         "call a durable operation (it records nothing)", "name")
+
+
+def _ctx_call(default: str) -> str:
+    """The `ctx` method the handler called: the outermost frame inside the context module."""
+    import sys
+
+    from orbit.core.runtime import code_context
+
+    frame, name = sys._getframe(2), default
+    while frame is not None:
+        if frame.f_code.co_filename == code_context.__file__:
+            name = frame.f_code.co_name
+        elif name != default:
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    return name
+
+
+def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
+    from orbit.core.runtime.code_instance import Instance
+    from orbit.core.runtime.code_specs import as_json
+
+    inst = Instance(wf, state.id)
+    try:
+        inst.feed(state)  # replays to where the execution stands; its commands are dropped
+        ctx = inst.ctx
+        handlers = ctx.__dict__.get("query_handlers") or {}
+        if name not in handlers:
+            raise _unknown(state, name, handlers)
+        replay, ctx._replay = ctx._replay, _NoDurableCalls(state.id, name)
+        try:
+            return as_json(handlers[name](input), f"the answer of query {name!r}")
+        except QueryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the handler is user code
+            raise QueryError(f"query {name!r} failed: {type(e).__name__}: {e}", "name") from None
+        finally:
+            ctx._replay = replay
+    finally:
+        inst.discard()

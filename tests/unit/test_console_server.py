@@ -1,0 +1,110 @@
+"""The console server's routing and safety checks, with a recording backend instead of an API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from orbit.console.server import PREFIX, ConsoleApp, allowed_hosts
+
+HOST = "127.0.0.1:8780"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+
+    def __call__(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        self.calls.append((method, target, body))
+        if target.endswith("/workflow"):
+            return 200, {"kind": "definition", "name": "wf", "signals": {
+                "approval": {"type": "object", "required": ["approved"]}, "any": None}}
+        if "/cancel" in target:
+            return 409, {"error": {"code": "CONFLICT", "message": "execution 'e' has already ended (FAILED)"}}
+        return 200, {"ok": True}
+
+
+@pytest.fixture
+def app() -> tuple[ConsoleApp, Recorder]:
+    rec = Recorder()
+    return ConsoleApp(rec, allowed_hosts("127.0.0.1", 8780), "http://api"), rec
+
+
+def call(app: ConsoleApp, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+    h = {"host": HOST, **{k.replace("_", "-"): v for k, v in headers.items()}}
+    raw = b"" if body is None else json.dumps(body).encode()
+    status, hdrs, out = app.handle(method, path, h, raw)
+    return status, (json.loads(out) if hdrs.get("content-type") == "application/json" and out else out)
+
+
+def post(app: ConsoleApp, path: str, body: Any, **headers: str) -> tuple[int, Any]:
+    base = {"x_orbit_csrf": app.csrf, "content_type": "application/json", "origin": f"http://{HOST}"}
+    return call(app, "POST", path, body, **{**base, **headers})
+
+
+def test_index_carries_the_csrf_token_and_a_csp(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, _ = app
+    status, hdrs, body = console.handle("GET", PREFIX + "/", {"host": HOST}, b"")
+    assert status == 200 and console.csrf.encode() in body and b"__CSRF__" not in body
+    assert "script-src 'self'" in hdrs["content-security-policy"]
+    assert console.handle("GET", "/", {"host": HOST}, b"")[:2] == (302, {"location": PREFIX + "/"})
+
+
+def test_reads_pass_only_the_console_routes(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    assert call(console, "GET", PREFIX + "/api/executions?status=FAILED&workflow=&id_prefix=a%26b")[0] == 200
+    assert rec.calls[-1] == ("GET", "/executions?status=FAILED&id_prefix=a%26b", None)
+    assert call(console, "GET", PREFIX + "/api/counts")[0] == 200
+    status, body = call(console, "GET", PREFIX + "/api/_local/advance")
+    assert status == 404 and len(rec.calls) == 2
+
+
+def test_actions_need_token_origin_and_json(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    path = PREFIX + "/api/executions/e/signals/approval"
+    assert post(console, path, {}, x_orbit_csrf="wrong")[0] == 403
+    assert post(console, path, {}, origin="http://evil.example")[0] == 403
+    assert post(console, path, {}, content_type="text/plain")[0] == 403
+    assert rec.calls == []
+    assert post(console, path, {"payload": {"approved": True}})[0] == 202
+    assert rec.calls == [("POST", "/executions/e/signals/approval", {"payload": {"approved": True}})]
+    assert post(console, PREFIX + "/api/definitions", {"text": "x"})[0] == 404  # not an action
+    assert call(console, "GET", PREFIX + "/api/x", host="evil.example:8780")[0] == 421  # DNS rebinding
+
+
+def test_a_refusal_comes_back_as_the_api_said_it(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, _ = app
+    status, body = post(console, PREFIX + "/api/executions/e/cancel", {"force": True})
+    assert status == 409 and body["error"]["message"] == "execution 'e' has already ended (FAILED)"
+
+
+def test_signal_payloads_are_checked_against_the_contract(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, _ = app
+    check = PREFIX + "/api/_check_signal/e/"
+    assert post(console, check + "approval", {"payload": {"approved": True}}) == (200, {"ok": True})
+    status, body = post(console, check + "approval", {"payload": {}})
+    assert status == 400 and body["error"]["code"] == "PAYLOAD_REFUSED"
+    assert "approved" in body["error"]["message"]
+    assert post(console, check + "any", {"payload": [1]})[0] == 200
+    status, body = post(console, check + "nope", {"payload": {}})
+    assert status == 400 and "it knows: any, approval" in body["error"]["message"]
+
+
+def test_static_files_stay_inside_the_package(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, _ = app
+    assert call(console, "GET", PREFIX + "/app.js")[0] == 200
+    assert call(console, "GET", PREFIX + "/vendor/dagre.min.js")[0] == 200
+    for bad in ("/../server.py", "/%2e%2e/server.py", "/vendor/../../data.py", "/nope.js"):
+        assert call(console, "GET", PREFIX + bad)[0] == 404, bad
+
+
+def test_a_console_on_another_address_answers_any_host_but_still_wants_same_origin_actions() -> None:
+    rec = Recorder()
+    console = ConsoleApp(rec, allowed_hosts("0.0.0.0", 8780))
+    assert allowed_hosts("0.0.0.0", 8780) is None
+    assert allowed_hosts("localhost", 1) == {"127.0.0.1:1", "localhost:1"}
+    headers = {"host": "box.lan:8780", "x-orbit-csrf": console.csrf, "content-type": "application/json"}
+    path = PREFIX + "/api/executions/e/signals/approval"
+    assert console.handle("POST", path, {**headers, "origin": "http://box.lan:8780"}, b"{}")[0] == 202
+    assert console.handle("POST", path, {**headers, "origin": "http://evil.example"}, b"{}")[0] == 403
