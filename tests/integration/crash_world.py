@@ -62,15 +62,15 @@ class Scenario:
     definitions: tuple[dict[str, Any], ...]
     input: Any
     signal: tuple[str, dict[str, Any]] | None = None  # (name, request body)
-    # Once the execution has ended: fix the workers (FIXED), then POST /executions/{id}/<op> with
-    # this body (op: redrive or fork), and let the system run again.
-    recover: tuple[str, dict[str, Any]] | None = None
     # A code workflow instead: its name, the unit keys it runs, the build deployed at the start.
     code: tuple[str, tuple[str, ...], Any] | None = None
     # Operator actions (`deploy:<build>`, `unpark`; see crash_code.py): `before_signal` when all is
     # quiet, as the signal is sent; `after_signal` as soon as no message is queued or hidden.
     before_signal: tuple[str, ...] = ()
     after_signal: tuple[str, ...] = ()
+    # Once the execution has ended: fix the workers (FIXED), then POST /executions/{id}/<op> with
+    # this body (op: redrive or fork), and let the system run again.
+    recover: tuple[str, dict[str, Any]] | None = None
 
     @property
     def workflow(self) -> str:
