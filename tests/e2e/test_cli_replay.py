@@ -19,7 +19,7 @@ def test_replay_passes_on_the_golden_histories(cli, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count(": ok (") == 4 and "golden-tour v1, COMPLETED" in res.stdout
     res = cli("replay", "--file", "tests/golden/dsl/saga.json", "--workflows", str(tmp_path / "saga.yaml"))
-    assert res.returncode == 1 and "not found" in res.stderr  # a missing --workflows file, said plainly
+    assert res.returncode == 2 and "not found" in res.stderr  # a missing --workflows file, said plainly
 
 
 def test_replay_fails_at_the_first_divergence_and_prints_it(cli):
@@ -50,14 +50,14 @@ def test_a_file_that_is_not_a_history_is_refused_in_one_line(cli, tmp_path):
         f = tmp_path / "h.json"
         f.write_text(text)
         res = cli("replay", "--file", str(f), *CODE)
-        assert res.returncode == 1 and "Traceback" not in res.stderr
+        assert res.returncode == 2 and "Traceback" not in res.stderr
         assert expect in res.stderr and str(f) in res.stderr and len(res.stderr.strip().splitlines()) == 1
     res = cli("replay", *CODE)
-    assert res.returncode == 1 and "give execution ids" in res.stderr
+    assert res.returncode == 2 and "give execution ids" in res.stderr
     res = cli("replay", "--file", f"{GOLDEN}/tour.json")
-    assert res.returncode == 1 and "--workflows FILE is required" in res.stderr
+    assert res.returncode == 2 and "--workflows FILE is required" in res.stderr
     res = cli("replay", "--file", f"{GOLDEN}/tour.json", "--workflows", "examples/code/order_saga.py")
-    assert res.returncode == 1 and "which no --workflows file has" in res.stderr
+    assert res.returncode == 2 and "which no --workflows file has" in res.stderr
 
 
 @pytest.fixture

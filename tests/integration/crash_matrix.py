@@ -64,7 +64,16 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
     sc = world.scenario
     parent = engine.history(EXECUTION)
     children = sorted({(e["child_id"], e["workflow"]) for e in parent if e["type"] == "ChildStarted"})
-    for eid, workflow in [(EXECUTION, sc.workflow), *children]:
+    forks = [e["fork_id"] for e in parent if e["type"] == "ForkCreated"]
+    if sc.recover is not None and sc.recover[0] == "fork" and forks != [sc.recover[1]["id"]]:
+        problems.append(f"the original links to the forks {forks}, not to [{sc.recover[1]['id']!r}]")
+    for fork in forks:
+        desc = engine.describe(fork)
+        if desc["status"] != "COMPLETED" or desc.get("output") != output:
+            problems.append(f"fork {fork} ended {desc['status']} with output {desc.get('output')!r}")
+        children += sorted({(e["child_id"], e["workflow"]) for e in engine.history(fork)
+                            if e["type"] == "ChildStarted"})
+    for eid, workflow in [(EXECUTION, sc.workflow), *[(f, sc.workflow) for f in forks], *children]:
         try:
             events = parent if eid == EXECUTION else engine.history(eid)
         except OrbitError as e:  # a child whose start was lost
@@ -72,8 +81,9 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
             continue
         problems += _check_history(eid, sc.steps(workflow), events)
     listed = {e.execution_id: e.status for e in engine.list(workflow=sc.workflow)[0]}
-    if listed != {EXECUTION: "COMPLETED"}:
-        problems.append(f"the index lists {listed}, not {{{EXECUTION!r}: 'COMPLETED'}}")
+    expected = {eid: "COMPLETED" for eid in [EXECUTION, *forks]}
+    if listed != expected:
+        problems.append(f"the index lists {listed}, not {expected}")
     allowed = Counter(k for c in world.crashes for k in c.interrupted)
     for key, n in sorted(RUNS.items()):
         if n > 1 + allowed[key]:
@@ -92,12 +102,19 @@ def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> 
     seqs = [e["seq"] for e in events]
     if seqs != list(range(1, len(seqs) + 1)):
         out.append(f"{eid}: history seqs are not 1..{len(seqs)}: {seqs}")
+    # One terminal event, last (the link to a fork may follow it); a redriven execution ended once
+    # more before each redrive.
     ends = [e["type"] for e in events if e["type"] in TERMINAL]
-    if ends != ["WorkflowCompleted"] or events[-1]["type"] != "WorkflowCompleted":
-        out.append(f"{eid}: terminal events {ends}, last event {events[-1]['type'] if events else None}")
-    # Every step, and every unit a `for` step fanned out to (`each[0]`, ...), succeeds once.
+    redrives = sum(e["type"] == "ExecutionRedriven" for e in events)
+    final = [e["type"] for e in events if e["type"] != "ForkCreated"][-1:]
+    if ends[-1:] != ["WorkflowCompleted"] or "WorkflowCompleted" in ends[:-1] or len(ends) != redrives + 1 \
+            or final != ["WorkflowCompleted"]:
+        out.append(f"{eid}: terminal events {ends}, last event {final}")
+    # Every step, and every unit a `for` step fanned out to (`each[0]`, ...), succeeds once (a fork
+    # takes the units that ended before its step from the original instead).
     units = set(steps) | {e["step"] for e in events if e["type"] == "StepScheduled"}
     succeeded = Counter(e["step"] for e in events if e["type"] == "StepSucceeded")
+    succeeded.update(k for e in events if e["type"] == "ExecutionForked" for k in e["units"])
     strays = {u for u in units if u not in steps and u.split("[", 1)[0] not in steps}
     if any(succeeded[u] != 1 for u in units) or set(succeeded) - units or strays:
         out.append(f"{eid}: StepSucceeded per unit {dict(succeeded)}, expected once each of "

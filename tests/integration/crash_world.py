@@ -68,6 +68,9 @@ class Scenario:
     # quiet, as the signal is sent; `after_signal` as soon as no message is queued or hidden.
     before_signal: tuple[str, ...] = ()
     after_signal: tuple[str, ...] = ()
+    # Once the execution has ended: fix the workers (FIXED), then POST /executions/{id}/<op> with
+    # this body (op: redrive or fork), and let the system run again.
+    recover: tuple[str, dict[str, Any]] | None = None
 
     @property
     def workflow(self) -> str:
@@ -126,6 +129,18 @@ def double(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
     return {"v2": input["v"] * 2}
 
 
+FIXED = [False]  # Scenario.recover: a bug fixed between the failure and the redrive
+
+
+@worker.task("crashmx.fixable")
+def fixable(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
+    """Fails for good (until FIXED) when the input says `broken`."""
+    _ran(ctx)
+    if input.get("broken") and not FIXED[0]:
+        raise TaskError("BUG", "a bug, fixed before the redrive", retryable=False)
+    return {"v2": input["v"] * 2}
+
+
 @dataclass
 class Parked:
     due_ms: int
@@ -155,6 +170,8 @@ class World:
         recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
         recorder.arm(crash_at)
         RUNS.clear()
+        FIXED[0] = False
+        self.recovered = False
         self.containers: dict[str, aws.Services] = {}  # function -> its warm container's services
 
     def container(self, function: str | None = None) -> aws.Services:
@@ -272,9 +289,8 @@ class World:
 
     # ---------------------------------------------------------------- the run
     def run(self, max_rounds: int = 400) -> None:
-        """Register, start, then let the system run until nothing is left to do."""
-        skew_ms: int = load_app("timers").SKEW_MS
-
+        """Register, start, then let the system run until nothing is left to do (and with
+        `Scenario.recover`, fix the workers, redrive or fork, and run until nothing is left again)."""
         sc = self.scenario
         if sc.code:
             from crash_code import deploy
@@ -283,6 +299,17 @@ class World:
         for definition in sc.definitions:
             self.api("POST", "/definitions", definition, 201)
         self.api("POST", "/executions", {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}, 201)
+        self.settle(max_rounds)
+        if sc.recover is not None:
+            FIXED[0] = True
+            op, body = sc.recover
+            self.api("POST", f"/executions/{EXECUTION}/{op}", body, 201 if op == "fork" else 200)
+            self.recovered = True
+            self.settle(max_rounds)
+
+    def settle(self, max_rounds: int = 400) -> None:
+        skew_ms: int = load_app("timers").SKEW_MS
+        sc = self.scenario
         for _ in range(max_rounds):
             if sum(self.pump(q) for q in ("DecisionQueue", "DefaultTaskQueue")) or self.release_due():
                 continue

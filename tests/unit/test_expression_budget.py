@@ -150,10 +150,11 @@ def test_a_runaway_step_fails_its_execution_with_expression_error(kind: str, nam
     answered: list[float] = []
     errors: list[BaseException] = []
     done = threading.Event()
+    hostile_id = f"hostile-{kind}".replace(" ", "-")  # execution ids take no spaces (issue 17a)
 
     def hostile() -> None:
         try:
-            eid = sim.start("wf", inp, id=f"hostile-{kind}".replace(" ", "-"))
+            eid = sim.start("wf", inp, id=hostile_id)
             sim.run_until_idle()
             answered.append(0.0)
             assert eid
@@ -172,7 +173,7 @@ def test_a_runaway_step_fails_its_execution_with_expression_error(kind: str, nam
         time.sleep(0.02)
     thread.join()
     assert not errors, errors
-    desc = sim.describe(f"hostile-{kind}".replace(" ", "-"))
+    desc = sim.describe(hostile_id)
     assert desc["status"] == "FAILED"
     err = desc["steps"]["bad"]["error"]
     assert err["code"] == "EXPRESSION_ERROR" and f"budget exceeded: {which}" in err["message"]

@@ -168,6 +168,22 @@ class Client:
             "POST", f"/executions/{_q(execution_id)}/cancel", {"reason": reason, "force": force}
         )
 
+    def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
+        """Continue a FAILED or TIMED_OUT execution; `request_id` (made up when not given) makes
+        the retries of this call redrive once. Returns {id, redrive_count, steps}."""
+        body = {"id": request_id or uuid.uuid4().hex}
+        return self._call("POST", f"/executions/{_q(execution_id)}/redrive", body)
+
+    def fork(self, execution_id: str, from_step: str, id: str | None = None,
+             version: str | None = None) -> dict[str, Any]:
+        """Start a fork of an execution from `from_step`; returns {id}. The fork's id is made up
+        here when not given, so a retried request starts one fork."""
+        new_id = id or f"{execution_id}-fork-{uuid.uuid4().hex[:12]}"
+        body: dict[str, Any] = {"from_step": from_step, "id": new_id}
+        if version:
+            body["version"] = version
+        return self._call("POST", f"/executions/{_q(execution_id)}/fork", body)
+
     def query(self, execution_id: str, name: str, input: Any = None) -> Any:
         """Ask a running or ended execution one of its declared queries; records nothing."""
         path = f"/executions/{_q(execution_id)}/queries/{_q(name)}"

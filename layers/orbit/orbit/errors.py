@@ -117,6 +117,15 @@ class ExecutionExpired(NotFound):
                          f"has passed, so its history is no longer available")
 
 
+class RedriveRefused(OrbitError):
+    """`orbit redrive` of an execution that cannot go on (running, completed, cancelled, parked,
+    or compensated); the message says why. Nothing was recorded."""
+
+    def __init__(self, execution_id: str, message: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(message)
+
+
 class NotParked(OrbitError):
     """`unpark` for an execution that is not parked: there is nothing to try again."""
 

@@ -674,6 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
+    from orbit.cli.recovery import add_recovery_commands
+
+    add_recovery_commands(sub, api_opts, lambda args: _client(args))  # looked up when called
 
     sp = sub.add_parser(
         "advance",

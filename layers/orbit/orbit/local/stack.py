@@ -189,6 +189,19 @@ class LocalStack(ScheduleOps):
     def cancel(self, id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(id, reason, force)
 
+    def redrive(self, id: str, request_id: str | None = None) -> dict[str, Any]:
+        """Continue a FAILED or TIMED_OUT execution where it stopped (see docs/recovery.md);
+        returns {id, redrive_count, steps}. Refused (RedriveRefused) with the reason otherwise."""
+        with self.services.queues.batched():
+            return dict(self.engine.redrive(id, request_id))
+
+    def fork(self, execution_id: str, /, from_step: str, id: str | None = None,
+             version: str | None = None) -> str:
+        """Start a new execution that reuses the outputs of the steps of `execution_id` that ended
+        before `from_step` and runs the rest on the workflow registered now; returns the new id."""
+        with self.services.queues.batched():
+            return str(self.engine.fork(execution_id, from_step, id, version))
+
     def unpark(self, id: str) -> str:
         """Try a parked execution again now (it runs when the queues are pumped: `run_until_idle`)."""
         return self.engine.unpark(id)

@@ -112,6 +112,14 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
                     f"started ({ev.get('reason')}): {', '.join(ev.get('steps') or [])}",
                 )
             )
+        elif kind == "ExecutionRedriven":
+            again = ", ".join(ev.get("steps") or []) or "-"
+            text = f"redriven (#{ev.get('redrive_count')}): {again}"
+            out.append(Row(ts - t0, "execution", None, None, text))
+        elif kind == "ExecutionForked":
+            reused = ", ".join(ev.get("units") or {}) or "nothing"
+            text = f"forked from {ev.get('from_execution')} at {ev.get('from_step')}; reused: {reused}"
+            out.append(Row(ts - t0, "execution", None, None, text))
         elif kind == "CompensationFailed":
             out.append(Row(ts - t0, "compensation", None, None, "failed  " + _error(ev.get("error"))))
         elif kind == "CompensationCompleted":

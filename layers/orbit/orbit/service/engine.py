@@ -34,13 +34,21 @@ from orbit.core.history.effects import (
     DispatchTask,
     Effect,
     ForwardSignal,
+    LinkFork,
     NotifyParent,
+    RedriveChild,
     RegisterHook,
     StartChild,
 )
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
 from orbit.core.history.lifecycle import decision_metrics, retirement
-from orbit.core.history.messages import CancelMessage, Message, StartMessage, message_from_dict
+from orbit.core.history.messages import (
+    CancelMessage,
+    Message,
+    RedriveMessage,
+    StartMessage,
+    message_from_dict,
+)
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
 from orbit.core.history.storable import execution_id_problem
@@ -69,6 +77,7 @@ from orbit.service.ports import (
     Registry,
     Timers,
 )
+from orbit.service.recovery import RecoveryApi
 from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
@@ -78,7 +87,7 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class Engine(EngineApi):
+class Engine(RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
 
     def __init__(
@@ -241,6 +250,10 @@ class Engine(EngineApi):
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
         assume_new = all(isinstance(m, StartMessage) for m in msgs)
+        if any(isinstance(m, RedriveMessage) for m in msgs):
+            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
+            # process saw the execution running) the refusal would never meet a conflicting write.
+            self._cache.pop(eid, None)
         for attempt in range(MAX_CONFLICT_RETRIES):
             try:
                 self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
@@ -472,7 +485,7 @@ class Engine(EngineApi):
                     {
                         "kind": "child_done",
                         "execution_id": e.parent_id,
-                        "id": f"child_done:{e.child_id}",
+                        "id": e.message_id,
                         "unit": e.unit,
                         "child_id": e.child_id,
                         "status": e.status,
@@ -481,6 +494,14 @@ class Engine(EngineApi):
                     }
                     | trace
                 )
+
+            elif isinstance(e, RedriveChild):
+                self.queues.send_decision({"kind": "redrive", "execution_id": e.child_id, "id": e.request_id,
+                                           "parent_id": e.parent_id, "unit": e.unit})
+            elif isinstance(e, LinkFork):
+                self.queues.send_decision({"kind": "fork_created", "execution_id": e.execution_id,
+                                           "id": f"fork_created:{e.fork_id}", "fork_id": e.fork_id,
+                                           "from_step": e.from_step})
 
     @staticmethod
     def _start_body(

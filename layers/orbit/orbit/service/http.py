@@ -19,6 +19,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
 (default 50, max 1000; `next_cursor` continues).
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
+    POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
+                                              {id, redrive_count, steps}
+    POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
     POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
     POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
@@ -30,7 +33,7 @@ request, invalid definition, payload refused, ids that do not fit, lone surrogat
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
 hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
-that is not parked) and
+that is not parked, a redrive refused) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -54,6 +57,7 @@ from orbit.errors import (
     NotParked,
     OrbitError,
     PayloadRefused,
+    RedriveRefused,
     UnknownWorkflow,
     ValidationError,
 )
@@ -141,10 +145,28 @@ def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {}
 
 
+def _redrive(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    request_id = body.get("id")  # the caller's id for this request: a retry redrives once
+    if request_id is not None and (not isinstance(request_id, str) or not request_id):
+        raise ValidationError("must be a non-empty string, or left out", "body.id")
+    return 200, engine.redrive(eid, request_id)
+
+
+def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    step, new_id, version = body.get("from_step"), body.get("id"), body.get("version")
+    if not isinstance(step, str) or not step:
+        raise ValidationError("is required (the step to run again from)", "body.from_step")
+    if new_id is not None and (not isinstance(new_id, str) or not new_id):
+        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
+
+
 def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
     from orbit.service.queries import run_query
 
     return 200, {"result": run_query(engine, eid, name, body.get("input"))}
+
+
 def _unpark(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     return 202, {"id": engine.unpark(eid)}
 
@@ -175,6 +197,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
+    ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
+    ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
     ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),
     ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
@@ -206,7 +230,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked, RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

@@ -176,6 +176,12 @@ class Simulator:
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(execution_id, reason, force)
 
+    def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
+        return self.engine.redrive(execution_id, request_id)
+
+    def fork(self, execution_id: str, from_step: str, id: str | None = None) -> str:
+        return self.engine.fork(execution_id, from_step, id)
+
     def unpark(self, execution_id: str) -> str:
         return self.engine.unpark(execution_id)
 

@@ -105,5 +105,6 @@ def notify_parent(ctx: Ctx) -> None:
             s.status,
             s.output if s.status == "COMPLETED" else None,
             None if s.status == "COMPLETED" else error,
+            tag=f"r{s.redrive_count}" if s.redrive_count else None,
         )
     )

@@ -22,6 +22,7 @@ from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
 from orbit.core.decider.parking import try_unpark
+from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
 from orbit.core.definition.expression_budget import spent_steps
@@ -40,9 +41,11 @@ from orbit.core.history.events import (
 from orbit.core.history.messages import (
     CancelMessage,
     ChildDoneMessage,
+    ForkCreatedMessage,
     HeartbeatMessage,
     HookMessage,
     Message,
+    RedriveMessage,
     ResultMessage,
     SignalMessage,
     StartedMessage,
@@ -86,14 +89,25 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
             # The alternative, the child's start reading its parent's state, would cost every
             # child start a second execution load for a rare race.
             ctx.emit(CancelRequested(inbound.reason or "cancelled", inbound.force))
+        elif isinstance(inbound, RedriveMessage):
+            answer_unstarted_child(ctx, inbound)
         return ctx.decision
+    elif isinstance(inbound, ForkCreatedMessage):
+        record_fork(ctx, inbound.fork_id, inbound.from_step)
+        return ctx.decision  # a link for describe: nothing for the runtime
+    elif isinstance(inbound, RedriveMessage):
+        if not redrive(ctx, inbound):
+            return ctx.decision
+        was_terminal, wake_before = False, None  # running again: arm its timers as a start does
     else:
         _inbound(ctx, inbound)
     if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage)):
         ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
-        if wake is not None and (wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage))):
+        if wake is not None and (
+            wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage, RedriveMessage))
+        ):
             if _pushed_back_by_heartbeat(inbound, wake_before, wake, now_ms):
                 return ctx.decision
             # Everything due was handled above; a wake-up still in the past would fire again at
@@ -130,6 +144,8 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
     ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))
     for name in sorted(getattr(wf, "signals", None) or {}):
         create_hook(ctx, name)
+    if m.fork is not None:
+        seed_fork(ctx, m.fork)
     for sig in m.signals or []:  # handed over by the previous run, in the order they arrived
         if isinstance(sig, dict) and isinstance(sig.get("name"), str) and sig["name"]:
             ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))

@@ -55,7 +55,8 @@ NEVER_RETRIED = frozenset(
 
 
 def schedule(ctx: Ctx, cmd: StepCommand) -> None:
-    """First attempt of a unit on a worker queue; ignored if the unit already exists."""
+    """First attempt of a unit on a worker queue; ignored if the unit already exists. A unit a
+    redrive reset (PENDING again) goes on numbering its attempts (see UnitState.attempt_base)."""
     u = ctx.state.units.get(cmd.unit)
     if u is not None and u.status != "PENDING":
         return
@@ -68,7 +69,7 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
     ctx.emit(
         StepScheduled(
             step=cmd.unit,
-            attempt=1,
+            attempt=(u.attempt if u is not None else 0) + 1,
             input=cmd.input,
             idempotency_key=ctx.idempotency_key(cmd.unit),
             redelivery=False,
@@ -209,14 +210,14 @@ def attempt_failed(ctx: Ctx, unit: str, error: TaskError) -> None:
         error.retryable
         and error.code not in NEVER_RETRIED
         and error.code not in policy.non_retryable
-        and u.attempt < policy.max_attempts
+        and u.attempt - u.attempt_base < policy.max_attempts
         and ctx.state.abort is None
         and u.kind in ("task", "http")
     )
     if not retry:
         fail(ctx, unit, error)
         return
-    delay = backoff_ms(policy, u.attempt, ctx.state.id, unit)
+    delay = backoff_ms(policy, u.attempt - u.attempt_base, ctx.state.id, unit)
     ctx.emit(RetryScheduled(unit, u.attempt + 1, delay, ctx.now + delay))
     if delay == 0:
         redispatch(ctx, unit, redelivery=False)

@@ -86,12 +86,20 @@ class NotifyParent(Effect):
     """A child ended: tell the parent's unit (`child_done` message)."""
 
     KIND: ClassVar[str] = "notify_parent"
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"tag"})
     parent_id: str
     unit: str
     child_id: str
     status: str
     output: JSON = None
     error: TaskError | None = None
+    # Set after a redrive (`r<n>`, or the refused redrive request's id): the message id must differ
+    # from the notice the parent already handled, or the parent would take it for a redelivery.
+    tag: str | None = None
+
+    @property
+    def message_id(self) -> str:
+        return f"child_done:{self.child_id}" + (f"#{self.tag}" if self.tag else "")
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,27 @@ class ContinueDecision(Effect):
     message_id: str
 
 
+@dataclass(frozen=True)
+class RedriveChild(Effect):
+    """A parent being redriven redrives its failed child (a `redrive` message, id `request_id`)."""
+
+    KIND: ClassVar[str] = "redrive_child"
+    parent_id: str
+    unit: str
+    child_id: str
+    request_id: str
+
+
+@dataclass(frozen=True)
+class LinkFork(Effect):
+    """A fork started: record the link in the original execution (a `fork_created` message)."""
+
+    KIND: ClassVar[str] = "link_fork"
+    execution_id: str
+    fork_id: str
+    from_step: str
+
+
 EFFECT_TYPES: dict[str, type[Effect]] = registry(
     "KIND",
     DispatchTask,
@@ -155,6 +184,8 @@ EFFECT_TYPES: dict[str, type[Effect]] = registry(
     RegisterHook,
     ContinueExecution,
     ContinueDecision,
+    RedriveChild,
+    LinkFork,
     ForwardSignal,
 )
 

@@ -352,6 +352,40 @@ class PatchMarked(Event):
     position: int = 0
 
 
+@event
+class ExecutionRedriven(Event):
+    """A FAILED or TIMED_OUT execution goes on where it stopped (`orbit redrive`), same id and input.
+
+    `steps`: the units that run again with a fresh retry budget (failed, timed-out, cancelled;
+    a `for` step's unfinished elements); `children`: child executions redriven with it (their
+    units wait for them again); `deadline_ms`: the new whole-execution deadline, if it has one."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"deadline_ms"})
+    redrive_count: int
+    steps: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+    deadline_ms: int | None = None
+    request_id: str = ""
+
+
+@event
+class ExecutionForked(Event):
+    """This execution is a fork (`orbit fork`): it reuses `units` (key -> recorded unit: kind,
+    task, output, ...) that completed in `from_execution` before `from_step`."""
+
+    from_execution: str
+    from_step: str
+    units: dict[str, JSON] = field(default_factory=dict)
+
+
+@event
+class ForkCreated(Event):
+    """A fork of this execution was started from `from_step` under `fork_id`."""
+
+    fork_id: str
+    from_step: str = ""
+
+
 @dataclass(frozen=True)
 class UnknownEvent(Event):
     """An event type this code does not know; kept verbatim, ignored by `apply`."""

@@ -39,6 +39,8 @@ def _unit(s: ExecutionState, key: str) -> UnitState:
     u = s.units.get(key)
     if u is None:
         u = s.units[key] = UnitState()
+        if s.status == COMPENSATING:
+            s.ran_compensation = True  # a compensation or cleanup unit: a redrive would repeat undone work
     return u
 
 
@@ -51,6 +53,8 @@ def _enter(s: ExecutionState, key: str, u: UnitState, status: str) -> None:
         if fo is not None:
             fo.running += 1
             fo.next_index = max(fo.next_index, index + 1)  # type: ignore[operator]
+            if index in fo.redo:
+                fo.redo.remove(index)
     u.status = status
 
 
@@ -419,3 +423,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.BuildSwitched: _build_switched,
     E.PatchMarked: _patch_marked,
 }
+
+from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  (it uses the helpers above)
+
+HANDLERS.update(RECOVERY_HANDLERS)

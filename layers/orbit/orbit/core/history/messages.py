@@ -37,15 +37,18 @@ class StartMessage(Message):
         "version": ((str, type(None)), False),
         "input": (_ANY, False),
         "parent": ((dict, type(None)), False),
+        "fork": ((dict, type(None)), False),
         "continued_from": ((str, type(None)), False),
         "signals": ((list, type(None)), False),
         "idle_hops": ((int, type(None)), False),
     }
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"continued_from", "signals", "idle_hops"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"fork", "continued_from", "signals", "idle_hops"})
     workflow: str = ""
     version: str | None = None
     input: JSON = None
     parent: dict[str, str] | None = None  # {"execution_id", "step"}
+    # A fork (orbit fork): {"execution_id", "step", "units": {key: recorded unit}} reused from the original.
+    fork: dict[str, JSON] | None = None
     # Set when the previous run continued as new: its id, the signals it had not consumed
     # (`[{"name", "payload", "signal_id"}]`, in arrival order) and its idle-hop count.
     continued_from: str | None = None
@@ -164,6 +167,29 @@ class ChildDoneMessage(Message):
     error: TaskError | None = None
 
 
+@dataclass(frozen=True)
+class RedriveMessage(Message):
+    """Continue a FAILED or TIMED_OUT execution (orbit redrive). `parent_id` is set when a parent
+    that is being redriven redrives this child: the child then answers with a `child_done` even
+    when it cannot go on, so the parent's unit never waits for nothing."""
+
+    KIND: ClassVar[str] = "redrive"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"parent_id": ((str, type(None)), False),
+                                                   "unit": (str, False)}
+    parent_id: str | None = None
+    unit: str = ""  # the parent's unit that waits for this child
+
+
+@dataclass(frozen=True)
+class ForkCreatedMessage(Message):
+    """A fork of this execution started (sent by the fork's first commit): record the link."""
+
+    KIND: ClassVar[str] = "fork_created"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"fork_id": (str, True), "from_step": (str, False)}
+    fork_id: str = ""
+    from_step: str = ""
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = registry(
     "KIND",
     StartMessage,
@@ -175,6 +201,8 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
     CancelMessage,
     WakeMessage,
     ChildDoneMessage,
+    RedriveMessage,
+    ForkCreatedMessage,
     UnparkMessage,
 )
 

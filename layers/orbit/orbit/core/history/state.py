@@ -128,6 +128,9 @@ class UnitState:
     signal: str | None = None  # wait_for: the signal name
     child_id: str | None = None
     heartbeat: JSON = None
+    # Attempts before the last redrive: the retry budget counts from here (attempt numbers go on,
+    # so a worker's record of an old failed attempt never answers a new one).
+    attempt_base: int = 0
     fire_at_ms: int | None = None  # a durable timer's wake time, kept after it fired (replay compares it)
 
     @property
@@ -142,6 +145,8 @@ class UnitState:
         for late in ("heartbeat_timeout_ms", "fire_at_ms"):
             if d[late] is None:
                 del d[late]  # added later: snapshots without one stay as they were
+        if not d["attempt_base"]:
+            del d["attempt_base"]
         return d
 
     @classmethod
@@ -164,10 +169,23 @@ class FanOut:
     succeeded: int = 0
     failed: int = 0
     cancelled: int = 0
+    redo: list[int] = field(default_factory=list)  # elements a redrive reset, run before next_index
 
     @property
     def ended(self) -> int:
         return self.succeeded + self.failed + self.cancelled
+
+    def to_schedule(self, slots: int) -> list[int]:
+        """The next `slots` element indexes to start: redriven ones first, then the cursor."""
+        slots = max(slots, 0)
+        picked = self.redo[:slots]
+        return picked + list(range(self.next_index, min(self.total, self.next_index + slots - len(picked))))
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = asdict(self)
+        if not self.redo:
+            del d["redo"]  # added later: snapshots without a redrive stay as they were
+        return d
 
 
 @dataclass
@@ -206,6 +224,11 @@ class ExecutionState:
     progress_count: int = 0  # ProgressRecorded events so far (code replay counts its progress calls)
     parked: TaskError | None = None
     continued_as: str | None = None
+    # Recovery (orbit redrive / orbit fork); left out of snapshots while at their defaults.
+    redrive_count: int = 0
+    ran_compensation: bool = False  # a unit was created while COMPENSATING (compensation or cleanup)
+    forked_from: dict[str, JSON] | None = None  # {"execution_id", "step"}
+    forked_to: list[str] = field(default_factory=list)  # ids of executions forked from this one
     # Added with safe deploys and the continue-as-new hand-over; left out of snapshots while empty.
     parked_at_ms: int | None = None  # the last ExecutionParked
     parked_since_ms: int | None = None  # the first one since the execution last ran
@@ -250,13 +273,13 @@ class ExecutionState:
             if f.name == "units":
                 v = {k: u.to_dict() for k, u in v.items()}
             elif f.name == "fanouts":
-                v = {k: asdict(c) for k, c in v.items()}
+                v = {k: c.to_dict() for k, c in v.items()}
             elif f.name == "active":
                 v = list(v)
             elif f.name == "inbound":
                 continue  # rebuilt from the logs
-            elif f.name in _OPTIONAL_FIELDS and not v:
-                continue  # added later: snapshots without them stay as they were
+            elif f.name in (_OPTIONAL_FIELDS | _RECOVERY_FIELDS) and not v:
+                continue  # added later / a default: snapshots without them stay as they were
             elif f.name in ("inbound_log", "signal_log"):
                 v = [[seq, ts, list(ids)] for seq, ts, ids in v]
             elif isinstance(v, TaskError):
@@ -271,7 +294,8 @@ class ExecutionState:
         names = {f.name for f in fields(cls)}
         s = cls(**{k: copy.deepcopy(v) for k, v in d.items() if k in names})
         s.units = {k: UnitState.from_dict(u) for k, u in (d.get("units") or {}).items()}
-        s.fanouts = {k: FanOut(**c) for k, c in (d.get("fanouts") or {}).items()}
+        s.fanouts = {k: FanOut(**{**c, "redo": list(c.get("redo") or [])})
+                     for k, c in (d.get("fanouts") or {}).items()}
         s.active = dict.fromkeys(d.get("active") or [])
         s.inbound, s.inbound_log, s.signal_log = {}, deque(), deque()
         for seq, ts, ids in d.get("signal_log") or []:
@@ -316,12 +340,16 @@ class ExecutionState:
             "finished_at_ms": self.finished_at_ms,
             "parked": self.parked.to_dict() if self.parked else None,
             "continued_as": self.continued_as,
+            "redrive_count": self.redrive_count,
+            "forked_from": copy.deepcopy(self.forked_from),
+            "forked_to": list(self.forked_to),
             "continued_from": self.continued_from,
             "continued_to": self.continued_as,
             "build": self.build,
         }
 
 
+_RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
 _OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches"})
 
 

@@ -80,6 +80,7 @@ class CodeRuntime:
         else:
             self.stats["warm"] += 1
         commands = inst.feed(state) + self._compensation(inst, state)
+        inst.redrives_seen = state.redrive_count
         if inst.finished or self.cache_size <= 0:
             inst.discard()
         else:
@@ -177,6 +178,8 @@ class CodeRuntime:
         r = inst.replay
         if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
             return False
+        if inst.redrives_seen != state.redrive_count:
+            return False  # a redrive reset units the instance already consumed: replay from the start
         if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (
                 inst.origin[1] is state.input or inst.origin[1] == state.input)):
             return False  # another execution under the same id (e.g. a second store in one process)

@@ -55,6 +55,7 @@ class Instance:
         self.replay = Replay(execution_id, self._block)
         self.ctx = WorkflowContext(self.replay, workflow)
         self.seen_seq = -1
+        self.redrives_seen = 0  # state.redrive_count at the last feed
         self.origin: tuple[int, Any] | None = None  # (created_at_ms, input) of the execution it replays
         self.finished = False
         self._discarded = False

@@ -29,6 +29,7 @@ from orbit.core.history.events import TaskError
 from orbit.core.history.state import (
     CANCELLED,
     FAILED,
+    PENDING,
     SKIPPED,
     SUCCEEDED,
     ExecutionState,
@@ -209,8 +210,11 @@ class Replay:
         compared = False
         while True:
             u = self.state.units.get(key)
-            if u is None:
-                self._check_absent(position, requested)
+            if u is None or u.status == PENDING:  # new, or reset by a redrive: (re)start it
+                if u is None:
+                    self._check_absent(position, requested)
+                else:
+                    self._check_present(position, key, u, requested)
                 self._maybe_deliver_cancel()
                 self._emit_units(position, [key])
                 self._wait([make(key)])
@@ -247,6 +251,10 @@ class Replay:
                 requested = _describe("task", key, task=spec.task)
                 if u is None:
                     self._check_absent(first + i, requested)
+                    absent.append(i)
+                    compared.add(i)  # issued by this very code
+                elif u.status == PENDING:  # reset by a redrive: (re)start it
+                    self._check_present(first + i, key, u, requested)
                     absent.append(i)
                     compared.add(i)
                 else:
@@ -342,15 +350,14 @@ class Replay:
             units = self.state.units
             return [C.RecordResult(base, [units[f"{base}[{i}]"].output if units[f"{base}[{i}]"].status
                                           == SUCCEEDED else None for i in range(total)])]
-        free = limit - fo.running
-        start = fo.next_index
-        if free <= 0 or start >= total:
+        indexes = [i for i in fo.to_schedule(limit - fo.running) if i < total]
+        if not indexes:
             return []
         items = parent.input if isinstance(parent.input, list) else []
-        keys = [f"{base}[{i}]" for i in range(start, min(total, start + free))]
+        keys = [f"{base}[{i}]" for i in indexes]
         self._emit_units(0, keys)  # elements of a map whose position is already indexed
-        return [C.ScheduleStep(spec.command(k, items[start + n], C.CONTINUE_WORKFLOW))
-                for n, k in enumerate(keys)]
+        return [C.ScheduleStep(spec.command(k, items[i], C.CONTINUE_WORKFLOW))
+                for i, k in zip(indexes, keys)]
 
     # -- calls without units ---------------------------------------------------------------
     def hook_token(self, name: str) -> str:

@@ -303,7 +303,7 @@ class _Run:
         items = self.s.units[name].input or []
         out: list[Command] = []
         root = self.root(only=step.depends_on)
-        for i in range(fo.next_index, min(fo.total, fo.next_index + max(slots, 0))):
+        for i in fo.to_schedule(slots):
             root_i = dict(root, item=items[i], index=i)
             out.extend(
                 self.unit_commands(

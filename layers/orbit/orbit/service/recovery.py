@@ -1,0 +1,112 @@
+"""Recovery operations of the engine: redrive a failed execution, fork one from a step.
+
+Both decide and commit inline, as a start does (the API answers with the outcome): the
+commit is conditional on the next seq, so of two redrives racing on one execution exactly
+one is recorded and the other is refused; a retried request (same `request_id`, same fork
+id) finds its commit and re-sends that commit's effects, so an API that died between the
+commit and its sends loses nothing. See docs/recovery.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orbit.core.decider.recovery import fork_step_problem, fork_units, redrive_refusal
+from orbit.core.history.events import ExecutionRedriven, Recorded
+from orbit.core.history.messages import Message, RedriveMessage, StartMessage
+from orbit.core.history.state import ExecutionState
+from orbit.errors import ExecutionExists, NotFound, RedriveRefused, ValidationError
+
+MAX_ID = 256  # request and fork ids go into message ids and history: a caller's value must stay small
+
+
+class RecoveryApi:
+    """Mixed into `orbit.service.Engine` (it needs its store, registry, ids and `_process`)."""
+
+    store: Any
+    registry: Any
+    ids: Any
+    _cache: Any
+
+    if TYPE_CHECKING:  # provided by Engine / EngineApi
+
+        def _process(self, eid: str, msgs: list[Message]) -> None: ...
+
+        def load_state(self, execution_id: str) -> ExecutionState: ...
+
+    def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
+        """Continue a FAILED or TIMED_OUT execution; returns {id, redrive_count, steps}.
+
+        RedriveRefused (nothing recorded) when it cannot go on; `request_id` makes a retried call
+        answer with the redrive it already made instead of a refusal."""
+        if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_ID):
+            raise ValidationError(f"must be a string of 1 to {MAX_ID} characters, or left out", "request_id")
+        state = self.load_state(execution_id)
+        mid = f"redrive:{request_id or self.ids.token()}"
+        if mid not in state.inbound:
+            refusal = redrive_refusal(state)
+            if refusal is not None:
+                done = self._redrive_made_by(execution_id, mid)
+                if done is not None:
+                    return done
+                raise RedriveRefused(execution_id, refusal)
+        self._process(execution_id, [RedriveMessage(execution_id, mid)])
+        cached = self._cache.get(execution_id)
+        state = cached[0] if cached is not None else self.load_state(execution_id)
+        if mid not in state.inbound:  # another redrive won the race: this one changed nothing
+            refusal = redrive_refusal(state) or f"execution {execution_id!r} was not redriven"
+            raise RedriveRefused(execution_id, f"{refusal} (redriven by another request at the same time)")
+        return self._redrive_made_by(execution_id, mid) or {"id": execution_id,
+                                                            "redrive_count": state.redrive_count}
+
+    def _redrive_made_by(self, execution_id: str, mid: str) -> dict[str, Any] | None:
+        """The redrive request `mid` recorded, read from history (newest first), or None."""
+        for r in reversed(self._records(execution_id)):
+            e = r.event
+            if isinstance(e, ExecutionRedriven) and e.request_id == mid:
+                return {"id": execution_id, "redrive_count": e.redrive_count, "steps": list(e.steps)}
+        return None
+
+    def fork(self, execution_id: str, from_step: str, new_id: str | None = None,
+             version: str | None = None) -> str:
+        """Start a new execution that reuses the outputs of the steps of `execution_id` that ended
+        before `from_step` first ran, and runs the rest on the current workflow; returns its id."""
+        if not isinstance(from_step, str) or not from_step:
+            raise ValidationError("is required (the step to run again from)", "from_step")
+        if new_id is not None and (not isinstance(new_id, str) or not 0 < len(new_id) <= MAX_ID):
+            raise ValidationError(f"must be a string of 1 to {MAX_ID} characters, or left out to have one "
+                                  "generated", "id")
+        state = self.load_state(execution_id)
+        wf = self.registry.get(state.workflow, version)
+        problem = fork_step_problem(state, wf, from_step)
+        if problem is not None:
+            raise ValidationError(problem, "from_step")
+        fork_id = new_id or f"{execution_id}-fork-{self.ids.token()[:12]}"
+        if fork_id == execution_id:
+            raise ValidationError("a fork needs an id of its own", "id")
+        origin = {"execution_id": execution_id, "step": from_step}
+        self._check_fork_id(fork_id, origin)
+        units = fork_units(state, self._records(execution_id), from_step)
+        pinned = None if version is None else str(wf.version)
+        msg = StartMessage(fork_id, f"start:{fork_id}", wf.name, pinned, state.input, None,
+                           {**origin, "units": units})
+        self._process(fork_id, [msg])
+        return fork_id
+
+    def _check_fork_id(self, fork_id: str, origin: dict[str, str]) -> None:
+        try:
+            existing = self.load_state(fork_id)
+        except NotFound:
+            return
+        if existing.forked_from != origin:
+            raise ExecutionExists(fork_id, f"execution {fork_id!r} already exists and is not a fork of "
+                                           f"{origin['execution_id']!r} from step {origin['step']!r}")
+
+    def _records(self, execution_id: str) -> list[Recorded]:
+        out: list[Recorded] = []
+        cursor: int | None = 0
+        while cursor is not None:
+            page = self.store.history(execution_id, cursor, 1000)
+            out.extend(page.records)
+            cursor = page.next_after_seq
+        return out
