@@ -39,9 +39,9 @@ class SlowStore(MemoryHistoryStore):
         time.sleep(LATENCY_S)
         return super().load(execution_id)
 
-    def commit(self, execution_id: str, commit: Any) -> None:
+    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
         time.sleep(LATENCY_S)
-        super().commit(execution_id, commit)
+        super().commit(execution_id, commit, expires_at_s)
 
 
 class Clock:

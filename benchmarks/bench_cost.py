@@ -164,6 +164,16 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detai
         # The engine's per-process state cache (service.Engine._cache, read-only use here): with
         # --cold every decider batch starts without it, as on a fleet of decider instances.
         timed = TimedCloud(cloud, meter, svc.engine._cache.clear if cold else None)
+        retire = svc.engine._retire
+
+        def tagged_retire(*args: Any) -> None:  # what retention costs: the expiry an ended execution gets
+            meter.tag = "retention"
+            try:
+                retire(*args)
+            finally:
+                meter.tag = None
+
+        svc.engine._retire = tagged_retire
         meter.reset()
         cloud.invocations.clear()
         started = time.perf_counter()
@@ -253,6 +263,13 @@ def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapse
     for label, dollars in lines:
         verdict = "meets" if dollars <= TARGET else "misses"
         print(f"  ${dollars:6.2f}  {label}: {verdict} the ${TARGET:.2f} target, {dollars / sfn:.0%} of SFN")
+    wru, rru = meter.tagged_wru["retention"], meter.tagged_rru["retention"]
+    print(
+        f"  of which retention (the expiry every item of an ended execution gets), per execution: "
+        f"{meter.tagged_requests['retention'] / n:.1f} requests, {wru / n:.2f} WRU, {rru / n:.2f} RRU = "
+        f"${(wru * PRICE['wru'] + rru * PRICE['rru']) / n:.2f} per million executions "
+        f"(${(wru * PRICE['wru'] + rru * PRICE['rru']) / steps:.2f} per million steps)"
+    )
     print(
         f"  ${sfn:6.2f}  Step Functions Standard (${SFN_PER_MILLION:.0f} per million state transitions, "
         "at least one per step)"

@@ -87,6 +87,11 @@ class Meter:
         self.reset()
 
     def reset(self) -> None:
+        # Costs made while `tag` is set are also added up under it (bench_cost: retention's share).
+        self.tag: str | None = None
+        self.tagged_wru: Counter[str] = Counter()
+        self.tagged_rru: Counter[str] = Counter()
+        self.tagged_requests: Counter[str] = Counter()
         self.requests: Counter[str] = Counter()
         self.wru_by: Counter[str] = Counter()
         self.rru_by: Counter[str] = Counter()
@@ -134,6 +139,9 @@ class Meter:
         service, op = model.service_model.service_name, model.name
         params = context.get("orbit_params", {})
         self.calls[service] += 1
+        if self.tag is not None:
+            self.tagged_requests[self.tag] += 1
+            wru, rru = self.wru, self.rru
         if service == "dynamodb":
             self._dynamodb(op, params, parsed, context)
         else:
@@ -143,6 +151,9 @@ class Meter:
             body = sum(len(e.get("MessageBody", "").encode()) for e in entries)
             self.messages_sent += len(entries)
             self.sqs_billed += max(1, math.ceil(body / 65536))
+        if self.tag is not None:
+            self.tagged_wru[self.tag] += self.wru - wru
+            self.tagged_rru[self.tag] += self.rru - rru
         self.aws_cpu_s += time.thread_time() - context.get("orbit_t0", time.thread_time())
 
     def _dynamodb(

@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from orbit.adapters.sqs import decode_bodies
+from orbit.adapters.sqs import decode_bodies, trace_of
 from orbit.aws.observability import publish
 from orbit.aws.wiring import services
 
@@ -37,6 +37,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     for r in records:
         try:  # a bundle (one execution's messages sent together) fails or succeeds as one record
             bodies = decode_bodies(r["body"], svc.payloads)
+            trace = trace_of(r)  # the execution's trace continues in this decision's span
+            if trace:
+                bodies = [{**b, "trace": trace} for b in bodies]
             count = int((r.get("attributes") or {}).get("ApproximateReceiveCount") or 1)
             parsed.extend((r["messageId"], body) for body in bodies)
             received.extend(count for _ in bodies)
@@ -54,6 +57,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.warning("decision failed", execution_id=body.get("execution_id"), step=body.get("unit"),
                        kind=body.get("kind"), error=str(error))
         errors[message_id] = error
+    # Watched by the template's DecisionErrors alarm (the messages are retried, then dead-lettered).
+    metrics.add_metric(name="DecisionErrors", unit=MetricUnit.Count, value=len(failures) + len(errors))
     metrics.add_metric(name="DecisionLatency", unit=MetricUnit.Milliseconds,
                        value=(time.perf_counter() - started) * 1000 / executions)
     publish(metrics)

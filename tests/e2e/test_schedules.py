@@ -11,7 +11,9 @@ from orbit.core.schedule.times import format_time, parse_time
 from orbit.errors import ValidationError
 from orbit.local import LocalStack, clock
 
-QUICK = {"orbit": 1, "name": "sched-quick", "version": "1", "steps": {"done": {"compute": "{% input %}"}}}
+# kept a year: the Paris test describes runs from 20 weeks back, past the default 30-day retention
+QUICK = {"orbit": 1, "name": "sched-quick", "version": "1", "retention": "365d",
+         "steps": {"done": {"compute": "{% input %}"}}}
 SLOW = {"orbit": 1, "name": "sched-slow", "version": "1", "steps": {"work": {"sleep": "40m"}}}
 FAILS = {"orbit": 1, "name": "sched-fails", "version": "1",
          "steps": {"boom": {"compute": "{% $error('boom') %}"}}}

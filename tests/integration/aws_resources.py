@@ -14,6 +14,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "template"))
 
 import sam  # noqa: E402
+from orbit.local.resources import lifecycle_rules  # noqa: E402
 
 _TEMPLATE = sam.load_template()
 
@@ -63,6 +64,8 @@ def create_stack(ddb: Any, sqs: Any, s3: Any, suffix: str = "") -> Stack:
     )
     bucket = f"orbit-payloads{suffix}".lower()
     s3.create_bucket(Bucket=bucket)
+    rules = lifecycle_rules(res["PayloadBucket"]["Properties"])
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
     stack = Stack(table, bucket)
     queues = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::SQS::Queue"}
     # DLQs first: the main queues' redrive policies point at them.

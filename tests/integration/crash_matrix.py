@@ -6,7 +6,9 @@ Invariants after a crash at any call (crash_world.World.run settles the system f
 - each step succeeded exactly once; no StepScheduled twice for one (step, attempt);
 - each task side effect ran at most once per (idempotency key, attempt), except a run whose worker
   died before any result left the process (the function ran, nothing recorded it: at-least-once);
-- the DLQs and the queues are empty.
+- the DLQs and the queues are empty;
+- every item the ended executions left (commits, snapshot, index row, hooks, payload references)
+  carries its expiry, and none of their timers is left.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
         if n > 1 + allowed[key]:
             problems.append(f"task {key[0]} attempt {key[1]} ran {n} times "
                             f"({allowed[key]} re-run(s) allowed after a worker died mid-task)")
+    problems += _check_retention(world, {EXECUTION, *(eid for eid, _ in children)})
     depths = {q: _depth(world, url) for q, url in world.stack.queues.items()}
     if any(depths.values()) or world.parked:
         problems.append(f"messages left: {depths}, parked {len(world.parked)}")
@@ -132,6 +135,33 @@ def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> 
             out.append(f"{eid}: seq {e['seq']} re-schedules {e['step']} attempt {e['attempt']} as a "
                        "redelivery without a StepAttemptUncertain before it")
     return out
+
+
+def _check_retention(world: World, ended: set[str]) -> list[str]:
+    """Retention survived the crash: the recovery gave every item of the ended executions its expiry."""
+    out = []
+    kw: dict[str, Any] = {"TableName": world.stack.table}
+    while True:
+        page = world.clients.dynamodb.scan(**kw)
+        for item in page["Items"]:
+            pk, sk = item["pk"]["S"], item["sk"]["S"]
+            if pk.startswith("EXEC#"):
+                owner = pk[5:]
+            elif pk.startswith("BLOB#") and sk.startswith(("R#", "W#")):
+                owner = sk[2:]
+            elif pk.startswith("TIMERPTR#"):
+                owner = pk[9:]
+            else:  # hooks and timer items name their execution
+                owner = item.get("execution_id", {}).get("S")
+            if owner not in ended:
+                continue
+            if pk.startswith("TIMER"):
+                out.append(f"{owner}: timer item {pk} / {sk} left after the execution ended")
+            elif "expires_at" not in item:
+                out.append(f"{owner}: {pk} / {sk} has no expiry")
+        if "LastEvaluatedKey" not in page:
+            return out
+        kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _depth(world: World, url: str) -> int:

@@ -9,7 +9,6 @@ own counters.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import sys
@@ -59,11 +58,10 @@ def load_event(name: str) -> dict[str, Any]:
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    return {"Records": [{
-        "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
-        "attributes": m.get("Attributes", {}), "messageAttributes": {},
-        "md5OfBody": hashlib.md5(m["Body"].encode()).hexdigest(), "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn, "awsRegion": "us-east-1"} for m in messages]}
+    """What Lambda hands an SQS-triggered function (message attributes included: the trace header)."""
+    from orbit.local.pump import to_record
+
+    return {"Records": [to_record(m, queue_arn) for m in messages]}
 
 
 HANDLERS = {"DecisionQueue": "decider", "DefaultTaskQueue": "example_worker", "HttpTaskQueue": "http_task"}
@@ -83,7 +81,8 @@ class Cloud:
         """One event source mapping poll of `queue`: returns how many messages were handed over."""
         url = self.stack.queues[queue]
         got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=max_messages,
-                                       AttributeNames=["All"]).get("Messages", [])
+                                       AttributeNames=["All"],
+                                       MessageAttributeNames=["All"]).get("Messages", [])
         if not got:
             return 0
         try:

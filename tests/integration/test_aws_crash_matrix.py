@@ -75,7 +75,12 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
                      ("example_worker", "sqs", "SendMessage", "DecisionQueue: heartbeat"),
                      ("example_worker", "sqs", "SendMessage", "DecisionQueue: started,result"),
                      ("timers", "sqs", "SendMessage", "DecisionQueue: wake"),
-                     ("timers", "dynamodb", "DeleteItem", "TIMERPTR/PTR")]:
+                     ("timers", "dynamodb", "DeleteItem", "TIMERPTR/PTR"),
+                     # retention: the commit's payload reference, then the older items' expiries
+                     # once it ended (the last commit and the index row are written with theirs)
+                     ("decider", "dynamodb", "PutItem", "BLOB/R"),
+                     ("decider", "dynamodb", "UpdateItem", "EXEC/C"),
+                     ("decider", "dynamodb", "UpdateItem", "BLOB/R")]:
         assert expected in labels, (expected, sorted(labels))
     # Each task ran once per attempt; the flaky one twice (attempt 1 failed).
     assert dict(reference.runs) == {(f"{EXECUTION}:fetch", 1): 1, (f"{EXECUTION}:flaky", 1): 1,

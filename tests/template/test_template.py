@@ -106,6 +106,7 @@ def test_sqs_handlers_report_partial_failures_and_queues_have_dlq_alarms(
         a["Properties"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
         for a in resources.values()
         if a["Type"] == "AWS::CloudWatch::Alarm"
+        and a["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"  # DLQ alarms
     }
     for name, res in resources.items():
         if res["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in res["Properties"]:

@@ -104,6 +104,19 @@ class ExpressionError(OrbitError):
     """A JSONata expression failed to parse or evaluate (step fails with EXPRESSION_ERROR)."""
 
 
+class ExecutionExpired(NotFound):
+    """The execution ended and its retention has passed: its data is deleted or about to be."""
+
+    def __init__(self, execution_id: str, expires_at_s: int) -> None:
+        import datetime
+
+        self.execution_id = execution_id
+        self.expires_at_s = expires_at_s
+        when = datetime.datetime.fromtimestamp(expires_at_s, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        super().__init__(f"execution {execution_id!r} expired at {when}: it ended and its retention "
+                         f"has passed, so its history is no longer available")
+
+
 class RedriveRefused(OrbitError):
     """`orbit redrive` of an execution that cannot go on (running, completed, cancelled, parked,
     or compensated); the message says why. Nothing was recorded."""

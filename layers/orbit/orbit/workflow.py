@@ -34,12 +34,15 @@ from orbit.errors import ValidationError
 
 def workflow(name: str, version: str = "1", build: str | None = None,
              timeout: str | int | None = None, signals: dict[str, Any] | None = None,
-             registry: CodeRegistry | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
+             registry: CodeRegistry | None = None,
+             retention: str | int | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
     """Register `fn(ctx, input) -> output` as build `build` (default: source hash) of `name`/`version`.
 
     `timeout` bounds the whole execution (`30m`, `7d`, or ms): when it passes,
     `orbit.Cancelled` (its subclass `orbit.WorkflowTimedOut`) is raised at the
     pending durable call and the execution ends TIMED_OUT after any cleanup.
+    `retention` (`7d`, `90d`, or ms; 1h..3650d) is how long an ended execution's data is kept
+    (docs/operations.md); without it the stack's `RetentionDays` applies.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("workflow name must be a non-empty string", "workflow.name")
@@ -54,16 +57,34 @@ def workflow(name: str, version: str = "1", build: str | None = None,
         timeout_ms = None if timeout is None else parse_duration(timeout)
     except ValueError as e:
         raise ValidationError(str(e), "workflow.timeout") from None
+    retention_ms = _retention_ms(retention)
 
     _check_signal_schemas(signals or {})
 
     def register(fn: WorkflowFunction) -> CodeWorkflow:
         if not callable(fn) or len(inspect.signature(fn).parameters) != 2:
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
-        wf = CodeWorkflow(name, version, build or source_build_id(fn), fn, timeout_ms, dict(signals or {}))
+        wf = CodeWorkflow(name, version, build or source_build_id(fn), fn, timeout_ms, dict(signals or {}),
+                          retention_ms)
         return (registry or REGISTRY).register(wf)
 
     return register
+
+
+def _retention_ms(retention: str | int | None) -> int | None:
+    from orbit.core.definition.durations import parse_duration
+    from orbit.core.definition.retention import retention_problem
+
+    if retention is None:
+        return None
+    try:
+        ms = parse_duration(retention)
+    except ValueError as e:
+        raise ValidationError(str(e), "workflow.retention") from None
+    problem = retention_problem(ms)
+    if problem:
+        raise ValidationError(f"retention {retention!r} {problem}", "workflow.retention")
+    return ms
 
 
 def _check_signal_schemas(signals: dict[str, Any]) -> None:

@@ -33,6 +33,8 @@ class MemoryHistoryStore:
         self._index: dict[str, IndexEntry] = {}
         self._hooks: dict[str, tuple[str, str]] = {}
         self._hook_claims: dict[str, str] = {}  # hook_key(token) -> digest of the claiming payload
+        self.expiry: dict[str, int] = {}  # execution -> expires_at_s (what DynamoDB's TTL would read)
+        self.hook_expiry: dict[str, int] = {}  # hook token -> expires_at_s
 
     def load(self, execution_id: str) -> Loaded:
         with self._lock:
@@ -43,9 +45,9 @@ class MemoryHistoryStore:
             commits = [
                 self._commits[execution_id][f] for f in self._order[execution_id] if f > seq
             ]  # commits are whole: a snapshot always ends on a commit boundary
-            return Loaded(state, seq, commits)
+            return Loaded(state, seq, commits, self.expiry.get(execution_id))
 
-    def commit(self, execution_id: str, commit: Commit) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
         with self._lock:
             last = self._last.get(execution_id, 0)
             if commit.first_seq <= last:
@@ -85,15 +87,16 @@ class MemoryHistoryStore:
                 if len(out) >= limit:
                     break
             more = bool(out) and out[-1].seq < self._last[execution_id]
-            return HistoryPage(out, out[-1].seq if more else None)
+            return HistoryPage(out, out[-1].seq if more else None, self.expiry.get(execution_id))
 
-    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int) -> None:
+    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,
+                      expires_at_s: int | None = None) -> None:
         with self._lock:
             old = self._snapshots.get(execution_id)
             if old is None or old[0] < seq:
                 self._snapshots[execution_id] = (seq, copy.deepcopy(state))
 
-    def put_index(self, entry: IndexEntry) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None:
         with self._lock:
             self._index[entry.execution_id] = entry
 
@@ -133,6 +136,14 @@ class MemoryHistoryStore:
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
         with self._lock:
             self._hooks[hook_key(token)] = (execution_id, name)
+
+    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
+               dedupe_keys: list[str]) -> None:
+        with self._lock:  # nothing here deletes: the expiry is recorded for the reads (and tests)
+            self.expiry[execution_id] = expires_at_s
+            for token in hook_tokens:
+                if hook_key(token) in self._hooks:
+                    self.hook_expiry[token] = expires_at_s
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         with self._lock:

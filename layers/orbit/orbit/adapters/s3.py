@@ -1,8 +1,8 @@
 """PayloadStore on S3: values and bodies too large for a DynamoDB item or an SQS message.
 
-Objects are content-addressed (`payloads/<sha256>`), written with a conditional
-put (`IfNoneMatch: "*"`): a retried decider or worker that stores the same bytes
-again writes nothing new, and an object, once written, is never replaced, so a
+Objects are content-addressed (`payloads/<sha256>`; whole queue bodies `messages/<sha256>`),
+written with a conditional put (`IfNoneMatch: "*"`): a retried decider or worker that stores
+the same bytes again writes nothing new, and an object, once written, is never replaced, so a
 reference stored in history always reads back the bytes it was made from.
 References look like `s3://bucket/payloads/<sha256>`.
 
@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from orbit.errors import NotFound, ValidationError
 
 PREFIX = "payloads/"
+MESSAGES = "messages/"  # whole queue bodies: read once, removed by the bucket's lifecycle rule
 HEAD_FIRST = 1024 * 1024  # below this a PUT that answers 412 is as cheap as a HEAD
 CACHE_BYTES = 64 * 1024 * 1024  # of a 512 MB decider; one 50 MB output fits
 KNOWN_DIGESTS = 100_000  # ~10 MB of digests at most
@@ -43,12 +44,22 @@ class S3PayloadStore:
         self._cache_size = 0
         self._cache_max = cache_bytes
 
-    def put(self, data: bytes) -> str:
-        key = PREFIX + hashlib.sha256(data).hexdigest()
+    def put(self, data: bytes, verify: bool = False) -> str:
+        """Store `data` (once) and return its reference. `verify`: ask S3 even when this process
+        has seen the object, because a collector may have deleted it since (retention.py)."""
+        return self._put(PREFIX, data, verify)
+
+    def put_message(self, data: bytes) -> str:
+        """A queue body too large for SQS: under `messages/`, which a lifecycle rule empties after
+        SQS's longest retention (template.yaml), since no history ever references it."""
+        return self._put(MESSAGES, data, False)
+
+    def _put(self, prefix: str, data: bytes, verify: bool) -> str:
+        key = prefix + hashlib.sha256(data).hexdigest()
         ref = f"s3://{self._bucket}/{key}"
-        if self._is_known(key):
+        if not verify and self._is_known(key):
             return ref
-        if len(data) >= HEAD_FIRST and self._exists(key):
+        if (verify or len(data) >= HEAD_FIRST) and self._exists(key):
             self._remember(key)
             return ref
         try:
@@ -82,7 +93,7 @@ class S3PayloadStore:
                                f"(S3 said {code}, as it does for a missing key without s3:ListBucket)"
                                ) from None
             raise
-        if PREFIX + hashlib.sha256(body).hexdigest() != key:
+        if key.rsplit("/", 1)[-1] != hashlib.sha256(body).hexdigest():
             raise ValidationError(f"payload {ref}: content does not match its sha256 name", "payload")
         if bucket == self._bucket:
             self._remember(key)
@@ -125,6 +136,18 @@ class S3PayloadStore:
             while self._cache_size > self._cache_max:
                 _, old = self._cache.popitem(last=False)
                 self._cache_size -= len(old)
+
+
+    def delete(self, digest: str) -> None:
+        """Remove one object (the retention collector's call, once nothing references it)."""
+        key = PREFIX + digest
+        with self._lock:
+            self._known.pop(key, None)
+            ref = f"s3://{self._bucket}/{key}"
+            old = self._cache.pop(ref, None)
+            if old is not None:
+                self._cache_size -= len(old)
+        self._s3.delete_object(Bucket=self._bucket, Key=key)
 
 
 def parse_ref(ref: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from orbit.adapters.payload_values import VALUE_LIMIT, extract, resolve
+from orbit.core.tracing import BODY_KEY, TRACE_ATTRIBUTE
 from orbit.errors import OrbitError, ValidationError
 
 # SQS accepts 256 KiB (1 MiB since 2025) per message and per batch; stay well below the
@@ -55,7 +56,8 @@ def encode_body(body: Mapping[str, Any], payloads: Any, inline_limit: int = INLI
         text = json.dumps({**reduced, REFS_KEY: refs}, separators=(",", ":"), ensure_ascii=False)
         if len(text.encode()) <= inline_limit:
             return text
-    ref = payloads.put(text.encode())
+    # No history references a whole body: it goes where the bucket's lifecycle rule removes it.
+    ref = getattr(payloads, "put_message", payloads.put)(text.encode())
     envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token") if k in body}
     envelope[REF_KEY] = ref
     return json.dumps(envelope, separators=(",", ":"))
@@ -187,29 +189,57 @@ class SqsQueues:
         self._send_now(url, bodies, delay_s)
 
     def _send_now(self, url: str, bodies: list[dict[str, Any]], delay_s: int) -> None:
-        texts = [encode_body(b, self._payloads, self._inline_limit) for b in bodies]
+        # The trace header leaves the body and travels as a message attribute (orbit/core/tracing.py).
+        traced = [_without_trace(b) for b in bodies]
+        texts = [(encode_body(b, self._payloads, self._inline_limit), trace) for b, trace in traced]
         # SendMessageBatch: 10 entries and INLINE_LIMIT bytes per call (one request instead of ten).
-        batch: list[str] = []
+        batch: list[tuple[str, str | None]] = []
         size = 0
-        for text in texts:
-            n = len(text.encode())
+        for text, trace in texts:
+            n = len(text.encode()) + len(trace or "")
             if batch and (len(batch) == 10 or size + n > self._inline_limit):
                 self._send_batch(url, batch, delay_s)
                 batch, size = [], 0
-            batch.append(text)
+            batch.append((text, trace))
             size += n
         if batch:
             self._send_batch(url, batch, delay_s)
 
-    def _send_batch(self, url: str, texts: list[str], delay_s: int) -> None:
+    def _send_batch(self, url: str, texts: list[tuple[str, str | None]], delay_s: int) -> None:
+        def attrs(trace: str | None) -> dict[str, Any]:
+            if not trace:
+                return {}
+            return {"MessageAttributes": {TRACE_ATTRIBUTE: {"DataType": "String", "StringValue": trace}}}
+
         if len(texts) == 1:
-            self._sqs.send_message(QueueUrl=url, MessageBody=texts[0], DelaySeconds=delay_s)
+            text, trace = texts[0]
+            self._sqs.send_message(QueueUrl=url, MessageBody=text, DelaySeconds=delay_s, **attrs(trace))
             return
-        entries = [{"Id": str(i), "MessageBody": t, "DelaySeconds": delay_s} for i, t in enumerate(texts)]
+        entries = [{"Id": str(i), "MessageBody": t, "DelaySeconds": delay_s, **attrs(trace)}
+                   for i, (t, trace) in enumerate(texts)]
         failed = self._sqs.send_message_batch(QueueUrl=url, Entries=entries).get("Failed") or []
         if failed:
             reasons = ", ".join(f"#{f['Id']}: {f.get('Code')} {f.get('Message', '')}" for f in failed)
             raise QueueError(f"SQS refused {len(failed)} of {len(texts)} messages to {url}: {reasons}")
+
+
+def _without_trace(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """(body without its trace header, the header); a bundle takes its first message's."""
+    trace = body.get(BODY_KEY)
+    if body.get("kind") == BUNDLE:
+        inner = [_without_trace(m) for m in body.get("messages") or []]
+        trace = trace or next((t for _, t in inner if t), None)
+        body = {**body, "messages": [m for m, _ in inner]}
+    body = {k: v for k, v in body.items() if k != BODY_KEY}
+    return body, trace if isinstance(trace, str) and trace else None
+
+
+def trace_of(record: Mapping[str, Any]) -> str | None:
+    """The trace header of a received message: a Lambda SQS record or a ReceiveMessage entry."""
+    attrs = record.get("messageAttributes") or record.get("MessageAttributes") or {}
+    value = attrs.get(TRACE_ATTRIBUTE) or {}
+    header = value.get("stringValue") or value.get("StringValue")
+    return header if isinstance(header, str) and header else None
 
 
 def _as_dict(m: Any) -> dict[str, Any]:

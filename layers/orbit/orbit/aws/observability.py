@@ -27,6 +27,24 @@ class Meter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        # Per workflow (the engine's counters): the dimension is the workflow name only, so the
+        # number of metric streams is bounded by the workflows deployed, never by executions.
+        self._by_workflow: dict[tuple[str, str], list[float]] = {}
+
+    def count_workflow(self, workflow: str, name: str, n: int = 1) -> None:
+        with self._lock:
+            values = self._by_workflow.setdefault((name, workflow), [0.0])
+            values[0] += n
+
+    def observe(self, workflow: str, name: str, value: float) -> None:
+        with self._lock:
+            self._by_workflow.setdefault((name, workflow), []).append(value)
+
+    def drain_by_workflow(self) -> dict[tuple[str, str], list[float]]:
+        """(metric, workflow) -> a count as [n], or every observed value."""
+        with self._lock:
+            out, self._by_workflow = self._by_workflow, {}
+            return out
 
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -47,9 +65,9 @@ class MeteredStore:
         self._store = store
         self._meter = meter
 
-    def commit(self, execution_id: str, commit: Any) -> None:
+    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
         try:
-            self._store.commit(execution_id, commit)
+            self._store.commit(execution_id, commit, expires_at_s)
         except ConflictError:
             self._meter.count("Conflicts")
             raise
@@ -79,3 +97,16 @@ def publish(metrics: Any, meter: Meter = METER) -> None:
 
     for name, value in meter.drain().items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    publish_by_workflow(meter.drain_by_workflow(), metrics.namespace)
+
+
+def publish_by_workflow(values: dict[tuple[str, str], list[float]], namespace: str | None) -> None:
+    """One EMF document per (metric, workflow), dimension `workflow` (powertools single_metric)."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    for (name, workflow), observed in sorted(values.items()):
+        unit = MetricUnit.Milliseconds if name.endswith("Latency") else MetricUnit.Count
+        with single_metric(name=name, unit=unit, value=observed[0], namespace=namespace,
+                           default_dimensions={"workflow": workflow}) as metric:
+            for extra in observed[1:]:
+                metric.add_metric(name=name, unit=unit, value=extra)

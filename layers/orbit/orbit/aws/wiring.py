@@ -12,10 +12,11 @@ ORBIT_DECISION_QUEUE_URL, ORBIT_DEFAULT_TASK_QUEUE_URL, ORBIT_TASK_QUEUES
 default: timers up to 15 min ride on SQS DelaySeconds, longer ones go to the
 table; `table`: every timer goes to the table, for a local stack that fires
 them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
-ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S. Schedules need ORBIT_SCHEDULE_GROUP,
-ORBIT_SCHEDULER_ROLE_ARN and ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler
-group, the role it sends with, and its target); without them schedule
-operations are refused.
+ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S, ORBIT_RETENTION_DAYS (how long an ended
+execution's data is kept when its workflow sets no retention; default 30).
+Schedules need ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN and
+ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler group, the role it sends
+with, and its target); without them schedule operations are refused.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from orbit.core.definition.retention import DAY_MS
 from orbit.errors import Problem, ValidationError
 
 REQUIRED = ("ORBIT_TABLE", "ORBIT_BUCKET", "ORBIT_DECISION_QUEUE_URL")
@@ -54,6 +56,8 @@ class Settings:
     snapshot_every: int
     timer_shards: int
     worker_lease_s: int
+    retention_days: int = 30
+    xray_daemon: str | None = None
     schedule_group: str = ""
     scheduler_role_arn: str = ""
     decision_arn: str = ""
@@ -73,7 +77,8 @@ class Settings:
         if timers not in ("sqs-delay", "table"):
             problems.append(Problem("ORBIT_TIMERS", f"must be 'sqs-delay' or 'table', not {timers!r}"))
         ints = {}
-        defaults = (("ORBIT_SNAPSHOT_EVERY", 25), ("ORBIT_TIMER_SHARDS", 4), ("ORBIT_WORKER_LEASE_S", 300))
+        defaults = (("ORBIT_SNAPSHOT_EVERY", 25), ("ORBIT_TIMER_SHARDS", 4), ("ORBIT_WORKER_LEASE_S", 300),
+                    ("ORBIT_RETENTION_DAYS", 30))
         for name, default in defaults:
             try:
                 ints[name] = int(env.get(name) or default)
@@ -93,6 +98,8 @@ class Settings:
             timers=timers, snapshot_every=ints["ORBIT_SNAPSHOT_EVERY"],
             timer_shards=ints["ORBIT_TIMER_SHARDS"],
             worker_lease_s=ints["ORBIT_WORKER_LEASE_S"],
+            retention_days=ints["ORBIT_RETENTION_DAYS"],
+            xray_daemon=env.get("AWS_XRAY_DAEMON_ADDRESS") or None,
             schedule_group=env.get("ORBIT_SCHEDULE_GROUP") or "",
             scheduler_role_arn=env.get("ORBIT_SCHEDULER_ROLE_ARN") or "",
             decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
@@ -142,7 +149,13 @@ class Services:
         from orbit.adapters.dynamodb import DynamoHistoryStore
 
         return DynamoHistoryStore(self.dynamodb, self.settings.table, self.payloads,
-                                  page_size=self.settings.snapshot_every + 2)
+                                  page_size=self.settings.snapshot_every + 2, blobs=self.blobs)
+
+    @cached_property
+    def blobs(self) -> Any:
+        from orbit.adapters.dynamodb.retention import BlobRefs
+
+        return BlobRefs(self.dynamodb, self.settings.table, self.payloads, self.clock)
 
     @cached_property
     def queues(self) -> Any:
@@ -170,7 +183,7 @@ class Services:
     def registry(self) -> Any:
         from orbit.adapters.dynamodb import DynamoRegistry
 
-        return DynamoRegistry(self.dynamodb, self.settings.table, self.payloads, self.clock)
+        return DynamoRegistry(self.dynamodb, self.settings.table, self.payloads, self.clock, blobs=self.blobs)
 
     @cached_property
     def idempotency(self) -> Any:
@@ -181,11 +194,12 @@ class Services:
     @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
-        from orbit.aws.observability import MeteredStore
+        from orbit.aws.observability import METER, MeteredStore
         from orbit.service.engine import Engine
 
         engine = Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
-                        self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every)
+                        self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
+                        retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
         return engine
 
@@ -217,10 +231,23 @@ class Services:
         return self.engine.schedules
 
     @cached_property
+    def tracer(self) -> Any:
+        """X-Ray segments where Lambda runs a daemon (Tracing: Active); elsewhere headers pass through."""
+        if self.settings.xray_daemon:
+            from orbit.adapters.xray import XRayTracer
+
+            return XRayTracer(daemon_address=self.settings.xray_daemon)
+        from orbit.core.tracing import PassThrough
+
+        return PassThrough()
+
+    @cached_property
     def worker(self) -> Any:
+        from orbit.adapters.dynamodb.retention import ResultReferences
         from orbit.worker.sdk import Worker
 
-        return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000)
+        return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000,
+                      tracer=self.tracer, references=ResultReferences(self.blobs, self.payloads))
 
 
 def build_services(env: Mapping[str, str] | None = None, clock: Any = None) -> Services:

@@ -19,6 +19,7 @@ task queue 1,000 deep: moto's per-message scans that made that slow are cut by
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from dataclasses import dataclass, field
@@ -106,6 +107,9 @@ class QueuePoller:
         self.handler = handler
         self.sqs = sqs
         self.invocations = 0
+        # Held around this poller's receives and deletes when several invocations run at once:
+        # moto's queue is not safe for concurrent receives (Lambda's pollers are one service).
+        self.sqs_lock: Any = contextlib.nullcontext()
 
     def receive(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -123,9 +127,10 @@ class QueuePoller:
         return out
 
     def poll_once(self) -> PollResult:
-        if visible_count(self.mapping.queue.name) == 0:
-            return PollResult()  # nothing to receive: skip the request (same outcome, no cost)
-        msgs = self.receive()
+        with self.sqs_lock:
+            if visible_count(self.mapping.queue.name) == 0:
+                return PollResult()  # nothing to receive: skip the request (same outcome, no cost)
+            msgs = self.receive()
         if not msgs:
             return PollResult()
         result = PollResult(received=len(msgs))
@@ -162,6 +167,7 @@ class QueuePoller:
             if m["MessageId"] not in keep
         ]
         if done:
-            self.sqs.delete_message_batch(QueueUrl=self.mapping.queue.url, Entries=done)
+            with self.sqs_lock:
+                self.sqs.delete_message_batch(QueueUrl=self.mapping.queue.url, Entries=done)
         result.deleted = len(done)
         return result

@@ -60,6 +60,9 @@ class SqsMapping:
     queue: QueueInfo
     batch_size: int = 10
     report_failures: bool = False
+    # ScalingConfig.MaximumConcurrency: at most this many invocations at once (None: one at a time
+    # here; on AWS, as many as the account's concurrency allows)
+    max_concurrency: int | None = None
 
 
 @dataclass
@@ -96,6 +99,21 @@ class Deployment:
         return out
 
 
+def lifecycle_rules(bucket_props: dict[str, Any]) -> list[dict[str, Any]]:
+    """A bucket's CloudFormation `LifecycleConfiguration.Rules` in the S3 API's shape."""
+    out = []
+    for rule in (bucket_props.get("LifecycleConfiguration") or {}).get("Rules") or []:
+        api: dict[str, Any] = {"ID": rule.get("Id", ""), "Status": rule.get("Status", "Enabled"),
+                               "Filter": {"Prefix": rule.get("Prefix", "")}}
+        if "ExpirationInDays" in rule:
+            api["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+        if "AbortIncompleteMultipartUpload" in rule:
+            days = int(rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"])
+            api["AbortIncompleteMultipartUpload"] = {"DaysAfterInitiation": days}
+        out.append(api)
+    return out
+
+
 def parse_rate(expression: str, where: str) -> int:
     m = _RATE.match(expression.strip())
     if not m:
@@ -123,6 +141,10 @@ def deploy(
             dep.tables[lid] = _create_table(ddb, refs[lid], resolver.resolve(props, f"Resources.{lid}"))
         elif res.get("Type") == "AWS::S3::Bucket":
             s3.create_bucket(Bucket=refs[lid])
+            rules = lifecycle_rules(props)
+            if rules:
+                s3.put_bucket_lifecycle_configuration(Bucket=refs[lid],
+                                                      LifecycleConfiguration={"Rules": rules})
             dep.buckets[lid] = refs[lid]
         elif res.get("Type") == "AWS::Scheduler::ScheduleGroup":
             name = str(resolver.resolve(props.get("Name") or refs[lid], f"Resources.{lid}.Properties.Name"))
@@ -253,7 +275,10 @@ def _add_function(
         if ev.get("Type") == "SQS":
             queue = dep.queue_by_arn(resolver.resolve(ev_props["Queue"], f"{ev_where}.Queue"))
             partial = "ReportBatchItemFailures" in (ev_props.get("FunctionResponseTypes") or [])
-            dep.mappings.append(SqsMapping(fn, queue, int(ev_props.get("BatchSize", 10)), partial))
+            scaling = resolver.resolve(ev_props.get("ScalingConfig") or {}, f"{ev_where}.ScalingConfig")
+            cap = scaling.get("MaximumConcurrency")
+            dep.mappings.append(SqsMapping(fn, queue, int(ev_props.get("BatchSize", 10)), partial,
+                                           int(cap) if cap is not None else None))
         elif ev.get("Type") in ("Schedule", "ScheduleV2"):
             expr = ev_props.get("Schedule") or ev_props.get("ScheduleExpression") or ""
             dep.schedules.append(ScheduleRule(f"{lid}.{ev_name}", fn, parse_rate(expr, ev_where), expr))

@@ -10,9 +10,11 @@ so waits cost no wall time.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -42,9 +44,13 @@ class LocalCloud:
         parameters: dict[str, str] | None = None,
         stack_name: str = "orbit-local",
         env_overrides: dict[str, str] | None = None,
+        concurrent: bool = False,
         logs_to_stderr: bool = False,
     ) -> None:
         self.template = Path(template)
+        # Run mappings with ScalingConfig.MaximumConcurrency that many invocations at a time (as
+        # Lambda does); off: one at a time, which honours any cap and keeps runs reproducible.
+        self.concurrent = concurrent
         self.emulator = Emulator(mode, port)
         self.parameters = parameters or {}
         self.env_overrides = env_overrides or {}  # local-only additions to every function's environment
@@ -129,18 +135,53 @@ class LocalCloud:
             self.errors.append(("schedule", exc))
         handled = 0
         for poller in self.pollers:
+            cap = poller.mapping.max_concurrency or 1
+            if cap > 1 and self.concurrent:
+                handled += self._drain_concurrently(poller, cap)
+                continue
             for _ in range(DRAIN_BATCHES):
                 result = poller.poll_once()
-                self.stats["polls"] += 1
-                if not result.received:
+                if not self._note(poller, result):
                     break
                 handled += result.received
-                if result.error is not None:
-                    self.errors.append((poller.mapping.function.logical_id, result.error))
-                if self.on_poll:
-                    self.on_poll(poller, result)
         self.stats["messages"] += handled
         return handled
+
+    def _note(self, poller: QueuePoller, result: PollResult) -> bool:
+        self.stats["polls"] += 1
+        if not result.received:
+            return False
+        if result.error is not None:
+            self.errors.append((poller.mapping.function.logical_id, result.error))
+        if self.on_poll:
+            self.on_poll(poller, result)
+        return True
+
+    def _drain_concurrently(self, poller: QueuePoller, cap: int) -> int:
+        """A mapping with ScalingConfig.MaximumConcurrency: `cap` invocations at a time, each taking
+        batch after batch, as Lambda's pollers do; never more than `cap` handlers run at once."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        lock = threading.Lock()
+        budget = [DRAIN_BATCHES]
+        if isinstance(poller.sqs_lock, contextlib.nullcontext):
+            poller.sqs_lock = threading.Lock()
+
+        def drain() -> int:
+            got = 0
+            while True:
+                with lock:
+                    if budget[0] <= 0:
+                        return got
+                    budget[0] -= 1
+                result = poller.poll_once()
+                with lock:
+                    if not self._note(poller, result):
+                        return got
+                got += result.received
+
+        with ThreadPoolExecutor(max_workers=cap, thread_name_prefix="orbit-poller") as pool:
+            return sum(pool.map(lambda _: drain(), range(cap)))
 
     def next_wake_ms(self) -> int | None:
         """When something will next happen without outside input (virtual ms), or None."""

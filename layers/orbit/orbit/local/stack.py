@@ -79,9 +79,12 @@ class LocalStack(ScheduleOps):
         workers: list[str] | tuple[str, ...] = (),
         auto_advance: bool = False,
         parameters: dict[str, str] | None = None,
+        concurrent_workers: bool = False,
         logs_to_stderr: bool = False,
     ) -> None:
-        """`logs_to_stderr`: what the handlers print (their JSON log lines) goes to stderr, keeping
+        """`concurrent_workers`: run each worker function with as many invocations at once as its
+        MaximumConcurrency parameter allows, as Lambda does (default: one at a time).
+        `logs_to_stderr`: what the handlers print (their JSON log lines) goes to stderr, keeping
         stdout for a command's result (the CLI sets it)."""
         import os
 
@@ -97,6 +100,7 @@ class LocalStack(ScheduleOps):
             port=port,
             parameters=params,
             env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
+            concurrent=concurrent_workers,
             logs_to_stderr=logs_to_stderr,
         )
         self.workers = list(workers)

@@ -17,11 +17,14 @@ process had committed), and dropped on any failure.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from orbit.core.decider.decide import decide
+from orbit.core.definition.retention import DAY_MS, expires_at_s, retention_of
 from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
@@ -38,6 +41,7 @@ from orbit.core.history.effects import (
     StartChild,
 )
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
+from orbit.core.history.lifecycle import decision_metrics, retirement
 from orbit.core.history.messages import (
     CancelMessage,
     Message,
@@ -46,9 +50,10 @@ from orbit.core.history.messages import (
     message_from_dict,
 )
 from orbit.core.history.model import signal_ids
-from orbit.core.history.state import ExecutionState, remember_inbound
+from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
 from orbit.core.history.storable import execution_id_problem
 from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
+from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
 from orbit.errors import (
     BuildMismatch,
     ConflictError,
@@ -97,11 +102,18 @@ class Engine(RecoveryApi, EngineApi):
         snapshot_every: int = 100,
         cache_size: int = 512,
         backoff: Callable[[int], None] = sleep_after_conflict,
+        retention_ms: int = 30 * DAY_MS,
+        tracer: Tracer | None = None,
+        meter: Any = None,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
         self.backoff = backoff  # called with the attempt number after each lost commit race
         self.registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
+        self.retention_ms = retention_ms  # for workflows that set no retention of their own
+        self.tracer: Tracer = tracer or PassThrough()
+        self.meter = meter  # per-workflow counters (orbit.aws.observability.Meter), or None
+        self._local = threading.local()  # .trace: the header the current decision's messages carry
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
@@ -134,7 +146,7 @@ class Engine(RecoveryApi, EngineApi):
         # start returns the existing execution even if a newer version was registered since.
         pinned = None if version is None else str(wf.version)
         msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
-        self._process(eid, [msg])
+        self._traced(eid, [msg], {}, self.tracer.current_header())
         return eid
 
     def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
@@ -187,6 +199,7 @@ class Engine(RecoveryApi, EngineApi):
         failures: list[tuple[int, Exception]] = []
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
+        traces: dict[str, str] = {}  # execution -> the trace header its messages carried
         for i, raw in enumerate(messages):
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
@@ -204,13 +217,33 @@ class Engine(RecoveryApi, EngineApi):
             count = receive_counts[i] if receive_counts is not None and i < len(receive_counts) else 1
             delivery[m.id] = (sent if isinstance(sent, int) else None, count)
             groups.setdefault(m.execution_id, []).append((i, m))
+            trace = raw.get(BODY_KEY) if isinstance(raw, dict) else None
+            if isinstance(trace, str) and trace:
+                traces.setdefault(m.execution_id, trace)
         for eid, items in groups.items():
             try:
-                self._process(eid, [m for _, m in items], delivery)
+                self._traced(eid, [m for _, m in items], delivery, traces.get(eid))
             except Exception as e:  # noqa: BLE001 - reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
+
+    def _traced(self, eid: str, msgs: list[Message], delivery: Deliveries, trace: str | None) -> None:
+        """One decision in its own span of the execution's trace; what it sends carries the span."""
+        started = time.perf_counter()
+        with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
+            self._local.trace = span.header
+            try:
+                self._process(eid, msgs, delivery)
+            finally:
+                self._local.trace = None
+                cached = self._cache.get(eid)
+                workflow = cached[0].workflow if cached is not None else ""
+                if workflow:
+                    span.annotate("workflow", workflow)
+                    if self.meter is not None:
+                        elapsed_ms = (time.perf_counter() - started) * 1000
+                        self.meter.observe(workflow, "DecisionLatency", elapsed_ms)
 
     def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None) -> None:
         # A group of starts is decided on a blank state without reading the store first: the commit
@@ -309,14 +342,19 @@ class Engine(RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
+        # An execution that ends here writes its last items with their expiry (see _retire).
+        expires = self._expiry(state) if state.created and state.status in TERMINAL_WORKFLOW else None
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
-            self.store.commit(eid, commit)
+            self.store.commit(eid, commit, expires)
             # exactly what `Loaded.fold` (model.apply_commit) does
             remember_inbound(state, handled, first_seq, now, signal_ids(events))
             since_snapshot += 1
+            for name in decision_metrics(state, was, events) if self.meter is not None else ():
+                self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
+                self.meter.count(name)  # stack-wide: what the template's alarms watch
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
-                self.store.save_snapshot(eid, state.to_dict(), state.last_seq)
+                self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires)
                 since_snapshot = 0
         # The index row is written after the commit, so it is one of the commit's effects: a
         # redelivered message (resend) writes it again, in case the decider that committed died
@@ -331,12 +369,31 @@ class Engine(RecoveryApi, EngineApi):
                     state.created_at_ms,
                     state.updated_at_ms,
                     (state.parent or {}).get("execution_id"),
-                )
+                ),
+                expires,
             )
         self._remember(eid, state, since_snapshot)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects))
         self._carry_out(eid, effects)
+        # Last, after every write of this decision: an ended execution's items get their expiry.
+        # A crash before it redelivers the message, which (a resend) runs it again.
+        if expires is not None and (events or resend):
+            self._retire(state, expires)
+
+    def _expiry(self, state: ExecutionState) -> int:
+        """When an ended execution's data expires: its end + its workflow's retention (epoch s)."""
+        try:
+            wf = self.registry.get_build(state.workflow, state.version, state.build)
+        except (BuildMismatch, UnknownWorkflow):
+            wf = None  # the stack default applies
+        return expires_at_s(retirement(state).ended_at_ms, retention_of(wf, self.retention_ms))
+
+    def _retire(self, state: ExecutionState, expires: int) -> None:
+        """Everything the execution left expires; what this decision wrote already carries it."""
+        r = retirement(state)
+        self.timers.disarm(state.id)  # nothing is due any more
+        self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys)
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
@@ -376,9 +433,11 @@ class Engine(RecoveryApi, EngineApi):
 
     # ---------------------------------------------------------------- effects
     def _carry_out(self, eid: str, effects: list[Effect]) -> None:
+        header = getattr(self._local, "trace", None)
+        trace = {BODY_KEY: header} if header else {}
         for e in effects:
             if isinstance(e, (DispatchTask, CancelTask)):
-                self.queues.send_task(e.queue, e.to_dict())
+                self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms)
             elif isinstance(e, RegisterHook):
@@ -392,6 +451,7 @@ class Engine(RecoveryApi, EngineApi):
                         e.input,
                         {"execution_id": e.parent_id, "step": e.unit},
                     )
+                    | trace
                 )
             elif isinstance(e, ContinueExecution):
                 body = self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
@@ -400,10 +460,10 @@ class Engine(RecoveryApi, EngineApi):
                     body["signals"] = e.signals
                 if e.idle_hops:
                     body["idle_hops"] = e.idle_hops
-                self.queues.send_decision(body)
+                self.queues.send_decision(body | trace)
             elif isinstance(e, ForwardSignal):
                 self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
-                                           "id": e.message_id, "name": e.name, "payload": e.payload})
+                                           "id": e.message_id, "name": e.name, "payload": e.payload} | trace)
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
                     {
@@ -414,6 +474,7 @@ class Engine(RecoveryApi, EngineApi):
                         "force": False,
                         "parent_id": eid,
                     }
+                    | trace
                 )
             elif isinstance(e, ContinueDecision):
                 self.queues.send_decision(
@@ -431,6 +492,7 @@ class Engine(RecoveryApi, EngineApi):
                         "output": e.output,
                         "error": e.error.to_dict() if e.error else None,
                     }
+                    | trace
                 )
 
             elif isinstance(e, RedriveChild):

@@ -15,6 +15,7 @@ from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
 from orbit.errors import (
     ExecutionEnded,
+    ExecutionExpired,
     HookAlreadyResumed,
     NotFound,
     NotParked,
@@ -43,18 +44,31 @@ class EngineApi(CatalogApi):
         A child cancelled before its start arrived has a history (the tombstone) but is not an
         execution yet: NotFound as well.
         """
-        state = self._cached_state(execution_id) or self.store.load(execution_id).fold()
+        state = self._cached_state(execution_id)
+        if state is None:
+            loaded = self.store.load(execution_id)
+            self._check_retained(execution_id, loaded.expires_at_s)
+            state = loaded.fold()
         if not state.created:
             raise NotFound(f"execution {execution_id!r} not found (only its parent's cancel is recorded)")
         return state
+
+    def _check_retained(self, execution_id: str, expires_at_s: int | None) -> None:
+        """DynamoDB deletes expired items up to days late: past its expiry an execution is gone."""
+        if expires_at_s is not None and expires_at_s * 1000 <= self.clock.now_ms():
+            raise ExecutionExpired(execution_id, expires_at_s)
 
     def _cached_state(self, execution_id: str) -> ExecutionState | None:
         """The state this process's decider holds for the execution, if nothing was committed
         since (one short history read says so): folding a 200,000-unit state from the store
         takes seconds, and `orbit dev` / `orbit run` read the executions they decide."""
         entry = (getattr(self, "_cache", None) or {}).get(execution_id)
-        if entry is None or self.store.history(execution_id, entry[0].last_seq, 1).records:
+        if entry is None:
             return None
+        page = self.store.history(execution_id, entry[0].last_seq, 1)
+        if page.records:
+            return None
+        self._check_retained(execution_id, page.expires_at_s)
         return entry[0]  # type: ignore[no-any-return]
 
     def describe(
@@ -90,6 +104,7 @@ class EngineApi(CatalogApi):
             page = self.store.history(
                 execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
             )
+            self._check_retained(execution_id, page.expires_at_s)
             out.extend(r.to_dict() for r in page.records)
             cursor = page.next_after_seq
         return out

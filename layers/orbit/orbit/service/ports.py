@@ -73,6 +73,7 @@ class Loaded:
     state: ExecutionState
     snapshot_seq: int
     commits: list[Commit]
+    expires_at_s: int | None = None  # set once the execution ended and its retention was applied
 
     def fold(self) -> ExecutionState:
         """The current state: snapshot + commits (also fills `state.inbound`). Mutates `self.state`."""
@@ -88,6 +89,7 @@ class Loaded:
 class HistoryPage:
     records: list[Recorded]
     next_after_seq: int | None  # pass as `after_seq` for the next page; None: no more
+    expires_at_s: int | None = None  # as in Loaded
 
 
 COUNT_CAP = 1_000  # counts by status stop here ("1,000+"): a count reads every row it counts
@@ -114,8 +116,9 @@ class HistoryStore(Protocol):
         """Latest snapshot + commits after it. Raises NotFound when nothing was ever committed."""
         ...
 
-    def commit(self, execution_id: str, commit: Commit) -> None:
-        """Append atomically, conditional on `commit.first_seq` not existing -> ConflictError."""
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
+        """Append atomically, conditional on `commit.first_seq` not existing -> ConflictError.
+        `expires_at_s`: the execution has ended; the item expires then (as after `retire`)."""
         ...
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
@@ -129,11 +132,12 @@ class HistoryStore(Protocol):
         """Recorded events with seq > after_seq, in order, at most `limit`. NotFound if none exist."""
         ...
 
-    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int) -> None:
+    def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,
+                      expires_at_s: int | None = None) -> None:
         """Keep `state` (ExecutionState.to_dict()) as of `seq`; an older one never replaces a newer one."""
         ...
 
-    def put_index(self, entry: IndexEntry) -> None: ...
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None: ...
 
     def list_executions(
         self,
@@ -158,6 +162,14 @@ class HistoryStore(Protocol):
 
     def put_hook(self, token: str, execution_id: str, name: str) -> None:
         """Index a hook by `hook_key(token)`: the lookup item never holds the token itself."""
+        ...
+
+    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
+               dedupe_keys: list[str]) -> None:
+        """The execution ended: every item it left (commits, snapshot, index row, hooks, payload
+        references) expires at `expires_at_s` (epoch seconds); worker dedupe records (keys as in
+        DispatchTask.idempotency_key, `cancel#<token>`) expire no later. Idempotent; a later write
+        to an ended execution is followed by another call."""
         ...
 
     def find_hook(self, token: str) -> tuple[str, str] | None:

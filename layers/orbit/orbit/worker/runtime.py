@@ -39,8 +39,9 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-    from orbit.adapters.sqs import decode_body
+    from orbit.adapters.sqs import decode_body, trace_of
     from orbit.aws.wiring import services
+    from orbit.core.tracing import BODY_KEY
 
     svc = services()
     worker: Worker = svc.worker
@@ -58,6 +59,9 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
                                               VisibilityTimeout=seconds)
 
         body = decode_body(record.body, svc.payloads)
+        trace = trace_of(record.raw_event)
+        if trace:
+            body = {**body, BODY_KEY: trace}
         # Every line logged while this record runs (the task's own included) names its execution and step.
         logger.append_keys(execution_id=body.get("execution_id"), step=body.get("unit"),
                            attempt=body.get("attempt"))
@@ -84,8 +88,9 @@ def poll(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s
     when another worker picks it up. Returns how many messages were handled;
     stops when `stop` is set or after `max_polls` receives.
     """
-    from orbit.adapters.sqs import decode_body
+    from orbit.adapters.sqs import decode_body, trace_of
     from orbit.aws.wiring import build_services, services
+    from orbit.core.tracing import BODY_KEY
 
     svc = services() if env is None else build_services(env)
     worker: Worker = svc.worker
@@ -94,14 +99,17 @@ def poll(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s
     while not (stop is not None and stop.is_set()) and (max_polls is None or polls < max_polls):
         polls += 1
         got = svc.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=max_messages, WaitTimeSeconds=wait_s,
-                                      VisibilityTimeout=visibility_s).get("Messages", [])
+                                      VisibilityTimeout=visibility_s,
+                                      MessageAttributeNames=["All"]).get("Messages", [])
         for m in got:
             def extend(seconds: int, handle: str = m["ReceiptHandle"]) -> None:
                 svc.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle,
                                                   VisibilityTimeout=seconds)
 
             try:
-                worker.process(decode_body(m["Body"], svc.payloads), extend, visibility_s * 1000)
+                body = decode_body(m["Body"], svc.payloads)
+                trace = trace_of(m)
+                worker.process({**body, BODY_KEY: trace} if trace else body, extend, visibility_s * 1000)
             except Exception:  # left on the queue: SQS redelivers it, then moves it to the DLQ
                 log.exception("task message %s failed; it will be redelivered", m.get("MessageId"))
                 continue

@@ -40,6 +40,7 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask, effect_from_dict
 from orbit.core.history.events import TaskError
+from orbit.core.tracing import BODY_KEY, PassThrough
 from orbit.errors import OrbitError, ValidationError
 from orbit.worker.heartbeat import HeartbeatThrottle
 
@@ -137,7 +138,7 @@ class Worker:
     def __init__(self, queues: Any, idempotency: Any, clock: Any,
                  tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
                  lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0,
-                 started_grace_s: float = 1.0) -> None:
+                 started_grace_s: float = 1.0, tracer: Any = None, references: Any = None) -> None:
         self.queues = queues
         self.idempotency = idempotency
         self.clock = clock
@@ -149,6 +150,10 @@ class Worker:
         self.heartbeat_interval_s = heartbeat_interval_s
         self.started_grace_s = started_grace_s
         self._local = threading.local()  # the calling thread's held answers, inside `batch()`
+        self.tracer = tracer or PassThrough()
+        # Holds a result's S3 objects for its execution until the decider records them (retention).
+        self.references = references
+        self._traces: dict[str, str] = {}  # dispatch token -> header its answers carry (any thread)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -173,7 +178,25 @@ class Worker:
 
     def process(self, body: Mapping[str, Any], extend_visibility: Callable[[int], None] | None = None,
                 lease_ms: int | None = None) -> None:
-        """Handle one task message; raises (so the message is retried) only when it must be redelivered."""
+        """Handle one task message; raises (so the message is retried) only when it must be redelivered.
+
+        The attempt runs in a span of its execution's trace (the header the dispatch carried); every
+        message it sends (started, heartbeats, the result) carries that span on."""
+        names = {"execution_id": body.get("execution_id"), "step": body.get("unit"),
+                 "attempt": body.get("attempt"), "task": body.get("task")}
+        parent = body.get(BODY_KEY)
+        with self.tracer.span("orbit.step", parent if isinstance(parent, str) else None,
+                              {k: v for k, v in names.items() if v is not None}) as span:
+            token = str(body.get("token") or "")
+            if span.header and token:
+                self._traces[token] = span.header
+            try:
+                self._process(body, extend_visibility, lease_ms)
+            finally:
+                self._traces.pop(token, None)
+
+    def _process(self, body: Mapping[str, Any], extend_visibility: Callable[[int], None] | None,
+                 lease_ms: int | None) -> None:
         kind = body.get("kind")
         if kind == "cancel_task":
             if self.idempotency is not None:
@@ -232,7 +255,10 @@ class Worker:
                 output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
                 idem.fail(d.idempotency_key, d.token, d.attempt, error.to_dict())
-        self._answer(held, *started.take(), self._result(d, output, error))
+        result = self._result(d, output, error)
+        if self.references is not None:
+            self.references.hold_value(d.execution_id, result)
+        self._answer(held, *started.take(), result)
 
     def _run(self, d: DispatchTask, idem: Any, running_long: Callable[[], None], session: str, lease_ms: int,
              extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
@@ -291,6 +317,7 @@ class Worker:
         return msg
 
     def _answer(self, held: _Held | None, *messages: dict[str, Any]) -> None:
+        messages = tuple(self._traced(m) for m in messages)
         if held is not None:
             held.add(messages)
         else:
@@ -300,12 +327,18 @@ class Worker:
         """Several messages in one request where the Queues adapter can (SqsQueues.send_decisions)."""
         if not messages:
             return
+        messages = tuple(self._traced(m) for m in messages)
         many = getattr(self.queues, "send_decisions", None)
         if many is not None:
             many(list(messages))
         else:
             for m in messages:
                 self.queues.send_decision(m)
+
+
+    def _traced(self, m: dict[str, Any]) -> dict[str, Any]:
+        header = self._traces.get(str(m.get("token") or ""))
+        return {**m, BODY_KEY: header} if header and BODY_KEY not in m else m
 
 
 class _Held:

@@ -29,7 +29,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
+from orbit.adapters.dynamodb.idempotency import RESULT_TTL_S
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
+from orbit.adapters.dynamodb.retention import BlobRefs, Recorder, retire
 from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.service.ports import Commit, HistoryPage, Loaded, hook_key
@@ -43,23 +45,41 @@ def commit_sk(first_seq: int) -> str:
 
 
 class DynamoHistoryStore(IndexRows):
-    def __init__(self, client: Any, table: str, payloads: Any, page_size: int = 64) -> None:
+    def __init__(self, client: Any, table: str, payloads: Any, page_size: int = 64,
+                 blobs: BlobRefs | None = None) -> None:
         self._db = client
         self.table = table
         self._payloads = payloads
         self._page = page_size
+        self._blobs = blobs  # payload reference tracking (adapters/dynamodb/retention.py)
+
+    def _encode(self, execution_id: str, body: Any) -> dict[str, Any]:
+        """Item attributes for `body`; objects it references are registered to the execution first
+        and listed in `dig`, which `retire` reads."""
+        if self._blobs is None:
+            return encode(body, self._payloads)
+        recorder = Recorder(self._payloads)
+        attrs = encode(body, recorder)
+        if recorder.puts:
+            self._blobs.hold(execution_id, recorder.puts)
+            digests = recorder.digests()
+            if digests:
+                attrs["dig"] = {"SS": digests}
+        return attrs
 
     # ---------------------------------------------------------------- commits
-    def commit(self, execution_id: str, commit: Commit) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
         if not commit.events:
             raise ValidationError("a commit needs at least one event", "commit.events")
         body = {"events": [r.to_dict() for r in commit.events],
                 "effects": [e.to_dict() for e in commit.effects], "inbound_ids": list(commit.inbound_ids)}
         item = {"pk": exec_pk(execution_id), "sk": s(commit_sk(commit.first_seq)),
                 "first": n(commit.first_seq), "last": n(commit.last_seq), "ts": n(commit.timestamp_ms),
-                **encode(body, self._payloads)}
+                **self._encode(execution_id, body)}
         if commit.inbound_id is not None:
             item["inbound"] = s(commit.inbound_id)
+        if expires_at_s is not None:  # the execution ended in this commit (or before): no update later
+            item["expires_at"] = n(expires_at_s)
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk)")
         except ConditionFailed as e:
@@ -118,15 +138,21 @@ class DynamoHistoryStore(IndexRows):
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if snapshot is None and not newest_first:
             raise NotFound(f"execution {execution_id!r} does not exist")
+        newest = newest_first[0] if newest_first else snapshot
+        expires = num(newest, "expires_at", 0) if newest is not None else 0
         if snapshot is not None:
             state = ExecutionState.from_dict(decode(snapshot, self._payloads))
             seq = num(snapshot, "seq")
         else:
             state, seq = ExecutionState(id=execution_id), 0
-        return Loaded(state, seq, [self._commit(i) for i in reversed(newest_first)])
+        return Loaded(state, seq, [self._commit(i) for i in reversed(newest_first)], expires or None)
 
-    def save_snapshot(self, execution_id: str, state: dict[str, Any], seq: int) -> None:
-        item = {"pk": exec_pk(execution_id), "sk": s(SNAP), "seq": n(seq), **encode(state, self._payloads)}
+    def save_snapshot(self, execution_id: str, state: dict[str, Any], seq: int,
+                      expires_at_s: int | None = None) -> None:
+        item = {"pk": exec_pk(execution_id), "sk": s(SNAP), "seq": n(seq),
+                **self._encode(execution_id, state)}
+        if expires_at_s is not None:
+            item["expires_at"] = n(expires_at_s)
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR seq < :seq",
                    ExpressionAttributeValues={":seq": n(seq)})
@@ -146,6 +172,7 @@ class DynamoHistoryStore(IndexRows):
             if after_seq > 0 and self._exists(execution_id):
                 return HistoryPage([], None)
             raise NotFound(f"execution {execution_id!r} does not exist")
+        expires = num(start[0], "expires_at", 0) or None
         records: list[Any] = []
         kw: dict[str, Any] = {
             "TableName": self.table, "ConsistentRead": True,
@@ -165,14 +192,21 @@ class DynamoHistoryStore(IndexRows):
                 break
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if len(records) > limit:
-            return HistoryPage(records[:limit], records[limit - 1].seq if limit else after_seq)
-        return HistoryPage(records, None)
+            next_after = records[limit - 1].seq if limit else after_seq
+            return HistoryPage(records[:limit], next_after, expires)
+        return HistoryPage(records, None, expires)
 
     def _exists(self, execution_id: str) -> bool:
         return bool(self._db.query(
             TableName=self.table, Limit=1, KeyConditionExpression="pk = :pk AND begins_with(sk, :c)",
             ExpressionAttributeValues={":pk": exec_pk(execution_id), ":c": s("C#")},
         )["Items"])
+
+    # ---------------------------------------------------------------- retention
+    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
+               dedupe_keys: list[str]) -> None:
+        retire(self._db, self.table, execution_id, ended_at_ms, expires_at_s, hook_tokens, dedupe_keys,
+               self._blobs, RESULT_TTL_S)
 
     # ---------------------------------------------------------------- hooks
     def put_hook(self, token: str, execution_id: str, name: str) -> None:

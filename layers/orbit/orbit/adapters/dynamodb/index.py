@@ -34,7 +34,7 @@ class IndexRows:
     _db: Any
     table: str
 
-    def put_index(self, entry: IndexEntry) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None:
         """Write the execution's index row (the service calls it only when the status changes).
 
         Cost, why it is shaped this way: a row write is 1 WRU plus one per GSI it touches, and a GSI
@@ -50,6 +50,8 @@ class IndexRows:
                 "gsi2pk": s(f"ST#{entry.status}"), "gsi2sk": s(order),
                 "status": s(entry.status), "updated": n(entry.updated_at_ms),
                 "fixed": s(json.dumps(fixed, separators=(",", ":")))}
+        if expires_at_s is not None:
+            item["expires_at"] = n(expires_at_s)
         # Updates may arrive out of order (two deciders, redeliveries): the newest one wins.
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR updated <= :u",

@@ -51,6 +51,7 @@ class DynamoRegistry:
         code: Any = None,
         pointer_ttl_s: float = POINTER_TTL_S,
         monotonic: Callable[[], float] = time.monotonic,
+        blobs: Any = None,
     ) -> None:
         from orbit.core.runtime.code_registry import REGISTRY
 
@@ -67,6 +68,7 @@ class DynamoRegistry:
         self._ttl = pointer_ttl_s
         self._monotonic = monotonic
         self._lock = threading.Lock()
+        self._blobs = blobs  # a large definition's S3 objects are held for good (retention.py)
 
     def register(self, workflow: Any) -> None:
         from orbit.core.definition import Definition
@@ -79,9 +81,9 @@ class DynamoRegistry:
         now = n(self._clock.now_ms())
         # Build first, pointers after: a crash in between leaves an unreferenced build,
         # never a dangling pointer.
+        body = self._encode(name, workflow.raw)
         self._db.put_item(TableName=self.table, Item={
-            "pk": pk, "sk": s(f"B#{version}#{build}"), "registered_at": now,
-            **encode(workflow.raw, self._payloads)})
+            "pk": pk, "sk": s(f"B#{version}#{build}"), "registered_at": now, **body})
         self._db.put_item(TableName=self.table, Item={
             "pk": s(CATALOG), "sk": s(f"{name}#{version}#{build}"), "name": s(name), "version": s(version),
             "hash": s(build), "registered_at": now})
@@ -93,6 +95,17 @@ class DynamoRegistry:
             self._cache[(name, version, build)] = workflow
             self._pointers[(name, f"V#{version}")] = (version, build, read_at)
             self._pointers[(name, "LATEST")] = (version, build, read_at)
+
+    def _encode(self, name: str, raw: Any) -> dict[str, Any]:
+        if self._blobs is None:
+            return encode(raw, self._payloads)
+        from orbit.adapters.dynamodb.retention import Recorder
+
+        recorder = Recorder(self._payloads)
+        attrs = encode(raw, recorder)
+        if recorder.puts:  # never released: definitions are kept with the stack
+            self._blobs.hold(f"DEF#{name}", recorder.puts)
+        return attrs
 
     def deploy(self, workflows: Any) -> None:
         """Replace the code workflows this process holds (definitions stay registered)."""

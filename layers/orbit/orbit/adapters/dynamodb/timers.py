@@ -55,6 +55,11 @@ class DynamoTimers:
 
     def disarm(self, execution_id: str, fire_at_ms: int | None = None) -> None:
         if fire_at_ms is None:
+            # Read first: most executions never had a table timer, and a read costs a quarter of
+            # a delete (this runs once per ended execution).
+            if "Item" not in self._db.get_item(TableName=self.table, Key=self._pointer(execution_id),
+                                               ConsistentRead=True):
+                return
             old = self._db.delete_item(TableName=self.table, Key=self._pointer(execution_id),
                                        ReturnValues="ALL_OLD").get("Attributes")
             if old:

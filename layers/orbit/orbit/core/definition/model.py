@@ -79,3 +79,4 @@ class Definition:
     defaults: dict[str, Any]
     hash: str
     raw: dict[str, Any] = field(repr=False, compare=False)
+    retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's

@@ -49,6 +49,7 @@ def build(raw: dict[str, Any]) -> Definition:
     signals = {name: Signal(schema=(body or {}).get("schema"))
                for name, body in (raw.get("signals") or {}).items()}
     timeout = raw.get("timeout")
+    retention = raw.get("retention")
     return Definition(
         name=raw["name"],
         version=str(raw.get("version", DEFAULT_VERSION)),
@@ -61,6 +62,7 @@ def build(raw: dict[str, Any]) -> Definition:
         defaults=defaults,
         hash=definition_hash(raw),
         raw=raw,
+        retention_ms=parse_duration(retention) if retention is not None else None,
     )
 
 

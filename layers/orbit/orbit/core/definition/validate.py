@@ -20,11 +20,12 @@ from orbit.core.definition.checks import (
     type_name,
 )
 from orbit.core.definition.graph import ORDERING_KEYS, find_cycles, step_after, step_reads
+from orbit.core.definition.retention import retention_problem
 from orbit.core.definition.steps_check import STEP_NAME, check_retry, check_step
 from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
-            "output", "output_schema", "signals", "queries")
+            "output", "output_schema", "signals", "queries", "retention")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -107,6 +108,11 @@ def _check_header(document: dict[str, Any], out: Problems) -> None:
                                f"(in YAML quote numbers like '1.10'), not {version!r}")
     if "timeout" in document:
         check_duration(document["timeout"], "timeout", out)
+    if "retention" in document:
+        ms = check_duration(document["retention"], "retention", out)
+        problem = retention_problem(ms) if ms is not None else None
+        if problem:
+            out.add("retention", problem)
     if "description" in document and not isinstance(document["description"], str):
         out.add("description", f"must be a string, not {type_name(document['description'])}")
 

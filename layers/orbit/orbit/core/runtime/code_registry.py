@@ -33,6 +33,7 @@ class CodeWorkflow:
     timeout_ms: int | None = None
     # Payload schemas per signal name (JSON Schema), checked at the API like a definition's.
     signals: dict[str, Any] = field(default_factory=dict, compare=False)
+    retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
 
     @property
     def kind(self) -> str:

@@ -1,0 +1,42 @@
+"""What a committed decision means for operations, computed from the state alone (pure).
+
+`decision_metrics`: the per-workflow counters a decision adds (what the engine meters).
+`retirement`: what an ended execution leaves behind that must expire with it (what the engine
+hands to `HistoryStore.retire`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orbit.core.history.events import Recorded
+from orbit.core.history.state import FAILED, TERMINAL_WORKFLOW, TIMED_OUT, ExecutionState
+
+_STEP_METRICS = {"StepScheduled": "StepAttempts", "StepFailed": "StepFailures"}
+
+
+def decision_metrics(state: ExecutionState, was: tuple[str, bool], events: list[Recorded]) -> list[str]:
+    """Metric names, once per occurrence: the execution started or ended, step attempts and failures.
+    `was` is (status, created) before the decision."""
+    out = []
+    if state.created and not was[1]:
+        out.append("ExecutionsStarted")
+    if state.status != was[0] and state.status in TERMINAL_WORKFLOW:
+        failed = state.status in (FAILED, TIMED_OUT)
+        out.append("ExecutionsFailed" if failed else f"Executions{state.status.title()}")
+    out += [_STEP_METRICS[r.event.type] for r in events if r.event.type in _STEP_METRICS]
+    return out
+
+
+@dataclass(frozen=True)
+class Retirement:
+    ended_at_ms: int
+    hook_tokens: list[str]
+    dedupe_keys: list[str]  # worker dedupe records: each unit's key and `cancel#<token>` ones
+
+
+def retirement(state: ExecutionState) -> Retirement:
+    tokens = [str(h["token"]) for h in state.hooks.values() if h.get("token")]
+    dedupe = [u.idempotency_key for u in state.units.values() if u.idempotency_key]
+    dedupe += [f"cancel#{t}" for u in state.units.values() for t in u.tokens]
+    return Retirement(state.finished_at_ms or state.updated_at_ms, tokens, dedupe)
