@@ -373,6 +373,11 @@ class Engine(RecoveryApi, EngineApi):
                 expires,
             )
         self._remember(eid, state, since_snapshot)
+        # A redrive brings an ended (retired) execution back: lift the expiry its items got at the
+        # first end before anything else runs, or TTL would delete a running execution's history.
+        # A crash before this redelivers the redrive message, whose commit (resend) runs it again.
+        if expires is None and state.created and _redrives(events, resend):
+            self._unretire(state)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects))
         self._carry_out(eid, effects)
@@ -394,6 +399,12 @@ class Engine(RecoveryApi, EngineApi):
         r = retirement(state)
         self.timers.disarm(state.id)  # nothing is due any more
         self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys)
+
+    def _unretire(self, state: ExecutionState) -> None:
+        """Push the expiry of everything the execution left out to NO_EXPIRY (retire is idempotent
+        and sets, so the next end's retire writes the real expiry again)."""
+        r = retirement(state)
+        self.store.retire(state.id, r.ended_at_ms, NO_EXPIRY_S, r.hook_tokens, [])
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
@@ -542,3 +553,13 @@ class _Parker:
 
 
 __all__ = ["Engine", "ExecutionParked"]
+
+
+# An expiry no table will reach: DynamoDB TTL deletes only items whose time has passed.
+NO_EXPIRY_S = 253_402_300_799  # 9999-12-31T23:59:59Z
+
+
+def _redrives(events: list[Any], resend: dict[int, Any]) -> bool:
+    """Did this decision (or the commit a redelivery re-sends) record an ExecutionRedriven?"""
+    recorded = list(events) + [r for c in resend.values() for r in c.events]
+    return any(type(r.event).__name__ == "ExecutionRedriven" for r in recorded)
