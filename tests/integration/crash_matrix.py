@@ -90,6 +90,7 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
             problems.append(f"task {key[0]} attempt {key[1]} ran {n} times "
                             f"({allowed[key]} re-run(s) allowed after a worker died mid-task)")
     problems += _check_retention(world, {EXECUTION, *(eid for eid, _ in children)})
+    problems += _check_archive(engine, [EXECUTION, *forks, *(eid for eid, _ in children)])
     depths = {q: _depth(world, url) for q, url in world.stack.queues.items()}
     if any(depths.values()) or world.parked:
         problems.append(f"messages left: {depths}, parked {len(world.parked)}")
@@ -162,6 +163,20 @@ def _check_retention(world: World, ended: set[str]) -> list[str]:
         if "LastEvaluatedKey" not in page:
             return out
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _check_archive(engine: Any, ended: list[str]) -> list[str]:
+    """The archive survived the crash: every ended execution's object holds exactly its history."""
+    from orbit.service.archive import decode_archive
+
+    out = []
+    for eid in ended:
+        data = engine.archive.get(eid)
+        if data is None:
+            out.append(f"{eid}: ended without an archive")
+        elif [r.to_dict() for r in decode_archive(data, eid).records] != engine.recorded_history(eid):
+            out.append(f"{eid}: its archive is not its history")
+    return out
 
 
 def _depth(world: World, url: str) -> int:

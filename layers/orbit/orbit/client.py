@@ -202,10 +202,15 @@ class Client:
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
+        started_after: str | None = None,
+        started_before: str | None = None,
     ) -> dict[str, Any]:
-        """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`."""
+        """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`.
+        `started_after` (inclusive) / `started_before` (exclusive): RFC 3339 times such as
+        `2026-03-30T07:00:00Z` (or the `_ms` forms: milliseconds since the epoch)."""
         params = {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor,
-                  "started_after": started_after_ms, "started_before": started_before_ms,
+                  "started_after": started_after if started_after is not None else started_after_ms,
+                  "started_before": started_before if started_before is not None else started_before_ms,
                   "id_prefix": id_prefix}
         return self._call("GET", "/executions" + _query(params))
 

@@ -103,6 +103,8 @@ def lifecycle_rules(bucket_props: dict[str, Any]) -> list[dict[str, Any]]:
     """A bucket's CloudFormation `LifecycleConfiguration.Rules` in the S3 API's shape."""
     out = []
     for rule in (bucket_props.get("LifecycleConfiguration") or {}).get("Rules") or []:
+        if "Fn::If" in rule:  # a conditional rule the caller did not resolve (no parameters at hand)
+            continue
         api: dict[str, Any] = {"ID": rule.get("Id", ""), "Status": rule.get("Status", "Enabled"),
                                "Filter": {"Prefix": rule.get("Prefix", "")}}
         if "ExpirationInDays" in rule:

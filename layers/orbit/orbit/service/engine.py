@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orbit.core.decider.decide import decide
-from orbit.core.definition.retention import DAY_MS, expires_at_s, retention_of
+from orbit.core.definition.retention import DAY_MS
 from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
@@ -41,7 +41,7 @@ from orbit.core.history.effects import (
     StartChild,
 )
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
-from orbit.core.history.lifecycle import decision_metrics, retirement
+from orbit.core.history.lifecycle import decision_metrics
 from orbit.core.history.messages import (
     CancelMessage,
     Message,
@@ -78,6 +78,7 @@ from orbit.service.ports import (
     Timers,
 )
 from orbit.service.recovery import RecoveryApi
+from orbit.service.retention import NO_EXPIRY_S, RetentionSteps, _redrives
 from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
@@ -87,7 +88,7 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class Engine(RecoveryApi, EngineApi):
+class Engine(RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
 
     def __init__(
@@ -386,26 +387,6 @@ class Engine(RecoveryApi, EngineApi):
         if expires is not None and (events or resend):
             self._retire(state, expires)
 
-    def _expiry(self, state: ExecutionState) -> int:
-        """When an ended execution's data expires: its end + its workflow's retention (epoch s)."""
-        try:
-            wf = self.registry.get_build(state.workflow, state.version, state.build)
-        except (BuildMismatch, UnknownWorkflow):
-            wf = None  # the stack default applies
-        return expires_at_s(retirement(state).ended_at_ms, retention_of(wf, self.retention_ms))
-
-    def _retire(self, state: ExecutionState, expires: int) -> None:
-        """Everything the execution left expires; what this decision wrote already carries it."""
-        r = retirement(state)
-        self.timers.disarm(state.id)  # nothing is due any more
-        self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys)
-
-    def _unretire(self, state: ExecutionState) -> None:
-        """Push the expiry of everything the execution left out to NO_EXPIRY (retire is idempotent
-        and sets, so the next end's retire writes the real expiry again)."""
-        r = retirement(state)
-        self.store.retire(state.id, r.ended_at_ms, NO_EXPIRY_S, r.hook_tokens, [])
-
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
         if cached is not None:
@@ -552,14 +533,5 @@ class _Parker:
         return [Park(TaskError("BUILD_MISMATCH", self.reason, retryable=False))]
 
 
-__all__ = ["Engine", "ExecutionParked"]
+__all__ = ["NO_EXPIRY_S", "Engine", "ExecutionParked"]
 
-
-# An expiry no table will reach: DynamoDB TTL deletes only items whose time has passed.
-NO_EXPIRY_S = 253_402_300_799  # 9999-12-31T23:59:59Z
-
-
-def _redrives(events: list[Any], resend: dict[int, Any]) -> bool:
-    """Did this decision (or the commit a redelivery re-sends) record an ExecutionRedriven?"""
-    recorded = list(events) + [r for c in resend.values() for r in c.events]
-    return any(type(r.event).__name__ == "ExecutionRedriven" for r in recorded)

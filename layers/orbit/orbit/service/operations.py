@@ -22,6 +22,7 @@ from orbit.errors import (
     PayloadRefused,
     ValidationError,
 )
+from orbit.service.archive import read_archived
 from orbit.service.catalog import CatalogApi, signal_schema
 from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 
@@ -77,7 +78,10 @@ class EngineApi(CatalogApi):
         """The describe shape; with `steps_limit`, `steps` holds at most that many units (after
         the unit `steps_after`, in the order they were created) and `steps_next` names the unit
         to pass as `steps_after` for the next page (None on the last page)."""
-        state = self.load_state(execution_id)
+        try:
+            state = self.load_state(execution_id)
+        except NotFound as gone:  # expired (or deleted by TTL): the archive's copy, if there is one
+            state = read_archived(getattr(self, "archive", None), execution_id, gone).state()
         if steps_limit is None:
             return state.describe()
         page, after = page_units(state.units, steps_after, steps_limit)
@@ -100,13 +104,18 @@ class EngineApi(CatalogApi):
         golden histories), never served by the API or printed by the CLI."""
         out: list[dict[str, Any]] = []
         cursor: int | None = after_seq
-        while cursor is not None and (limit is None or len(out) < limit):
-            page = self.store.history(
-                execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
-            )
-            self._check_retained(execution_id, page.expires_at_s)
-            out.extend(r.to_dict() for r in page.records)
-            cursor = page.next_after_seq
+        try:
+            while cursor is not None and (limit is None or len(out) < limit):
+                page = self.store.history(
+                    execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
+                )
+                self._check_retained(execution_id, page.expires_at_s)
+                out.extend(r.to_dict() for r in page.records)
+                cursor = page.next_after_seq
+        except NotFound as gone:  # expired (or deleted by TTL): the archive's copy, if there is one
+            archived = read_archived(getattr(self, "archive", None), execution_id, gone)
+            kept = [r.to_dict() for r in archived.records if r.seq > after_seq]
+            return kept if limit is None else kept[:limit]
         return out
 
     def list(

@@ -211,6 +211,18 @@ class PayloadStore(Protocol):
     def get(self, ref: str) -> bytes: ...
 
 
+class Archive(Protocol):
+    """Ended executions' histories past their retention (orbit/service/archive.py has the format)."""
+
+    def put(self, execution_id: str, data: bytes) -> None:
+        """Store (or replace) the execution's archive object."""
+        ...
+
+    def get(self, execution_id: str) -> bytes | None:
+        """The archive object's bytes, or None when there is none."""
+        ...
+
+
 class Clock(Protocol):
     def now_ms(self) -> int: ...
 
