@@ -225,9 +225,11 @@ class LocalStack(ScheduleOps):
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 50,
         started_after: str | int | None = None, started_before: str | int | None = None,
+        where: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Newest first; `started_after` (inclusive) / `started_before` (exclusive) are RFC 3339
-        times (or milliseconds since the epoch). Pages are followed until `limit` entries."""
+        times (or milliseconds since the epoch), `where` one search attribute (`{"tier": "gold"}`).
+        Pages are followed until `limit` entries."""
         from orbit.service.http import instant
 
         after, before = instant(started_after, "started_after"), instant(started_before, "started_before")
@@ -235,7 +237,7 @@ class LocalStack(ScheduleOps):
         cursor: str | None = None
         while len(out) < limit:
             entries, cursor = self.engine.list(workflow, status, limit - len(out), cursor,
-                                               started_after_ms=after, started_before_ms=before)
+                                               started_after_ms=after, started_before_ms=before, where=where)
             out += [e.to_dict() for e in entries]
             if cursor is None:
                 break

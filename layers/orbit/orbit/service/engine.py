@@ -292,6 +292,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         handled: list[str] = []
         resend: dict[int, Commit] = {}
         was = (state.status, state.created)
+        had = dict(state.attributes)  # search attributes: the index row follows them too
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
                 if (m.parent or state.parent) and m.parent != state.parent:
@@ -360,7 +361,8 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         # The index row is written after the commit, so it is one of the commit's effects: a
         # redelivered message (resend) writes it again, in case the decider that committed died
         # before it (put_index keeps the newest). A tombstone (never created) is not listed.
-        if state.created and ((events and (state.status, state.created) != was) or resend):
+        if state.created and ((events and ((state.status, state.created) != was or state.attributes != had))
+                              or resend):
             self.store.put_index(
                 IndexEntry(
                     eid,
@@ -370,6 +372,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
                     state.created_at_ms,
                     state.updated_at_ms,
                     (state.parent or {}).get("execution_id"),
+                    dict(state.attributes) or None,
                 ),
                 expires,
             )

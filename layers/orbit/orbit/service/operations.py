@@ -127,10 +127,12 @@ class EngineApi(CatalogApi):
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
+        where: dict[str, Any] | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
+        extra = {"where": where} if where else {}  # stores without search attributes take no `where`
         return self.store.list_executions(
             workflow, status, limit, cursor, started_after_ms=started_after_ms,
-            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None, **extra,
         )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:

@@ -80,3 +80,4 @@ class Definition:
     hash: str
     raw: dict[str, Any] = field(repr=False, compare=False)
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
+    attributes: dict[str, Any] | None = None  # search attributes: name -> expression (or constant)

@@ -427,3 +427,10 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
 from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  (it uses the helpers above)
 
 HANDLERS.update(RECOVERY_HANDLERS)
+
+
+def _attributes_set(s: ExecutionState, e: E.AttributesSet, ts: int) -> None:
+    s.attributes.update(e.values)
+
+
+HANDLERS[E.AttributesSet] = _attributes_set

@@ -235,6 +235,7 @@ class ExecutionState:
     continued_from: str | None = None
     idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
     patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
+    attributes: dict[str, JSON] = field(default_factory=dict)  # search attributes (history/attributes.py)
     last_seq: int = 0
     inbound: dict[str, int] = field(default_factory=dict)  # index of both logs; not serialised
     # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order:
@@ -315,8 +316,9 @@ class ExecutionState:
         return s
 
     def describe(self, units: list[str] | None = None) -> dict[str, JSON]:
-        """DESIGN's describe shape; `steps` holds only `units` when given (one page of them)."""
-        return {
+        """DESIGN's describe shape; `steps` holds only `units` when given (one page of them).
+        `attributes` (search attributes) is there only when the execution set some."""
+        d: dict[str, JSON] = {
             "id": self.id,
             "workflow": self.workflow,
             "version": self.version,
@@ -347,10 +349,14 @@ class ExecutionState:
             "continued_to": self.continued_as,
             "build": self.build,
         }
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
 
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
-_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches"})
+_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches",
+                              "attributes"})
 
 
 def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:

@@ -37,6 +37,7 @@ from typing import Any
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
+from orbit.core.runtime.code_attributes import still_recorded
 from orbit.core.runtime.code_instance import Instance
 from orbit.core.runtime.code_registry import REGISTRY, CodeRegistry, CodeWorkflow
 from orbit.errors import BuildMismatch, UnknownWorkflow
@@ -190,6 +191,8 @@ class CodeRuntime:
         if any(p not in state.patches for p in r.emitted_patches):
             return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
+            return False
+        if not still_recorded(r, state):  # ctx.set_attributes values whose commit was lost
             return False
         for fact in r.witness:
             if fact[0] == "unit":

@@ -252,6 +252,14 @@ class MarkPatch(Command):
     position: int
 
 
+@dataclass(frozen=True)
+class SetAttributes(Command):
+    """Search attributes (`ctx.set_attributes`, a definition's `attributes:`): the engine records
+    the keys whose value differs from the execution's (orbit/core/history/attributes.py)."""
+
+    values: dict[str, JSON]
+
+
 @runtime_checkable
 class Runtime(Protocol):
     def run(self, workflow: Any, state: Any, now_ms: int) -> list[Command]:

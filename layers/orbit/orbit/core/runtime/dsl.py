@@ -45,6 +45,7 @@ from orbit.core.runtime.commands import (
     WaitUntil,
     storable,
 )
+from orbit.core.runtime.dsl_attributes import attribute_commands
 from orbit.core.runtime.dsl_plan import Plan
 from orbit.errors import ExpressionError
 
@@ -143,6 +144,8 @@ class _Run:
             return []
         plan = self.plan
         out: list[Command] = [CreateHook(n) for n in plan.hooks if n not in s.hooks]
+        if getattr(self.d, "attributes", None):
+            out.extend(attribute_commands(self.d.attributes, self.root(), self.now))
         if not s.units:
             err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
             if err is not None:
