@@ -18,10 +18,12 @@ HOUR = 3600_000
 @pytest.fixture
 def three() -> Any:
     """e0, e1, e2 started an hour apart from T0 (2023-11-14T22:13:20Z); tier gold, silver, gold."""
-    sim = sim_with({"a": {"compute": "{% 1 %}"}}, attributes={"tier": "{% input.tier %}", "n": "{% input.n %}"})
+    sim = sim_with({"a": {"compute": "{% 1 %}"}},
+                   attributes={"tier": "{% input.tier %}", "n": "{% input.n %}"})
     for i, tier in enumerate(["gold", "silver", "gold"]):
         sim.start("wf", {"tier": tier, "n": i}, id=f"e{i}")
         sim.run()
+        assert sim.describe(f"e{i}")["status"] == "COMPLETED"
         sim.advance(HOUR)
     return sim
 

@@ -36,6 +36,7 @@ def test_code_sets_attributes_once_however_often_it_replays() -> None:
     h.engine._cache.clear()
     h.release("inventory.reserve")
     h.run()
+    assert h.describe()["status"] == "COMPLETED"
     assert h.describe()["attributes"] == {"customer": "acme", "stage": "done", "total": 12}
     sets = [e["values"] for e in h.history() if e["type"] == "AttributesSet"]
     assert sets == [{"customer": "acme", "stage": "reserving"}, {"stage": "shipping", "total": 12},
@@ -69,6 +70,7 @@ def test_a_definition_sets_attributes_from_its_expressions_as_they_become_known(
     sim.worker("pay.charge", lambda input, ctx: {"amount": 42})
     eid = sim.start("attr-def", {"customer": "acme"}, id="d-1")
     sim.run()
+    assert sim.describe(eid)["status"] == "COMPLETED"
     assert sim.describe(eid)["attributes"] == {"customer": "acme", "tier": "gold", "charged": 42}
     sets = [e["values"] for e in sim.history(eid) if e["type"] == "AttributesSet"]
     assert sets == [{"customer": "acme", "tier": "gold"}, {"charged": 42}]
@@ -87,7 +89,8 @@ def test_a_definition_attribute_of_the_wrong_type_fails_the_execution_clearly() 
     desc = sim.describe(eid)
     assert desc["status"] == "FAILED"
     assert desc["error"]["code"] == "ATTRIBUTE_INVALID"
-    assert desc["error"]["message"] == "attributes.customer: must be a string, a number or a boolean, not an object"
+    assert desc["error"]["message"] == ("attributes.customer: must be a string, a number or a boolean, "
+                                        "not an object")
 
 
 @pytest.mark.parametrize(("block", "problem"), [
@@ -103,7 +106,8 @@ def test_the_attributes_block_is_validated(block: Any, problem: str) -> None:
 
 
 def test_bounds_and_where_parsing() -> None:
-    assert attributes_problem({"a": "x" * 257}, {}) == "attribute 'a': a string of 257 characters; at most 256"
+    too_long = attributes_problem({"a": "x" * 257}, {})
+    assert too_long == "attribute 'a': a string of 257 characters; at most 256"
     full = {f"k{i}": 1 for i in range(MAX_ATTRIBUTES)}
     assert attributes_problem({"k0": 2}, full) is None  # replacing a value is not a new attribute
     assert "at most 10 attributes per execution" in str(attributes_problem({"extra": 1}, full))

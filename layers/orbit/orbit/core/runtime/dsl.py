@@ -144,8 +144,6 @@ class _Run:
             return []
         plan = self.plan
         out: list[Command] = [CreateHook(n) for n in plan.hooks if n not in s.hooks]
-        if getattr(self.d, "attributes", None):
-            out.extend(attribute_commands(self.d.attributes, self.root(), self.now))
         if not s.units:
             err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
             if err is not None:
@@ -170,6 +168,8 @@ class _Run:
                 plan.open.update(plan.waiting.pop(name, ()))
         if len(plan.ended) == len(self.d.steps) and not out:
             out.append(self.finish())
+        if getattr(self.d, "attributes", None):  # first: the final values are set before the end
+            return attribute_commands(self.d.attributes, self.root(), self.now) + out
         return out
 
     def hook_names(self) -> list[str]:
