@@ -143,7 +143,7 @@ def deploy(
             dep.tables[lid] = _create_table(ddb, refs[lid], resolver.resolve(props, f"Resources.{lid}"))
         elif res.get("Type") == "AWS::S3::Bucket":
             s3.create_bucket(Bucket=refs[lid])
-            rules = lifecycle_rules(props)
+            rules = lifecycle_rules(resolver.resolve(props, f"Resources.{lid}"))  # conditional rules too
             if rules:
                 s3.put_bucket_lifecycle_configuration(Bucket=refs[lid],
                                                       LifecycleConfiguration={"Rules": rules})
