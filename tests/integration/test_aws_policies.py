@@ -109,3 +109,26 @@ def test_the_check_catches_a_missing_grant(reference: Reference, roles: dict[str
     # (retention), nothing else.
     assert leading_keys(st) == ["IDEM#*", "BLOB#*"]
     assert not fnmatch.fnmatchcase("EXEC#", "IDEM#*")
+
+
+def _s3_resources(statement: dict[str, Any]) -> list[str]:
+    """A statement's S3 object resources as `${PayloadBucket.Arn}/...` patterns."""
+    res = statement.get("Resource")
+    items = res if isinstance(res, list) else [res]
+    return [r["Fn::Sub"] for r in items if isinstance(r, dict) and isinstance(r.get("Fn::Sub"), str)]
+
+
+def test_the_archive_is_written_by_the_decider_and_out_of_the_collectors_reach(
+        reference: Reference, roles: dict[str, Any]) -> None:
+    """The crash matrix's stack keeps an archive: its write is in the run, allowed for
+    `archive/*`; the retention function, which deletes payload objects, cannot touch it."""
+    assert any(c.handler == "decider" and (c.service, c.op, c.detail) == ("s3", "PutObject", "archive")
+               for c in reference.calls)
+    key = "${PayloadBucket.Arn}/archive/crash-1.jsonl.gz"
+    writes = [st for st in grants(roles["DeciderRole"]) if "s3:PutObject" in actions(st)]
+    assert any(fnmatch.fnmatchcase(key, r) for st in writes for r in _s3_resources(st))
+    reads = [st for st in grants(roles["ApiRole"]) if "s3:GetObject" in actions(st)]
+    assert any(fnmatch.fnmatchcase(key, r) for st in reads for r in _s3_resources(st))  # describe/history
+    collector = [r for st in grants(roles["RetentionRole"]) if any(a.startswith("s3:") for a in actions(st))
+                 for r in _s3_resources(st)]
+    assert collector and not any(fnmatch.fnmatchcase(key, r) for r in collector), collector
