@@ -52,6 +52,8 @@ PARENT = {
                "each": "{% steps.each.output.v2 %}", "by": "{% steps.approve.output.by %}",
                "child": "{% steps.child.output %}"},
     "signals": {"approval": {"schema": {"type": "object", "required": ["by"]}}},
+    # search attributes: rows written with the first index row, and one more once approved
+    "attributes": {"n": "{% input.n %}", "by": "{% steps.approve.output.by %}"},
 }
 
 

@@ -80,6 +80,17 @@ def test_a_definition_sets_attributes_from_its_expressions_as_they_become_known(
     assert sim.engine.list(where={"tier": "silver"})[0] == []
 
 
+def test_an_attribute_that_reads_a_step_waits_until_the_step_ended() -> None:
+    sim = Simulator()
+    size = "{% $length(steps.charge.output.id) %}"  # an error while `charge` has no output yet
+    sim.register({**DEF, "name": "attr-wait", "attributes": {"size": size}})
+    sim.worker("pay.charge", lambda input, ctx: {"id": "abcd"})
+    eid = sim.start("attr-wait", {})
+    sim.run()
+    desc = sim.describe(eid)
+    assert desc["status"] == "COMPLETED" and desc["attributes"] == {"size": 4}
+
+
 def test_a_definition_attribute_of_the_wrong_type_fails_the_execution_clearly() -> None:
     sim = Simulator()
     sim.register({**DEF, "name": "attr-def-bad", "attributes": {"customer": "{% input %}"}})
