@@ -26,6 +26,11 @@ def test_search_attributes_are_listed_from_the_table_and_expire_with_the_executi
         return [e["execution_id"] for e in body["executions"]]
 
     assert listed(where="tier=gold") == ["t-2", "t-0"]
+    from orbit.aws import wiring as aws
+
+    aws.services().engine._cache.clear()  # a cold load reads the partition: the attribute rows are no commits
+    status, desc = cloud.api("GET", "/executions/t-1")
+    assert status == 200 and desc["attributes"] == {"tier": "silver", "n": 1}, desc
     assert listed(where="n=1") == ["t-1"]
     assert listed(where="tier=gold", status="COMPLETED", limit="1") == ["t-2"]
     assert listed(where="tier=gold", workflow="other") == []

@@ -1,7 +1,7 @@
 """Search attributes on the Orbit table: one row per attribute, found through gsi1, expiring with
 the execution.
 
-    EXEC#<id> / Q#<name>   gsi1 (AT#<name>=<json value>, created#id), `fixed` as the index row's
+    EXEC#<id> / A#Q#<name> gsi1 (AT#<name>=<json value>, created#id), `fixed` as the index row's
 
 Why rows in the execution's partition and gsi1, not a new index: gsi1 already sorts by
 `created#id` and projects only `fixed`, so `--where tier=gold` is one key-condition query on the
@@ -27,7 +27,7 @@ from orbit.core.history.attributes import changed, index_value
 from orbit.errors import ValidationError
 from orbit.service.ports import IndexEntry
 
-ATTRIBUTE_SK = "Q#"
+ATTRIBUTE_SK = "A#Q#"  # beside A#INDEX, below C#: outside every commit range (C#..SNAP, C#..C#~)
 
 
 class AttributeRows:

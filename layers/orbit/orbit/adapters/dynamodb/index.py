@@ -2,7 +2,7 @@
 
     EXEC#<id> / A#INDEX    gsi1 (WF#<workflow>, created#id) projects `fixed` only
                            gsi2 (ST#<status>,   created#id) projects everything
-    EXEC#<id> / Q#<name>   gsi1 (AT#<name>=<value>, created#id): search attributes (attributes.py)
+    EXEC#<id> / A#Q#<name> gsi1 (AT#<name>=<value>, created#id): search attributes (attributes.py)
 
 Listing is newest first on the `created#id` sort key, so a start-time range is a key condition
 (cheap) and the cursor is the last sort key returned. An id prefix is a filter: DynamoDB reads
