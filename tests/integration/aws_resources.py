@@ -28,6 +28,7 @@ class Clients:
 
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         self.sqs = boto3.client("sqs", region_name="us-east-1")
+        self.secretsmanager = boto3.client("secretsmanager", region_name="us-east-1")
         # As orbit.aws.wiring configures it (no per-upload CRC32: payloads are content-addressed).
         self.s3 = boto3.client("s3", region_name="us-east-1", config=Config(
             request_checksum_calculation="when_required", response_checksum_validation="when_required"))

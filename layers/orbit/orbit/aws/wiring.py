@@ -203,7 +203,11 @@ class Services:
             return None
         from orbit.adapters.secrets import SecretsManagerHookKey
 
-        return SecretsManagerHookKey(lambda: self._client("secretsmanager"), self.settings.hook_secret_arn)
+        return SecretsManagerHookKey(lambda: self.secretsmanager, self.settings.hook_secret_arn)
+
+    @cached_property
+    def secretsmanager(self) -> Any:
+        return self._client("secretsmanager")
 
     @cached_property
     def engine(self) -> Any:
