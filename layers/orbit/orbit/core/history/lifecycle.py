@@ -37,7 +37,8 @@ class Retirement:
 
 
 def retirement(state: ExecutionState) -> Retirement:
-    tokens = [store_ref(h) for h in state.hooks.values()]  # the token (older histories) or its hash
+    # the token (older histories) or its hash, as the hook's lookup item is keyed
+    tokens = [store_ref(h) for h in state.hooks.values() if h.get("token") or h.get("token_sha256")]
     dedupe = [u.idempotency_key for u in state.units.values() if u.idempotency_key]
     dedupe += [f"cancel#{t}" for u in state.units.values() for t in u.tokens]
     return Retirement(state.finished_at_ms or state.updated_at_ms, tokens, dedupe)
