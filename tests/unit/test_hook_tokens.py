@@ -160,3 +160,20 @@ def test_a_keyless_simulator_still_records_the_token_as_before() -> None:
     created = next(e for e in sim.history("e1") if e["type"] == "HookCreated")
     assert list(created) == ["seq", "timestamp_ms", "type", "name", "token"]
 
+
+
+@pytest.mark.parametrize("key", [KEY, None])
+def test_the_console_never_sees_a_token(key: bytes | None) -> None:
+    from orbit.console.data import ConsoleData
+
+    sim = keyed(NOTIFY, key=key, signals={"approval": {}})
+    sim.worker("mail.send", lambda inp, ctx: {})
+    sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    token = sim.engine.hook_token("e1", "approval")
+    console = ConsoleData(lambda method, target, body: handle_request(
+        sim.engine, method, target.split("?")[0], body,
+        dict(p.split("=") for p in target.split("?", 1)[1].split("&")) if "?" in target else {}))
+    status, live = console.live("e1")
+    assert status == 200 and live["hooks"] == [{"name": "approval", "resumed": False}]
+    assert token not in json.dumps(live)
