@@ -175,3 +175,20 @@ def test_fan_out_of_150_with_concurrency_20(stack):
     assert desc["status"] == "COMPLETED" and desc["output"] == 2 * sum(range(150))
     assert sum(1 for unit in desc["steps"] if unit.startswith("each[")) == 150
     assert max(depths) <= 20  # the concurrency limit keeps the worker queue shallow
+
+
+def test_hook_tokens_come_from_the_local_stacks_own_secret(stack):
+    # template.yaml's HookSecret, created on the emulator with a fresh value for this stack
+    from orbit.core.history.hook_tokens import derive, sha256_hex
+
+    secret = boto3.client("secretsmanager").get_secret_value(
+        SecretId=stack.services.settings.hook_secret_arn)["SecretString"]
+    assert len(secret) == 64
+    eid = stack.start("order-fulfilment", {**ORDER, "order_id": "H-1"})
+    stack.run_until_idle()
+    token = derive(secret.encode(), eid, "approval")
+    created = next(e for e in stack.engine.recorded_history(eid) if e["type"] == "HookCreated")
+    assert created["token_sha256"] == sha256_hex(token) and "token" not in created  # never stored
+    assert stack.engine.hook_token(eid, "approval") == token
+    stack.resume_hook(token, {"approved": True, "by": "hook"})
+    assert stack.run_until_done(eid)["status"] == "COMPLETED"
