@@ -71,7 +71,7 @@ def test_signal_payload_breaking_the_schema_is_refused(stack):
 
 
 def test_seven_day_sleep_completes_on_virtual_time(stack):
-    # How long it takes in wall time: benchmarks/bench_virtual_sleep.py prints it (0.1-0.3 s idle).
+    # How long it takes in wall time: benchmarks/bench_virtual_sleep.py prints it.
     eid = stack.start("trial-reminder", {"email": "ada@example.com"})
     started_virtual = stack.now_ms()
     desc = stack.run_until_done(eid)
