@@ -177,3 +177,21 @@ def test_the_console_never_sees_a_token(key: bytes | None) -> None:
     status, live = console.live("e1")
     assert status == 200 and live["hooks"] == [{"name": "approval", "resumed": False}]
     assert token not in json.dumps(live)
+
+
+def test_a_code_query_replays_a_workflow_that_sent_its_token() -> None:
+    from orbit.service.queries import run_query
+    from orbit.workflow import CodeRegistry, workflow
+
+    reg = CodeRegistry()
+
+    @workflow("keyed-query", registry=reg)
+    def wf(ctx: Any, input: Any) -> Any:
+        sent = ctx.step("notify.send", {"resume_with": ctx.hook_token("approval")})
+        ctx.query_handler("sent", lambda q: sent)
+        return ctx.wait_for("approval")
+
+    h = Harness(wf, workers={"notify.send": lambda inp, attempt: {"ok": True}})
+    h.engine.ids.hook_key = lambda: KEY
+    h.start("keyed-query")
+    assert run_query(h.engine, "ex-1", "sent") == {"ok": True}  # the replay matched the recorded input
