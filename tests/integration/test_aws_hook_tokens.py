@@ -65,3 +65,17 @@ def test_only_the_functions_that_decide_may_read_the_secret() -> None:
     assert all(st["Resource"] == {"Ref": "HookSecret"} for name in readers for st in grants(res[name])
                if "secretsmanager:GetSecretValue" in actions(st))
     assert res["HookSecret"]["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
+
+
+def test_the_key_is_read_once_and_a_short_secret_is_refused(stack: Any, clients: Any) -> None:
+    from orbit.adapters.secrets import SecretsManagerHookKey
+    from orbit.errors import OrbitError
+
+    sm = clients.secretsmanager
+    calls: list[str] = []
+    sm.meta.events.register("before-call.secrets-manager.GetSecretValue", lambda **kw: calls.append("x"))
+    key = SecretsManagerHookKey(lambda: sm, stack.hook_secret_arn)
+    assert key() == key() and len(key()) >= 32 and calls == ["x"]
+    short = sm.create_secret(Name="orbit-short", SecretString="too short")["ARN"]
+    with pytest.raises(OrbitError, match="needs at least 32 characters, has 9"):
+        SecretsManagerHookKey(lambda: sm, short)()

@@ -31,7 +31,8 @@ from typing import Any
 # A store is given `DIGEST_PREFIX + sha256 hex` instead of a token when the engine has only the hash.
 DIGEST_PREFIX = "sha256:"
 UNAVAILABLE = "<hook token>"  # what token_of gives outside a decision (no key at hand)
-_KEYS: ContextVar[Callable[[], bytes | None] | None] = ContextVar("orbit_hook_keys", default=None)
+KeySource = Callable[[], "bytes | None"]
+_KEYS: ContextVar[KeySource | None] = ContextVar("orbit_hook_keys", default=None)
 
 
 def derive(key: bytes, execution_id: str, name: str) -> str:
@@ -59,9 +60,6 @@ def keys_from(ids: Any) -> Iterator[None]:
         _KEYS.reset(reset)
 
 
-KeySource = Callable[[], "bytes | None"]
-
-
 def current_keys() -> KeySource | None:
     """The key source of the decision running on this thread: a code workflow's own thread is
     handed it with each state (a context variable does not cross threads)."""
@@ -85,14 +83,10 @@ def tokens_view(execution_id: str, hooks: dict[str, Any], keys: KeySource | None
 
 def identity(hook: dict[str, Any]) -> str:
     """What tells one hook's token from another without the token: the recorded token (old
-    histories) or its hash. Two decisions agree on a hook when its identity is the same."""
+    histories) or `sha256:<hex>` of it. Two decisions agree on a hook when its identity is the
+    same; a store indexes and retires a hook by it (`orbit.service.ports.hook_key` hashes a
+    token and takes a `sha256:` reference as it is)."""
     return str(hook.get("token") or DIGEST_PREFIX + str(hook.get("token_sha256") or ""))
-
-
-def store_ref(hook: dict[str, Any]) -> str:
-    """What a store is given to index or retire a hook (`orbit.service.ports.hook_key` hashes
-    a token, and takes a `sha256:` reference as it is)."""
-    return identity(hook)
 
 
 def matches(hook: dict[str, Any], token: str, digest: str) -> bool:
@@ -104,4 +98,4 @@ def matches(hook: dict[str, Any], token: str, digest: str) -> bool:
 
 __all__ = ["DIGEST_PREFIX", "UNAVAILABLE", "derive", "sha256_hex", "key_of", "keys_from", "current_keys",
            "token_of",
-           "tokens_view", "identity", "store_ref", "matches"]
+           "tokens_view", "identity", "matches"]
