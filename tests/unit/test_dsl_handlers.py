@@ -319,3 +319,22 @@ def test_a_definition_without_handlers_records_the_same_as_before() -> None:
     assert sim.types(eid) == ["WorkflowCreated", "WorkflowStarted", "TimerStarted", "TimerFired",
                               "WorkflowCompleted"]
     assert sim.history(eid)[-1]["timestamp_ms"] == T0 + 3_600_000
+
+
+def test_the_timeline_and_the_waiting_rows_show_handler_instances() -> None:
+    from orbit.local.timeline import rows
+    from orbit.local.waiting import waiting
+
+    sim = sim_with(SLEEPY, on_signal={"x": {"steps": {"pause": {"sleep": "5m"}}}})
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    sim.signal(eid, "x", {})
+    sim.run_until_idle()
+    key = events(sim, eid, "HandlerStarted")[0]["step"]
+    found = {w.unit: w for w in waiting(sim.describe(eid), sim.history(eid))}
+    assert found[key].kind == "handler" and "handler of signal x" in found[key].text
+    assert found[f"{key}:pause"].kind == "timer"
+    sim.run()
+    table = {r.unit: r for r in rows(sim.history(eid))}
+    assert table[key].duration_ms == 300_000 and table[key].outcome == "succeeded"
+    assert table[f"{key}:pause"].outcome == "slept"
