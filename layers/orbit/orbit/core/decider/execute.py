@@ -140,7 +140,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, Cancel):
         ctx.emit(CancelRequested(c.reason or "cancelled by the workflow"))
     elif isinstance(c, Timeout):
-        ctx.emit(WorkflowTimeoutReached())
+        deadline = c.deadline_ms if c.deadline_ms is not None else s.deadline_ms
+        ctx.emit(WorkflowTimeoutReached(deadline if deadline is not None else ctx.now, c.reason or None))
     elif isinstance(c, ContinueAsNew):
         continue_as_new(ctx, c)
 

@@ -135,7 +135,11 @@ class Cancel(Command):
 
 @dataclass(frozen=True)
 class Timeout(Command):
+    """End the run TIMED_OUT. `deadline_ms`: the deadline that passed, recorded in
+    WorkflowTimeoutReached (None: the execution's own deadline, else the decision time)."""
+
     reason: str = ""
+    deadline_ms: int | None = None
 
 
 @dataclass(frozen=True)
