@@ -32,7 +32,8 @@ HANDLED = Scenario(({
     }}},
     "output": {"by": "{% steps.approve.output.by %}"}},), {"v": 1},
     ("approval", {"payload": {"by": "ops"}, "id": "approval-1"}),
-    handled=(("item", {"payload": {"v": 3}, "id": "item-1"}), ("item", {"payload": {"v": 4}, "id": "item-2"})))
+    handled=(("item", {"payload": {"v": 3}, "id": "item-1"}),
+             ("item", {"payload": {"v": 4}, "id": "item-2"})))
 
 
 def signal_points(ref: Reference, before_share: float = 1.0) -> list[CrashPoint]:

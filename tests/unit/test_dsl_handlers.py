@@ -72,7 +72,8 @@ def test_concurrency_lets_instances_of_one_signal_overlap() -> None:
     for n in range(4):
         sim.signal(eid, "item", {"n": n})
     sim.run_until_idle()
-    live = [k for k, s in sim.describe(eid)["steps"].items() if k.count(":") == 1 and s["status"] == "RUNNING"]
+    steps = sim.describe(eid)["steps"]
+    live = [k for k, s in steps.items() if k.count(":") == 1 and s["status"] == "RUNNING"]
     assert len(live) == 3  # the fourth waits for a slot
     sim.advance(5 * 60_000)
     sim.run_until_idle()
@@ -102,7 +103,8 @@ def test_a_failing_handler_fails_the_execution_and_compensates_main_and_handler_
         on_signal={"addr": {"steps": {
             "update": {"task": "crm.update", "input": "{% event %}",
                        "compensate": {"task": "crm.restore", "input": {"undo": "{% event.address %}"}}},
-            "notify": {"task": "mail.send", "after": ["update"], "retry": {"max_attempts": 2, "backoff": "1s"}},
+            "notify": {"task": "mail.send", "after": ["update"],
+                       "retry": {"max_attempts": 2, "backoff": "1s"}},
         }}})
     sim.worker("inv.reserve", succeed("R"))
     sim.worker("inv.release", succeed())
@@ -242,7 +244,8 @@ def test_a_redrive_resumes_the_instance_the_failure_cut_short() -> None:
     d = sim.describe(eid)
     key = events(sim, eid, "HandlerStarted")[0]["step"]
     assert d["status"] == "COMPLETED"
-    assert d["steps"][key]["status"] == "SUCCEEDED" and d["steps"][key]["output"] == {"a": "fine", "b": "fine"}
+    assert d["steps"][key]["status"] == "SUCCEEDED"
+    assert d["steps"][key]["output"] == {"a": "fine", "b": "fine"}
 
 
 def test_the_state_folded_from_history_is_the_state_the_decider_kept() -> None:
@@ -288,7 +291,7 @@ def test_validation_refuses_a_signal_both_waited_for_and_handled_naming_the_path
 @pytest.mark.parametrize(("handlers", "expected"), [
     ([], "on_signal: must be a non-empty mapping"),
     ({"x": {}}, "on_signal.x.steps: required"),
-    ({"x": {"steps": {}}}, "on_signal.x.steps: must be a non-empty mapping of step names to steps, not an empty"),
+    ({"x": {"steps": {}}}, "on_signal.x.steps: must be a non-empty mapping of step names to steps, not an"),
     ({"x": handler(a={"wait_for": "y"})}, "on_signal.x.steps.a.wait_for: a handler cannot wait"),
     ({"x": handler(a={"task": "t", "after": ["zz"]})}, "on_signal.x.steps.a.after[0]: unknown step 'zz'"),
     ({"x": handler(a={"compute": "{% steps.b.output %}"}, b={"compute": "{% steps.a.output %}"})},
