@@ -341,3 +341,13 @@ def test_the_timeline_and_the_waiting_rows_show_handler_instances() -> None:
     table = {r.unit: r for r in rows(sim.history(eid))}
     assert table[key].duration_ms == 300_000 and table[key].outcome == "succeeded"
     assert table[f"{key}:pause"].outcome == "slept"
+
+
+def test_orbit_graph_draws_each_handler_as_a_subgraph() -> None:
+    from orbit.core.definition.load import load_definition
+    from orbit.core.definition.mermaid import to_mermaid
+
+    chart = to_mermaid(load_definition("examples/order_changes.yaml"))
+    assert 'subgraph h0["on signal address_changed (one at a time)"]' in chart
+    assert 'subgraph h1["on signal item_added (5 at a time)"]' in chart
+    assert "h1s0 -. compensate .-> h1s0_undo" in chart and chart.count("\n  end") == 2
