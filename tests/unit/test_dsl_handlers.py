@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -347,7 +348,8 @@ def test_orbit_graph_draws_each_handler_as_a_subgraph() -> None:
     from orbit.core.definition.load import load_definition
     from orbit.core.definition.mermaid import to_mermaid
 
-    chart = to_mermaid(load_definition("examples/order_changes.yaml"))
+    root = Path(__file__).resolve().parents[2]
+    chart = to_mermaid(load_definition(root / "examples" / "order_changes.yaml"))
     assert 'subgraph h0["on signal address_changed (one at a time)"]' in chart
     assert 'subgraph h1["on signal item_added (5 at a time)"]' in chart
     assert "h1s0 -. compensate .-> h1s0_undo" in chart and chart.count("\n  end") == 2
