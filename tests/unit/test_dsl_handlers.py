@@ -353,3 +353,19 @@ def test_orbit_graph_draws_each_handler_as_a_subgraph() -> None:
     assert 'subgraph h0["on signal address_changed (one at a time)"]' in chart
     assert 'subgraph h1["on signal item_added (5 at a time)"]' in chart
     assert "h1s0 -. compensate .-> h1s0_undo" in chart and chart.count("\n  end") == 2
+
+
+def test_a_fork_reuses_main_steps_but_not_the_originals_handler_instances() -> None:
+    sim = sim_with({"a": {"compute": "{% 1 %}"}, "nap": {"sleep": "1h", "after": ["a"]},
+                    "b": {"task": "t.b", "after": ["nap"]}},
+                   on_signal={"x": {"steps": {"h": {"compute": "{% event %}"}}}})
+    sim.worker("t.b", fail("BROKEN", retryable=False))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    sim.signal(eid, "x", "hello")
+    sim.run()
+    assert sim.describe(eid)["status"] == "FAILED"
+    fork = sim.fork(eid, from_step="b", id="e1-fork")
+    sim.run_until_idle()
+    steps = sim.describe(fork)["steps"]
+    assert steps["a"]["status"] == "SUCCEEDED" and not [k for k in steps if k.startswith("on_signal:")]
