@@ -70,30 +70,52 @@ class HandlersRuntime(DslRuntime):
     run_class = HandlerRun
 
 
+class _Live:
+    """The live instances of one decision (kept on its `Plan`): found once, by a scan of the active
+    units, then kept up to date from the commands. `look`: the instances the next round must
+    interpret: every one at first, then only those the previous round gave commands for (during a
+    decision an instance's units change only through its own commands: results, wake-ups and
+    heartbeats were applied before the first round), as `Plan.watch` does for top-level steps."""
+
+    def __init__(self, state: Any) -> None:
+        self.keys: dict[str, str] = {}  # instance key -> signal name
+        for key in state.active:
+            parts = split_key(key)
+            if parts is not None and parts[2] is None:
+                self.keys[key] = parts[0]
+        self.look: set[str] = set(self.keys)
+
+
 def handler_commands(run: _Run) -> list[Command]:
     """What the running instances do next, and the instances that start now."""
     s, handlers = run.s, run.d.handlers
-    live: dict[str, None] | None = run.plan.handlers
-    if live is None:  # once per decision; then kept up to date from the commands below
-        live = run.plan.handlers = {k: None for k in s.active if _is_instance(k)}
+    live: _Live | None = run.plan.handlers
+    if live is None:
+        live = run.plan.handlers = _Live(s)
+    look, live.look = live.look, set()
     out: list[Command] = []
     running: dict[str, int] = {}
     main: dict[str, Any] | None = None
-    for key in list(live):
+    for key, name in list(live.keys.items()):
         u = s.units.get(key)
-        parts = split_key(key)
-        if u is None or u.status not in (RUNNING,) or parts is None or parts[0] not in handlers:
-            del live[key]
+        if u is None or u.status != RUNNING or name not in handlers:
+            del live.keys[key]
             continue
-        running[parts[0]] = running.get(parts[0], 0) + 1
+        running[name] = running.get(name, 0) + 1
+        if key not in look:
+            continue
         if main is None:
             main = run.root()["steps"]
-        out.extend(_Instance(run, key, handlers[parts[0]], main).commands())
+        commands = _Instance(run, key, handlers[name], main).commands()
+        if commands:
+            out.extend(commands)
+            live.look.add(key)
     for name, handler in handlers.items():
         for entry in (s.signals.get(name) or [])[: max(0, handler.concurrency - running.get(name, 0))]:
             seq = int(entry.get("seq") or 0)
             key = instance_key(name, seq)
-            live[key] = None
+            live.keys[key] = name
+            live.look.add(key)
             out.append(StartHandler(key, name, seq, str(entry.get("signal_id") or ""), entry.get("payload")))
     return out
 
@@ -122,11 +144,6 @@ def handler_compensation(run: _Run, target: str) -> list[Command] | None:
     return instance.unit_commands(step.compensate, compensation_key(target), instance.root(**extra), FAIL_RUN)
 
 
-def _is_instance(key: str) -> bool:
-    parts = split_key(key)
-    return parts is not None and parts[2] is None
-
-
 class _Instance(_Run):
     """One instance: the handler's steps under unit keys `<instance>:<step>`."""
 
@@ -149,13 +166,15 @@ class _Instance(_Run):
     def commands(self) -> list[Command]:
         s, out, ended = self.s, [], 0
         for local, body in self.handler.steps.items():
-            step = replace(body, name=self.prefix + local)
-            u = s.units.get(step.name)
+            key = self.prefix + local
+            u = s.units.get(key)
+            # the step under its unit key (`begin` and `fan_out_progress` name units after it); made
+            # only when needed: most rounds look at instances whose steps are all under way
             if u is None or u.status == PENDING:
-                if all(s.status_of(self.prefix + d) in TERMINAL_UNIT for d in step.depends_on):
-                    out.extend(self.begin(step))
-            elif u.status == RUNNING and step.name in s.fanouts:
-                out.extend(self.fan_out_progress(step))
+                if all(s.status_of(self.prefix + d) in TERMINAL_UNIT for d in body.depends_on):
+                    out.extend(self.begin(replace(body, name=key)))
+            elif u.status == RUNNING and key in s.fanouts:
+                out.extend(self.fan_out_progress(replace(body, name=key)))
             elif u.terminal:
                 ended += 1
         if ended == len(self.handler.steps) and not out:
