@@ -206,8 +206,8 @@ def test_the_main_flow_ending_cancels_running_handlers_and_drops_waiting_arrival
 
 
 def test_a_hook_resume_starts_an_instance_too() -> None:
+    # `paid` is declared by on_signal alone: its hook token exists before the first step reads it
     sim = sim_with({"ask": {"compute": "{% hooks.paid.token %}"}, "nap": {"sleep": "1h", "after": ["ask"]}},
-                   signals={"paid": {"schema": {"type": "object"}}},
                    on_signal={"paid": {"steps": {"book": {"compute": "{% event.amount %}"}}}})
     eid = sim.start("wf", {}, id="e1")
     sim.run_until_idle()

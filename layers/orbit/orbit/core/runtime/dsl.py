@@ -149,6 +149,8 @@ class _Run:
             err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
             if err is not None:
                 return [Fail(err)]
+        if out:  # hooks first (same events, same order): this round's steps may read hooks.NAME.token
+            return out
         for name in plan.candidates():
             step = self.d.steps[name]
             u = s.units.get(name)
