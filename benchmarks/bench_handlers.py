@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from orbit.testing.simulator import Simulator, succeed
+from orbit.testing.simulator import Simulator, hang
 
 T0 = 1_700_000_000_000
 
@@ -55,10 +55,7 @@ def arrivals(n: int, concurrency: int) -> float:
 def scan_cost(with_handlers: bool, fan: int, messages: int) -> float:
     sim = Simulator(start_ms=T0, seed="bench")
     sim.register(definition(1, handlers=with_handlers, fan=fan))
-    sim.worker("w.slow", *([succeed(1)] * 0), lambda inp, ctx: inp)
-    sim.worker("w.work", lambda inp, ctx: inp)
-    held: list[Any] = []
-    sim._perform = lambda script, body: held.append(body)  # type: ignore[method-assign]  # keep them running
+    sim.worker("w.slow", hang())  # the elements stay running: every decision sees 1,000 active units
     eid = sim.start("bench-handlers", {}, id="b1")
     sim.run_until_idle()
     engine = sim.engine
@@ -74,7 +71,8 @@ def main() -> None:
     print("1. arrivals of one signal, two-step handler, main flow asleep (simulator, per arrival)")
     for concurrency in (1, 50):
         for n in sizes:
-            print(f"   concurrency {concurrency:>2}, {n:>5} arrivals: {arrivals(n, concurrency) * 1000:7.2f} ms")
+            per = arrivals(n, concurrency) * 1000
+            print(f"   concurrency {concurrency:>2}, {n:>5} arrivals: {per:7.2f} ms")
     fan, msgs = (300, 50) if quick else (1000, 200)
     print(f"2. one decision with a {fan}-element `for` step running (a wake, nothing due), per decision")
     base = scan_cost(False, fan, msgs)
