@@ -63,6 +63,7 @@ def build(raw: dict[str, Any]) -> Definition:
         hash=definition_hash(raw),
         raw=raw,
         retention_ms=parse_duration(retention) if retention is not None else None,
+        tasks=dict(raw.get("tasks") or {}),
     )
 
 

@@ -1,0 +1,312 @@
+"""Test files for definitions (`*.test.yaml`, docs/testing-definitions.md): load and check them.
+
+A file names its definition and holds named tests, each an input, mocks per task, a timeline of
+signals, hook resumes, cancels and clock advances, and expectations. Everything that can be checked
+without running is checked here, every problem with its path: a mock for a task the workflow never
+calls, a mock output that breaks the task's `tasks.NAME.output` schema, an expectation on a step
+that does not exist, a signal the workflow does not accept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orbit.core.definition import load_definition
+from orbit.core.definition.checks import Problems, check_duration, check_keys, join, suggest, type_name
+from orbit.core.definition.contracts import check_schema
+from orbit.core.definition.load import parse_text
+from orbit.core.definition.model import Definition
+from orbit.core.definition.task_contracts import called_tasks
+from orbit.core.history.state import WORKFLOW_STATUSES, parse_key
+from orbit.errors import ValidationError
+
+FILE_KEYS = ("definition", "description", "defaults", "tests")
+DEFAULT_KEYS = ("input", "mocks")
+TEST_KEYS = ("description", "input", "mocks", "timeline", "expect")
+BEHAVIOUR_KINDS = ("output", "error", "timeout", "crash")
+ERROR_KEYS = ("code", "message", "retryable", "details")
+ACTIONS = ("signal", "hook", "cancel", "advance")
+ENTRY_KEYS = ("at", "signal", "hook", "cancel", "advance", "payload", "force")
+EXPECT_KEYS = ("status", "output", "output_includes", "error", "steps", "compensation", "events")
+STEP_EXPECT_KEYS = ("status", "attempts", "output", "output_includes", "error")
+STEP_STATUSES = ("PENDING", "SCHEDULED", "DISPATCHED", "RETRY_WAIT", "WAITING", "SUCCEEDED", "FAILED",
+                 "SKIPPED", "CANCELLED")
+
+
+class TestFileError(ValidationError):
+    """A test file that cannot run; lists every problem with its path in the file."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, problems: list[Any], source: str) -> None:
+        self.source = source
+        super().__init__(problems)
+
+    def __str__(self) -> str:
+        return "; ".join(f"{self.source}: {p}" for p in self.problems)
+
+
+@dataclass(frozen=True)
+class Mock:
+    kind: str  # output | error | timeout | crash
+    value: Any = None  # the output, or the error {code, message, retryable, details}
+    times: int | None = None  # None: answers every call left (the last behaviour only)
+
+
+@dataclass(frozen=True)
+class Entry:
+    at_ms: int  # virtual time since the start at which the action happens
+    action: str  # signal | hook | cancel | advance
+    name: str = ""  # the signal (or hook's signal) name; the cancel reason
+    payload: Any = None
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class Case:
+    file: str
+    name: str
+    input: Any
+    mocks: dict[str, list[Mock]]
+    timeline: list[Entry]
+    expect: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}::{self.name}"
+
+
+@dataclass
+class Suite:
+    file: str
+    definition: Definition
+    cases: list[Case] = field(default_factory=list)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Parse and check a test file and its definition; raise TestFileError listing every problem."""
+    source = str(path)
+    doc = parse_text(_read(Path(path), source), source)
+    out = Problems()
+    if not isinstance(doc, dict):
+        raise TestFileError([f"a test file is a mapping with `definition` and `tests`, not {type_name(doc)}"],
+                            source)
+    check_keys(doc, FILE_KEYS, "", out, "a test file")
+    target = doc.get("definition")
+    if not isinstance(target, str) or not target:
+        raise TestFileError([*out.items, join("", "definition") + ": required: the definition file, "
+                             "relative to this file, e.g. `definition: order_fulfilment.yaml`"], source)
+    def_path = Path(path).parent / target
+    if not def_path.is_file():
+        raise TestFileError([*out.items, f"definition: {def_path}: file not found"], source)
+    definition = load_definition(def_path)  # a DefinitionError names the definition's own problems
+    defaults = doc.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        out.add("defaults", f"must be a mapping ({', '.join(DEFAULT_KEYS)}), not {type_name(defaults)}")
+        defaults = {}
+    check_keys(defaults, DEFAULT_KEYS, "defaults", out, "defaults")
+    base_mocks = _mocks(defaults.get("mocks", {}), "defaults.mocks", definition, out)
+    tests = doc.get("tests")
+    suite = Suite(source, definition)
+    if not isinstance(tests, dict) or not tests:
+        out.add("tests", f"required: a non-empty mapping of test names to tests, not {type_name(tests)}")
+    else:
+        for name, body in tests.items():
+            case = _case(source, str(name), body, defaults, base_mocks, definition, out)
+            if case is not None:
+                suite.cases.append(case)
+    if out.items:
+        raise TestFileError(out.items, source)
+    return suite
+
+
+def _read(path: Path, source: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TestFileError([f"cannot read the file: {reason}"], source) from None
+
+
+def _case(source: str, name: str, body: Any, defaults: dict[str, Any], base_mocks: dict[str, list[Mock]],
+          d: Definition, out: Problems) -> Case | None:
+    path = join("tests", name)
+    if not isinstance(body, dict):
+        out.add(path, f"a test is a mapping ({', '.join(TEST_KEYS)}), not {type_name(body)}")
+        return None
+    check_keys(body, TEST_KEYS, path, out, "a test")
+    mocks = {**base_mocks, **_mocks(body.get("mocks", {}), join(path, "mocks"), d, out)}
+    timeline = _timeline(body.get("timeline", []), join(path, "timeline"), d, out)
+    expect = body.get("expect", {})
+    _check_expect(expect, join(path, "expect"), d, out)
+    return Case(source, name, body.get("input", defaults.get("input", {})), mocks, timeline,
+                expect if isinstance(expect, dict) else {})
+
+
+def _mocks(mocks: Any, path: str, d: Definition, out: Problems) -> dict[str, list[Mock]]:
+    if not isinstance(mocks, dict):
+        out.add(path, f"must be a mapping of task names to lists of behaviours, not {type_name(mocks)}")
+        return {}
+    called = called_tasks(d.raw.get("steps"))
+    found: dict[str, list[Mock]] = {}
+    for task, behaviours in mocks.items():
+        where = join(path, str(task))
+        if task not in called:
+            listed = ", ".join(sorted(called)) or "none"
+            out.add(where, f"the workflow never calls task {task!r}{suggest(str(task), called)} "
+                           f"(it calls: {listed})")
+            continue
+        if not isinstance(behaviours, list) or not behaviours:
+            out.add(where, "must be a non-empty list of behaviours, e.g. [{output: {...}, times: 2}]")
+            continue
+        schema = (d.tasks.get(task) or {}).get("output")
+        items = [_behaviour(b, f"{where}[{i}]", schema, f"tasks.{task}.output", out)
+                 for i, b in enumerate(behaviours)]
+        found[task] = [m for m in items if m is not None]
+    return found
+
+
+def _behaviour(body: Any, path: str, schema: Any, schema_path: str, out: Problems) -> Mock | None:
+    if not isinstance(body, dict):
+        out.add(path, f"a behaviour is a mapping with one of {', '.join(BEHAVIOUR_KINDS)}, "
+                      f"not {type_name(body)}")
+        return None
+    check_keys(body, (*BEHAVIOUR_KINDS, "times"), path, out, "a behaviour")
+    kinds = [k for k in BEHAVIOUR_KINDS if k in body]
+    if len(kinds) != 1:
+        out.add(path, f"needs exactly one of {', '.join(BEHAVIOUR_KINDS)}, found {len(kinds)}")
+        return None
+    kind = kinds[0]
+    times = body.get("times")
+    if "times" in body and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
+        out.add(join(path, "times"), f"must be a whole number >= 1, not {times!r}")
+        return None
+    value = body[kind]
+    if kind == "output":
+        err = check_schema(schema, value, "OUTPUT_CONTRACT_VIOLATION", "output")
+        if err is not None:
+            out.add(join(path, "output"), f"breaks {schema_path}: {err.message}")
+    elif kind == "error":
+        value = _error(value, join(path, "error"), out)
+    elif value is not True:
+        out.add(join(path, kind), f"write `{kind}: true`, not {value!r}")
+    return Mock(kind, value, times)
+
+
+def _error(value: Any, path: str, out: Problems) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = {"code": value}
+    if not isinstance(value, dict) or not isinstance(value.get("code"), str) or not value["code"]:
+        out.add(path, "must be {code, message, retryable, details} with a code, e.g. {code: CARD_DECLINED}")
+        return {"code": "MOCK_ERROR"}
+    check_keys(value, ERROR_KEYS, path, out, "an error")
+    if not isinstance(value.get("retryable", True), bool):
+        out.add(join(path, "retryable"), f"must be true or false, not {value['retryable']!r}")
+    return {"message": value["code"].lower(), "retryable": True, "details": None, **value}
+
+
+def _timeline(entries: Any, path: str, d: Definition, out: Problems) -> list[Entry]:
+    if not isinstance(entries, list):
+        out.add(path, f"must be a list of actions ({', '.join(ACTIONS)}), not {type_name(entries)}")
+        return []
+    signals = _signal_names(d)
+    now = 0
+    found: list[Entry] = []
+    for i, body in enumerate(entries):
+        where = f"{path}[{i}]"
+        if not isinstance(body, dict):
+            out.add(where, f"an action is a mapping with one of {', '.join(ACTIONS)}, not {type_name(body)}")
+            continue
+        check_keys(body, ENTRY_KEYS, where, out, "a timeline action")
+        actions = [a for a in ACTIONS if a in body]
+        if len(actions) != 1:
+            out.add(where, f"needs exactly one of {', '.join(ACTIONS)}, found {len(actions)}")
+            continue
+        action = actions[0]
+        if action == "advance":
+            ms = check_duration(body["advance"], join(where, "advance"), out, positive=False)
+            if "at" in body:
+                out.add(join(where, "at"), "`advance` moves the clock on from where it is; it takes no `at`")
+            now += ms or 0
+            found.append(Entry(now, "advance"))
+            continue
+        at = check_duration(body.get("at", "0s"), join(where, "at"), out, positive=False) or 0
+        if at < now:
+            out.add(join(where, "at"), f"{body.get('at')} is before the time the timeline already reached "
+                                       f"({now} ms after the start); keep entries in time order")
+        now = max(now, at)
+        value = body[action]
+        if action in ("signal", "hook"):
+            if value not in signals:
+                known = ", ".join(signals) or "none"
+                out.add(join(where, action), f"{d.name} accepts no signal {value!r}"
+                                             f"{suggest(str(value), signals)} (it accepts: {known})")
+            else:
+                schema = d.signals[value].schema if value in d.signals else None
+                err = check_schema(schema, body.get("payload"), "PAYLOAD_REFUSED", "payload")
+                if err is not None:
+                    out.add(join(where, "payload"), f"breaks signals.{value}.schema: {err.message}")
+        elif not isinstance(value, str):
+            out.add(join(where, "cancel"), f"the reason, a string, not {type_name(value)}")
+        found.append(Entry(now, action, str(value), body.get("payload"), bool(body.get("force", False))))
+    return found
+
+
+def _signal_names(d: Definition) -> list[str]:
+    names = list(d.signals) + [s.wait_for for s in d.steps.values() if s.kind == "wait_for" and s.wait_for]
+    return list(dict.fromkeys(names))
+
+
+def _check_expect(expect: Any, path: str, d: Definition, out: Problems) -> None:
+    if not isinstance(expect, dict):
+        out.add(path, f"must be a mapping ({', '.join(EXPECT_KEYS)}), not {type_name(expect)}")
+        return
+    check_keys(expect, EXPECT_KEYS, path, out, "expect")
+    status = expect.get("status")
+    if "status" in expect and status not in WORKFLOW_STATUSES:
+        out.add(join(path, "status"), f"{status!r} is not a status ({', '.join(WORKFLOW_STATUSES)})")
+    steps = expect.get("steps", {})
+    if not isinstance(steps, dict):
+        out.add(join(path, "steps"), f"must be a mapping of step names to expectations, "
+                                     f"not {type_name(steps)}")
+        steps = {}
+    for unit, body in steps.items():
+        where = join(join(path, "steps"), str(unit))
+        if _unknown_step(str(unit), d, where, out):
+            continue
+        if not isinstance(body, dict):
+            out.add(where, f"must be a mapping ({', '.join(STEP_EXPECT_KEYS)}), not {type_name(body)}")
+            continue
+        check_keys(body, STEP_EXPECT_KEYS, where, out, "a step expectation")
+        if "status" in body and body["status"] not in STEP_STATUSES:
+            out.add(join(where, "status"),
+                    f"{body['status']!r} is not a step status ({', '.join(STEP_STATUSES)})")
+        attempts = body.get("attempts")
+        if "attempts" in body and (isinstance(attempts, bool) or not isinstance(attempts, int)
+                                   or attempts < 0):
+            out.add(join(where, "attempts"), f"must be a whole number >= 0, not {attempts!r}")
+    comp = expect.get("compensation", [])
+    if not isinstance(comp, list):
+        out.add(join(path, "compensation"), f"must be a list of step names, not {type_name(comp)}")
+        comp = []
+    for i, unit in enumerate(comp):
+        where = f"{join(path, 'compensation')}[{i}]"
+        if _unknown_step(str(unit), d, where, out):
+            continue
+        if d.steps[parse_key(str(unit))[1]].compensate is None:
+            out.add(where, f"step {unit!r} has no `compensate`, so it is never compensated")
+    events = expect.get("events", [])
+    if not isinstance(events, list) or not all(isinstance(e, (str, dict)) for e in events):
+        out.add(join(path, "events"), "must be a list of event types (or partial events such as "
+                                      "{type: StepFailed, step: charge}), a subsequence of the history")
+
+
+def _unknown_step(unit: str, d: Definition, where: str, out: Problems) -> bool:
+    comp, base, _ = parse_key(unit)
+    if base in d.steps and not (comp and d.steps[base].compensate is None):
+        return False
+    names = list(d.steps)
+    out.add(where, f"no step named {base!r} in {d.name}{suggest(base, names)} (steps: {', '.join(names)})")
+    return True
