@@ -64,7 +64,7 @@ def run_case(suite: Suite, case: Case) -> Result:
         eid = sim.start(suite.definition.name, case.input, id=f"test-{case.name}")
         sim.run_until_idle()
         for i, entry in enumerate(case.timeline):
-            _run_to(sim, START_MS + entry.at_ms)
+            run_to(sim, START_MS + entry.at_ms)
             problem = _act(sim, eid, entry)
             if problem:
                 result.mismatches.append(Mismatch(f"timeline[{i}]", problem))
@@ -81,7 +81,7 @@ def run_case(suite: Suite, case: Case) -> Result:
     return result
 
 
-def _run_to(sim: Simulator, target_ms: int) -> None:
+def run_to(sim: Simulator, target_ms: int) -> None:
     """Run everything due before `target_ms` in time order, then stop the clock at `target_ms`."""
     while True:
         sim.run_until_idle()
