@@ -162,7 +162,8 @@ def check_invariants(d: Definition, desc: dict[str, Any], history: list[dict[str
     for e in history:
         err = e.get("error") or {}
         code = err.get("code")
-        if code == "EXPRESSION_ERROR" or code in CONTRACT_CODES:
+        wraps_step = e["type"] == "WorkflowFailed" and str(err.get("message", "")).startswith("step '")
+        if (code == "EXPRESSION_ERROR" or code in CONTRACT_CODES) and not wraps_step:
             text = f"{code}: {err.get('message')}"
             if text not in seen_errors:
                 seen_errors.add(text)
