@@ -157,3 +157,25 @@ def test_a_seven_day_wait_costs_no_wall_time(tmp_path):
     report = run_paths([str(tmp_path)])
     assert report.ok, [m.lines() for r in report.results for m in r.mismatches]
     assert report.seconds < 5
+
+
+def test_a_templated_output_breaking_the_schema_fails_the_test_naming_the_mock(tmp_path):
+    path = saga_suite(tmp_path, {"t": {
+        "mocks": {"shipping.ship": [{"output": {"tracking": "{% input.qty %}"}}]},  # a number, not a string
+        "timeline": [{"signal": "approval", "payload": {"approved": True}}]}}, defaults=saga_defaults())
+    [result] = run_paths([str(path)]).results
+    assert not result.passed and result.status == "FAILED"
+    first = result.mismatches[0]
+    assert first.path == "mocks.shipping.ship[0].output"
+    assert "step ship[0]: the output breaks the task's output schema: output.tracking" in first.message
+
+
+def test_http_steps_are_mocked_as_the_task_orbit_http(tmp_path):
+    ping = {"orbit": 1, "name": "ping", "steps": {"get": {"http": {"method": "GET", "url": "https://x.test/"}}},
+            "output": "{% steps.get.output.status %}"}
+    (tmp_path / "ping.yaml").write_text(yaml.safe_dump(ping))
+    (tmp_path / "ping.test.yaml").write_text(yaml.safe_dump({"definition": "ping.yaml", "tests": {
+        "ok": {"mocks": {"orbit.http": [{"output": {"status": 204, "headers": {}, "body": None}}]},
+               "expect": {"status": "COMPLETED", "output": 204}}}}))
+    report = run_paths([str(tmp_path)])
+    assert report.ok, [m.lines() for r in report.results for m in r.mismatches]

@@ -14,12 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from orbit.core.definition import load_definition
-from orbit.core.definition.checks import Problems, check_duration, check_keys, join, suggest, type_name
+from orbit.core.definition.checks import (
+    Problems,
+    check_duration,
+    check_keys,
+    check_template,
+    join,
+    suggest,
+    type_name,
+)
 from orbit.core.definition.contracts import check_schema
+from orbit.core.definition.expressions import expressions_in
 from orbit.core.definition.load import parse_text
 from orbit.core.definition.model import Definition
 from orbit.core.definition.task_contracts import called_tasks
 from orbit.core.history.state import WORKFLOW_STATUSES, parse_key
+from orbit.core.runtime.dsl import HTTP_TASK
 from orbit.errors import ValidationError
 
 FILE_KEYS = ("definition", "description", "defaults", "tests")
@@ -53,6 +63,7 @@ class Mock:
     kind: str  # output | error | timeout | crash
     value: Any = None  # the output, or the error {code, message, retryable, details}
     times: int | None = None  # None: answers every call left (the last behaviour only)
+    templated: bool = False  # an output with {% %} expressions over the call's `input` and `attempt`
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ def _mocks(mocks: Any, path: str, d: Definition, out: Problems) -> dict[str, lis
     if not isinstance(mocks, dict):
         out.add(path, f"must be a mapping of task names to lists of behaviours, not {type_name(mocks)}")
         return {}
-    called = called_tasks(d.raw.get("steps"))
+    called = tasks_called(d)
     found: dict[str, list[Mock]] = {}
     for task, behaviours in mocks.items():
         where = join(path, str(task))
@@ -184,6 +195,10 @@ def _behaviour(body: Any, path: str, schema: Any, schema_path: str, out: Problem
         out.add(join(path, "times"), f"must be a whole number >= 1, not {times!r}")
         return None
     value = body[kind]
+    if kind == "output" and any(True for _ in expressions_in(value)):
+        # checked against the schema once evaluated, when the test runs
+        check_template(value, join(path, "output"), out)
+        return Mock(kind, value, times, templated=True)
     if kind == "output":
         err = check_schema(schema, value, "OUTPUT_CONTRACT_VIOLATION", "output")
         if err is not None:
@@ -252,6 +267,16 @@ def _timeline(entries: Any, path: str, d: Definition, out: Problems) -> list[Ent
             out.add(join(where, "cancel"), f"the reason, a string, not {type_name(value)}")
         found.append(Entry(now, action, str(value), body.get("payload"), bool(body.get("force", False))))
     return found
+
+
+def tasks_called(d: Definition) -> dict[str, str]:
+    """Task name -> where it is called; `http` steps are served by the task `orbit.http`."""
+    called = called_tasks(d.raw.get("steps"))
+    for step in d.steps.values():
+        for body, where in ((step, step.name), (step.compensate, f"{step.name}.compensate")):
+            if body is not None and body.kind == "http":
+                called.setdefault(HTTP_TASK, where)
+    return called
 
 
 def _signal_names(d: Definition) -> list[str]:

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orbit.core.definition.contracts import check_schema
+from orbit.core.definition.expressions import evaluate
+from orbit.core.history.events import TaskError
 from orbit.core.history.state import COMPENSATE_PREFIX
-from orbit.errors import OrbitError
+from orbit.errors import ExpressionError, OrbitError
 from orbit.testing.expect import Mismatch, compare, includes, subsequence
-from orbit.testing.simulator import Behaviour, Simulator, crash, fail, hang, succeed
+from orbit.testing.simulator import Behaviour, Simulator, call, crash, fail, hang, succeed
 from orbit.testing.spec import Case, Mock, Suite
 
 START_MS = 1_700_000_000_000
@@ -32,12 +34,13 @@ class Result:
         return not self.mismatches
 
 
-def behaviours(mocks: list[Mock]) -> list[Behaviour]:
+def behaviours(mocks: list[Mock], task: str = "", schema: Any = None,
+               problems: list[Mismatch] | None = None) -> list[Behaviour]:
     """One simulator behaviour per call; a last mock with `times` is followed by a hang that
-    `run_case` reports as one call too many."""
+    `run_case` reports as one call too many. A templated output's problems go to `problems`."""
     out: list[Behaviour] = []
-    for m in mocks:
-        b = _behaviour(m)
+    for i, m in enumerate(mocks):
+        b = _templated(m, f"mocks.{task}[{i}].output", schema, problems) if m.templated else _behaviour(m)
         out.extend([b] * (m.times or 1))
     if mocks and mocks[-1].times is not None:
         out.append(hang())
@@ -53,13 +56,38 @@ def _behaviour(m: Mock) -> Behaviour:
     return hang() if m.kind == "timeout" else crash()
 
 
+def _templated(m: Mock, path: str, schema: Any, problems: list[Mismatch] | None) -> Behaviour:
+    """An output evaluated per call over `{input, attempt}`: it fails the test (and the call, with
+    MOCK_ERROR) when an expression fails or the value breaks the task's output schema."""
+    def answer(task_input: Any, ctx: Any) -> Any:
+        try:
+            value = evaluate(m.value, {"input": task_input, "attempt": ctx.attempt}, START_MS)
+        except ExpressionError as exc:
+            return _trouble(problems, Mismatch(path, f"the template failed on step {ctx.step}: {exc}"))
+        err = check_schema(schema, value, "OUTPUT_CONTRACT_VIOLATION", "output")
+        if err is not None:
+            return _trouble(problems, Mismatch(path, f"step {ctx.step}: the output breaks the task's "
+                                                     f"output schema: {err.message}"))
+        return value
+
+    return call(answer)
+
+
+def _trouble(problems: list[Mismatch] | None, mismatch: Mismatch) -> Any:
+    if problems is not None:
+        problems.append(mismatch)
+    raise TaskError("MOCK_ERROR", mismatch.message, retryable=False)
+
+
 def run_case(suite: Suite, case: Case) -> Result:
     began = time.perf_counter()
     result = Result(case)
     sim = Simulator(start_ms=START_MS, seed=case.name)
     sim.register(suite.definition)
+    trouble: list[Mismatch] = []
     for task, mocks in case.mocks.items():
-        sim.worker(task, *behaviours(mocks))
+        schema = (suite.definition.tasks.get(task) or {}).get("output")
+        sim.worker(task, *behaviours(mocks, task, schema, trouble))
     try:
         eid = sim.start(suite.definition.name, case.input, id=f"test-{case.name}")
         sim.run_until_idle()
@@ -75,7 +103,7 @@ def run_case(suite: Suite, case: Case) -> Result:
         return result
     desc = sim.describe(eid)
     result.status = desc["status"]
-    result.mismatches += _task_problems(sim, suite, case)
+    result.mismatches += trouble + _task_problems(sim, suite, case)
     result.mismatches += check_expectations(case.expect, desc, sim.history(eid))
     result.seconds = time.perf_counter() - began
     return result
