@@ -179,3 +179,23 @@ def test_http_steps_are_mocked_as_the_task_orbit_http(tmp_path):
                "expect": {"status": "COMPLETED", "output": 204}}}}))
     report = run_paths([str(tmp_path)])
     assert report.ok, [m.lines() for r in report.results for m in r.mismatches]
+
+
+def test_child_workflows_run_when_registered_and_their_tasks_can_be_mocked(tmp_path):
+    for name in ("order_with_invoice.yaml", "invoicing.yaml"):
+        shutil.copy(ROOT / "examples" / name, tmp_path / name)
+    test = {"input": {"order_id": "o-1", "amount": 12},
+            "mocks": {"billing.draft_invoice": [{"output": {"invoice_id": "inv-1", "total": 12}}],
+                      "notify.email": [{"output": {}}]},
+            "expect": {"status": "COMPLETED", "output": {"order": "o-1", "invoice": {"invoice_id": "inv-1",
+                                                                                     "total": 12}}}}
+    (tmp_path / "o.test.yaml").write_text(yaml.safe_dump({
+        "definition": "order_with_invoice.yaml", "register": ["invoicing.yaml"], "tests": {"t": test}}))
+    report = run_paths([str(tmp_path / "o.test.yaml")])
+    assert report.ok, [m.lines() for r in report.results for m in r.mismatches] + report.errors
+    (tmp_path / "bad.test.yaml").write_text(yaml.safe_dump({
+        "definition": "order_with_invoice.yaml", "register": ["nope.yaml"], "tests": {"t": test}}))
+    found = problems(tmp_path / "bad.test.yaml")
+    assert any(p.startswith("register[0]: ") and p.endswith("nope.yaml: file not found")
+               for p in found), found
+    assert any(p.startswith("tests.t.mocks.billing.draft_invoice: the workflow never calls") for p in found)

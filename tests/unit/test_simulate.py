@@ -101,3 +101,14 @@ def test_usage_errors_are_one_line(capsys):
     assert main(["simulate", str(SAGA), "--runs", "0"]) == 2
     assert capsys.readouterr().err.strip() == "orbit simulate: --runs 0: must be at least 1, e.g. --runs 500"
     assert main(["simulate", "nope.yaml"]) == 2
+
+
+def test_child_workflows_are_simulated_with_register(capsys):
+    parent = str(ROOT / "examples" / "order_with_invoice.yaml")
+    child = str(ROOT / "examples" / "invoicing.yaml")
+    common = ["--runs", "10", "--seed", "4", "--timeout-rate", "0"]
+    main(["simulate", parent, *common])
+    assert "FAILED UNKNOWN_WORKFLOW" in capsys.readouterr().out
+    assert main(["simulate", parent, "--register", child, *common]) == 0
+    out = capsys.readouterr().out
+    assert "UNKNOWN_WORKFLOW" not in out and "COMPLETED" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -63,14 +64,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from orbit.local.text import cut, width
 
     definition = load_definition(args.file)
+    for extra in args.register or []:
+        require_file(extra, "--register")
+    children = tuple(load_definition(extra) for extra in args.register or [])
     rates = sim.Rates(args.failure_rate, args.timeout_rate, args.crash_rate, args.signal_rate)
     flags = (f"--failure-rate {rates.failure:g} --timeout-rate {rates.timeout:g} "
              f"--crash-rate {rates.crash:g} --signal-rate {rates.signal:g}")
+    flags += "".join(f" --register {shlex.quote(extra)}" for extra in args.register or [])
     if args.replay is not None:
-        return _replay(args, definition, sim.replay(definition, args.replay, rates))
+        return _replay(args, definition, sim.replay(definition, args.replay, rates, children))
     print(f"simulating {definition.name} v{definition.version}: {args.runs} runs, seed {args.seed} ({flags})")
     began = time.perf_counter()
-    summary = sim.simulate(definition, args.runs, args.seed, rates)
+    summary = sim.simulate(definition, args.runs, args.seed, rates, children)
     seconds = time.perf_counter() - began
     print(f"\n{'outcome':<44} {'runs':>6} {'share':>7}")
     for outcome, n in sorted(summary.outcomes.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -82,7 +87,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(cut(f"  input: {json.dumps(run.input, ensure_ascii=False)}", width()))
         for v in run.violations:
             print(f"  {v}")
-        print(f"  replay: orbit simulate {args.file} --replay {run.seed} {flags}")
+        print(f"  replay: orbit simulate {shlex.quote(args.file)} --replay {run.seed} {flags}")
     print(f"\n{args.runs} runs in {seconds:.1f}s ({1000 * seconds / args.runs:.0f} ms a run)")
     return 1 if failing else 0
 
@@ -140,4 +145,7 @@ def add_testing_parsers(sub: Any) -> None:
                     help="the share of task calls whose worker dies (the queue delivers them again)")
     sp.add_argument("--signal-rate", type=_rate, default=0.9, metavar="P",
                     help="the chance that each signal the workflow waits for is sent (at a random time)")
+    sp.add_argument("--register", action="append", metavar="FILE",
+                    help="also register this definition, e.g. a child workflow (repeatable), "
+                         "e.g. --register examples/invoicing.yaml")
     sp.set_defaults(func=cmd_simulate)

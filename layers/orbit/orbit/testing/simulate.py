@@ -17,14 +17,17 @@ from orbit.core.definition.contracts import check_schema
 from orbit.core.definition.model import Definition
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import TERMINAL_WORKFLOW
+from orbit.core.runtime.dsl import HTTP_TASK
 from orbit.errors import OrbitError
 from orbit.testing.generate import GenerationError, draw
 from orbit.testing.simulator import Behaviour, Script, Simulator, call, crash, hang
-from orbit.testing.spec import Entry
+from orbit.testing.spec import Entry, task_contracts, tasks_called
 from orbit.testing.spec_run import START_MS, compensation_order, run_to
 
 CONTRACT_CODES = ("INPUT_CONTRACT_VIOLATION", "OUTPUT_CONTRACT_VIOLATION")
 INJECTED = "SIMULATED_FAILURE"
+HTTP_ANSWER = {"type": "object", "required": ["status", "headers", "body"],
+               "properties": {"status": {"enum": [200, 201, 204]}, "headers": {"type": "object"}, "body": {}}}
 DEFAULT_HORIZON_MS = 86_400_000  # signals arrive within a day, or within the workflow's timeout
 
 
@@ -73,7 +76,8 @@ class _Chaos(Script):
         if roll < rates.timeout + rates.crash + rates.failure:
             error = TaskError(INJECTED, f"{self.task}: injected failure", rnd.random() < 0.5)
             return call(lambda _input, _ctx: _raise(error))
-        output = self.run.generate(self.run.d.tasks.get(self.task, {}).get("output", {"type": "object"}),
+        default = HTTP_ANSWER if self.task == HTTP_TASK else {"type": "object"}
+        output = self.run.generate(self.run.contracts.get(self.task, {}).get("output", default),
                                    f"tasks.{self.task}.output")
         return call(lambda _input, _ctx: output)
 
@@ -83,8 +87,9 @@ def _raise(error: TaskError) -> Any:
 
 
 class SimulatedRun:
-    def __init__(self, d: Definition, seed: int, rates: Rates) -> None:
-        self.d, self.seed, self.rates = d, seed, rates
+    def __init__(self, d: Definition, seed: int, rates: Rates, children: tuple[Definition, ...] = ()) -> None:
+        self.d, self.seed, self.rates, self.children = d, seed, rates, children
+        self.contracts = task_contracts(d, children)
         self.rnd = random.Random(seed)
         self.result = Run(seed)
 
@@ -108,8 +113,10 @@ class SimulatedRun:
     def execute(self) -> Run:
         r = self.result
         sim = Simulator(start_ms=START_MS, seed=f"sim-{self.seed}")
-        sim.register(self.d)
-        chaos = {task: _Chaos(task, self) for task in _all_tasks(self.d)}
+        for d in (*self.children, self.d):
+            sim.register(d)
+        tasks = {t: None for d in (self.d, *self.children) for t in tasks_called(d)}
+        chaos = {task: _Chaos(task, self) for task in tasks}
         sim.scripts.update(chaos)
         try:
             r.input = self.generate(self.d.input_schema or {"type": "object"}, "input")
@@ -133,7 +140,7 @@ class SimulatedRun:
         r.status = desc["status"]
         r.error_code = (desc.get("error") or {}).get("code")
         r.history = sim.history(eid)
-        r.violations = check_invariants(self.d, desc, r.history, chaos)
+        r.violations = check_invariants(self.contracts, desc, r.history, chaos)
         return r
 
 
@@ -141,16 +148,7 @@ def _waited_signals(d: Definition) -> list[str]:
     return list(dict.fromkeys(s.wait_for for s in d.steps.values() if s.kind == "wait_for" and s.wait_for))
 
 
-def _all_tasks(d: Definition) -> list[str]:
-    out = []
-    for step in d.steps.values():
-        for body in (step, step.compensate):
-            if body is not None and body.kind == "task" and body.task:
-                out.append(body.task)
-    return list(dict.fromkeys(out))
-
-
-def check_invariants(d: Definition, desc: dict[str, Any], history: list[dict[str, Any]],
+def check_invariants(contracts: dict[str, Any], desc: dict[str, Any], history: list[dict[str, Any]],
                      scripts: dict[str, Script]) -> list[str]:
     out: list[str] = []
     if desc["status"] not in TERMINAL_WORKFLOW:
@@ -169,7 +167,7 @@ def check_invariants(d: Definition, desc: dict[str, Any], history: list[dict[str
                 seen_errors.add(text)
                 out.append(text)
     for task, script in scripts.items():
-        schema = (d.tasks.get(task) or {}).get("input")
+        schema = (contracts.get(task) or {}).get("input")
         for body in script.seen:
             err = check_schema(schema, body["input"], "INPUT_CONTRACT_VIOLATION", "input")
             if err is not None:
@@ -207,10 +205,11 @@ class Summary:
         return [r for r in self.runs if r.violations]
 
 
-def simulate(d: Definition, runs: int, seed: int, rates: Rates) -> Summary:
-    return Summary([SimulatedRun(d, s, rates).execute() for s in run_seeds(seed, runs)])
+def simulate(d: Definition, runs: int, seed: int, rates: Rates, children: tuple[Definition, ...] = ()
+             ) -> Summary:
+    return Summary([SimulatedRun(d, s, rates, children).execute() for s in run_seeds(seed, runs)])
 
 
-def replay(d: Definition, run_seed: int, rates: Rates) -> Run:
-    return SimulatedRun(d, run_seed, rates).execute()
+def replay(d: Definition, run_seed: int, rates: Rates, children: tuple[Definition, ...] = ()) -> Run:
+    return SimulatedRun(d, run_seed, rates, children).execute()
 

@@ -28,21 +28,17 @@ from orbit.core.definition.expressions import expressions_in
 from orbit.core.definition.load import parse_text
 from orbit.core.definition.model import Definition
 from orbit.core.definition.task_contracts import called_tasks
-from orbit.core.history.state import WORKFLOW_STATUSES, parse_key
 from orbit.core.runtime.dsl import HTTP_TASK
 from orbit.errors import ValidationError
+from orbit.testing.spec_expect import check_expect
 
-FILE_KEYS = ("definition", "description", "defaults", "tests")
+FILE_KEYS = ("definition", "register", "description", "defaults", "tests")
 DEFAULT_KEYS = ("input", "mocks")
 TEST_KEYS = ("description", "input", "mocks", "timeline", "expect")
 BEHAVIOUR_KINDS = ("output", "error", "timeout", "crash")
 ERROR_KEYS = ("code", "message", "retryable", "details")
 ACTIONS = ("signal", "hook", "cancel", "advance")
 ENTRY_KEYS = ("at", "signal", "hook", "cancel", "advance", "payload", "force")
-EXPECT_KEYS = ("status", "output", "output_includes", "error", "steps", "compensation", "events")
-STEP_EXPECT_KEYS = ("status", "attempts", "output", "output_includes", "error")
-STEP_STATUSES = ("PENDING", "SCHEDULED", "DISPATCHED", "RETRY_WAIT", "WAITING", "SUCCEEDED", "FAILED",
-                 "SKIPPED", "CANCELLED")
 
 
 class TestFileError(ValidationError):
@@ -94,6 +90,11 @@ class Suite:
     file: str
     definition: Definition
     cases: list[Case] = field(default_factory=list)
+    children: tuple[Definition, ...] = ()  # `register:`: child workflows its `workflow:` steps start
+
+    @property
+    def contracts(self) -> dict[str, Any]:
+        return task_contracts(self.definition, self.children)
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -113,19 +114,20 @@ def load_suite(path: str | Path) -> Suite:
     if not def_path.is_file():
         raise TestFileError([*out.items, f"definition: {def_path}: file not found"], source)
     definition = load_definition(def_path)  # a DefinitionError names the definition's own problems
+    children = _children(doc.get("register", []), Path(path).parent, out)
     defaults = doc.get("defaults") or {}
     if not isinstance(defaults, dict):
         out.add("defaults", f"must be a mapping ({', '.join(DEFAULT_KEYS)}), not {type_name(defaults)}")
         defaults = {}
     check_keys(defaults, DEFAULT_KEYS, "defaults", out, "defaults")
-    base_mocks = _mocks(defaults.get("mocks", {}), "defaults.mocks", definition, out)
+    suite = Suite(source, definition, children=children)
+    base_mocks = _mocks(defaults.get("mocks", {}), "defaults.mocks", suite, out)
     tests = doc.get("tests")
-    suite = Suite(source, definition)
     if not isinstance(tests, dict) or not tests:
         out.add("tests", f"required: a non-empty mapping of test names to tests, not {type_name(tests)}")
     else:
         for name, body in tests.items():
-            case = _case(source, str(name), body, defaults, base_mocks, definition, out)
+            case = _case(source, str(name), body, defaults, base_mocks, suite, out)
             if case is not None:
                 suite.cases.append(case)
     if out.items:
@@ -141,26 +143,51 @@ def _read(path: Path, source: str) -> str:
         raise TestFileError([f"cannot read the file: {reason}"], source) from None
 
 
+def _children(register: Any, folder: Path, out: Problems) -> tuple[Definition, ...]:
+    if not isinstance(register, list) or not all(isinstance(f, str) for f in register):
+        out.add("register", "must be a list of definition files, relative to this file, "
+                            "e.g. [invoicing.yaml]")
+        return ()
+    found = []
+    for i, name in enumerate(register):
+        if not (folder / name).is_file():
+            out.add(f"register[{i}]", f"{folder / name}: file not found")
+        else:
+            found.append(load_definition(folder / name))
+    return tuple(found)
+
+
+def task_contracts(d: Definition, children: tuple[Definition, ...] = ()) -> dict[str, Any]:
+    """The `tasks:` contracts of a definition and of the child definitions registered with it."""
+    out: dict[str, Any] = {}
+    for one in (*children, d):
+        out.update(one.tasks)
+    return out
+
+
 def _case(source: str, name: str, body: Any, defaults: dict[str, Any], base_mocks: dict[str, list[Mock]],
-          d: Definition, out: Problems) -> Case | None:
+          suite: Suite, out: Problems) -> Case | None:
+    d = suite.definition
     path = join("tests", name)
     if not isinstance(body, dict):
         out.add(path, f"a test is a mapping ({', '.join(TEST_KEYS)}), not {type_name(body)}")
         return None
     check_keys(body, TEST_KEYS, path, out, "a test")
-    mocks = {**base_mocks, **_mocks(body.get("mocks", {}), join(path, "mocks"), d, out)}
+    mocks = {**base_mocks, **_mocks(body.get("mocks", {}), join(path, "mocks"), suite, out)}
     timeline = _timeline(body.get("timeline", []), join(path, "timeline"), d, out)
     expect = body.get("expect", {})
-    _check_expect(expect, join(path, "expect"), d, out)
+    check_expect(expect, join(path, "expect"), d, out)
     return Case(source, name, body.get("input", defaults.get("input", {})), mocks, timeline,
                 expect if isinstance(expect, dict) else {})
 
 
-def _mocks(mocks: Any, path: str, d: Definition, out: Problems) -> dict[str, list[Mock]]:
+def _mocks(mocks: Any, path: str, suite: Suite, out: Problems) -> dict[str, list[Mock]]:
     if not isinstance(mocks, dict):
         out.add(path, f"must be a mapping of task names to lists of behaviours, not {type_name(mocks)}")
         return {}
-    called = tasks_called(d)
+    called: dict[str, str] = {}
+    for d in (*suite.children, suite.definition):
+        called.update(tasks_called(d))
     found: dict[str, list[Mock]] = {}
     for task, behaviours in mocks.items():
         where = join(path, str(task))
@@ -172,7 +199,7 @@ def _mocks(mocks: Any, path: str, d: Definition, out: Problems) -> dict[str, lis
         if not isinstance(behaviours, list) or not behaviours:
             out.add(where, "must be a non-empty list of behaviours, e.g. [{output: {...}, times: 2}]")
             continue
-        schema = (d.tasks.get(task) or {}).get("output")
+        schema = (suite.contracts.get(task) or {}).get("output")
         items = [_behaviour(b, f"{where}[{i}]", schema, f"tasks.{task}.output", out)
                  for i, b in enumerate(behaviours)]
         found[task] = [m for m in items if m is not None]
@@ -282,56 +309,3 @@ def tasks_called(d: Definition) -> dict[str, str]:
 def _signal_names(d: Definition) -> list[str]:
     names = list(d.signals) + [s.wait_for for s in d.steps.values() if s.kind == "wait_for" and s.wait_for]
     return list(dict.fromkeys(names))
-
-
-def _check_expect(expect: Any, path: str, d: Definition, out: Problems) -> None:
-    if not isinstance(expect, dict):
-        out.add(path, f"must be a mapping ({', '.join(EXPECT_KEYS)}), not {type_name(expect)}")
-        return
-    check_keys(expect, EXPECT_KEYS, path, out, "expect")
-    status = expect.get("status")
-    if "status" in expect and status not in WORKFLOW_STATUSES:
-        out.add(join(path, "status"), f"{status!r} is not a status ({', '.join(WORKFLOW_STATUSES)})")
-    steps = expect.get("steps", {})
-    if not isinstance(steps, dict):
-        out.add(join(path, "steps"), f"must be a mapping of step names to expectations, "
-                                     f"not {type_name(steps)}")
-        steps = {}
-    for unit, body in steps.items():
-        where = join(join(path, "steps"), str(unit))
-        if _unknown_step(str(unit), d, where, out):
-            continue
-        if not isinstance(body, dict):
-            out.add(where, f"must be a mapping ({', '.join(STEP_EXPECT_KEYS)}), not {type_name(body)}")
-            continue
-        check_keys(body, STEP_EXPECT_KEYS, where, out, "a step expectation")
-        if "status" in body and body["status"] not in STEP_STATUSES:
-            out.add(join(where, "status"),
-                    f"{body['status']!r} is not a step status ({', '.join(STEP_STATUSES)})")
-        attempts = body.get("attempts")
-        if "attempts" in body and (isinstance(attempts, bool) or not isinstance(attempts, int)
-                                   or attempts < 0):
-            out.add(join(where, "attempts"), f"must be a whole number >= 0, not {attempts!r}")
-    comp = expect.get("compensation", [])
-    if not isinstance(comp, list):
-        out.add(join(path, "compensation"), f"must be a list of step names, not {type_name(comp)}")
-        comp = []
-    for i, unit in enumerate(comp):
-        where = f"{join(path, 'compensation')}[{i}]"
-        if _unknown_step(str(unit), d, where, out):
-            continue
-        if d.steps[parse_key(str(unit))[1]].compensate is None:
-            out.add(where, f"step {unit!r} has no `compensate`, so it is never compensated")
-    events = expect.get("events", [])
-    if not isinstance(events, list) or not all(isinstance(e, (str, dict)) for e in events):
-        out.add(join(path, "events"), "must be a list of event types (or partial events such as "
-                                      "{type: StepFailed, step: charge}), a subsequence of the history")
-
-
-def _unknown_step(unit: str, d: Definition, where: str, out: Problems) -> bool:
-    comp, base, _ = parse_key(unit)
-    if base in d.steps and not (comp and d.steps[base].compensate is None):
-        return False
-    names = list(d.steps)
-    out.add(where, f"no step named {base!r} in {d.name}{suggest(base, names)} (steps: {', '.join(names)})")
-    return True

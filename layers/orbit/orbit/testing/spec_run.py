@@ -83,10 +83,11 @@ def run_case(suite: Suite, case: Case) -> Result:
     began = time.perf_counter()
     result = Result(case)
     sim = Simulator(start_ms=START_MS, seed=case.name)
-    sim.register(suite.definition)
+    for d in (*suite.children, suite.definition):
+        sim.register(d)
     trouble: list[Mismatch] = []
     for task, mocks in case.mocks.items():
-        schema = (suite.definition.tasks.get(task) or {}).get("output")
+        schema = (suite.contracts.get(task) or {}).get("output")
         sim.worker(task, *behaviours(mocks, task, schema, trouble))
     try:
         eid = sim.start(suite.definition.name, case.input, id=f"test-{case.name}")
@@ -150,7 +151,7 @@ def _task_problems(sim: Simulator, suite: Suite, case: Case) -> list[Mismatch]:
         if case.mocks[task][-1].times is not None and script.deliveries > answers:
             out.append(Mismatch(f"mocks.{task}", f"called {script.deliveries} times, but its behaviours "
                                 f"answer {answers} (drop the last one's `times` to let it answer the rest)"))
-        schema = (suite.definition.tasks.get(task) or {}).get("input")
+        schema = (suite.contracts.get(task) or {}).get("input")
         for body in script.seen:
             err = check_schema(schema, body["input"], "INPUT_CONTRACT_VIOLATION", "input")
             if err is not None:
