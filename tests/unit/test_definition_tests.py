@@ -39,9 +39,10 @@ def saga_defaults() -> dict:
 def test_the_order_saga_examples_pass(capsys):
     assert main(["test", str(ROOT / "examples")]) == 0
     out = capsys.readouterr().out
-    for name in ("success", "declined_card", "approval_by_signal", "approval_times_out", "flaky_warehouse"):
+    for name in ("success", "declined_card", "approval_by_signal", "approval_by_hook", "approval_times_out",
+                 "flaky_warehouse"):
         assert f"order_fulfilment.test.yaml::{name} PASSED" in out
-    assert "7 passed" in out
+    assert "8 passed" in out
 
 
 def test_a_broken_expectation_fails_naming_the_step_with_a_diff(tmp_path, capsys):
@@ -57,9 +58,9 @@ def test_a_broken_expectation_fails_naming_the_step_with_a_diff(tmp_path, capsys
     assert "broken.test.yaml::success PASSED" in out
     assert "expect.steps.reserve.attempts: step reserve: expected (-) differs from actual (+)" in out
     assert "  - 2\n  + 3" in out
-    assert "1 failed, 6 passed" in out
+    assert "1 failed, 7 passed" in out
     report = ET.parse(junit).getroot()
-    assert report.get("tests") == "7" and report.get("failures") == "1"
+    assert report.get("tests") == "8" and report.get("failures") == "1"
     failure = report.find(".//testcase[@name='flaky_warehouse']/failure")
     assert failure is not None and "expect.steps.reserve.attempts" in failure.get("message")
     assert report.find(".//testcase[@name='success']/failure") is None
@@ -110,7 +111,7 @@ def test_bad_timelines_and_behaviours_are_refused(tmp_path):
     found = "\n".join(problems(path))
     assert "tests.t.mocks.shipping.ship[0]: needs exactly one of output, error, timeout, crash, found 2" \
         in found
-    assert "tests.t.mocks.shipping.ship[1].times: must be a whole number >= 1" in found
+    assert "tests.t.mocks.shipping.ship[1].times: must be a whole number from 1 to 10000, not 0" in found
     assert "tests.t.timeline[1].at: 1h is before the time the timeline already reached" in found
     assert "tests.t.timeline[1].signal: order-fulfilment accepts no signal 'aproval'" in found
     assert "tests.t.timeline[2].payload: breaks signals.approval.schema: payload.approved" in found

@@ -24,6 +24,7 @@ from orbit.core.definition.checks import (
     type_name,
 )
 from orbit.core.definition.contracts import check_schema
+from orbit.core.definition.durations import format_duration
 from orbit.core.definition.expressions import expressions_in
 from orbit.core.definition.load import parse_text
 from orbit.core.definition.model import Definition
@@ -36,6 +37,7 @@ FILE_KEYS = ("definition", "register", "description", "defaults", "tests")
 DEFAULT_KEYS = ("input", "mocks")
 TEST_KEYS = ("description", "input", "mocks", "timeline", "expect")
 BEHAVIOUR_KINDS = ("output", "error", "timeout", "crash")
+MAX_TIMES = 10_000  # each answer is one scripted behaviour: keep a hostile file from asking for billions
 ERROR_KEYS = ("code", "message", "retryable", "details")
 ACTIONS = ("signal", "hook", "cancel", "advance")
 ENTRY_KEYS = ("at", "signal", "hook", "cancel", "advance", "payload", "force")
@@ -218,8 +220,9 @@ def _behaviour(body: Any, path: str, schema: Any, schema_path: str, out: Problem
         return None
     kind = kinds[0]
     times = body.get("times")
-    if "times" in body and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
-        out.add(join(path, "times"), f"must be a whole number >= 1, not {times!r}")
+    if "times" in body and (isinstance(times, bool) or not isinstance(times, int)
+                            or not 1 <= times <= MAX_TIMES):
+        out.add(join(path, "times"), f"must be a whole number from 1 to {MAX_TIMES}, not {times!r}")
         return None
     value = body[kind]
     if kind == "output" and any(True for _ in expressions_in(value)):
@@ -274,10 +277,11 @@ def _timeline(entries: Any, path: str, d: Definition, out: Problems) -> list[Ent
             now += ms or 0
             found.append(Entry(now, "advance"))
             continue
-        at = check_duration(body.get("at", "0s"), join(where, "at"), out, positive=False) or 0
+        at = now if "at" not in body else check_duration(body["at"], join(where, "at"), out, positive=False)
+        at = now if at is None else at
         if at < now:
-            out.add(join(where, "at"), f"{body.get('at')} is before the time the timeline already reached "
-                                       f"({now} ms after the start); keep entries in time order")
+            out.add(join(where, "at"), f"{body['at']} is before the time the timeline already reached "
+                                       f"({format_duration(now)} after the start); keep actions in time order")
         now = max(now, at)
         value = body[action]
         if action in ("signal", "hook"):
