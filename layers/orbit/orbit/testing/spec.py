@@ -281,7 +281,7 @@ def _timeline(entries: Any, path: str, d: Definition, out: Problems) -> list[Ent
         at = now if at is None else at
         if at < now:
             out.add(join(where, "at"), f"{body['at']} is before the time the timeline already reached "
-                                       f"({format_duration(now)} after the start); keep actions in time order")
+                                       f"({format_duration(now)} after the start); keep it in time order")
         now = max(now, at)
         value = body[action]
         if action in ("signal", "hook"):
