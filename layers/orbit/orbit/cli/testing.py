@@ -134,7 +134,8 @@ def add_testing_parsers(sub: Any) -> None:
                     help="a definition (.yaml or .json), e.g. examples/order_fulfilment.yaml")
     sp.add_argument("--runs", type=int, default=100, metavar="N", help="how many runs, e.g. --runs 500")
     sp.add_argument("--seed", type=int, default=0, metavar="S",
-                    help="the seed every run's own seed is drawn from; the same seed gives the same runs")
+                    help="the seed every run's own seed is drawn from; the same seed gives the same runs "
+                         "(default: 0)")
     sp.add_argument("--replay", type=int, default=None, metavar="RUN_SEED",
                     help="run once with this run seed (as a failing run prints it) and show its timeline")
     sp.add_argument("--failure-rate", type=_rate, default=0.1, metavar="P",
@@ -142,7 +143,8 @@ def add_testing_parsers(sub: Any) -> None:
     sp.add_argument("--timeout-rate", type=_rate, default=0.05, metavar="P",
                     help="the share of task calls that never answer (the step's timeout ends them)")
     sp.add_argument("--crash-rate", type=_rate, default=0.0, metavar="P",
-                    help="the share of task calls whose worker dies (the queue delivers them again)")
+                    help="the share of task calls whose worker dies (the queue delivers them again) "
+                         "(default: 0)")
     sp.add_argument("--signal-rate", type=_rate, default=0.9, metavar="P",
                     help="the chance that each signal the workflow waits for is sent (at a random time)")
     sp.add_argument("--register", action="append", metavar="FILE",

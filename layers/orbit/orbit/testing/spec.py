@@ -17,6 +17,7 @@ from orbit.core.definition import load_definition
 from orbit.core.definition.checks import (
     Problems,
     check_duration,
+    check_json,
     check_keys,
     check_template,
     join,
@@ -107,6 +108,7 @@ def load_suite(path: str | Path) -> Suite:
     if not isinstance(doc, dict):
         raise TestFileError([f"a test file is a mapping with `definition` and `tests`, not {type_name(doc)}"],
                             source)
+    check_json(doc, "", out)  # YAML dates, NaN...: values no execution could carry
     check_keys(doc, FILE_KEYS, "", out, "a test file")
     target = doc.get("definition")
     if not isinstance(target, str) or not target:
