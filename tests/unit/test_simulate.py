@@ -112,3 +112,12 @@ def test_child_workflows_are_simulated_with_register(capsys):
     assert main(["simulate", parent, "--register", child, *common]) == 0
     out = capsys.readouterr().out
     assert "UNKNOWN_WORKFLOW" not in out and "COMPLETED" in out
+
+
+def test_a_schema_no_value_satisfies_stops_the_simulation_with_one_line(tmp_path, capsys):
+    path = tmp_path / "u.yaml"
+    path.write_text("orbit: 1\nname: u\ninput: {type: object, required: [a], properties: "
+                    "{a: {type: string, minLength: 5, maxLength: 2}}}\nsteps:\n  s: {sleep: 1s}\n")
+    assert main(["simulate", str(path), "--runs", "3"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("orbit simulate: u: input: cannot generate values"), err

@@ -86,6 +86,10 @@ def _raise(error: TaskError) -> Any:
     raise error
 
 
+class SimulationError(OrbitError):
+    """The simulation cannot go on at all (e.g. no value satisfies a schema); not a finding of one run."""
+
+
 class SimulatedRun:
     def __init__(self, d: Definition, seed: int, rates: Rates, children: tuple[Definition, ...] = ()) -> None:
         self.d, self.seed, self.rates, self.children = d, seed, rates, children
@@ -97,7 +101,7 @@ class SimulatedRun:
         try:
             return draw(schema, self.rnd.getrandbits(32))
         except GenerationError as exc:
-            raise OrbitError(f"{where}: {exc}") from None
+            raise SimulationError(f"{self.d.name}: {where}: {exc}") from None
 
     def timeline(self) -> list[Entry]:
         horizon = self.d.timeout_ms or DEFAULT_HORIZON_MS
@@ -130,8 +134,10 @@ class SimulatedRun:
                     pass  # it had ended already, or took no more signals: that is the run's outcome
                 sim.run_until_idle()
             sim.run()
+        except SimulationError:
+            raise
         except OrbitError as exc:
-            r.status, r.violations = "ERROR", [str(exc)]
+            r.status, r.violations = "ERROR", [f"ENGINE_ERROR: {exc}"]
             return r
         except RuntimeError as exc:  # the engine could not decide, or the run never settled
             r.status, r.violations = "ERROR", [f"ENGINE_ERROR: {exc}"]
