@@ -121,3 +121,18 @@ def test_a_schema_no_value_satisfies_stops_the_simulation_with_one_line(tmp_path
     assert main(["simulate", str(path), "--runs", "3"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("orbit simulate: u: input: cannot generate values"), err
+
+
+def test_json_output_is_one_document_with_the_failing_runs(capsys):
+    import json
+
+    assert main(["simulate", str(PLANTED), "--runs", "8", "--seed", "3", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["runs"] == 8 and sum(doc["outcomes"].values()) == 8
+    first = doc["failing"][0]
+    assert first["violations"][0].startswith("EXPRESSION_ERROR: label.for")
+    assert f"--replay {first['seed']} " in first["replay"]
+    assert main(["simulate", str(PLANTED), "--replay", str(first["seed"]), "--json"]) == 1
+    again = json.loads(capsys.readouterr().out)
+    assert again["input"] == first["input"] and again["violations"] == first["violations"]
+    assert again["history"][0]["type"] == "WorkflowCreated"

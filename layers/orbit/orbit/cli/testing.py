@@ -73,6 +73,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     flags += "".join(f" --register {shlex.quote(extra)}" for extra in args.register or [])
     if args.replay is not None:
         return _replay(args, definition, sim.replay(definition, args.replay, rates, children))
+    if args.json:
+        return _simulate_json(args, definition, rates, children, flags)
     print(f"simulating {definition.name} v{definition.version}: {args.runs} runs, seed {args.seed} ({flags})")
     began = time.perf_counter()
     summary = sim.simulate(definition, args.runs, args.seed, rates, children)
@@ -92,10 +94,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 1 if failing else 0
 
 
+def _simulate_json(args: argparse.Namespace, definition: Any, rates: Any, children: Any, flags: str) -> int:
+    from orbit.testing import simulate as sim
+
+    began = time.perf_counter()
+    summary = sim.simulate(definition, args.runs, args.seed, rates, children)
+    failing = [{"seed": r.seed, "outcome": r.outcome, "input": r.input, "violations": r.violations,
+                "replay": f"orbit simulate {shlex.quote(args.file)} --replay {r.seed} {flags}"}
+               for r in summary.failing]
+    print(json.dumps({"workflow": definition.name, "version": definition.version, "runs": args.runs,
+                      "seed": args.seed, "outcomes": dict(summary.outcomes.most_common()),
+                      "failing": failing, "seconds": round(time.perf_counter() - began, 3)}, indent=2))
+    return 1 if failing else 0
+
+
 def _replay(args: argparse.Namespace, definition: Any, run: Any) -> int:
     from orbit.local.text import width
     from orbit.local.timeline import render
 
+    if args.json:
+        print(json.dumps({"seed": run.seed, "input": run.input, "outcome": run.outcome,
+                          "violations": run.violations, "history": run.history}, indent=2, default=str))
+        return 1 if run.violations else 0
     print(f"run seed {run.seed} of {definition.name} v{definition.version}")
     print(f"input: {json.dumps(run.input, ensure_ascii=False)}")
     if run.history:
@@ -150,4 +170,7 @@ def add_testing_parsers(sub: Any) -> None:
     sp.add_argument("--register", action="append", metavar="FILE",
                     help="also register this definition, e.g. a child workflow (repeatable), "
                          "e.g. --register examples/invoicing.yaml")
+    sp.add_argument("--json", action="store_true",
+                    help="print one JSON document: outcomes and failing runs (with --replay: the run and "
+                         "its history)")
     sp.set_defaults(func=cmd_simulate)
