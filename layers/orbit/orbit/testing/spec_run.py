@@ -20,6 +20,7 @@ from orbit.testing.simulator import Behaviour, Simulator, call, crash, fail, han
 from orbit.testing.spec import Case, Mock, Suite
 
 START_MS = 1_700_000_000_000
+MAX_JUMPS = 1_000_000  # wake-ups between two timeline actions, as Simulator.run allows in all
 
 
 @dataclass
@@ -112,12 +113,14 @@ def run_case(suite: Suite, case: Case) -> Result:
 
 def run_to(sim: Simulator, target_ms: int) -> None:
     """Run everything due before `target_ms` in time order, then stop the clock at `target_ms`."""
-    while True:
+    for _ in range(MAX_JUMPS):
         sim.run_until_idle()
         due = [t for t in (sim.timers.next_fire_ms(), sim.queues.next_visible_ms()) if t is not None]
         if not due or min(due) > target_ms:
             break
         sim.clock.set(max(min(due), sim.clock.now_ms()))
+    else:
+        raise RuntimeError(f"the simulation did not reach {target_ms - START_MS} ms after the start")
     if target_ms > sim.clock.now_ms():
         sim.clock.set(target_ms)
     sim.run_until_idle()
