@@ -112,6 +112,12 @@ class SimulatedRun:
                 payload = self.generate(schema if schema is not None else {"type": "object"},
                                         f"signals.{name}.schema")
                 entries.append(Entry(int(self.rnd.random() * horizon * 1.1), "signal", name, payload))
+        for name in self.d.handlers:  # each handled signal arrives 0 to 3 times
+            for _ in range(self.rnd.randrange(4)):
+                schema = self.d.signals[name].schema if name in self.d.signals else None
+                payload = self.generate(schema if schema is not None else {"type": "object"},
+                                        f"signals.{name}.schema")
+                entries.append(Entry(int(self.rnd.random() * horizon), "signal", name, payload))
         return sorted(entries, key=lambda e: e.at_ms)
 
     def execute(self) -> Run:

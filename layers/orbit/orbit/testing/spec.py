@@ -258,7 +258,7 @@ def _timeline(entries: Any, path: str, d: Definition, out: Problems) -> list[Ent
     if not isinstance(entries, list):
         out.add(path, f"must be a list of actions ({', '.join(ACTIONS)}), not {type_name(entries)}")
         return []
-    signals = _signal_names(d)
+    signals = d.signal_names()
     now = 0
     found: list[Entry] = []
     for i, body in enumerate(entries):
@@ -304,14 +304,12 @@ def _timeline(entries: Any, path: str, d: Definition, out: Problems) -> list[Ent
 
 def tasks_called(d: Definition) -> dict[str, str]:
     """Task name -> where it is called; `http` steps are served by the task `orbit.http`."""
-    called = called_tasks(d.raw.get("steps"))
-    for step in d.steps.values():
+    called = called_tasks(d.raw.get("steps"), d.raw.get("on_signal"))
+    steps = [*d.steps.values(), *(s for h in d.handlers.values() for s in h.steps.values())]
+    for step in steps:
         for body, where in ((step, step.name), (step.compensate, f"{step.name}.compensate")):
             if body is not None and body.kind == "http":
                 called.setdefault(HTTP_TASK, where)
     return called
 
 
-def _signal_names(d: Definition) -> list[str]:
-    names = list(d.signals) + [s.wait_for for s in d.steps.values() if s.kind == "wait_for" and s.wait_for]
-    return list(dict.fromkeys(names))

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.core.definition.checks import Problems, check_keys, join, suggest, type_name
-from orbit.core.definition.model import Definition
+from orbit.core.definition.model import Definition, Step
 from orbit.core.history.state import WORKFLOW_STATUSES, parse_key
 
 EXPECT_KEYS = ("status", "output", "output_includes", "error", "steps", "compensation", "events")
 STEP_EXPECT_KEYS = ("status", "attempts", "output", "output_includes", "error")
+HANDLER_PREFIX = "on_signal:"
 STEP_STATUSES = ("PENDING", "SCHEDULED", "DISPATCHED", "RETRY_WAIT", "WAITING", "SUCCEEDED", "FAILED",
                  "SKIPPED", "CANCELLED")
 
@@ -50,7 +51,8 @@ def check_expect(expect: Any, path: str, d: Definition, out: Problems) -> None:
         where = f"{join(path, 'compensation')}[{i}]"
         if _unknown_step(str(unit), d, where, out):
             continue
-        if d.steps[parse_key(str(unit))[1]].compensate is None:
+        step = step_of(d, str(unit))
+        if step is not None and step.compensate is None:
             out.add(where, f"step {unit!r} has no `compensate`, so it is never compensated")
     events = expect.get("events", [])
     if not isinstance(events, list) or not all(isinstance(e, (str, dict)) for e in events):
@@ -58,10 +60,31 @@ def check_expect(expect: Any, path: str, d: Definition, out: Problems) -> None:
                                       "{type: StepFailed, step: charge}), a subsequence of the history")
 
 
+def step_of(d: Definition, unit: str) -> Step | None:
+    """The step a unit key names: `step`, `step[i]`, `compensate:...`, or a handler's
+    `on_signal:NAME@SEQ:STEP` (an instance itself, `on_signal:NAME@SEQ`, has no step)."""
+    base = parse_key(unit)[1]
+    if not base.startswith(HANDLER_PREFIX):
+        return d.steps.get(base)
+    name, _, rest = base[len(HANDLER_PREFIX):].partition("@")
+    seq, _, step = rest.partition(":")
+    handler = d.handlers.get(name)
+    return handler.steps.get(step) if handler is not None and seq.isdigit() else None
+
+
+def _is_instance(d: Definition, unit: str) -> bool:
+    comp, base, index = parse_key(unit)
+    name, _, seq = base[len(HANDLER_PREFIX):].partition("@")
+    return base.startswith(HANDLER_PREFIX) and not comp and index is None and name in d.handlers \
+        and seq.isdigit()
+
+
 def _unknown_step(unit: str, d: Definition, where: str, out: Problems) -> bool:
-    comp, base, _ = parse_key(unit)
-    if base in d.steps and not (comp and d.steps[base].compensate is None):
+    comp = parse_key(unit)[0]
+    step = step_of(d, unit)
+    if (step is not None and not (comp and step.compensate is None)) or _is_instance(d, unit):
         return False
-    names = list(d.steps)
+    base = parse_key(unit)[1]
+    names = list(d.steps) + [f"{HANDLER_PREFIX}{n}@SEQ:{s}" for n, h in d.handlers.items() for s in h.steps]
     out.add(where, f"no step named {base!r} in {d.name}{suggest(base, names)} (steps: {', '.join(names)})")
     return True

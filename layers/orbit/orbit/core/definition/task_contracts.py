@@ -14,15 +14,22 @@ from orbit.core.definition.checks import Problems, check_keys, check_schema_doc,
 TASK_KEYS = ("input", "output", "description")
 
 
-def called_tasks(steps: Any) -> dict[str, str]:
-    """Task name -> the first step (or `STEP.compensate`) that calls it, from a raw `steps` mapping."""
+def called_tasks(steps: Any, handlers: Any = None) -> dict[str, str]:
+    """Task name -> the first step (or `STEP.compensate`) that calls it, from a raw `steps` mapping
+    and the raw `on_signal` handlers' steps."""
     out: dict[str, str] = {}
-    for name, body in (steps.items() if isinstance(steps, dict) else ()):
-        if not isinstance(body, dict):
-            continue
-        for part, where in ((body, str(name)), (body.get("compensate"), f"{name}.compensate")):
-            if isinstance(part, dict) and isinstance(part.get("task"), str):
-                out.setdefault(part["task"], where)
+    groups: list[tuple[Any, str]] = [(steps, "")]
+    for sig, handler in (handlers.items() if isinstance(handlers, dict) else ()):
+        if isinstance(handler, dict):
+            groups.append((handler.get("steps"), f"on_signal.{sig}.steps."))
+    for group, prefix in groups:
+        for name, body in (group.items() if isinstance(group, dict) else ()):
+            if not isinstance(body, dict):
+                continue
+            where = f"{prefix}{name}"
+            for part, at in ((body, where), (body.get("compensate"), f"{where}.compensate")):
+                if isinstance(part, dict) and isinstance(part.get("task"), str):
+                    out.setdefault(part["task"], at)
     return out
 
 
@@ -34,7 +41,7 @@ def check_tasks(document: dict[str, Any], out: Problems) -> None:
         out.add("tasks", "must be a mapping of task names to {input, output} schemas, "
                          f"not {type_name(tasks)}")
         return
-    called = called_tasks(document.get("steps"))
+    called = called_tasks(document.get("steps"), document.get("on_signal"))
     for name, body in tasks.items():
         path = join("tasks", str(name))
         if name not in called:
