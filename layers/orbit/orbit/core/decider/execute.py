@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orbit.core.decider import updates
 from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
@@ -33,6 +34,7 @@ from orbit.core.runtime.commands import (
     Cancel,
     Command,
     Complete,
+    CompleteUpdate,
     ContinueAsNew,
     CreateHook,
     Fail,
@@ -120,6 +122,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, MarkPatch):
         if c.change_id not in s.patches:
             ctx.emit(PatchMarked(c.change_id, c.position))
+    elif isinstance(c, CompleteUpdate):
+        updates.complete(ctx, c)
     elif aborting:
         return  # final commands wait for the wind-down to finish
     elif cleanup:

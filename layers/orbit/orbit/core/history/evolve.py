@@ -427,3 +427,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
 from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  (it uses the helpers above)
 
 HANDLERS.update(RECOVERY_HANDLERS)
+
+from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
+
+HANDLERS.update(UPDATE_HANDLERS)

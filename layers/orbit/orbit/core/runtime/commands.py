@@ -252,6 +252,16 @@ class MarkPatch(Command):
     position: int
 
 
+@dataclass(frozen=True)
+class CompleteUpdate(Command):
+    """A code workflow ran update `update_id`'s handler at durable-call `position`."""
+
+    update_id: str
+    position: int
+    result: JSON = None
+    error: TaskError | None = None
+
+
 @runtime_checkable
 class Runtime(Protocol):
     def run(self, workflow: Any, state: Any, now_ms: int) -> list[Command]:
