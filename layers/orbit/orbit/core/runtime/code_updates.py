@@ -44,11 +44,11 @@ class Refused(Exception):
 
 def ctx_call(default: str) -> str:
     """The `ctx` method a handler called: the outermost frame inside the context module."""
-    frame, name = sys._getframe(2), default
-    while frame is not None:
+    frame, name, found = sys._getframe(2), default, False
+    while frame is not None:  # an update handler runs inside the workflow's own pending ctx call
         if frame.f_code.co_filename == _CONTEXT_FILE:
-            name = frame.f_code.co_name
-        elif name != default:
+            name, found = frame.f_code.co_name, True
+        elif found:
             break
         frame = frame.f_back  # type: ignore[assignment]
     return name
