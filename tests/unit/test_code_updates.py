@@ -83,7 +83,8 @@ def test_refusals_and_failures() -> None:
 
 def test_definition_updates_are_checked() -> None:
     doc = {"orbit": 1, "name": "d", "steps": {"w": {"wait_for": "item"}},
-           "updates": {"ok": {"signal": "item", "validator": "{% update.n > 0 %}", "result": "{% update.n %}"},
+           "updates": {"ok": {"signal": "item", "validator": "{% update.n > 0 %}",
+                              "result": "{% update.n %}"},
                        "lost": {"signal": "nobody"},
                        "bad": {"signal": "item", "validator": "yes", "extra": 1},
                        "reads": {"signal": "item", "result": "{% nope.x %}"}}}
