@@ -58,7 +58,8 @@ def test_the_same_update_id_in_two_messages_is_recorded_once() -> None:
     state = h.state()
     for mid in ("update:u-1", "update:u-1-again"):
         decision = decide(positions, state, UpdateMessage(ID, mid, "u-1", "note", "x"), 0, SeededIds("t"))
-        assert [type(e.event).__name__ for e in decision.events].count("UpdateAccepted") == (mid == "update:u-1")
+        types = [type(e.event).__name__ for e in decision.events]
+        assert types.count("UpdateAccepted") == (mid == "update:u-1")
     assert list(state.updates) == ["u-1"]
 
 
