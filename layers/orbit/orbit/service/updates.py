@@ -21,6 +21,7 @@ from orbit.core.history.storable import signal_id_problem
 from orbit.errors import ExecutionEnded, OrbitError, UpdateRefused, ValidationError
 
 MAX_WAIT_S = 25.0  # an API Gateway request ends after 29 s
+MAX_UPDATES = 2_000  # per run: each stays in its state (the id answers its result); see docs/limits.md
 POLL_S = 0.2
 
 
@@ -45,8 +46,12 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
     if state.terminal:
         raise ExecutionEnded(state.id, state.status, f"update {name!r} was not sent")
     wf = engine.registry.get_build(state.workflow, state.version, state.build)
+    if len(state.updates) >= MAX_UPDATES:
+        raise UpdateRefused(f"execution {state.id!r} has had {len(state.updates)} updates, the most one run "
+                            f"keeps; continue as new to take more", "name")
     if isinstance(wf, Definition):
         _check_definition(wf, state, name, input)
+        engine._check_payload(state, wf.raw["updates"][name]["signal"], input)  # the signal's schema
     else:
         _check_code(wf, state, name, input)
     uid = update_id or engine.ids.token()
