@@ -95,3 +95,17 @@ def test_definition_updates_are_checked() -> None:
     assert "must be an expression" in problems["updates.bad.validator"]
     assert "updates.bad.extra" in problems
     assert any(k.startswith("updates.reads.result") for k in problems)
+
+
+def test_a_run_takes_a_bounded_number_of_updates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from orbit.service import updates
+
+    monkeypatch.setattr(updates, "MAX_UPDATES", 2)
+    h = _harness()
+    h.start("upd-positions", {})
+    assert h.update(ID, "note", "1") == 1
+    assert h.update(ID, "note", "2") == 2
+    with pytest.raises(UpdateRefused, match="has had 2 updates, the most one run keeps"):
+        h.update(ID, "note", "3")
+    known = list(h.state().updates)[1]
+    assert h.update(ID, "note", "2", update_id=known) == 2  # a known id still answers its result
