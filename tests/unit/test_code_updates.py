@@ -109,3 +109,26 @@ def test_a_run_takes_a_bounded_number_of_updates(monkeypatch: pytest.MonkeyPatch
         h.update(ID, "note", "3")
     known = list(h.state().updates)[1]
     assert h.update(ID, "note", "2", update_id=known) == 2  # a known id still answers its result
+
+
+def test_a_handler_that_raised_after_changing_a_local_changes_it_again_on_replay() -> None:
+    @orbit.workflow("upd-raises", registry=CodeRegistry())
+    def raises(ctx: Any, input: Any) -> Any:
+        seen: list[Any] = []
+
+        def half_done(x: Any) -> Any:
+            seen.append(x)
+            raise orbit.TaskError("HALF", "changed a local, then gave up", retryable=False)
+
+        ctx.update_handler("half", half_done)
+        ctx.wait_for("go")
+        return seen
+
+    h = Harness(raises)
+    h.start("upd-raises", {})
+    with pytest.raises(UpdateFailed, match="gave up") as e:
+        h.update(ID, "half", 7)
+    assert e.value.code == "HALF"
+    default_runtime().forget()
+    h.signal("go")
+    assert h.describe()["output"] == [7]
