@@ -154,3 +154,27 @@ def test_http_api_answers_202_then_200_with_the_same_update_id(stack):
     assert status == 400 and refused["error"]["message"] == "qty must be a positive number"
     status, bad = handle_request(stack.engine, "POST", path, {"input": {}, "timeout": 99})
     assert status == 400 and "body.timeout" in bad["error"]["message"]
+
+
+GATED = {
+    "orbit": 1, "name": "cart-gated", "version": "1",
+    "steps": {"gate": {"wait_for": "go"},
+              "open": {"wait_for": "item", "after": ["gate"]}},
+    "updates": {"add_item": {"signal": "item"}},
+    "output": "{% steps.open.output %}",
+}
+
+
+def test_a_definition_update_waits_until_a_step_consumes_it(stack):
+    stack.register(GATED)
+    eid = stack.start("cart-gated", {})
+    stack.run_until_idle()
+    with pytest.raises(UpdateTimedOut) as e:  # buffered: no step waits for `item` yet
+        stack.update(eid, "add_item", {"sku": "late"}, update_id="g-1", timeout=0.3)
+    assert e.value.update_id == "g-1"
+    assert [x["type"] for x in stack.history(eid)].count("UpdateAccepted") == 1
+    stack.signal(eid, "go", None)
+    stack.run_until_idle()
+    assert stack.update(eid, "add_item", {"sku": "late"}, update_id="g-1") == {"sku": "late"}
+    assert stack.describe(eid)["output"] == {"sku": "late"}
+    assert [x["type"] for x in stack.history(eid)].count("UpdateAccepted") == 1
