@@ -131,11 +131,10 @@ def _act(sim: Simulator, eid: str, entry: Any) -> str | None:
         if entry.action == "signal":
             sim.signal(eid, entry.name, entry.payload)
         elif entry.action == "hook":
-            tokens = [e["token"] for e in sim.history(eid)
-                      if e["type"] == "HookCreated" and e["name"] == entry.name]
-            if not tokens:
+            if entry.name not in sim.engine.load_state(eid).hooks:
                 return f"hook {entry.name}: the execution has no hook of that name yet"
-            sim.resume_hook(tokens[-1], entry.payload)
+            # the engine's own view: recorded, or derived from the stack key (docs/security.md)
+            sim.resume_hook(sim.engine.hook_token(eid, entry.name), entry.payload)
         elif entry.action == "cancel":
             sim.cancel(eid, entry.name, entry.force)
     except OrbitError as exc:  # refused: e.g. the execution had already ended

@@ -297,15 +297,22 @@ class UpdateCompleted(Event):
 
 @event
 class HookCreated(Event):
+    """`token` in histories written without a stack key; otherwise only `token_sha256`
+    (orbit.core.history.hook_tokens): the token is derived again, never stored."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
     name: str
-    token: str
+    token: str | None = None
+    token_sha256: str | None = None
 
 
 @event
 class HookResumed(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
     name: str
-    token: str
+    token: str | None = None
     payload: JSON = None
+    token_sha256: str | None = None
 
 
 @event
