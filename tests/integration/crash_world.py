@@ -73,6 +73,8 @@ class Scenario:
     # Once the execution has ended: fix the workers (FIXED), then POST /executions/{id}/<op> with
     # this body (op: redrive or fork), and let the system run again.
     recover: tuple[str, dict[str, Any]] | None = None
+    # Signals an `on_signal` handler takes, sent (in this order) just before `signal`.
+    handled: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     @property
     def workflow(self) -> str:
@@ -169,7 +171,7 @@ class World:
         self.signalled = False
         self.actions_done = 0
         self.visibility_ms = {q: 1000 * int(p.get("VisibilityTimeout", 30)) for q, p in QUEUES.items()}
-        recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
+        recorder.attach(clients.dynamodb, clients.sqs, clients.s3, clients.secretsmanager)
         recorder.arm(crash_at)
         RUNS.clear()
         FIXED[0] = False
@@ -184,7 +186,8 @@ class World:
         svc = self.containers.get(function) if function else None
         if svc is None:
             svc = aws.build_services(os.environ, self.clock)
-            svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3)
+            svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3,
+                                secretsmanager=self.clients.secretsmanager)
             # The registry's pointer cache lives 2 s: on the virtual clock, so a run is the same however
             # slowly the machine runs it (the crash points of two runs must line up).
             svc.__dict__["registry"] = DynamoRegistry(self.clients.dynamodb, self.stack.table, svc.payloads,
@@ -277,8 +280,8 @@ class World:
             self.clock.now += 60_000  # the schedule runs it again a minute later
 
     def act(self, action: str) -> None:
-        """An operator action: deploy a code build (no AWS call: the functions' code changes) or
-        `orbit unpark` through the API."""
+        """An operator action: deploy a code build (no AWS call: the functions' code changes),
+        `orbit unpark` or an update through the API."""
         from crash_code import deploy
 
         self.actions_done += 1
@@ -286,6 +289,10 @@ class World:
             deploy(action.removeprefix("deploy:"))
         elif action == "unpark":
             self.api("POST", f"/executions/{EXECUTION}/unpark", {}, 202)
+        elif action.startswith("update:"):  # crash_updates.py
+            from crash_updates import send_update
+
+            send_update(self, action.removeprefix("update:"))
         else:
             raise AssertionError(f"unknown action {action!r}")
 
@@ -330,6 +337,8 @@ class World:
                 self.act(sc.before_signal[self.actions_done])
                 continue
             if sc.signal is not None and not self.signalled:  # only the signal is missing: send it
+                for name, body in sc.handled:
+                    self.api("POST", f"/executions/{EXECUTION}/signals/{name}", body, 202)
                 self.api("POST", f"/executions/{EXECUTION}/signals/{sc.signal[0]}", sc.signal[1], 202)
                 self.signalled, self.actions_done = True, 0
                 continue

@@ -19,6 +19,8 @@ which the template's lifecycle rule empties after N days).
 Schedules need ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN and
 ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler group, the role it sends
 with, and its target); without them schedule operations are refused.
+ORBIT_HOOK_SECRET_ARN: the Secrets Manager secret hook tokens are derived from
+(docs/security.md); without it they are random and recorded in the history.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Settings:
     scheduler_role_arn: str = ""
     decision_arn: str = ""
     archive_days: int = 0
+    hook_secret_arn: str = ""  # the key hook tokens are derived from (adapters/secrets.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -111,6 +114,7 @@ class Settings:
             scheduler_role_arn=env.get("ORBIT_SCHEDULER_ROLE_ARN") or "",
             decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
             archive_days=int(archive),
+            hook_secret_arn=env.get("ORBIT_HOOK_SECRET_ARN") or "",
         )
 
 
@@ -200,13 +204,27 @@ class Services:
         return IdempotencyStore(self.dynamodb, self.settings.table, self.payloads, self.clock)
 
     @cached_property
+    def hook_key(self) -> Any:
+        """The stack's hook-token key, read on first use (None without ORBIT_HOOK_SECRET_ARN: hook
+        tokens are then random and recorded in the history, as before the secret existed)."""
+        if not self.settings.hook_secret_arn:
+            return None
+        from orbit.adapters.secrets import SecretsManagerHookKey
+
+        return SecretsManagerHookKey(lambda: self.secretsmanager, self.settings.hook_secret_arn)
+
+    @cached_property
+    def secretsmanager(self) -> Any:
+        return self._client("secretsmanager")
+
+    @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
         from orbit.aws.observability import METER, MeteredStore
         from orbit.service.engine import Engine
 
         engine = Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
-                        self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
+                        self.clock, RandomIds(self.hook_key), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
         engine.archive = self.archive

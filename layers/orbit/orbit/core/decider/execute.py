@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from orbit.core.decider import updates
 from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
 from orbit.core.decider.signals import deliver
-from orbit.core.decider.units import fail, schedule, succeed
+from orbit.core.decider.units import cancel_unit, fail, schedule, succeed
 from orbit.core.history.attributes import ATTRIBUTE_INVALID, attributes_problem, changed
 from orbit.core.history.effects import ContinueExecution, RegisterHook, StartChild
 from orbit.core.history.events import (
@@ -16,6 +17,7 @@ from orbit.core.history.events import (
     CompensationCompleted,
     CompensationFailed,
     FailRequested,
+    HandlerStarted,
     HookCreated,
     PatchMarked,
     ProgressRecorded,
@@ -29,12 +31,15 @@ from orbit.core.history.events import (
     WorkflowContinuedAsNew,
     WorkflowTimeoutReached,
 )
+from orbit.core.history.hook_tokens import DIGEST_PREFIX, derive, key_of, sha256_hex
 from orbit.core.history.state import PENDING, buffered_signals, parse_key
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
     Cancel,
+    CancelUnit,
     Command,
     Complete,
+    CompleteUpdate,
     ContinueAsNew,
     CreateHook,
     Fail,
@@ -48,6 +53,7 @@ from orbit.core.runtime.commands import (
     ScheduleStep,
     SetAttributes,
     SkipStep,
+    StartHandler,
     SwitchBuild,
     Timeout,
     WaitForSignal,
@@ -125,6 +131,13 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
             ctx.emit(PatchMarked(c.change_id, c.position))
     elif isinstance(c, SetAttributes):
         set_attributes(ctx, c.values, aborting)
+    elif isinstance(c, CompleteUpdate):
+        updates.complete(ctx, c)
+    elif isinstance(c, StartHandler):
+        if _fresh(ctx, c.unit) and not aborting:
+            ctx.emit(HandlerStarted(c.unit, c.signal, c.signal_seq, c.signal_id, c.payload))
+    elif isinstance(c, CancelUnit):
+        cancel_unit(ctx, c.unit, c.reason)
     elif aborting:
         return  # final commands wait for the wind-down to finish
     elif cleanup:
@@ -137,7 +150,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, Cancel):
         ctx.emit(CancelRequested(c.reason or "cancelled by the workflow"))
     elif isinstance(c, Timeout):
-        ctx.emit(WorkflowTimeoutReached())
+        deadline = c.deadline_ms if c.deadline_ms is not None else s.deadline_ms
+        ctx.emit(WorkflowTimeoutReached(deadline if deadline is not None else ctx.now, c.reason or None))
     elif isinstance(c, ContinueAsNew):
         continue_as_new(ctx, c)
 
@@ -194,6 +208,14 @@ def set_attributes(ctx: Ctx, values: dict[str, object], aborting: bool) -> None:
 
 
 def create_hook(ctx: Ctx, name: str, token: str = "") -> None:
+    """With a stack key the token is derived and only its hash is recorded and indexed
+    (orbit.core.history.hook_tokens); without one, a random token is recorded as it is."""
+    key = None if token else key_of(ctx.ids)
+    if key is not None:
+        digest = sha256_hex(derive(key, ctx.state.id, name))
+        ctx.emit(HookCreated(name, token_sha256=digest))
+        ctx.effect(RegisterHook(DIGEST_PREFIX + digest, ctx.state.id, name))
+        return
     token = token or ctx.token()
     ctx.emit(HookCreated(name, token))
     ctx.effect(RegisterHook(token, ctx.state.id, name))

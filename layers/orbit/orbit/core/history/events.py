@@ -210,7 +210,12 @@ class FailRequested(Event):
 
 @event
 class WorkflowTimeoutReached(Event):
-    pass
+    """The execution passed its deadline (`deadline_ms`: the whole-execution timeout, or the one a
+    code workflow's `Timeout` named; `reason` when the workflow gave one)."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"deadline_ms", "reason"})
+    deadline_ms: int | None = None
+    reason: str | None = None
 
 
 @event
@@ -269,16 +274,45 @@ class SignalConsumed(Event):
 
 
 @event
-class HookCreated(Event):
+class UpdateAccepted(Event):
+    """An update passed its validator and was recorded (docs/updates.md); it runs next."""
+
+    update_id: str
     name: str
-    token: str
+    input: JSON = None
+
+
+@event
+class UpdateCompleted(Event):
+    """The update's handler ran (code: at durable-call `position`; a definition: its `wait_for`
+    step `step` consumed it) with `result`, or failed with `error`."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"error", "step"})
+    update_id: str
+    position: int = 0
+    result: JSON = None
+    error: TaskError | None = None
+    step: str | None = None
+
+
+@event
+class HookCreated(Event):
+    """`token` in histories written without a stack key; otherwise only `token_sha256`
+    (orbit.core.history.hook_tokens): the token is derived again, never stored."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
+    name: str
+    token: str | None = None
+    token_sha256: str | None = None
 
 
 @event
 class HookResumed(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
     name: str
-    token: str
+    token: str | None = None
     payload: JSON = None
+    token_sha256: str | None = None
 
 
 @event
@@ -392,6 +426,19 @@ class ForkCreated(Event):
 
     fork_id: str
     from_step: str = ""
+
+
+@event
+class HandlerStarted(Event):
+    """An `on_signal` instance started for one arrival of signal `signal`: unit `step` is
+    `on_signal:<signal>@<signal_seq>` (`signal_seq`: the seq of the arrival's SignalReceived or
+    HookResumed), its input the payload; the buffered arrival is consumed."""
+
+    step: str
+    signal: str
+    signal_seq: int
+    signal_id: str = ""
+    payload: JSON = None
 
 
 @dataclass(frozen=True)

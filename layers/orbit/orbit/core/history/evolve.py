@@ -285,15 +285,20 @@ def _signal_consumed(s: ExecutionState, e: E.SignalConsumed, ts: int) -> None:
 
 
 def _hook_created(s: ExecutionState, e: E.HookCreated, ts: int) -> None:
-    s.hooks.setdefault(e.name, {"token": e.token, "resumed": False})
+    # older histories record the token; newer ones only its hash (orbit.core.history.hook_tokens)
+    hook = {"token": e.token} if e.token else {"token_sha256": e.token_sha256}
+    s.hooks.setdefault(e.name, {**hook, "resumed": False})
 
 
 def _hook_resumed(s: ExecutionState, e: E.HookResumed, ts: int) -> None:
     h = s.hooks.get(e.name)
-    if h is not None and h["token"] == e.token and not h["resumed"]:
+    if h is None or h["resumed"]:
+        return
+    ours = h.get("token") == e.token if e.token else h.get("token_sha256") == e.token_sha256
+    if ours:
         h["resumed"] = True
-        s.signals.setdefault(e.name, []).append({"signal_id": "hook:" + e.token, "payload": e.payload,
-                                                 "seq": s.last_seq})
+        sid = "hook:" + (e.token or f"sha256:{e.token_sha256}")
+        s.signals.setdefault(e.name, []).append({"signal_id": sid, "payload": e.payload, "seq": s.last_seq})
 
 
 def _child_started(s: ExecutionState, e: E.ChildStarted, ts: int) -> None:
@@ -318,6 +323,15 @@ def _abort(kind: str) -> Callable[[ExecutionState, Any, int], None]:
             }
 
     return go
+
+
+_timed_out = _abort("timed_out")
+
+
+def _timeout_reached(s: ExecutionState, e: E.WorkflowTimeoutReached, ts: int) -> None:
+    if e.deadline_ms is not None and s.abort is None and not s.terminal:
+        s.deadline_ms = e.deadline_ms  # the deadline that passed (a code workflow's Timeout may name its own)
+    _timed_out(s, e, ts)
 
 
 def _comp_started(s: ExecutionState, e: E.CompensationStarted, ts: int) -> None:
@@ -407,7 +421,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.HookResumed: _hook_resumed,
     E.ChildStarted: _child_started,
     E.CancelRequested: _abort("cancelled"),
-    E.WorkflowTimeoutReached: _abort("timed_out"),
+    E.WorkflowTimeoutReached: _timeout_reached,
     E.FailRequested: _abort("failed"),
     E.CompensationStarted: _comp_started,
     E.CompensationCompleted: _comp_completed,
@@ -434,3 +448,11 @@ def _attributes_set(s: ExecutionState, e: E.AttributesSet, ts: int) -> None:
 
 
 HANDLERS[E.AttributesSet] = _attributes_set
+
+from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
+
+HANDLERS.update(UPDATE_HANDLERS)
+
+from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402  (same reason)
+
+HANDLERS.update(HANDLER_HANDLERS)

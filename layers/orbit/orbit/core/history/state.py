@@ -236,6 +236,9 @@ class ExecutionState:
     idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
     patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
     attributes: dict[str, JSON] = field(default_factory=dict)  # search attributes (history/attributes.py)
+    # Updates (docs/updates.md): update id -> {name, input, status ACCEPTED|COMPLETED, position,
+    # result, error, step}, in the order they were accepted; left out of snapshots while empty.
+    updates: dict[str, dict[str, JSON]] = field(default_factory=dict)
     last_seq: int = 0
     inbound: dict[str, int] = field(default_factory=dict)  # index of both logs; not serialised
     # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order:
@@ -340,6 +343,7 @@ class ExecutionState:
             "compensation": self.compensation,
             "created_at_ms": self.created_at_ms,
             "finished_at_ms": self.finished_at_ms,
+            "deadline_ms": self.deadline_ms,  # the whole-execution deadline, or the one a timeout recorded
             "parked": self.parked.to_dict() if self.parked else None,
             "continued_as": self.continued_as,
             "redrive_count": self.redrive_count,
@@ -356,7 +360,7 @@ class ExecutionState:
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
 _OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches",
-                              "attributes"})
+                              "attributes", "updates"})
 
 
 def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:

@@ -35,6 +35,7 @@ from collections import OrderedDict
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.hook_tokens import identity
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_attributes import still_recorded
@@ -194,6 +195,8 @@ class CodeRuntime:
             return False
         if not still_recorded(r, state):  # ctx.set_attributes values whose commit was lost
             return False
+        if not r.updates.recorded(state):
+            return False  # an update handler ran in a decision whose commit was lost
         for fact in r.witness:
             if fact[0] == "unit":
                 _, key, status, output, error = fact
@@ -202,7 +205,7 @@ class CodeRuntime:
                     return False
             elif fact[0] == "hook":
                 h = state.hooks.get(fact[1])
-                if h is None or h.get("token") != fact[2]:
+                if h is None or identity(h) != fact[2]:
                     return False
             elif fact[0] == "abort" and (state.abort or {}).get("kind") != fact[1]:
                 return False
