@@ -1,6 +1,6 @@
 """What the console computes on its server side, from the API's answers only (so it works the same
 against `orbit dev` and a deployed stack): waiting lines, and a signal payload checked against
-the signal's contract before it is sent."""
+the signal's contract before it is sent. History is read without the values kept in S3."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from urllib.parse import quote
 Backend = Callable[[str, str, Any], tuple[int, Any]]
 PAGE = 1000
 CACHED_EXECUTIONS = 32
+# Values kept in S3 are never read for a page or the timeline: the browser asks for one event's
+# values (GET /executions/{id}/history/{seq}) when its payload is expanded.
+INLINE = "&values=inline"
 
 
 class ConsoleData:
@@ -30,7 +33,7 @@ class ConsoleData:
         while True:
             after = events[-1]["seq"] if events else 0
             status, page = self.backend(
-                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}", None
+                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}{INLINE}", None
             )
             if status != 200:
                 return status, page
@@ -75,7 +78,9 @@ class ConsoleData:
         history, which this server keeps per execution and extends with what is new)."""
         if not types:
             return self.backend(
-                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after_seq}&limit={limit}", None
+                "GET",
+                f"/executions/{quote(eid, safe='')}/history?after_seq={after_seq}&limit={limit}{INLINE}",
+                None,
             )
         status, events = self.history(eid)
         if status != 200:

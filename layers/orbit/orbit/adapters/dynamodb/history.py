@@ -28,10 +28,23 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
+from orbit.adapters.dynamodb.codec import (
+    ConditionFailed,
+    decode,
+    decode_parts,
+    encode,
+    n,
+    num,
+    owner,
+    put_if,
+    s,
+    text,
+    update_if,
+)
 from orbit.adapters.dynamodb.idempotency import RESULT_TTL_S
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
 from orbit.adapters.dynamodb.retention import BlobRefs, Recorder, retire
+from orbit.adapters.payload_values import resolve
 from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.service.ports import Commit, HistoryPage, Loaded, hook_key
@@ -160,7 +173,8 @@ class DynamoHistoryStore(IndexRows):
             pass  # a newer (or equal) snapshot is already stored; an older one must never replace it
 
     # ---------------------------------------------------------------- history pages
-    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
+    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000,
+                values: bool = True) -> HistoryPage:
         pk = exec_pk(execution_id)
         # The commit holding seq after_seq+1 is the last one whose first seq is <= after_seq+1.
         start = self._db.query(
@@ -174,6 +188,7 @@ class DynamoHistoryStore(IndexRows):
             raise NotFound(f"execution {execution_id!r} does not exist")
         expires = num(start[0], "expires_at", 0) or None
         records: list[Any] = []
+        stored: dict[int, list[list[Any]]] = {}
         kw: dict[str, Any] = {
             "TableName": self.table, "ConsistentRead": True,
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lo AND :hi",
@@ -185,7 +200,7 @@ class DynamoHistoryStore(IndexRows):
         while len(records) <= limit:  # one record past the limit tells whether another page exists
             page = self._db.query(**kw)
             for item in page["Items"]:
-                records += [r for r in self._commit(item).events if r.seq > after_seq]
+                records += self._page_events(item, after_seq, limit + 1 - len(records), values, stored)
                 if len(records) > limit:
                     break
             if "LastEvaluatedKey" not in page:
@@ -193,8 +208,29 @@ class DynamoHistoryStore(IndexRows):
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if len(records) > limit:
             next_after = records[limit - 1].seq if limit else after_seq
-            return HistoryPage(records[:limit], next_after, expires)
-        return HistoryPage(records, None, expires)
+            kept = records[:limit]
+            return HistoryPage(kept, next_after, expires, {q: p for q, p in stored.items() if q <= next_after})
+        return HistoryPage(records, None, expires, stored)
+
+    def _page_events(self, item: dict[str, Any], after_seq: int, room: int, values: bool,
+                     stored: dict[int, list[list[Any]]]) -> list[Any]:
+        """The events of one commit item after `after_seq` (at most `room`). Only their own large
+        values are read back, and none with `values=False` (their paths go to `stored`): a page
+        never reads the values of the events it does not return, nor of the commit's effects."""
+        body, refs = decode_parts(item, self._payloads)
+        first = num(item, "first")
+        wanted = [i for i in range(len(body.get("events") or [])) if first + i > after_seq][:max(room, 0)]
+        picked = set(wanted)
+        mine = [[path, ref] for path, ref in refs
+                if len(path) > 2 and path[0] == "events" and path[1] in picked]
+        if values:
+            resolve(body, mine, self._payloads, owner(item))
+        else:
+            for path, _ in mine:
+                stored.setdefault(first + path[1], []).append(path[2:])
+        commit = Commit.from_dict({"first_seq": first, "timestamp_ms": num(item, "ts"),
+                                   "inbound_id": text(item, "inbound"), **body})
+        return [commit.events[i] for i in wanted]
 
     def _exists(self, execution_id: str) -> bool:
         return bool(self._db.query(

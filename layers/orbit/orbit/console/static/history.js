@@ -1,4 +1,6 @@
 // The event history: pages of 100 by seq, filtered by type, each event's payload expanding as JSON.
+// Pages come without the values kept in S3 (null, their paths in `stored_values`): expanding such
+// an event asks for that one event with its values, once.
 "use strict";
 (function () {
   const { el } = Orbit;
@@ -9,7 +11,8 @@
     "SignalReceived SignalConsumed HookCreated HookResumed WaitStarted ChildStarted ProgressRecorded " +
     "WorkflowContinuedAsNew ExecutionParked").split(" ");
   const PAGE = 100;
-  const HEAD = new Set(["seq", "timestamp_ms", "type"]);
+  const HEAD = new Set(["seq", "timestamp_ms", "type", "stored_values"]);
+  const dotted = (path) => path.map((k) => (typeof k === "number" ? "[" + k + "]" : "." + k)).join("").replace(/^\./, "");
 
   function summary(ev) {
     const bits = [];
@@ -32,17 +35,37 @@
     let afters = [0]; // the after_seq of each page shown so far
     let last = null; // the newest page's events, to append live ones when it is not full
 
-    function row(ev) {
+    const payloadOf = (ev) => {
       const payload = {};
       for (const [k, v] of Object.entries(ev)) if (!HEAD.has(k)) payload[k] = v;
-      const tr = el("tr", { class: "event", dataset: { seq: ev.seq, type: ev.type } },
+      return payload;
+    };
+
+    function row(ev) {
+      const stored = ev.stored_values || [];
+      const tr = el("tr", { class: "event", dataset: Object.assign({ seq: ev.seq, type: ev.type }, stored.length ? { stored: stored.length } : {}) },
         el("td", { text: String(ev.seq) }), el("td", { text: "+" + Orbit.fmtDur(ev.timestamp_ms - startMs), title: Orbit.fmtTime(ev.timestamp_ms) }),
         el("td", { class: "etype", text: ev.type }), el("td", { class: "summary", text: summary(ev) }),
         el("td", {}, el("button", { type: "button", class: "expand", text: "▸ payload" })));
-      const detail = el("tr", { class: "payload", hidden: true }, el("td", { colSpan: 5 }, Orbit.jsonBlock(payload)));
-      tr.querySelector("button").addEventListener("click", () => {
+      const cell = el("td", { colSpan: 5 }, Orbit.jsonBlock(payloadOf(ev)));
+      const detail = el("tr", { class: "payload", hidden: true }, cell);
+      let fetched = !stored.length;
+      tr.querySelector("button").addEventListener("click", async () => {
         detail.hidden = !detail.hidden;
         tr.querySelector("button").textContent = detail.hidden ? "▸ payload" : "▾ payload";
+        if (detail.hidden || fetched) return;
+        fetched = true;
+        const note = el("p", { class: "muted stored-note", text: "fetching " + stored.map(dotted).join(", ") + " from the payload store (S3)…" });
+        cell.replaceChildren(note, Orbit.jsonBlock(payloadOf(ev)));
+        try {
+          const full = await Orbit.api("/executions/" + encodeURIComponent(eid) + "/history/" + ev.seq);
+          cell.replaceChildren(el("p", { class: "muted stored-note", text: "kept in S3, fetched on demand: " + stored.map(dotted).join(", ") }),
+            Orbit.jsonBlock(payloadOf(full)));
+        } catch (e) {
+          fetched = false; // expanding again tries again
+          note.className = "error stored-note";
+          note.textContent = e.message;
+        }
       });
       return [tr, detail];
     }
