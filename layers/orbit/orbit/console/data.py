@@ -32,9 +32,8 @@ class ConsoleData:
             events = list(self._events.get(eid, []))
         while True:
             after = events[-1]["seq"] if events else 0
-            status, page = self.backend(
-                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}{INLINE}", None
-            )
+            path = f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}{INLINE}"
+            status, page = self.backend("GET", path, None)
             if status != 200:
                 return status, page
             events += page

@@ -208,8 +208,8 @@ class DynamoHistoryStore(IndexRows):
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if len(records) > limit:
             next_after = records[limit - 1].seq if limit else after_seq
-            kept = records[:limit]
-            return HistoryPage(kept, next_after, expires, {q: p for q, p in stored.items() if q <= next_after})
+            kept = {q: p for q, p in stored.items() if q <= next_after}
+            return HistoryPage(records[:limit], next_after, expires, kept)
         return HistoryPage(records, None, expires, stored)
 
     def _page_events(self, item: dict[str, Any], after_seq: int, room: int, values: bool,
