@@ -6,13 +6,15 @@
   const enc = encodeURIComponent;
   const PAGE = 50;
 
-  // "cron 0 9 * * MON (Europe/Paris)", "every 1h +5m": the spec in a line, all of it as JSON below
+  // "cron 0 9 * * MON (Europe/Paris)", "every 1h0m +5m0s": the spec in a line, all of it as JSON below
   function specText(spec) {
     if (!spec) return "";
     const bits = [];
     if (spec.cron) bits.push("cron " + spec.cron + (spec.timezone && spec.timezone !== "UTC" ? " (" + spec.timezone + ")" : ""));
-    if (spec.every) bits.push("every " + spec.every + (spec.offset ? " +" + spec.offset : ""));
-    if (spec.jitter) bits.push("jitter " + spec.jitter);
+    if (spec.every_ms) bits.push("every " + Orbit.fmtDur(spec.every_ms) + (spec.offset_ms ? " +" + Orbit.fmtDur(spec.offset_ms) : ""));
+    if (spec.start) bits.push("from " + spec.start);
+    if (spec.end) bits.push("until " + spec.end);
+    if (spec.jitter_ms) bits.push("jitter " + Orbit.fmtDur(spec.jitter_ms));
     if (spec.exclude && spec.exclude.length) bits.push(spec.exclude.length + " exclusions");
     return bits.join(", ");
   }
@@ -84,8 +86,9 @@
       el("section", { class: "panel", id: "schedule-actions-panel" }, el("h3", { text: "Actions" }),
         el("div", { class: "row" }, button)),
       el("section", { class: "panel", id: "next-occurrences" }, el("h3", { text: "Next occurrences (UTC)" }),
+        st.paused ? el("p", { class: "muted", id: "paused-note", text: "Paused: these occurrences are skipped unless it is resumed before them." }) : null,
         s.next_occurrences.length ? el("ol", {}, s.next_occurrences.map((o) => el("li", { text: o })))
-          : el("p", { class: "muted", text: st.paused ? "none while paused" : "none (the spec has ended)" })),
+          : el("p", { class: "muted", text: "none: the spec has no occurrence left" })),
       el("section", { class: "panel", id: "recent-actions" }, el("h3", { text: "Recent actions (newest first)" }), actionsTable(s.actions || [])));
   }
 
