@@ -45,11 +45,13 @@ from orbit.adapters.dynamodb.idempotency import RESULT_TTL_S
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
 from orbit.adapters.dynamodb.retention import BlobRefs, Recorder, retire
 from orbit.adapters.payload_values import resolve
+from orbit.core.history.events import recorded_from_dict
 from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.service.ports import Commit, HistoryPage, Loaded, hook_key
 
 SNAP = "SNAP"
+PAGE_ATTRS = ("pk", "sk", "first", "zd", "z", "ref", "raw", "vref")  # a commit's body, for history pages
 __all__ = ["INDEX", "STATUSES", "DynamoHistoryStore", "commit_sk", "exec_pk"]
 
 
@@ -181,6 +183,7 @@ class DynamoHistoryStore(IndexRows):
             TableName=self.table, ConsistentRead=True, ScanIndexForward=False, Limit=1,
             KeyConditionExpression="pk = :pk AND sk BETWEEN :lo AND :hi",
             ExpressionAttributeValues={":pk": pk, ":lo": s("C#"), ":hi": s(commit_sk(after_seq + 1))},
+            ProjectionExpression="sk, #e", ExpressionAttributeNames={"#e": "expires_at"},
         )["Items"]
         if not start:
             if after_seq > 0 and self._exists(execution_id):
@@ -196,6 +199,9 @@ class DynamoHistoryStore(IndexRows):
             # a commit holds at least one event: limit + 1 commits always fill the page, so a short
             # page (the console asks for 100 events) does not read 1 MB of commits
             "Limit": max(2, min(limit + 1, self._page)),
+            # what a page decodes (and pk, sk for error messages): half the bytes of a commit item
+            "ProjectionExpression": ", ".join(f"#{i}" for i in range(len(PAGE_ATTRS))),
+            "ExpressionAttributeNames": {f"#{i}": a for i, a in enumerate(PAGE_ATTRS)},
         }
         while len(records) <= limit:  # one record past the limit tells whether another page exists
             page = self._db.query(**kw)
@@ -228,9 +234,8 @@ class DynamoHistoryStore(IndexRows):
         else:
             for path, _ in mine:
                 stored.setdefault(first + path[1], []).append(path[2:])
-        commit = Commit.from_dict({"first_seq": first, "timestamp_ms": num(item, "ts"),
-                                   "inbound_id": text(item, "inbound"), **body})
-        return [commit.events[i] for i in wanted]
+        events = body["events"]  # only these: the commit's effects are not parsed for a page
+        return [recorded_from_dict(events[i]) for i in wanted]
 
     def _exists(self, execution_id: str) -> bool:
         return bool(self._db.query(
