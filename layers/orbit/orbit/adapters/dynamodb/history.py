@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,6 +52,7 @@ from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.service.ports import Commit, HistoryPage, Loaded, hook_key
 
 SNAP = "SNAP"
+FIRST_READ = 10  # commits the first read of a history page asks for (see `history`)
 PAGE_ATTRS = ("pk", "sk", "first", "zd", "z", "ref", "raw", "vref")  # a commit's body, for history pages
 __all__ = ["INDEX", "STATUSES", "DynamoHistoryStore", "commit_sk", "exec_pk"]
 
@@ -196,22 +198,27 @@ class DynamoHistoryStore(IndexRows):
             "TableName": self.table, "ConsistentRead": True,
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lo AND :hi",
             "ExpressionAttributeValues": {":pk": pk, ":lo": start[0]["sk"], ":hi": s("C#~")},
-            # a commit holds at least one event: limit + 1 commits always fill the page, so a short
-            # page (the console asks for 100 events) does not read 1 MB of commits
-            "Limit": max(2, min(limit + 1, self._page)),
+            # a commit holds at least one event, often several: the first read asks for at most
+            # FIRST_READ commits (a short page, such as the console's first 25 events, is one small
+            # read), the next ones for what the events still wanted need at the density seen so far
+            "Limit": max(2, min(limit + 1, self._page, FIRST_READ)),
             # what a page decodes (and pk, sk for error messages): half the bytes of a commit item
             "ProjectionExpression": ", ".join(f"#{i}" for i in range(len(PAGE_ATTRS))),
             "ExpressionAttributeNames": {f"#{i}": a for i, a in enumerate(PAGE_ATTRS)},
         }
+        read = 0
         while len(records) <= limit:  # one record past the limit tells whether another page exists
             page = self._db.query(**kw)
             for item in page["Items"]:
+                read += 1
                 records += self._page_events(item, after_seq, limit + 1 - len(records), values, stored)
                 if len(records) > limit:
                     break
             if "LastEvaluatedKey" not in page:
                 break
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            per_commit = max(1.0, len(records) / max(read, 1))
+            kw["Limit"] = max(2, min(self._page, math.ceil((limit + 1 - len(records)) / per_commit) + 1))
         if len(records) > limit:
             next_after = records[limit - 1].seq if limit else after_seq
             kept = {q: p for q, p in stored.items() if q <= next_after}

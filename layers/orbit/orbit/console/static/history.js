@@ -11,6 +11,7 @@
     "SignalReceived SignalConsumed HookCreated HookResumed WaitStarted ChildStarted ProgressRecorded " +
     "WorkflowContinuedAsNew ExecutionParked").split(" ");
   const PAGE = 100;
+  const FIRST = 25; // the first screen asks for these first; the rest of page 1 follows at once
   const HEAD = new Set(["seq", "timestamp_ms", "type", "stored_values"]);
   const dotted = (path) => path.map((k) => (typeof k === "number" ? "[" + k + "]" : "." + k)).join("").replace(/^\./, "");
 
@@ -70,20 +71,40 @@
       return [tr, detail];
     }
 
-    const url = (after) => "/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: PAGE, types: filter.value });
-    // `prefetched`: the first page, asked for while the rest of the page was still loading
-    async function load(prefetched) {
-      const after = afters[afters.length - 1];
-      const events = await (prefetched || Orbit.api(url(after)));
-      body.replaceChildren(...events.flatMap(row));
-      if (!events.length) body.append(el("tr", {}, el("td", { colSpan: 5, class: "muted", text: "no events" })));
-      last = events;
+    const url = (after, limit) => "/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: limit || PAGE, types: filter.value });
+    let loading = 0; // a newer load makes an older one's late answers moot
+
+    function pagerFor(events) {
       const full = events.length === PAGE;
       pager.replaceChildren(
         afters.length > 1 ? el("button", { type: "button", id: "history-prev", text: "← Earlier", onclick: () => { afters.pop(); load(); } }) : "",
         el("span", { class: "muted", text: " page " + afters.length + " " }),
         full ? el("button", { type: "button", id: "history-next", text: "Later →", onclick: () => { afters.push(events[events.length - 1].seq); load(); } }) : "",
       );
+    }
+
+    // `first`: the first FIRST events of page 1, asked for while the rest of the page was loading.
+    // They are drawn at once; the rest of the page is read after, and appended (the first screen
+    // does not wait for rows below it).
+    async function load(first) {
+      const mine = ++loading;
+      const after = afters[afters.length - 1];
+      let events = await (first || Orbit.api(url(after)));
+      if (mine !== loading) return;
+      body.replaceChildren(...events.flatMap(row));
+      if (!events.length) body.append(el("tr", {}, el("td", { colSpan: 5, class: "muted", text: "no events" })));
+      last = events;
+      if (first && events.length === FIRST) {
+        const rest = () => Orbit.api(url(events[events.length - 1].seq, PAGE - FIRST)).then((more) => {
+          if (mine !== loading) return;
+          body.append(...more.flatMap(row));
+          last = events = events.concat(more);
+          pagerFor(events);
+        });
+        rest().catch((e) => pager.replaceChildren(el("span", { class: "error", text: e.message })));
+        return;
+      }
+      pagerFor(events);
     }
     filter.addEventListener("change", () => { afters = [0]; load(); });
 
@@ -92,7 +113,9 @@
       load,
       // live: only the newest page changes, and only until it is full
       async refresh() { if (last && last.length < PAGE) await load(); },
-      firstPage: () => Orbit.api(url(0)),
     };
   };
+
+  // The first screen's request, sent before the panel exists (it needs the execution's start time).
+  Orbit.historyFirst = (eid) => Orbit.api("/_history/" + encodeURIComponent(eid) + "?after_seq=0&limit=" + FIRST);
 })();
