@@ -128,7 +128,8 @@ def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[Co
         assert post(console, PREFIX + "/api" + path, {"note": "n"})[0] == 202
     assert [c[1] for c in rec.calls] == actions
     # what the console does not send, even though the API has it
-    for path in ("/schedules/nightly/trigger", "/schedules/nightly/backfill", "/schedules", "/executions/e/fork"):
+    for path in ("/schedules/nightly/trigger", "/schedules/nightly/backfill", "/schedules",
+                 "/executions/e/fork"):
         assert post(console, PREFIX + "/api" + path, {})[0] == 404, path
     assert call(console, "DELETE", PREFIX + "/api/schedules/nightly")[0] == 405
     assert call(console, "GET", PREFIX + "/api/executions/e/history/x")[0] == 404
