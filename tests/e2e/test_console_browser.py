@@ -203,6 +203,7 @@ def test_workflows_view(page: Page, stack: Consoles) -> None:
     page.goto(stack.ui.url + "#/workflows")
     row = page.locator('#workflows tr[data-name="order-fulfilment"]')
     expect(row).to_contain_text("definition")
+    shot(page, "workflows")
     row.locator("td:nth-child(4) a").click()
     expect(page.locator("svg.step-graph g.node")).to_have_count(6)
     expect(page.locator("pre.source")).to_contain_text('"wait_for": "approval"')

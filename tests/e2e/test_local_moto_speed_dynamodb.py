@@ -120,6 +120,13 @@ QUERIES: list[dict[str, Any]] = [
         "Limit": 4,
         "ExpressionAttributeValues": {":g": {"S": "even"}},
     },
+    {
+        "IndexName": "gsi",
+        "KeyConditionExpression": "g = :g AND sk > :c",
+        "ScanIndexForward": False,
+        "Limit": 5,
+        "ExpressionAttributeValues": {":g": {"S": "odd"}, ":c": {"S": "C#000000000003"}},
+    },
 ]
 
 
@@ -139,5 +146,6 @@ def test_the_fix_is_installed_and_answers_as_moto_does(ddb: Any, monkeypatch: py
     assert hasattr(fast, "original"), "the speed fix is not installed"
     with_fix = [pages(ddb, q) for q in QUERIES]
     monkeypatch.setattr(table_model.Table, "query", fast.original)
+    monkeypatch.setattr(table_model.Table, "sorted_items", table_model.Table.sorted_items.original)
     assert [pages(ddb, q) for q in QUERIES] == with_fix
     assert [len(p) for p in with_fix][:4] == [1, 5, 8, 3]  # paged: Limit and LastEvaluatedKey at work

@@ -11,7 +11,8 @@ This replacement takes the partition straight from the table's dict (keyed by th
 order: `__lt__` compares exactly those values; the sort is stable). From there it runs moto's
 own loop unchanged: the same start-key skipping, limits, size cap, key comparisons, deep copy,
 filter and projection, so the answer is the same. Queries on an index, with legacy
-`KeyConditions` filters or a multi-attribute key, go to moto's code as before.
+`KeyConditions` filters or a multi-attribute key, go to moto's code as before, with one fix:
+their sort computes each item's key once (`sorted_items`).
 """
 
 from __future__ import annotations
@@ -97,3 +98,15 @@ def patch_query() -> None:
 
     query.original = original  # type: ignore[attr-defined]  (tests compare both answers)
     t.Table.query = query
+
+    # An index Query (the execution list) sorts by a tuple of DynamoTypes, recomputing their
+    # `cast_value` on every comparison; a tuple of those values, computed once per item, sorts the
+    # same (an index key attribute has one type, and `__eq__`/`__lt__` compare exactly these).
+    def sorted_items(self: Any, hash_key_attrs: list[str], range_key_attrs: list[str | None],
+                     items: list[Any]) -> list[Any]:
+        attrs = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
+        items.sort(key=lambda x: tuple(x.attrs[key].cast_value for key in attrs))
+        return items
+
+    sorted_items.original = getattr(t.Table.sorted_items, "original", t.Table.sorted_items)  # type: ignore[attr-defined]
+    t.Table.sorted_items = sorted_items
