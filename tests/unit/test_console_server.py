@@ -139,3 +139,12 @@ def test_history_pages_are_read_without_the_values_kept_in_s3(app: tuple[Console
     console, rec = app
     assert call(console, "GET", PREFIX + "/api/_history/e?after_seq=0&limit=25")[0] == 200
     assert rec.calls == [("GET", "/executions/e/history?after_seq=0&limit=25&values=inline", None)]
+
+
+def test_the_pinned_workflow_is_read_once_per_execution(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    first = call(console, "GET", PREFIX + "/api/executions/e/workflow")
+    assert first[0] == 200 and first[1]["name"] == "wf"
+    assert call(console, "GET", PREFIX + "/api/executions/e/workflow") == first
+    assert post(console, PREFIX + "/api/_check_signal/e/approval", {"payload": {"approved": True}})[0] == 200
+    assert rec.calls == [("GET", "/executions/e/workflow", None)]  # its first event never changes

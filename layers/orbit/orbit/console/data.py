@@ -15,6 +15,7 @@ from urllib.parse import quote
 Backend = Callable[[str, str, Any], tuple[int, Any]]
 PAGE = 1000
 CACHED_EXECUTIONS = 32
+CACHED_WORKFLOWS = 256
 # Values kept in S3 are never read for a page or the timeline: the browser asks for one event's
 # values (GET /executions/{id}/history/{seq}) when its payload is expanded.
 INLINE = "&values=inline"
@@ -26,6 +27,22 @@ class ConsoleData:
         self._lock = threading.Lock()
         # execution id -> its events so far (a history only grows, so later reads ask for what is new)
         self._events: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        # execution id -> the build it was created on (named by its first event, so it never changes)
+        self._workflows: OrderedDict[str, Any] = OrderedDict()
+
+    def workflow(self, eid: str) -> tuple[int, Any]:
+        """`GET /executions/{id}/workflow`, read once per execution (a refusal is not kept)."""
+        with self._lock:
+            if eid in self._workflows:
+                self._workflows.move_to_end(eid)
+                return 200, self._workflows[eid]
+        status, wf = self.backend("GET", f"/executions/{quote(eid, safe='')}/workflow", None)
+        if status == 200:
+            with self._lock:
+                self._workflows[eid] = wf
+                while len(self._workflows) > CACHED_WORKFLOWS:
+                    self._workflows.popitem(last=False)
+        return status, wf
 
     def history(self, eid: str) -> tuple[int, Any]:
         with self._lock:
@@ -90,7 +107,7 @@ class ConsoleData:
         """200 `{"ok": true}` when the payload meets the signal's schema; 400 with the refusal."""
         from orbit.core.definition.contracts import check_schema
 
-        status, wf = self.backend("GET", f"/executions/{quote(eid, safe='')}/workflow", None)
+        status, wf = self.workflow(eid)
         if status != 200:
             return status, wf
         signals = wf.get("signals") or {}

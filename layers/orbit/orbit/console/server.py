@@ -119,6 +119,9 @@ class ConsoleApp:
             m = re.fullmatch(r"/_live/([^/]+)", path)
             if m:
                 return _json(*self.data.live(unquote(m.group(1))))
+            m = re.fullmatch(r"/executions/([^/]+)/workflow", path)
+            if m:
+                return _json(*self.data.workflow(unquote(m.group(1))))
             m = re.fullmatch(r"/_history/([^/]+)", path)
             if m:
                 return _json(*self._history(unquote(m.group(1)), dict(parse_qsl(query))))
