@@ -6,7 +6,7 @@ from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
 from orbit.core.decider.signals import deliver
-from orbit.core.decider.units import fail, schedule, succeed
+from orbit.core.decider.units import cancel_unit, fail, schedule, succeed
 from orbit.core.history.effects import ContinueExecution, RegisterHook, StartChild
 from orbit.core.history.events import (
     CancelRequested,
@@ -31,6 +31,7 @@ from orbit.core.history.state import PENDING, buffered_signals, parse_key
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
     Cancel,
+    CancelUnit,
     Command,
     Complete,
     ContinueAsNew,
@@ -87,6 +88,9 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, FailStep):
         if _allowed(ctx, c.unit):
             fail(ctx, c.unit, c.error, c.continue_workflow)
+    elif isinstance(c, CancelUnit):
+        if _allowed(ctx, c.unit):
+            cancel_unit(ctx, c.unit, c.reason)
     elif isinstance(c, SkipStep):
         if _fresh(ctx, c.unit) and not aborting:
             ctx.emit(StepSkipped(c.unit, c.reason))

@@ -8,7 +8,6 @@ in steps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -74,28 +73,45 @@ class WorkflowContext:
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
                                       compensate, heartbeat_timeout))
 
-    def parallel(self, *steps: Step | tuple[Any, ...], return_exceptions: bool = False) -> list[Any]:
-        """Run several steps at once (one command); return their outputs in order.
+    def parallel(self, *steps: Any, return_exceptions: bool = False, **policy: Any) -> list[Any]:
+        """Run several steps, or branches, at once; return their outputs in order.
 
         Each argument is `orbit.Step(task, input, ...)` or `(task, input)`. When a
         `continue_workflow` step fails, its `StepFailed` is raised after all ended,
         or put in its place with `return_exceptions=True`.
+
+        A branch is a function `fn(ctx)` with its own ctx (every durable call, nested groups
+        included); completion policies `min_successful`, `tolerated_failures`,
+        `tolerated_failure_percentage`, `fail_fast` (docs/branches.md).
         """
         if len(steps) == 1 and isinstance(steps[0], list):
             steps = tuple(steps[0])
+        if policy or any(callable(s) for s in steps):
+            from orbit.core.runtime.code_branch_calls import parallel
+            return parallel(self, steps, return_exceptions, **policy)
         if not steps:
             return []
         return self._replay.parallel([as_step(s) for s in steps], return_exceptions)
 
-    def map(self, task: str, items: Sequence[Any], *, concurrency: int | None = None,
-            tolerated_failures: int = 0, name: str | None = None, retry: Any = None, timeout: Any = None,
-            queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN, queue: str | None = None,
-            heartbeat_timeout: Any = None) -> list[Any]:
+    def map(self, task: Any, items: Any, *, concurrency: int | None = None,
+            tolerated_failures: int | None = None, name: str | None = None, retry: Any = None,
+            timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
+            queue: str | None = None, heartbeat_timeout: Any = None, **policy: Any) -> list[Any]:
         """Run `task` once per item (the item is the input), at most `concurrency` at a time.
 
         Returns outputs in item order; an element that failed within `tolerated_failures`
         reads as None. Beyond that the map fails as one step (see `on_exhausted`).
+
+        `ctx.map(items, fn, ...)` runs a branch `fn(ctx, item)` or `fn(ctx, item, index)` per
+        item instead, with the completion policies of `parallel` (docs/branches.md).
         """
+        if not isinstance(task, str):
+            from orbit.core.runtime.code_branch_calls import map_branches
+            return map_branches(self, task, items, concurrency,
+                                tolerated_failures=tolerated_failures, **policy)
+        if policy:
+            raise TypeError(f"map of task {task!r}: unknown options {sorted(policy)}")
+        tolerated_failures = 0 if tolerated_failures is None else tolerated_failures
         if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
             raise TypeError(f"map concurrency must be a positive int, got {concurrency!r}")
         if not isinstance(tolerated_failures, int) or tolerated_failures < 0:
@@ -103,6 +119,12 @@ class WorkflowContext:
         spec = Step(task, None, name, queue, retry, timeout, queue_timeout, on_exhausted,
                     heartbeat_timeout=heartbeat_timeout)
         return self._replay.map(spec, list(items), concurrency, tolerated_failures)
+
+    def race(self, **branches: Any) -> tuple[str, Any]:
+        """Run branches (functions of ctx, or steps) at once; the first to end wins: return
+        `(name, result)` and cancel the others (docs/branches.md)."""
+        from orbit.core.runtime.code_branch_calls import race
+        return race(self, branches)
 
     # -- time ----------------------------------------------------------------------------------
     def sleep(self, duration: str | int) -> None:

@@ -252,6 +252,16 @@ class MarkPatch(Command):
     position: int
 
 
+@dataclass(frozen=True)
+class CancelUnit(Command):
+    """Stop one live unit the code no longer wants (a race's losers, a cancelled scope): a queued
+    step is withdrawn, a running one is told through its heartbeat, a child is cancelled, a
+    timer or wait ends. Recorded as StepCancelled; nothing for a unit that already ended."""
+
+    unit: str
+    reason: str = ""
+
+
 @runtime_checkable
 class Runtime(Protocol):
     def run(self, workflow: Any, state: Any, now_ms: int) -> list[Command]:
