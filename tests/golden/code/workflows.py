@@ -40,3 +40,23 @@ def tour(ctx: Any, input: Any) -> Any:
     ctx.progress({"stage": "done"})
     return {"first": first, "both": both, "squares": squares, "failed": failed, "approval": approval,
             "child": child, "now": ctx.now_ms(), "random": ctx.random(), "uuid": ctx.uuid()}
+
+
+@orbit.workflow("golden-branches", build="golden", registry=REGISTRY)
+def branches(ctx: Any, input: Any) -> Any:
+    """Groups of branches (issue 14): parallel, map over functions, race, nesting, policies."""
+    def held(c: Any) -> Any:
+        return c.wait_for("go")
+
+    def nap(c: Any) -> Any:
+        c.sleep("5m")
+        return c.now_ms()
+
+    both = ctx.parallel(lambda c: c.step("misc.echo", {"p": 1}), nap, held,
+                        lambda c: c.parallel(lambda d: d.step("misc.square", 3), lambda d: d.uuid()))
+    squares = ctx.map([1, 2, 3, 4], lambda c, x, i: [i, c.step("misc.square", x)], concurrency=2)
+    tolerated = ctx.map([1, 2], lambda c, x: c.step("misc.fail" if x == 2 else "misc.echo", x),
+                        tolerated_failures=1)
+    winner = ctx.race(timer=lambda c: c.sleep("1m"), work=lambda c: c.wait_for("never"))
+    kids = ctx.parallel(lambda c: c.child("golden-kid", {"k": 1}), lambda c: c.child("golden-kid", {"k": 2}))
+    return {"both": both, "squares": squares, "tolerated": tolerated, "winner": list(winner), "kids": kids}
