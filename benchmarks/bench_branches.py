@@ -13,7 +13,6 @@ the decider's instance cache on (as in a warm Lambda). Target: 1,000 branches wi
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from typing import Any
 

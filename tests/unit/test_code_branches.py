@@ -53,6 +53,9 @@ def test_parallel_branches_hold_a_step_a_sleep_and_a_signal_wait():
     h.signal("go", {"ok": True})
     st = h.state()
     assert st.status == "COMPLETED" and st.output == [{"x": 1}, "slept", {"ok": True}]
+    steps = h.describe("ex-1")["steps"]
+    assert steps["1.parallel()/2/1.wait_for(go)"]["parent"] == "1.parallel()"
+    assert "parent" not in steps["1.parallel()"]
     _clean(h, wf)
 
 

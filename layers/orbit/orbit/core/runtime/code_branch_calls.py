@@ -34,7 +34,8 @@ def make_ctx(ctx: Any) -> Callable[[Any], Any]:
     return lambda replay: type(ctx)(replay, ctx.workflow)
 
 
-def parallel(ctx: Any, branches: tuple[Any, ...], return_exceptions: bool = False, **policy: Any) -> list[Any]:
+def parallel(ctx: Any, branches: tuple[Any, ...], return_exceptions: bool = False,
+             **policy: Any) -> list[Any]:
     fns = [as_branch(b, f"parallel branch {i}") for i, b in enumerate(branches)]
     names = [str(i) for i in range(len(fns))]
     bodies: list[Body] = [(fn, ()) for fn in fns]

@@ -80,7 +80,8 @@ class BranchReplay(Replay):
     def parallel(self, specs: Sequence[Step], return_exceptions: bool) -> list[Any]:
         return super().parallel([_continue(s) for s in specs], return_exceptions)
 
-    def map(self, spec: Step, items: list[Any], concurrency: int | None, tolerated_failures: int) -> list[Any]:
+    def map(self, spec: Step, items: list[Any], concurrency: int | None,
+            tolerated_failures: int) -> list[Any]:
         return super().map(_continue(spec), items, concurrency, tolerated_failures)
 
     def await_unit(self, kind: str, label: str, make: Callable[[str], C.Command], fail_run: bool,

@@ -14,13 +14,12 @@ exactly as it did (its prefix is `""`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from orbit.core.history.nesting import GROUPS, parent_of, split
 from orbit.core.history.state import parse_key
 
-GROUPS = ("parallel", "map", "race", "children", "scope", "condition")
-_LEVEL = re.compile(r"\d+\.(?:" + "|".join(GROUPS) + r")\(\)/[A-Za-z0-9_]+/")
+__all__ = ["GROUPS", "branch_prefix", "build_index", "group_key", "parent_of", "position_of", "split"]
 
 
 def group_key(prefix: str, position: int, group: str) -> str:
@@ -29,16 +28,6 @@ def group_key(prefix: str, position: int, group: str) -> str:
 
 def branch_prefix(group: str, branch: str | int) -> str:
     return f"{group}/{branch}/"
-
-
-def split(key: str) -> tuple[str, str]:
-    """`key` -> (prefix of the branch it belongs to, its key inside that branch)."""
-    end = 0
-    while True:
-        m = _LEVEL.match(key, end)
-        if m is None:
-            return key[:end], key[end:]
-        end = m.end()
 
 
 def position_of(local: str) -> int | None:
@@ -52,16 +41,8 @@ def build_index(keys: Iterable[str]) -> dict[str, dict[int, str]]:
     recorded at a position wins, as it always did at top level."""
     out: dict[str, dict[int, str]] = {}
     for key in keys:
-        prefix, local = split(key) if "/" in key else ("", key)
+        prefix, local = split(key)
         pos = position_of(local)
         if pos is not None:
             out.setdefault(prefix, {}).setdefault(pos, prefix + parse_key(local)[1])
     return out
-
-
-def parent_of(key: str) -> str | None:
-    """The group unit a nested key belongs to (None at top level)."""
-    prefix, _ = split(key) if "/" in key else ("", key)
-    if not prefix:
-        return None
-    return prefix[:-1].rsplit("/", 1)[0]

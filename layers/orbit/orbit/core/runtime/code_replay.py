@@ -40,8 +40,8 @@ from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_compare import describe_call as _describe
 from orbit.core.runtime.code_compare import items_differences, step_values, value_differences
 from orbit.core.runtime.code_compare import recorded_call as _recorded
-from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
+from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 
