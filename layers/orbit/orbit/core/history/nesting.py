@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-GROUPS = ("parallel", "map", "race", "children", "scope", "condition")
+GROUPS = ("parallel", "map", "race", "children", "scope", "shield", "condition")
 _LEVEL = re.compile(r"\d+\.(?:" + "|".join(GROUPS) + r")\(\)/[A-Za-z0-9_]+/")
 
 
@@ -32,3 +32,10 @@ def parent_of(key: str) -> str | None:
     if not prefix:
         return None
     return prefix[:-1].rsplit("/", 1)[0]
+
+
+def shielded(key: str) -> bool:
+    """Is the unit inside a shielded scope (`<position>.shield()` or under one)? A workflow's
+    cancel leaves such units running; the code's clean-up waits for them."""
+    return ".shield()" in key and any(part.endswith(".shield()") and part.split(".", 1)[0].isdigit()
+                                      for part in key.split("/"))

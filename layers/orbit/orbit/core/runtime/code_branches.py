@@ -29,6 +29,12 @@ from orbit.core.runtime.code_replay import Replay
 from orbit.core.runtime.code_specs import Step, as_json
 
 BRANCH_ERROR = "BRANCH_ERROR"  # a branch raised something that is not a TaskError
+CURRENT = threading.local()  # .replay: the replay of the branch running on this thread
+
+
+def current(default: Replay) -> Replay:
+    """The replay of the branch whose thread calls (the workflow's own thread: `default`)."""
+    return getattr(CURRENT, "replay", None) or default
 
 
 class BranchReplay(Replay):
@@ -45,7 +51,7 @@ class BranchReplay(Replay):
         self.now_ms = now_ms
         self.draws = 0
         self.cancel_delivered = parent.cancel_delivered
-        self.shielded = False
+        self.scopes = parent.scopes
         self.watch: list[str] = []  # unit keys looked at since the last resume
 
     def __getattr__(self, name: str) -> Any:
@@ -103,10 +109,6 @@ class BranchReplay(Replay):
         self.draws += 1
         seed = f"{self.execution_id}\x00{self.prefix}{purpose}\x00{self.draws}"
         return hashlib.sha256(seed.encode()).digest()
-
-    def _maybe_deliver_cancel(self) -> None:
-        if not self.shielded:
-            super()._maybe_deliver_cancel()
 
 
 def _continue(spec: Step) -> Step:
@@ -173,6 +175,7 @@ class Branch:
         self.replay.watch = []
 
     def _main(self) -> None:
+        CURRENT.replay = self.replay
         try:
             value = self.fn(self.ctx, *self.args)
             self.replay.check_finished()

@@ -126,6 +126,12 @@ class WorkflowContext:
         from orbit.core.runtime.code_branch_calls import race
         return race(self, branches)
 
+    def scope(self, shield: bool = False) -> Any:
+        """`with ctx.scope() as s:` ... `s.cancel()` stops what was started in it; with
+        `shield=True` a cancel of the workflow waits for the scope to end (docs/branches.md)."""
+        from orbit.core.runtime.code_scope import Scope
+        return Scope(self._replay, shield)
+
     # -- time ----------------------------------------------------------------------------------
     def sleep(self, duration: str | int) -> None:
         """A durable timer: `"10m"`, `"7d"`, ISO 8601, or milliseconds."""

@@ -39,7 +39,7 @@ def root_of(replay: Replay) -> Replay:
 
 
 def run_group(parent: Replay, make_ctx: MakeCtx, kind: str, names: list[str], record: list[Any],
-              bodies: list[Body], policy: Policy, limit: int | None = None, shielded: bool = False) -> Any:
+              bodies: list[Body], policy: Policy, limit: int | None = None) -> Any:
     """Run the branches under the group's unit; return its recorded output, or raise its failure
     (`BranchesFailed`) or whatever stops the workflow (cancellation, non-determinism, ...)."""
     position = parent.next_position()
@@ -56,17 +56,17 @@ def run_group(parent: Replay, make_ctx: MakeCtx, kind: str, names: list[str], re
             raise non_determinism(position, recorded_call(base, u), requested, parent.execution_id, differs)
     opening: list[C.Command] = []
     if u is None or u.status == PENDING:
-        if not shielded:
-            parent._maybe_deliver_cancel()
+        parent._maybe_deliver_cancel()
         parent._emit_units(position, [base])
         opening = [C.FanOut(base, record)]
     if u is None or not u.terminal:
-        group = _Group(parent, make_ctx, base, names, bodies, policy, limit, shielded)
+        group = _Group(parent, make_ctx, base, names, bodies, policy, limit)
         try:
             closing = group.drive(opening)
         finally:
             group.discard()
-        parent._wait(closing)
+        if closing:
+            parent._wait(closing)
     while not parent.state.units[base].terminal:
         parent._wait([])
     try:
@@ -85,11 +85,11 @@ def _signature(state: Any, key: str) -> tuple[Any, Any]:
 
 class _Group:
     def __init__(self, parent: Replay, make_ctx: MakeCtx, base: str, names: list[str], bodies: list[Body],
-                 policy: Policy, limit: int | None, shielded: bool) -> None:
+                 policy: Policy, limit: int | None) -> None:
         self.parent, self.root, self.make_ctx = parent, root_of(parent), make_ctx
         self.base, self.names, self.bodies, self.policy = base, names, bodies, policy
         self.limit = min(limit or len(names), len(names))
-        self.shielded = shielded or getattr(parent, "shielded", False)
+        self.shielded = any(scope.shielded for scope in parent.scopes)
         self.branches: list[Branch] = []
         self.heap: list[tuple[int, int]] = []
         self.results: list[Any] = [None] * len(names)
@@ -125,7 +125,6 @@ class _Group:
     def _start(self, i: int, at_ms: int) -> list[C.Command]:
         prefix = branch_prefix(self.base, self.names[i])
         replay = BranchReplay(self.root, self.parent, prefix, at_ms, lambda _: None)
-        replay.shielded = self.shielded
         fn, args = self.bodies[i]
         b = Branch(self.names[i], fn, tuple(private(a) for a in args), replay, self.make_ctx(replay))
         b.index = i

@@ -68,6 +68,7 @@ class Replay:
     """The replay state of one execution of a workflow function (one per cached instance)."""
 
     prefix = ""  # unit-key prefix of the calls it makes: "" at top level, a branch's in a group
+    scopes: tuple[Any, ...] = ()  # the `ctx.scope()`s its calls run in, outermost first
 
     def __init__(self, execution_id: str, block: Block) -> None:
         self.execution_id = execution_id
@@ -180,9 +181,12 @@ class Replay:
         in the same decision as the request (a wait that timed out as the workflow did) and the
         code is already cleaning up; the execution still ends as the request says.
         """
+        for scope in self.scopes:  # a cancelled scope stops new calls in it (code_scope.py)
+            if scope.cancelled:
+                raise Cancelled(scope.reason)
         if self.cancel_delivered or self.abort_kind() not in ("cancelled", "timed_out"):
             return
-        if sys.exc_info()[1] is not None:
+        if any(scope.shielded for scope in self.scopes) or sys.exc_info()[1] is not None:
             return
         self.witness.append(("abort", self.abort_kind()))
         raise self._cancel_exception()
