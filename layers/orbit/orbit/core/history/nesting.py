@@ -39,3 +39,13 @@ def shielded(key: str) -> bool:
     cancel leaves such units running; the code's clean-up waits for them."""
     return ".shield()" in key and any(part.endswith(".shield()") and part.split(".", 1)[0].isdigit()
                                       for part in key.split("/"))
+
+
+ABANDON = ", abandon)"  # the label of a child the parent leaves running: `child(<workflow>, abandon)`
+
+
+def abandoned(key: str) -> bool:
+    """Is the unit a child started with `parent_policy="abandon"`? Cancelling it (the parent was
+    cancelled, or stopped waiting) then leaves the child execution running."""
+    local = split(key)[1]
+    return local.endswith(ABANDON) and ".child(" in local

@@ -75,6 +75,36 @@ def race(ctx: Any, branches: dict[str, Any]) -> tuple[str, Any]:
     return winner, out["results"][names.index(winner)]
 
 
+def children(ctx: Any, specs: Any, return_exceptions: bool = False, **policy: Any) -> list[Any]:
+    if isinstance(specs, (str, bytes, dict)) or not isinstance(specs, Iterable):
+        raise TypeError(f"children takes a list of (workflow, input) or dicts, got {type(specs).__name__}")
+    kids = [_child_spec(s, i) for i, s in enumerate(specs)]
+    names = [str(i) for i in range(len(kids))]
+    record = [{"workflow": k["workflow"], "parent_policy": k["parent_policy"]} for k in kids]
+    bodies: list[Body] = [(_start_child, (k,)) for k in kids]
+    out = run_group(ctx._replay, make_ctx(ctx), "children", names, record, bodies,
+                    Policy.of(len(kids), **policy))
+    return decoded("children", names, out, return_exceptions)
+
+
+def _start_child(ctx: Any, kid: dict[str, Any]) -> Any:
+    return ctx.child(kid["workflow"], kid["input"], version=kid["version"],
+                     parent_policy=kid["parent_policy"])
+
+
+def _child_spec(spec: Any, i: int) -> dict[str, Any]:
+    if isinstance(spec, tuple) and 1 <= len(spec) <= 2:
+        spec = {"workflow": spec[0], "input": spec[1] if len(spec) == 2 else None}
+    if not isinstance(spec, dict) or not isinstance(spec.get("workflow"), str) or not spec["workflow"]:
+        raise TypeError(f"children[{i}] must be (workflow, input) or a dict with a workflow name, "
+                        f"got {spec!r}")
+    unknown = sorted(set(spec) - {"workflow", "input", "version", "parent_policy"})
+    if unknown:
+        raise TypeError(f"children[{i}] has unknown keys {unknown}")
+    return {"workflow": spec["workflow"], "input": spec.get("input"), "version": spec.get("version"),
+            "parent_policy": spec.get("parent_policy", "cancel")}
+
+
 def _arity(fn: Callable[..., Any]) -> int:
     try:
         params = inspect.signature(fn).parameters.values()

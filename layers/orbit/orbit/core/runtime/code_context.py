@@ -126,6 +126,13 @@ class WorkflowContext:
         from orbit.core.runtime.code_branch_calls import race
         return race(self, branches)
 
+    def children(self, children: Any, **policy: Any) -> list[Any]:
+        """Start several children at once and wait for them (a group: outputs in order, the
+        completion policies of `parallel`). Each is `(workflow, input)` or a dict with
+        `workflow`, `input`, `version`, `parent_policy` (docs/branches.md)."""
+        from orbit.core.runtime.code_branch_calls import children as _children
+        return _children(self, children, **policy)
+
     def scope(self, shield: bool = False) -> Any:
         """`with ctx.scope() as s:` ... `s.cancel()` stops what was started in it; with
         `shield=True` a cancel of the workflow waits for the scope to end (docs/branches.md)."""
@@ -170,12 +177,15 @@ class WorkflowContext:
         return self._replay.hook_token(name)
 
     def child(self, workflow: str, input: Any = None, *, version: str | None = None,
-              on_exhausted: str = C.FAIL_RUN) -> Any:
+              on_exhausted: str = C.FAIL_RUN, parent_policy: str = "cancel") -> Any:
         """Run a child execution (deterministic id, cancelled with this one); return its output.
 
         A child that fails fails this execution, or with `on_exhausted="continue_workflow"`
-        raises `orbit.StepFailed` here.
+        raises `orbit.StepFailed` here. `parent_policy="abandon"`: when this execution is
+        cancelled (or stops waiting for it) the child runs on; its unit key says so.
         """
+        if parent_policy not in ("cancel", "abandon"):
+            raise TypeError(f"parent_policy must be 'cancel' or 'abandon', got {parent_policy!r}")
         if on_exhausted not in (C.FAIL_RUN, C.CONTINUE_WORKFLOW):
             raise TypeError(f"on_exhausted must be 'fail_run' or 'continue_workflow', got {on_exhausted!r}")
         if not isinstance(workflow, str) or not workflow:
@@ -183,7 +193,8 @@ class WorkflowContext:
         def command(key: str) -> C.Command:
             return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version,
                                as_json(input, f"the input of child {key!r}"), on_exhausted)
-        return self._replay.await_unit("workflow", f"child({workflow})", command,
+        label = f"child({workflow})" if parent_policy == "cancel" else f"child({workflow}, abandon)"
+        return self._replay.await_unit("workflow", label, command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
 
     # -- changing code that runs ------------------------------------------------------------
