@@ -133,6 +133,13 @@ class WorkflowContext:
         from orbit.core.runtime.code_branch_calls import children as _children
         return _children(self, children, **policy)
 
+    def wait_for_condition(self, check: Any, initial_state: Any = None, **strategy: Any) -> Any:
+        """Poll `check(ctx, state)` (or a task name) with durable waits until `until(state)` holds;
+        `delay`, `backoff`, `max_delay`, `max_attempts`; raises `ConditionNotMet` when out of
+        attempts (docs/branches.md)."""
+        from orbit.core.runtime.code_condition import wait_for_condition
+        return wait_for_condition(self, check, initial_state, **strategy)
+
     def scope(self, shield: bool = False) -> Any:
         """`with ctx.scope() as s:` ... `s.cancel()` stops what was started in it; with
         `shield=True` a cancel of the workflow waits for the scope to end (docs/branches.md)."""
