@@ -15,6 +15,7 @@ from orbit.core.history.events import (
     CompensationFailed,
     FailRequested,
     HookCreated,
+    HookDisposed,
     PatchMarked,
     ProgressRecorded,
     StepFanOut,
@@ -36,6 +37,7 @@ from orbit.core.runtime.commands import (
     Complete,
     ContinueAsNew,
     CreateHook,
+    DisposeHook,
     Fail,
     FailStep,
     FanOut,
@@ -113,7 +115,10 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
             ctx.effect(StartChild(s.id, c.unit, c.child_id, c.workflow, c.version, c.input))
     elif isinstance(c, CreateHook):
         if c.hook_id not in s.hooks:
-            create_hook(ctx, c.hook_id, c.token)
+            create_hook(ctx, c.hook_id, c.token, c.metadata)
+    elif isinstance(c, DisposeHook):
+        if c.hook_id in s.hooks and not s.hooks[c.hook_id].get("disposed"):
+            ctx.emit(HookDisposed(c.hook_id))
     elif isinstance(c, RecordProgress):
         if c.data != s.progress:
             ctx.emit(ProgressRecorded(c.data))
@@ -179,9 +184,9 @@ def finish_cleanup(ctx: Ctx, c: Command) -> None:
     finish(ctx, ctx.state.compensation or "completed")
 
 
-def create_hook(ctx: Ctx, name: str, token: str = "") -> None:
+def create_hook(ctx: Ctx, name: str, token: str = "", metadata: object = None) -> None:
     token = token or ctx.token()
-    ctx.emit(HookCreated(name, token))
+    ctx.emit(HookCreated(name, token, metadata))
     ctx.effect(RegisterHook(token, ctx.state.id, name))
 
 

@@ -270,8 +270,17 @@ class SignalConsumed(Event):
 
 @event
 class HookCreated(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"metadata"})
     name: str
     token: str
+    metadata: JSON = None  # what the code attached (ctx.hook_token(name, metadata=...)), shown by describe
+
+
+@event
+class HookDisposed(Event):
+    """The code disposed of the hook: its token resumes nothing any more."""
+
+    name: str
 
 
 @event

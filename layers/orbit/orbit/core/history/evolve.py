@@ -285,7 +285,15 @@ def _signal_consumed(s: ExecutionState, e: E.SignalConsumed, ts: int) -> None:
 
 
 def _hook_created(s: ExecutionState, e: E.HookCreated, ts: int) -> None:
-    s.hooks.setdefault(e.name, {"token": e.token, "resumed": False})
+    h = s.hooks.setdefault(e.name, {"token": e.token, "resumed": False})
+    if e.metadata is not None:
+        h.setdefault("metadata", e.metadata)
+
+
+def _hook_disposed(s: ExecutionState, e: E.HookDisposed, ts: int) -> None:
+    h = s.hooks.get(e.name)
+    if h is not None:
+        h["disposed"] = True
 
 
 def _hook_resumed(s: ExecutionState, e: E.HookResumed, ts: int) -> None:
@@ -405,6 +413,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.SignalConsumed: _signal_consumed,
     E.HookCreated: _hook_created,
     E.HookResumed: _hook_resumed,
+    E.HookDisposed: _hook_disposed,
     E.ChildStarted: _child_started,
     E.CancelRequested: _abort("cancelled"),
     E.WorkflowTimeoutReached: _abort("timed_out"),

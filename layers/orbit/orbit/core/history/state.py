@@ -335,6 +335,8 @@ class ExecutionState:
                 }
                 for k, u in (self.units.items() if units is None else ((k, self.units[k]) for k in units))
             },
+            **({"hooks": {n: {k: v for k, v in h.items() if k != "token"} for n, h in self.hooks.items()}}
+               if self.hooks else {}),
             "progress": self.progress,
             "parent": self.parent,
             "compensation": self.compensation,

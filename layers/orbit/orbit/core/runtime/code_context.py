@@ -179,9 +179,15 @@ class WorkflowContext:
             return C.WaitForSignal(key, name, timeout_ms, C.CONTINUE_WORKFLOW)
         return self._replay.await_unit("wait_for", f"wait_for({name})", command, fail_run=False, signal=name)
 
-    def hook_token(self, name: str) -> str:
-        """The token that resumes `wait_for(name)` through the hook API; known before the wait."""
-        return self._replay.hook_token(name)
+    def hook_token(self, name: str, metadata: Any = None) -> str:
+        """The token that resumes `wait_for(name)` through the hook API; known before the wait.
+        `metadata` (JSON: who may answer, a link, ...) is kept with the hook and shown by describe."""
+        return self._replay.hook_token(name, as_json(metadata, f"the metadata of hook {name!r}"))
+
+    def dispose_hook(self, name: str) -> None:
+        """Be done with hook `name`: its token resumes nothing any more (the API answers 404)."""
+        from orbit.core.runtime.code_hooks import dispose
+        dispose(self._replay, name)
 
     def child(self, workflow: str, input: Any = None, *, version: str | None = None,
               on_exhausted: str = C.FAIL_RUN, parent_policy: str = "cancel") -> Any:

@@ -369,14 +369,14 @@ class Replay:
                 for i, k in zip(indexes, keys)]
 
     # -- calls without units ---------------------------------------------------------------
-    def hook_token(self, name: str) -> str:
+    def hook_token(self, name: str, metadata: Any = None) -> str:
         while True:
             hook = self.state.hooks.get(name)
             if hook is not None:
                 self.witness.append(("hook", name, hook.get("token")))
                 return str(hook["token"])
             self.emitted_hooks.append(name)
-            self._wait([C.CreateHook(name)])
+            self._wait([C.CreateHook(name, metadata=metadata)])
 
     def patched(self, change_id: str, deprecated: bool = False) -> bool:
         return _patched(self, change_id, deprecated)

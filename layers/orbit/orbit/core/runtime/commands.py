@@ -253,6 +253,13 @@ class MarkPatch(Command):
 
 
 @dataclass(frozen=True)
+class DisposeHook(Command):
+    """The code is done with hook `hook_id`: its token resumes nothing any more (404)."""
+
+    hook_id: str
+
+
+@dataclass(frozen=True)
 class CancelUnit(Command):
     """Stop one live unit the code no longer wants (a race's losers, a cancelled scope): a queued
     step is withdrawn, a running one is told through its heartbeat, a child is cancelled, a
