@@ -283,3 +283,25 @@ def test_empty_and_pure_branches(items):
     h.start("pure", items)
     assert h.state().output == [[x * 2 for x in items], []]
     _clean(h, wf)
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["warm", "cold"])
+def test_compensations_declared_in_branches_run_when_the_workflow_fails(cache):
+    from orbit.core.runtime.code import default_runtime
+
+    def body(ctx, input):
+        ctx.parallel(lambda c: c.step("t.echo", "a", compensate=("t.undo", "a")),
+                     lambda c: c.step("t.echo", "b", compensate=("t.undo", "b")))
+        ctx.step("t.boom", 1)
+    wf = _wf("saga-br", body)
+    rt = default_runtime()
+    size, rt.cache_size = rt.cache_size, (rt.cache_size if cache else 0)
+    try:
+        h = Harness(wf, workers={"t.echo": echo, "t.boom": boom, "t.undo": echo})
+        h.start("saga-br")
+        h.run()
+    finally:
+        rt.cache_size = size
+    st = h.state()
+    assert st.status == "FAILED" and st.compensation == "completed", (st.compensation, st.error)
+    assert sorted(i for t, i in h.calls if t == "t.undo") == ["a", "b"]

@@ -67,6 +67,9 @@ def run_group(parent: Replay, make_ctx: MakeCtx, kind: str, names: list[str], re
             group.discard()
         if closing:
             parent._wait(closing)
+    elif u.terminal and parent.state.next_compensation() is not None and \
+            any(k.startswith(base + "/") for k in parent.state.compensable):
+        _collect_compensations(parent, make_ctx, base, names, bodies)
     while not parent.state.units[base].terminal:
         parent._wait([])
     try:
@@ -75,6 +78,21 @@ def run_group(parent: Replay, make_ctx: MakeCtx, kind: str, names: list[str], re
         if e.step == base and e.code == BRANCHES_FAILED:
             raise BranchesFailed(base, e.error) from None
         raise
+
+
+def _collect_compensations(parent: Replay, make_ctx: MakeCtx, base: str, names: list[str],
+                           bodies: list[Body]) -> None:
+    """The execution is winding down and steps of this ended group declared `compensate=`: replay
+    the branches that ran (their calls are all recorded) so their compensations are known again.
+    Nothing they would ask for is sent; how they end does not matter."""
+    group = _Group(parent, make_ctx, base, names, bodies, Policy(), None)
+    try:
+        for i, name in enumerate(names):
+            prefix = branch_prefix(base, name)
+            if any(k.startswith(prefix) for k in parent.state.compensable):
+                group._start(i, parent.now_ms)
+    finally:
+        group.discard()
 
 
 def _signature(state: Any, key: str) -> tuple[Any, Any]:
