@@ -305,3 +305,23 @@ def test_compensations_declared_in_branches_run_when_the_workflow_fails(cache):
     st = h.state()
     assert st.status == "FAILED" and st.compensation == "completed", (st.compensation, st.error)
     assert sorted(i for t, i in h.calls if t == "t.undo") == ["a", "b"]
+
+
+def test_the_deploy_check_replays_a_branch_history_and_catches_a_changed_branch():
+    import json
+    from pathlib import Path
+
+    from orbit.testing.replay import ReplayDiverged
+    from orbit.testing.replay import replay as check
+    from test_code_golden import _workflow
+
+    body = json.loads((Path(__file__).resolve().parents[1] / "golden" / "code" / "branches.json").read_text())
+    wf = _workflow(body["workflow"])
+    check(body["history"], wf)  # the recorded run replays on this code
+    running = [e for e in body["history"] if e["type"] != "WorkflowCompleted"]
+    running = running[: next(i for i, e in enumerate(running) if e["type"] == "TimerFired")]
+    for e in running:
+        if e.get("step") == "1.parallel()/1/1.sleep()":
+            e["fire_at_ms"] += 1000  # the branch slept for another time
+    with pytest.raises(ReplayDiverged, match=r"1\.parallel\(\)/1/1\.sleep\(\)"):
+        check(running, wf)
