@@ -325,3 +325,15 @@ def test_the_deploy_check_replays_a_branch_history_and_catches_a_changed_branch(
             e["fire_at_ms"] += 1000  # the branch slept for another time
     with pytest.raises(ReplayDiverged, match=r"1\.parallel\(\)/1/1\.sleep\(\)"):
         check(running, wf)
+
+
+def test_a_branch_that_uses_the_outer_ctx_gets_a_clear_error():
+    def body(ctx, input):
+        try:
+            ctx.parallel(lambda c: ctx.step("t.echo", 1))
+        except orbit.BranchesFailed as e:
+            return e.errors[0].message
+    wf = _wf("outer", body)
+    h = Harness(wf, workers={"t.echo": echo})
+    h.start("outer")
+    assert "must use the branch's own ctx" in h.state().output

@@ -25,11 +25,11 @@ from orbit.core.history.events import TaskError
 from orbit.core.history.state import parse_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_errors import Cancelled, ReplayStop, StepFailed, Suspended
-from orbit.core.runtime.code_replay import Replay
+from orbit.core.runtime.code_replay import THREAD, Replay
 from orbit.core.runtime.code_specs import Step, as_json
 
 BRANCH_ERROR = "BRANCH_ERROR"  # a branch raised something that is not a TaskError
-CURRENT = threading.local()  # .replay: the replay of the branch running on this thread
+CURRENT = THREAD  # .replay: the replay of the branch running on this thread
 
 
 def current(default: Replay) -> Replay:

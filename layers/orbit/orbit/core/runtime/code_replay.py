@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +46,7 @@ from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 
+THREAD = threading.local()  # .replay: the replay of the branch running on this thread, if any
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
 
 
@@ -130,6 +132,10 @@ class Replay:
 
     # -- checks shared by every call -------------------------------------------------------
     def next_position(self) -> int:
+        owner = getattr(THREAD, "replay", None)  # set on a branch's thread (code_branches.py)
+        if owner is not None and owner is not self:
+            raise TypeError("a durable call inside a branch must use the branch's own ctx (the first "
+                            "argument of the branch function), not an outer one")
         self.position += 1
         return self.position
 
