@@ -63,6 +63,18 @@ def branches() -> tuple[Any, list[dict[str, Any]]]:
     return wfs.branches, sim.history(eid)
 
 
+def scopes() -> tuple[Any, list[dict[str, Any]]]:
+    wfs = load(HERE / "workflows.py", "golden_code_workflows")
+    sim = Simulator(seed="golden-scopes")
+    sim.register(wfs.scopes)
+    sim.register(wfs.kid)
+    sim.worker("misc.echo", lambda input, ctx: {"echo": input})
+    sim.worker("misc.square", lambda input, ctx: input * input)
+    eid = sim.start("golden-scopes", {}, id="golden-scopes-1")
+    sim.run()
+    return wfs.scopes, sim.history(eid)
+
+
 def saga(scenario: str) -> tuple[Any, list[dict[str, Any]]]:
     orders = load(ROOT / "examples" / "workers" / "orders.py", "golden_order_workers")
     module = load(ROOT / "examples" / "code" / "order_saga.py", "golden_order_saga")
@@ -86,6 +98,7 @@ def saga(scenario: str) -> tuple[Any, list[dict[str, Any]]]:
 SCENARIOS = {
     "tour": tour,
     "branches": branches,
+    "scopes": scopes,
     "saga_success": lambda: saga("success"),
     "saga_declined": lambda: saga("declined"),
     "saga_cancelled": lambda: saga("cancelled"),

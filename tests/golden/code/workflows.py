@@ -60,3 +60,19 @@ def branches(ctx: Any, input: Any) -> Any:
     winner = ctx.race(timer=lambda c: c.sleep("1m"), work=lambda c: c.wait_for("never"))
     kids = ctx.parallel(lambda c: c.child("golden-kid", {"k": 1}), lambda c: c.child("golden-kid", {"k": 2}))
     return {"both": both, "squares": squares, "tolerated": tolerated, "winner": list(winner), "kids": kids}
+
+
+@orbit.workflow("golden-scopes", build="golden", registry=REGISTRY)
+def scopes(ctx: Any, input: Any) -> Any:
+    """Scopes, children, wait_for_condition and hook metadata (issue 14)."""
+    ctx.hook_token("late", metadata={"ask": "ops"})
+    with ctx.scope() as s:
+        ctx.parallel(lambda c: c.wait_for("late"), lambda c: (c.sleep("1m"), s.cancel("enough")))
+    ctx.dispose_hook("late")
+    with ctx.scope(shield=True):
+        shielded = ctx.step("misc.echo", "shielded")
+    kids = ctx.children([("golden-kid", 1),
+                         {"workflow": "golden-kid", "input": 2, "parent_policy": "abandon"}])
+    polled = ctx.wait_for_condition(lambda c, n: c.step("misc.square", n) if n < 10 else n, 2,
+                                    until=lambda n: n >= 10, delay="10s", backoff=2)
+    return {"cancelled": s.cancelled, "shielded": shielded, "kids": kids, "polled": polled}
