@@ -10,6 +10,7 @@ import orbit
 import pytest
 from code_harness import Harness
 from orbit.core.history.events import TaskError
+from orbit.testing.replay import replay as deploy_check
 from orbit.workflow import CodeRegistry
 from test_code_golden import replay
 
@@ -27,6 +28,7 @@ def _clean(h, wf, id="ex-1"):
     history = h.history(id)
     last = max((i for i, e in enumerate(history) if e["type"] in END), default=len(history) - 1)
     assert replay(wf, history[:last + 1]) == []
+    deploy_check(history[:last + 1], wf)  # one cold replay of the whole history ends as it ended
 
 
 def echo(input, attempt):

@@ -331,7 +331,7 @@ class ExecutionState:
                     "attempt": u.attempt,
                     "output": u.output,
                     "error": u.error.to_dict() if u.error else None,
-                    **({"parent": parent_of(k)} if "/" in k and parent_of(k) else {}),
+                    **({"parent": parent_of(k)} if isinstance(k, str) and "/" in k and parent_of(k) else {}),
                 }
                 for k, u in (self.units.items() if units is None else ((k, self.units[k]) for k in units))
             },

@@ -11,7 +11,9 @@ branches started inside it, are keyed under it (`<position>.scope()/0/1.payments
 - `ctx.scope(shield=True)`: a cancel (or timeout) of the workflow leaves the scope's units
   running, and calls inside it do not raise; the workflow sees its `Cancelled` when the
   scope ends. A forced cancel still stops everything.
-The unit's result is `{"cancelled": bool}`.
+A cancelled scope's unit ends CANCELLED (the cancel stops it too, so a replay knows the scope was
+cancelled even where it no longer runs the call that cancelled it); otherwise its result is
+`{"cancelled": false}`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from orbit.core.history.state import PENDING
+from orbit.core.history.state import CANCELLED, PENDING
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_branches import current
 from orbit.core.runtime.code_compare import describe_call
@@ -53,6 +55,8 @@ class Scope:
             r._check_absent(position, requested)
         else:
             r._check_present(position, self.key, u, requested)
+        if u is not None and u.status == CANCELLED and not self.shielded:
+            self.cancelled, self.reason = True, f"scope {self.key} cancelled"  # recorded: see cancel()
         if u is None or u.status == PENDING:
             if not self.shielded:
                 r._maybe_deliver_cancel()
@@ -72,8 +76,8 @@ class Scope:
         r = current(self._replay)
         prefix = self.key + "/"
         units = r.state.units
-        live = [k for k in dict.fromkeys([*r.state.active, *r.emitted_units])
-                if k.startswith(prefix) and (k not in units or not units[k].terminal)]
+        live = [k for k in dict.fromkeys([*r.state.active, *r.emitted_units, self.key])
+                if (k.startswith(prefix) or k == self.key) and (k not in units or not units[k].terminal)]
         if live:
             r._wait([C.CancelUnit(k, self.reason) for k in live])
 
