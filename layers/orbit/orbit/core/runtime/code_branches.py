@@ -53,6 +53,7 @@ class BranchReplay(Replay):
         self.cancel_delivered = parent.cancel_delivered
         self.scopes = parent.scopes
         self.watch: list[str] = []  # unit keys looked at since the last resume
+        self.poll = False  # resume at the next state whatever changed (a nested group needs it)
 
     def __getattr__(self, name: str) -> Any:
         if name == "root":
@@ -132,8 +133,6 @@ class Branch:
         self.commands: list[C.Command] = []
         self.done = False
         self.outcome: tuple[str, Any] = ("", None)  # ("ok", value) | ("err", TaskError) | ("raise", exc)
-        self.signature: list[tuple[str, Any]] = []
-        self.abort: Any = None
         self._discarded = False
         self._thread: threading.Thread | None = None
         self._to_branch: queue.SimpleQueue[bool] = queue.SimpleQueue()
@@ -146,7 +145,7 @@ class Branch:
     # -- group side ----------------------------------------------------------------------------
     def run(self) -> None:
         """Start (or resume) the branch; return once it waits again or ended."""
-        self.replay.watch = []
+        self.replay.watch, self.replay.poll = [], False
         if self._thread is None:
             self._thread = threading.Thread(target=self._main, daemon=True,
                                             name=f"orbit-branch-{self.replay.prefix}")
@@ -172,7 +171,7 @@ class Branch:
         self._to_group.put(commands)
         if not self._to_branch.get() or self._discarded:
             raise Suspended()
-        self.replay.watch = []
+        self.replay.watch, self.replay.poll = [], False
 
     def _main(self) -> None:
         CURRENT.replay = self.replay

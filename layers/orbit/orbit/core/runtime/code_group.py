@@ -29,6 +29,7 @@ from orbit.core.runtime.code_errors import StepFailed, non_determinism
 from orbit.core.runtime.code_keys import branch_prefix, group_key
 from orbit.core.runtime.code_replay import Replay, private
 from orbit.core.runtime.code_specs import as_json
+from orbit.core.runtime.code_wakeups import Wakeups
 
 Body = tuple[Callable[..., Any], tuple[Any, ...]]  # a branch function and its arguments after ctx
 MakeCtx = Callable[[Replay], Any]
@@ -95,12 +96,6 @@ def _collect_compensations(parent: Replay, make_ctx: MakeCtx, base: str, names: 
         group.discard()
 
 
-def _signature(state: Any, key: str) -> tuple[Any, Any]:
-    u = state.units.get(key)
-    fo = state.fanouts.get(key)
-    return (u.status if u is not None else None, fo.ended if fo is not None else None)
-
-
 class _Group:
     def __init__(self, parent: Replay, make_ctx: MakeCtx, base: str, names: list[str], bodies: list[Body],
                  policy: Policy, limit: int | None) -> None:
@@ -113,6 +108,7 @@ class _Group:
         self.results: list[Any] = [None] * len(names)
         self.errors: dict[str, TaskError] = {}
         self.succeeded = self.failed = 0
+        self.wakeups = Wakeups()
 
     def drive(self, commands: list[C.Command]) -> list[C.Command]:
         """Run branches until the policy says the group is done; return the commands that end it."""
@@ -124,10 +120,9 @@ class _Group:
             u = self.parent.state.units.get(self.base)
             if u is not None and u.terminal:
                 return commands  # ended from outside (the workflow was cancelled): the caller sees it
-            for b in self.branches:
-                if not b.done and self._changed(b):
-                    b.run()
-                    commands += self._settle(b)
+            for b in self.wakeups.due(self.root.state, self.root.abort_kind(), self.branches):
+                b.run()
+                commands += self._settle(b)
             while self.heap:
                 end, i = heapq.heappop(self.heap)
                 verdict = self._count(i)
@@ -136,7 +131,9 @@ class _Group:
                 if len(self.branches) < len(self.names):
                     commands += self._start(len(self.branches), end)
             if isinstance(self.parent, BranchReplay):  # the parent's own group resumes it on these
-                self.parent.watch.extend(k for b in self.branches if not b.done for k in b.replay.watch)
+                self.parent.watch.extend(self.wakeups.watched())
+                self.parent.poll = self.parent.poll or bool(self.wakeups.always)
+            self.wakeups.snapshot(self.root.state, self.root.abort_kind())
             self.parent._wait(commands)
             commands = []
 
@@ -155,16 +152,8 @@ class _Group:
         if b.done:
             heapq.heappush(self.heap, (b.end_ms, b.index))
             return []
-        state = self.root.state
-        b.signature = [(k, _signature(state, k)) for k in dict.fromkeys(b.replay.watch)]
-        b.abort = self.root.abort_kind()
+        self.wakeups.block(b, self.root.state, b.replay.poll)
         return b.commands
-
-    def _changed(self, b: Branch) -> bool:
-        state = self.root.state
-        if not b.signature or b.abort != self.root.abort_kind():
-            return True
-        return any(_signature(state, k) != sig for k, sig in b.signature)
 
     def _count(self, i: int) -> str | None:
         kind, value = self.branches[i].outcome
