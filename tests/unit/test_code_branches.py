@@ -339,3 +339,20 @@ def test_a_branch_that_uses_the_outer_ctx_gets_a_clear_error():
     h = Harness(wf, workers={"t.echo": echo})
     h.start("outer")
     assert "must use the branch's own ctx" in h.state().output
+
+
+def test_a_branch_waiting_on_no_unit_is_resumed_at_the_next_decision():
+    def body(ctx, input):
+        def hooked(c):
+            c.step("t.echo", 1)
+            token = c.hook_token("h", metadata={"from": "branch"})
+            return {"token": bool(token), "got": c.wait_for("h")}
+        return ctx.parallel(hooked, lambda c: c.parallel(lambda d: (d.step("t.echo", 2), d.hook_token("g"))[0]))
+    wf = _wf("nohook", body)
+    h = Harness(wf, workers={"t.echo": echo})
+    h.start("nohook")
+    h.signal("h", "hi")
+    st = h.state()
+    assert st.output == [{"token": True, "got": "hi"}, [2]], st.error
+    assert h.describe("ex-1")["hooks"]["h"]["metadata"] == {"from": "branch"}
+    _clean(h, wf)
