@@ -347,7 +347,9 @@ def test_a_branch_waiting_on_no_unit_is_resumed_at_the_next_decision():
             c.step("t.echo", 1)
             token = c.hook_token("h", metadata={"from": "branch"})
             return {"token": bool(token), "got": c.wait_for("h")}
-        return ctx.parallel(hooked, lambda c: c.parallel(lambda d: (d.step("t.echo", 2), d.hook_token("g"))[0]))
+        def nested(c):
+            return c.parallel(lambda d: (d.step("t.echo", 2), d.hook_token("g"))[0])
+        return ctx.parallel(hooked, nested)
     wf = _wf("nohook", body)
     h = Harness(wf, workers={"t.echo": echo})
     h.start("nohook")

@@ -14,6 +14,7 @@ from orbit.core.history.events import (
     CompensationCompleted,
     CompensationFailed,
     FailRequested,
+    HandlerStarted,
     HookCreated,
     HookDisposed,
     PatchMarked,
@@ -48,6 +49,7 @@ from orbit.core.runtime.commands import (
     RecordResult,
     ScheduleStep,
     SkipStep,
+    StartHandler,
     SwitchBuild,
     Timeout,
     WaitForSignal,
@@ -90,9 +92,6 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, FailStep):
         if _allowed(ctx, c.unit):
             fail(ctx, c.unit, c.error, c.continue_workflow)
-    elif isinstance(c, CancelUnit):
-        if _allowed(ctx, c.unit):
-            cancel_unit(ctx, c.unit, c.reason)
     elif isinstance(c, SkipStep):
         if _fresh(ctx, c.unit) and not aborting:
             ctx.emit(StepSkipped(c.unit, c.reason))
@@ -129,6 +128,11 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, MarkPatch):
         if c.change_id not in s.patches:
             ctx.emit(PatchMarked(c.change_id, c.position))
+    elif isinstance(c, StartHandler):
+        if _fresh(ctx, c.unit) and not aborting:
+            ctx.emit(HandlerStarted(c.unit, c.signal, c.signal_seq, c.signal_id, c.payload))
+    elif isinstance(c, CancelUnit):
+        cancel_unit(ctx, c.unit, c.reason)
     elif aborting:
         return  # final commands wait for the wind-down to finish
     elif cleanup:
@@ -141,7 +145,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, Cancel):
         ctx.emit(CancelRequested(c.reason or "cancelled by the workflow"))
     elif isinstance(c, Timeout):
-        ctx.emit(WorkflowTimeoutReached())
+        deadline = c.deadline_ms if c.deadline_ms is not None else s.deadline_ms
+        ctx.emit(WorkflowTimeoutReached(deadline if deadline is not None else ctx.now, c.reason or None))
     elif isinstance(c, ContinueAsNew):
         continue_as_new(ctx, c)
 

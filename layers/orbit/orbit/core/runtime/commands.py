@@ -135,7 +135,11 @@ class Cancel(Command):
 
 @dataclass(frozen=True)
 class Timeout(Command):
+    """End the run TIMED_OUT. `deadline_ms`: the deadline that passed, recorded in
+    WorkflowTimeoutReached (None: the execution's own deadline, else the decision time)."""
+
     reason: str = ""
+    deadline_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -260,10 +264,23 @@ class DisposeHook(Command):
 
 
 @dataclass(frozen=True)
+class StartHandler(Command):
+    """Start an `on_signal` instance, unit `on_signal:<signal>@<seq>`, for the buffered arrival
+    of `signal` recorded at `signal_seq` (recorded as HandlerStarted, which consumes the arrival)."""
+
+    unit: str
+    signal: str
+    signal_seq: int
+    signal_id: str = ""
+    payload: JSON = None
+
+
+@dataclass(frozen=True)
 class CancelUnit(Command):
-    """Stop one live unit the code no longer wants (a race's losers, a cancelled scope): a queued
-    step is withdrawn, a running one is told through its heartbeat, a child is cancelled, a
-    timer or wait ends. Recorded as StepCancelled; nothing for a unit that already ended."""
+    """Withdraw a live unit: a queued task is withdrawn, a running one told through its heartbeat,
+    a child cancelled, a timer or wait ended (StepCancelled; nothing for a unit that already ended).
+    The DSL cancels the on_signal instances still running when the main flow ends; code workflows
+    cancel a race's losers, a group's branches still running, a cancelled scope's units."""
 
     unit: str
     reason: str = ""
