@@ -54,8 +54,8 @@ def branches(ctx: Any, input: Any) -> Any:
 
 
 BRANCHES_NAME = "crashmx-branches"
-BRANCH_UNITS = ("1.parallel()", "1.parallel()/0/1.crashmx.double", "1.parallel()/1/2.crashmx.double",
-                "1.parallel()/2/1.wait_for(approval)")
+BRANCH_UNITS = ("1.parallel()", "1.parallel()/0/1.crashmx.double", "1.parallel()/1/1.sleep()",
+                "1.parallel()/1/2.crashmx.double", "1.parallel()/2/1.wait_for(approval)")
 BUILDS["branches"] = orbit.workflow(BRANCHES_NAME, registry=CodeRegistry())(branches)
 SIGNAL = ("approval", {"payload": {"by": "ops"}, "id": "approval-1"})
 SWITCH = Scenario((), {"v": 3}, SIGNAL, code=(NAME, UNITS, "v1"), before_signal=("deploy:v1_comment",))
