@@ -277,8 +277,8 @@ class World:
             self.clock.now += 60_000  # the schedule runs it again a minute later
 
     def act(self, action: str) -> None:
-        """An operator action: deploy a code build (no AWS call: the functions' code changes) or
-        `orbit unpark` through the API."""
+        """An operator action: deploy a code build (no AWS call: the functions' code changes),
+        `orbit unpark` or an update through the API."""
         from crash_code import deploy
 
         self.actions_done += 1
@@ -286,6 +286,10 @@ class World:
             deploy(action.removeprefix("deploy:"))
         elif action == "unpark":
             self.api("POST", f"/executions/{EXECUTION}/unpark", {}, 202)
+        elif action.startswith("update:"):  # crash_updates.py
+            from crash_updates import send_update
+
+            send_update(self, action.removeprefix("update:"))
         else:
             raise AssertionError(f"unknown action {action!r}")
 

@@ -358,3 +358,25 @@ def test_a_branch_waiting_on_no_unit_is_resumed_at_the_next_decision():
     assert st.output == [{"token": True, "got": "hi"}, [2]], st.error
     assert h.describe("ex-1")["hooks"]["h"]["metadata"] == {"from": "branch"}
     _clean(h, wf)
+
+
+def test_an_update_during_a_parallel_of_branches_runs_at_the_groups_wait_and_replays_cold():
+    from orbit.core.runtime.code import default_runtime
+
+    def body(ctx, input):
+        log = []
+        ctx.update_handler("note", lambda x: (log.append(x), len(log))[1])
+        out = ctx.parallel(lambda c: c.step("t.slow", 1), lambda c: c.wait_for("go"))
+        return {"out": out, "log": log}
+    wf = _wf("upd-br", body)
+    h = Harness(wf, workers={"t.slow": echo})
+    h.held.add("t.slow")
+    h.start("upd-br")
+    assert h.update("ex-1", "note", "during") == 1
+    done = [e for e in h.history("ex-1") if e["type"] == "UpdateCompleted"]
+    assert [e["position"] for e in done] == [1]  # the group's position: where the workflow waits
+    default_runtime().forget()
+    h.release("t.slow")
+    h.signal("go", "now")
+    assert h.state().output == {"out": [1, "now"], "log": ["during"]}
+    _clean(h, wf)

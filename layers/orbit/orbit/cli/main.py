@@ -677,6 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
     from orbit.cli.recovery import add_recovery_commands
 
     add_recovery_commands(sub, api_opts, lambda args: _client(args))  # looked up when called
+    from orbit.cli.updates import add_update_parser
+
+    add_update_parser(sub, api_opts, lambda args: _client(args))
 
     sp = sub.add_parser(
         "advance",

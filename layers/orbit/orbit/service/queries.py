@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.core.definition.model import Definition
+from orbit.core.runtime.code_updates import ctx_call as _ctx_call
 from orbit.errors import OrbitError, ValidationError
 
 
@@ -66,27 +67,12 @@ class _NoDurableCalls:
                          "call a durable operation (it records nothing)", "name")
 
 
-def _ctx_call(default: str) -> str:
-    """The `ctx` method the handler called: the outermost frame inside the context module."""
-    import sys
-
-    from orbit.core.runtime import code_context
-
-    frame, name = sys._getframe(2), default
-    while frame is not None:
-        if frame.f_code.co_filename == code_context.__file__:
-            name = frame.f_code.co_name
-        elif name != default:
-            break
-        frame = frame.f_back  # type: ignore[assignment]
-    return name
-
-
 def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
     from orbit.core.runtime.code_instance import Instance
     from orbit.core.runtime.code_specs import as_json
 
     inst = Instance(wf, state.id)
+    inst.replay.updates.dry = True  # updates not run yet stay unrun: a query records nothing
     try:
         inst.feed(state)  # replays to where the execution stands; its commands are dropped
         ctx = inst.ctx

@@ -173,6 +173,14 @@ class Simulator:
     def resume_hook(self, token: str, payload: Any = None) -> str:
         return self.engine.resume_hook(token, payload)
 
+    def update(self, execution_id: str, name: str, input: Any = None, update_id: str | None = None) -> Any:
+        """A durable update (docs/updates.md); runs the system until its result is recorded."""
+        from orbit.errors import update_result
+        from orbit.service.updates import submit, wait
+
+        uid = submit(self.engine, execution_id, name, input, update_id)
+        return update_result(wait(self.engine, execution_id, uid, 0, self.run_until_idle), 0)
+
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(execution_id, reason, force)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from orbit.core.decider import updates
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
@@ -51,6 +52,7 @@ from orbit.core.history.messages import (
     StartedMessage,
     StartMessage,
     UnparkMessage,
+    UpdateMessage,
     WakeMessage,
 )
 from orbit.core.history.state import COMPENSATING, ExecutionState
@@ -182,6 +184,8 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
             ctx.emit(CancelRequested(m.reason or "cancelled", m.force))
     elif isinstance(m, ChildDoneMessage):
         _child_done(ctx, m)
+    elif isinstance(m, UpdateMessage) and (signal := updates.accept(ctx, m)):
+        deliver(ctx, signal)  # a definition's update: delivered as its signal
     if not isinstance(m, WakeMessage) and _overdue(s, ctx.now):
         wake_due(ctx)  # a late timer: act on what is already due rather than wait for it
 

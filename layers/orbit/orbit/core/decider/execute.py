@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orbit.core.decider import updates
 from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
@@ -36,6 +37,7 @@ from orbit.core.runtime.commands import (
     CancelUnit,
     Command,
     Complete,
+    CompleteUpdate,
     ContinueAsNew,
     CreateHook,
     DisposeHook,
@@ -128,6 +130,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, MarkPatch):
         if c.change_id not in s.patches:
             ctx.emit(PatchMarked(c.change_id, c.position))
+    elif isinstance(c, CompleteUpdate):
+        updates.complete(ctx, c)
     elif isinstance(c, StartHandler):
         if _fresh(ctx, c.unit) and not aborting:
             ctx.emit(HandlerStarted(c.unit, c.signal, c.signal_seq, c.signal_id, c.payload))

@@ -26,7 +26,7 @@ from orbit.core.definition.steps_check import STEP_NAME, check_retry, check_step
 from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
-            "output", "output_schema", "signals", "queries", "retention", "on_signal")
+            "output", "output_schema", "signals", "queries", "retention", "on_signal", "updates")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -68,6 +68,10 @@ def validate_definition(document: Any) -> list[Problem]:
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
     _check_queries(document.get("queries"), "queries" in document, out)
+    if "updates" in document:
+        from orbit.core.definition.updates_check import check_updates
+
+        check_updates(document, out, lambda t, p: _root_reads(t, p, (*ROOT_FIELDS, "update"), out))
     check_handlers(document, out, _GraphChecks())
     _check_hooks(document, out)
     _check_roots(document, out)

@@ -274,6 +274,28 @@ class SignalConsumed(Event):
 
 
 @event
+class UpdateAccepted(Event):
+    """An update passed its validator and was recorded (docs/updates.md); it runs next."""
+
+    update_id: str
+    name: str
+    input: JSON = None
+
+
+@event
+class UpdateCompleted(Event):
+    """The update's handler ran (code: at durable-call `position`; a definition: its `wait_for`
+    step `step` consumed it) with `result`, or failed with `error`."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"error", "step"})
+    update_id: str
+    position: int = 0
+    result: JSON = None
+    error: TaskError | None = None
+    step: str | None = None
+
+
+@event
 class HookCreated(Event):
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"metadata"})
     name: str

@@ -446,6 +446,10 @@ from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  
 
 HANDLERS.update(RECOVERY_HANDLERS)
 
+from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
+
+HANDLERS.update(UPDATE_HANDLERS)
+
 from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402  (same reason)
 
 HANDLERS.update(HANDLER_HANDLERS)

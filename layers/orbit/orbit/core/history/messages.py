@@ -190,6 +190,18 @@ class ForkCreatedMessage(Message):
     from_step: str = ""
 
 
+@dataclass(frozen=True)
+class UpdateMessage(Message):
+    """A validated update (docs/updates.md); its id is `update:<update_id>`."""
+
+    KIND: ClassVar[str] = "update"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"update_id": (str, True), "name": (str, True),
+                                                   "input": (_ANY, False)}
+    update_id: str = ""
+    name: str = ""
+    input: JSON = None
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = registry(
     "KIND",
     StartMessage,
@@ -204,6 +216,7 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
     RedriveMessage,
     ForkCreatedMessage,
     UnparkMessage,
+    UpdateMessage,
 )
 
 

@@ -191,6 +191,8 @@ class CodeRuntime:
             return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
             return False
+        if not r.updates.recorded(state):
+            return False  # an update handler ran in a decision whose commit was lost
         for fact in r.witness:
             if fact[0] == "unit":
                 _, key, status, output, error = fact

@@ -77,7 +77,8 @@ class BranchReplay(Replay):
         self.watch.append(key)
         super()._check_present(position, key, u, requested, command)
 
-    def _wait(self, commands: list[C.Command]) -> None:
+    def _wait(self, commands: list[C.Command], updates: bool = True) -> None:
+        # update handlers run where the workflow itself blocks (its group's wait), never in a branch
         self._block(commands)
 
     # -- calls that behave differently inside a branch -------------------------------------

@@ -45,6 +45,7 @@ from orbit.core.runtime.code_errors import Cancelled, FailRun, StepFailed, Workf
 from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
+from orbit.core.runtime.code_updates import Updates
 
 THREAD = threading.local()  # .replay: the replay of the branch running on this thread, if any
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
@@ -91,6 +92,7 @@ class Replay:
         self.emitted_patches: list[str] = []
         self.marked: set[str] = set()  # patches this replay marked (recorded with its next stop)
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
+        self.updates = Updates()  # ctx.update_handler (code_updates.py)
 
     # -- feeding ---------------------------------------------------------------------------
     def begin(self, state: ExecutionState) -> None:
@@ -99,6 +101,7 @@ class Replay:
             self.now_ms = state.created_at_ms
         self.state = state
         self.witness, self.emitted_units, self.emitted_hooks, self.emitted_patches = [], [], [], []
+        self.updates.emitted = []
         if len(state.units) != self.known_units:
             self._index = None  # rebuilt on first use: a replay that only meets recorded calls never needs it
             self.known_units = len(state.units)
@@ -122,7 +125,9 @@ class Replay:
         self.emitted_units.extend(keys)
         self.known_units += len(keys)
 
-    def _wait(self, commands: list[C.Command]) -> None:
+    def _wait(self, commands: list[C.Command], updates: bool = True) -> None:
+        if updates:  # a durable call blocks here: the deterministic point for updates
+            commands = commands + self.updates.at_block(self)
         out, self.outbox = self.outbox + commands, []
         self._block(out)
 
@@ -201,6 +206,7 @@ class Replay:
         self.witness.append(("unit", key, u.status, u.output, u.error))
         if u.finished_at_ms and u.finished_at_ms > self.now_ms:
             self.now_ms = u.finished_at_ms
+        self.updates.before_return(self)  # updates that ran while this call waited run again
 
     def _ended(self, key: str, u: UnitState, fail_run: bool) -> Any:
         """Value of an ended unit, or the exception the workflow sees."""
@@ -382,7 +388,7 @@ class Replay:
                 self.witness.append(("hook", name, hook.get("token")))
                 return str(hook["token"])
             self.emitted_hooks.append(name)
-            self._wait([C.CreateHook(name, metadata=metadata)])
+            self._wait([C.CreateHook(name, metadata=metadata)], updates=False)
 
     def patched(self, change_id: str, deprecated: bool = False) -> bool:
         return _patched(self, change_id, deprecated)
