@@ -692,6 +692,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_schedule_parser(sub, api_opts)
     add_ui_parser(sub)
+    from orbit.cli.testing import add_testing_parsers
+
+    add_testing_parsers(sub)
     from orbit.cli.evolution import add_parsers
 
     add_parsers(sub, api_opts, _client)

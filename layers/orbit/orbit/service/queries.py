@@ -27,11 +27,14 @@ def run_query(engine: Any, execution_id: str, name: str, input: Any = None) -> A
     from orbit.service.operations import check_json
 
     check_json(input, "input")
+    from orbit.core.history.hook_tokens import keys_from
+
     state = engine.load_state(execution_id)
     wf = engine.registry.get_build(state.workflow, state.version, state.build)
-    if isinstance(wf, Definition):
-        return _definition_query(wf, state, name, input)
-    return _code_query(wf, state, name, input)
+    with keys_from(engine.ids):  # hooks.NAME.token reads as in a decision (the replay must match)
+        if isinstance(wf, Definition):
+            return _definition_query(wf, state, name, input)
+        return _code_query(wf, state, name, input)
 
 
 def _unknown(state: Any, name: str, known: Any) -> QueryError:

@@ -111,7 +111,10 @@ class Simulator:
         visibility_ms: int = 30_000,
         batch: int = 10,
         max_receives: int = 5,
+        hook_key: bytes | None = None,
     ) -> None:
+        """`hook_key`: derive hook tokens from it and record only their hash, as a deployed stack
+        does (docs/security.md); without it, hook tokens are random and recorded in the history."""
         self.clock = ManualClock(start_ms)
         self.store = MemoryHistoryStore()
         self.queues = MemoryQueues()
@@ -125,7 +128,7 @@ class Simulator:
             MemoryPayloadStore(),
             self.registry,
             self.clock,
-            SeededIds(seed),
+            SeededIds(seed, hook_key),
             snapshot_every=snapshot_every,
             backoff=lambda attempt: None,  # one thread on a virtual clock: nobody to wait for
         )

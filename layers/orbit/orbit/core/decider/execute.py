@@ -30,6 +30,7 @@ from orbit.core.history.events import (
     WorkflowContinuedAsNew,
     WorkflowTimeoutReached,
 )
+from orbit.core.history.hook_tokens import DIGEST_PREFIX, derive, key_of, sha256_hex
 from orbit.core.history.state import PENDING, buffered_signals, parse_key
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
@@ -194,8 +195,16 @@ def finish_cleanup(ctx: Ctx, c: Command) -> None:
 
 
 def create_hook(ctx: Ctx, name: str, token: str = "", metadata: object = None) -> None:
+    """With a stack key the token is derived and only its hash is recorded and indexed
+    (orbit.core.history.hook_tokens); without one, a random token is recorded as it is."""
+    key = None if token else key_of(ctx.ids)
+    if key is not None:
+        digest = sha256_hex(derive(key, ctx.state.id, name))
+        ctx.emit(HookCreated(name, token_sha256=digest, metadata=metadata))
+        ctx.effect(RegisterHook(DIGEST_PREFIX + digest, ctx.state.id, name))
+        return
     token = token or ctx.token()
-    ctx.emit(HookCreated(name, token, metadata))
+    ctx.emit(HookCreated(name, token, metadata=metadata))
     ctx.effect(RegisterHook(token, ctx.state.id, name))
 
 

@@ -297,10 +297,15 @@ class UpdateCompleted(Event):
 
 @event
 class HookCreated(Event):
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"metadata"})
+    """`token` in histories written without a stack key; otherwise only `token_sha256`
+    (orbit.core.history.hook_tokens): the token is derived again, never stored. `metadata`: what
+    the code attached (ctx.hook_token(name, metadata=...)), shown by describe."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256", "metadata"})
     name: str
-    token: str
-    metadata: JSON = None  # what the code attached (ctx.hook_token(name, metadata=...)), shown by describe
+    token: str | None = None
+    token_sha256: str | None = None
+    metadata: JSON = None
 
 
 @event
@@ -312,9 +317,11 @@ class HookDisposed(Event):
 
 @event
 class HookResumed(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
     name: str
-    token: str
+    token: str | None = None
     payload: JSON = None
+    token_sha256: str | None = None
 
 
 @event

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orbit.core.history.hook_tokens import identity
 from orbit.core.runtime import commands as C
 
 
@@ -18,6 +19,6 @@ def dispose(replay: Any, name: str) -> None:
     if hook is None:
         raise ValueError(f"dispose_hook({name!r}): this execution has no hook {name!r} "
                          f"(create it with ctx.hook_token first)")
-    replay.witness.append(("hook", name, hook.get("token")))
+    replay.witness.append(("hook", name, identity(hook)))
     if not hook.get("disposed"):
         replay.outbox.append(C.DisposeHook(name))

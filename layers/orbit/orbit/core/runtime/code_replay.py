@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.hook_tokens import identity, token_of, tokens_view
 from orbit.core.history.state import (
     CANCELLED,
     FAILED,
@@ -86,6 +87,7 @@ class Replay:
         self.progress_made = 0
         self.last_progress: Any = None
         self.outbox: list[C.Command] = []  # progress records waiting to go out with the next stop
+        self.keys: Any = None  # the decision's hook-key source (hook_tokens.current_keys), set per feed
         self.witness: list[tuple[Any, ...]] = []
         self.emitted_units: list[str] = []
         self.emitted_hooks: list[str] = []
@@ -159,7 +161,7 @@ class Replay:
         if (u.kind and u.kind != requested["kind"]) or (task and u.task and u.task != task) or \
                 (requested.get("signal") and u.signal != requested["signal"]):
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id)
-        differs = value_differences(u, command, self.state.hooks) if command is not None else None
+        differs = value_differences(u, command, self._hook_view()) if command is not None else None
         if differs:
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id, differs)
 
@@ -345,7 +347,7 @@ class Replay:
                    requested: dict[str, Any]) -> None:
         """A recorded map must have the same items, and its elements the same task and policy."""
         want = as_json(items, f"the items of map {base!r}")
-        differs = items_differences(parent.input, want, self.state.hooks)
+        differs = items_differences(parent.input, want, self._hook_view())
         if differs:
             raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
         key = f"{base}[0]"
@@ -385,10 +387,13 @@ class Replay:
         while True:
             hook = self.state.hooks.get(name)
             if hook is not None:
-                self.witness.append(("hook", name, hook.get("token")))
-                return str(hook["token"])
+                self.witness.append(("hook", name, identity(hook)))
+                return token_of(self.state.id, name, hook, self.keys)
             self.emitted_hooks.append(name)
             self._wait([C.CreateHook(name, metadata=metadata)], updates=False)
+
+    def _hook_view(self) -> dict[str, Any]:
+        return tokens_view(self.state.id, self.state.hooks, self.keys)
 
     def patched(self, change_id: str, deprecated: bool = False) -> bool:
         return _patched(self, change_id, deprecated)
