@@ -29,6 +29,7 @@ from orbit.core.history.events import (
     TimerFired,
     WorkflowTimeoutReached,
 )
+from orbit.core.history.nesting import abandoned
 from orbit.core.history.state import (
     DISPATCHED,
     RETRY_WAIT,
@@ -265,7 +266,7 @@ def cancel_unit(ctx: Ctx, unit: str, reason: str) -> None:
     ctx.emit(StepCancelled(unit, reason))
     if status in (SCHEDULED, DISPATCHED) and token:
         ctx.effect(CancelTask(ctx.state.id, unit, token, queue))
-    if child and status == RUNNING:
+    if child and status == RUNNING and not abandoned(unit):  # an abandoned child runs on
         ctx.effect(CancelChild(child, reason))
 
 

@@ -298,12 +298,21 @@ class UpdateCompleted(Event):
 @event
 class HookCreated(Event):
     """`token` in histories written without a stack key; otherwise only `token_sha256`
-    (orbit.core.history.hook_tokens): the token is derived again, never stored."""
+    (orbit.core.history.hook_tokens): the token is derived again, never stored. `metadata`: what
+    the code attached (ctx.hook_token(name, metadata=...)), shown by describe."""
 
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256", "metadata"})
     name: str
     token: str | None = None
     token_sha256: str | None = None
+    metadata: JSON = None
+
+
+@event
+class HookDisposed(Event):
+    """The code disposed of the hook: its token resumes nothing any more."""
+
+    name: str
 
 
 @event

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, fields
 
 from orbit.core.history.events import JSON, TaskError
+from orbit.core.history.nesting import parent_of
 
 # Workflow statuses (DESIGN describe shape).
 RUNNING = "RUNNING"
@@ -333,9 +334,12 @@ class ExecutionState:
                     "attempt": u.attempt,
                     "output": u.output,
                     "error": u.error.to_dict() if u.error else None,
+                    **({"parent": parent_of(k)} if isinstance(k, str) and "/" in k and parent_of(k) else {}),
                 }
                 for k, u in (self.units.items() if units is None else ((k, self.units[k]) for k in units))
             },
+            **({"hooks": {n: {k: v for k, v in h.items() if k != "token"} for n, h in self.hooks.items()}}
+               if self.hooks else {}),
             "progress": self.progress,
             "parent": self.parent,
             "compensation": self.compensation,

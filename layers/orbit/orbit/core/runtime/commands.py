@@ -257,6 +257,13 @@ class MarkPatch(Command):
 
 
 @dataclass(frozen=True)
+class DisposeHook(Command):
+    """The code is done with hook `hook_id`: its token resumes nothing any more (404)."""
+
+    hook_id: str
+
+
+@dataclass(frozen=True)
 class CompleteUpdate(Command):
     """A code workflow ran update `update_id`'s handler at durable-call `position`."""
 
@@ -280,8 +287,10 @@ class StartHandler(Command):
 
 @dataclass(frozen=True)
 class CancelUnit(Command):
-    """Withdraw a live unit (a queued task is withdrawn, a running one told, a child cancelled);
-    the DSL cancels the on_signal instances still running when the main flow ends."""
+    """Withdraw a live unit: a queued task is withdrawn, a running one told through its heartbeat,
+    a child cancelled, a timer or wait ended (StepCancelled; nothing for a unit that already ended).
+    The DSL cancels the on_signal instances still running when the main flow ends; code workflows
+    cancel a race's losers, a group's branches still running, a cancelled scope's units."""
 
     unit: str
     reason: str = ""
