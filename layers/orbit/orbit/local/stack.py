@@ -123,6 +123,7 @@ class LocalStack(ScheduleOps):
         self.cloud.start()
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
+        self.services.run_inline(session="local")  # every registered task can run inline, in process
         self.cloud.next_timer = self.services.table_timers.next_fire_ms
 
     def close(self) -> None:

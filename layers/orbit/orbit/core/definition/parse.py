@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from orbit.core.definition.inline import inline_semantics
 from orbit.core.definition.durations import parse_duration
 from orbit.core.definition.expressions import references
 from orbit.core.definition.graph import step_after, step_reads
@@ -131,6 +132,7 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
         "timeout_ms": parse_duration(timeout) if timeout is not None else None,
         "queue_timeout_ms": parse_duration(queue_timeout) if queue_timeout is not None else None,
         "heartbeat_timeout_ms": parse_duration(heartbeat_timeout) if heartbeat_timeout is not None else None,
+        "inline": inline_semantics(body) if kind == "task" else None,
     }
 
 
