@@ -201,6 +201,8 @@ class Services:
                         self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
+        timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
+        engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         return engine
 
     def run_inline(self, remaining_ms: Any = None, session: str | None = None) -> Any:

@@ -91,6 +91,7 @@ Deliveries = dict[str, tuple[int | None, int]]
 class Engine(RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
+    decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
 
     def __init__(
         self,

@@ -32,11 +32,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from orbit.core.definition.inline import AT_MOST_ONCE
+from orbit.core.definition.inline import AT_MOST_ONCE, inline_timeout_problems
 from orbit.core.history.effects import ArmTimer, DispatchTask, Effect
 from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
+from orbit.errors import ValidationError
 
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
@@ -88,6 +89,16 @@ class InlineRunner:
         if p is None:
             p = self._local.pending = {}
         return p
+
+
+def check_registration(engine: Any, definition: Any) -> None:
+    """Refuse a definition whose inline step's timeout does not fit in the decider's timeout
+    (`engine.decider_timeout_ms`, from ORBIT_DECIDER_TIMEOUT_S; unknown: Lambda's 900 s, checked
+    when the definition was parsed)."""
+    limit = getattr(engine, "decider_timeout_ms", None)
+    problems = inline_timeout_problems(definition, limit) if limit else []
+    if problems:
+        raise ValidationError(problems)
 
 
 def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) -> None:

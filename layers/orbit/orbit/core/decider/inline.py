@@ -15,8 +15,10 @@ durable functions uses:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from orbit.core.decider.context import Ctx
-from orbit.core.decider.units import attempt_failed, redispatch
 from orbit.core.definition.inline import AT_MOST_ONCE
 from orbit.core.history.events import StepAttemptUncertain, TaskError
 from orbit.core.history.state import DISPATCHED, UnitState
@@ -24,7 +26,9 @@ from orbit.core.history.state import DISPATCHED, UnitState
 ATTEMPT_UNCERTAIN = "ATTEMPT_UNCERTAIN"
 
 
-def lease_expired(ctx: Ctx, key: str, u: UnitState) -> None:
+def lease_expired(ctx: Ctx, key: str, u: UnitState, attempt_failed: Callable[..., Any],
+                  redispatch: Callable[..., Any]) -> None:
+    """`attempt_failed` and `redispatch` are orbit.core.decider.units' (which calls this)."""
     if u.inline == AT_MOST_ONCE and u.status == DISPATCHED:
         why = (f"the invocation running attempt {u.attempt} of {u.task!r} ({u.worker_session or '?'}) "
                "ended before recording its outcome; at_most_once: not run again")

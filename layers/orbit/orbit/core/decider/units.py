@@ -8,6 +8,7 @@ or the units whose wake-up is due.
 from __future__ import annotations
 
 from orbit.core.decider.context import Ctx, jitter_fraction
+from orbit.core.decider.inline import lease_expired
 from orbit.core.history.effects import CancelChild, CancelTask, DispatchTask
 from orbit.core.history.events import (
     EXPRESSION_ERROR,
@@ -305,9 +306,7 @@ def wake_due(ctx: Ctx) -> None:
 
 def _wake_unit(ctx: Ctx, key: str, u: UnitState) -> None:
     if u.inline is not None and u.status in (SCHEDULED, DISPATCHED):
-        from orbit.core.decider.inline import lease_expired  # its own module; it calls back in here
-
-        lease_expired(ctx, key, u)
+        lease_expired(ctx, key, u, attempt_failed, redispatch)  # the invocation running it died
     elif u.status == RETRY_WAIT:
         redispatch(ctx, key, redelivery=False)
     elif u.status == WAITING and u.signal is None:
