@@ -84,8 +84,9 @@ class World:
         for _ in range(max_rounds):
             batch = self.queues.receive_decisions(self.clock.now_ms())
             if batch:
+                counts = [2 if m.get("_redelivered") else 1 for m in batch]  # ApproximateReceiveCount
                 try:
-                    failures = self.decider.handle_batch(batch, [2] * len(batch))
+                    failures = self.decider.handle_batch(batch, counts)
                     assert not failures, failures
                 except Crash:
                     self.hidden.append((self.clock.now_ms() + VISIBILITY_MS, batch))
@@ -99,7 +100,7 @@ class World:
                 continue
             if self.hidden and self.hidden[0][0] <= self.clock.now_ms():
                 for m in self.hidden.pop(0)[1]:
-                    self.queues.send_decision(m)
+                    self.queues.send_decision({**m, "_redelivered": True})
                 continue
             if self.decider.fire_timers(self.clock.now_ms()):
                 continue

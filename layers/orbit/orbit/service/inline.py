@@ -38,6 +38,7 @@ from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
 from orbit.errors import ValidationError
+from orbit.service.outbox import still_due
 
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
@@ -111,6 +112,10 @@ def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) 
     runner._local.driving = True
     try:
         engine._process(eid, msgs, delivery)
+        if any((delivery or {}).get(m.id, (None, 1))[1] > 1 for m in msgs):
+            cached = engine._cache.get(eid)  # a redelivery: its first invocation may have died mid-chain
+            if cached is not None:
+                recover(engine, eid, cached[0])
         drive(engine, eid, msgs)
     finally:
         runner._local.driving = False
@@ -226,6 +231,13 @@ def recover(engine: Any, eid: str, state: ExecutionState) -> None:
     """A redelivered message: the invocation that handled it may have died inside a chain. A live
     inline attempt whose lease passed is woken now; one still leased gets a timer at the lease's
     end, in case its owner is gone (a spare wake finds nothing due and changes nothing)."""
+    # A chain carries out each commit's effects before it runs the next step, so a crash can only
+    # have left the *last* commit's effects unsent (a worker dispatch, a child's start, ...); that
+    # commit handled the chain's own result message, which no queue will redeliver: re-send them.
+    last = max(state.inbound.values(), default=None)
+    commit = engine.store.read_commit(eid, last) if last is not None else None
+    if commit is not None:
+        engine._carry_out(eid, still_due(state, commit.effects), fresh=False)
     now = engine.clock.now_ms()
     for key in list(state.active):
         u = state.units.get(key)

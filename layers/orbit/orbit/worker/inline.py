@@ -66,8 +66,8 @@ class InlineTasks:
             except Exception as e:  # noqa: BLE001 - the step's failure, retryable like a worker's
                 log.exception("inline task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
                 box["error"] = TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
-            except BaseException as e:  # noqa: BLE001 - SystemExit and the like end the attempt too
-                box["error"] = TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
+            except BaseException as e:  # noqa: BLE001 - SystemExit and the like: raised in the invocation
+                box["fatal"] = e
 
         thread = threading.Thread(target=target, name=f"inline:{d.unit}", daemon=True)
         thread.start()
@@ -76,6 +76,8 @@ class InlineTasks:
             return None, TaskError(TIMEOUT, f"attempt {d.attempt} of {d.task!r} did not finish within "
                                             f"{limit_ms} ms (inline: the step's timeout, bounded by the "
                                             "time the decider's invocation had left)")
+        if "fatal" in box:  # the process is going down as a worker's would: the lease decides later
+            raise box["fatal"]
         if "error" in box:
             return None, box["error"]
         return box.get("output"), None
