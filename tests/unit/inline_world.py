@@ -55,15 +55,16 @@ class CrashingStore(MemoryHistoryStore):
 
 
 class World:
-    def __init__(self, tasks: dict[str, Callable[..., Any]], remaining_ms: Callable[[], int | None] | None = None,
-                 modules: tuple[str, ...] = ()) -> None:
+    def __init__(self, tasks: dict[str, Callable[..., Any]],
+                 remaining_ms: Callable[[], int | None] | None = None, modules: tuple[str, ...] = ()) -> None:
         self.store, self.queues, self.timers = CrashingStore(), MemoryQueues(), MemoryTimers()
         self.registry, self.clock = MemoryRegistry(), ManualClock(T0)
         self.queues.bind_clock(self.clock)
         self.tasks = tasks
         self.modules = modules
         self.remaining_ms = remaining_ms
-        self.api = Engine(self.store, self.queues, self.timers, None, self.registry, self.clock, SeededIds("api"))
+        self.api = Engine(self.store, self.queues, self.timers, None, self.registry, self.clock,
+                          SeededIds("api"))
         self.decider = self.container()
         self.worker = Worker(self.queues, None, self.clock, tasks=tasks)
         self.hidden: list[tuple[int, list[dict[str, Any]]]] = []  # (visible again at, batch)
@@ -72,7 +73,8 @@ class World:
     def container(self) -> Engine:
         e = Engine(self.store, self.queues, self.timers, None, self.registry, self.clock,
                    SeededIds(f"decider-{time.perf_counter_ns()}"))
-        e.inline = InlineRunner(InlineTasks(self.modules, tasks=self.tasks), "s", remaining_ms=self.remaining_ms)
+        tasks = InlineTasks(self.modules, tasks=self.tasks)
+        e.inline = InlineRunner(tasks, "s", remaining_ms=self.remaining_ms)
         return e
 
     def register(self, definition: dict[str, Any]) -> None:
@@ -93,7 +95,8 @@ class World:
                     self.decider = self.container()  # the dead container's cache is gone
                     self.containers += 1
                 continue
-            tasks = [b for q in list(self.queues.tasks) for b in self.queues.receive_tasks(q, self.clock.now_ms())]
+            now = self.clock.now_ms()
+            tasks = [b for q in list(self.queues.tasks) for b in self.queues.receive_tasks(q, now)]
             if tasks:
                 for body in tasks:
                     self.worker.process(body)

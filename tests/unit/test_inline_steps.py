@@ -87,7 +87,8 @@ def test_at_most_once_commits_its_started_record_with_the_scheduling_commit() ->
 def test_inline_retry_waits_its_backoff_on_a_durable_timer() -> None:
     w = World(TASKS)
     w.register({"orbit": 1, "name": "retry", "steps": {"f": {
-        "task": "t.flaky", "inline": True, "input": {"v": 1}, "retry": {"max_attempts": 2, "backoff": "10s"}}},
+        "task": "t.flaky", "inline": True, "input": {"v": 1},
+        "retry": {"max_attempts": 2, "backoff": "10s"}}},
         "output": "{% steps.f.output.v %}"})
     eid = w.decider.start("retry", None, {}, "e1")
     assert w.api.describe(eid)["status"] == "RUNNING"
@@ -179,7 +180,8 @@ def test_validation_of_inline_keys() -> None:
 
     assert "inline step runs in the decider" in problems({"task": "a.b", "inline": True, "queue": "q"})
     assert "add `inline: true`" in problems({"task": "a.b", "semantics": "at_most_once"})
-    assert "must be at_least_once or at_most_once" in problems({"task": "a.b", "inline": True, "semantics": "x"})
+    assert "must be at_least_once or at_most_once" in problems(
+        {"task": "a.b", "inline": True, "semantics": "x"})
     assert "must be true or false" in problems({"task": "a.b", "inline": "yes"})
     assert "at most 900s" in problems({"task": "a.b", "inline": True, "timeout": "20m"})
     assert "not used by a wait_for" in problems({"wait_for": "x", "inline": True}) or "inline" in problems(
@@ -189,7 +191,8 @@ def test_validation_of_inline_keys() -> None:
 def test_registration_refuses_an_inline_timeout_longer_than_the_deciders() -> None:
     w = World(TASKS)
     w.api.decider_timeout_ms = 30_000
-    ok = parse_definition({"orbit": 1, "name": "v", "steps": {"s": {"task": "a.b", "inline": True, "timeout": "20s"}}})
+    ok = parse_definition({"orbit": 1, "name": "v", "steps": {"s": {"task": "a.b", "inline": True,
+                                                                   "timeout": "20s"}}})
     check_registration(w.api, ok)
     long = parse_definition({"orbit": 1, "name": "v", "steps": {"s": {"task": "a.b", "inline": True,
                                                                      "timeout": "45s"}}})

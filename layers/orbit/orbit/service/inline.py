@@ -241,7 +241,9 @@ def recover(engine: Any, eid: str, state: ExecutionState) -> None:
     now = engine.clock.now_ms()
     for key in list(state.active):
         u = state.units.get(key)
-        if u is None or u.inline is None or u.deadline_ms is None or u.status not in (SCHEDULED, "DISPATCHED"):
+        if u is None or u.inline is None or u.deadline_ms is None:
+            continue
+        if u.status not in (SCHEDULED, "DISPATCHED"):
             continue
         if u.deadline_ms <= now:
             engine.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{now}"})

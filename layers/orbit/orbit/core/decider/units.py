@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from orbit.core.decider.context import Ctx, jitter_fraction
 from orbit.core.decider.inline import lease_expired
+from orbit.core.definition.inline import inline_timeout
 from orbit.core.history.effects import CancelChild, CancelTask, DispatchTask
 from orbit.core.history.events import (
     EXPRESSION_ERROR,
@@ -40,7 +41,6 @@ from orbit.core.history.state import (
     UnitState,
     parse_key,
 )
-from orbit.core.definition.inline import inline_timeout
 from orbit.core.runtime.commands import CONTINUE_WORKFLOW, RetryPolicy, StepCommand
 
 # Codes the engine never retries, whatever the policy says.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from orbit.core.definition.inline import inline_semantics
 from orbit.core.definition.durations import parse_duration
 from orbit.core.definition.expressions import references
 from orbit.core.definition.graph import step_after, step_reads
 from orbit.core.definition.hashing import definition_hash
+from orbit.core.definition.inline import inline_semantics
 from orbit.core.definition.model import COMPENSATE_KINDS, STEP_KINDS, Definition, RetryPolicy, Signal, Step
 from orbit.core.definition.validate import validate_definition
 from orbit.errors import Problem, ValidationError
