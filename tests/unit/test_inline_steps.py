@@ -54,13 +54,14 @@ def _clear() -> None:
     RUNS.clear()
 
 
-def test_a_chain_of_inline_steps_runs_in_one_invocation_one_commit_per_step_and_no_queue_message() -> None:
+def test_a_chain_of_inline_steps_runs_in_one_invocation_batched_commits_and_no_queue_message() -> None:
     w = World(TASKS)
     w.register(chain(10))
     eid = w.decider.start("chain", None, {"v": 0}, "e1")  # a decider's own start runs the chain at once
     desc = w.api.describe(eid)
     assert (desc["status"], desc["output"]) == ("COMPLETED", 10)
-    assert w.store.commits == 11  # the start + one per step (each result rides with the next decision)
+    # results are batched (at_least_once): 8 steps ride with the start's commit, 2 with the next
+    assert w.store.commits == 2
     assert w.queues.pending() == 0 and w.timers.next_fire_ms() is None  # no queue hop, no timer
     scheduled = [e for e in w.events(eid) if e["type"] == "StepScheduled"]
     assert {e["inline"] for e in scheduled} == {"at_least_once"} and all(e["queue"] == "" for e in scheduled)

@@ -347,8 +347,9 @@ class Engine(RecoveryApi, EngineApi):
             effects.extend(d.effects)
             handled.append(m.id)
         # An execution that ends here writes its last items with their expiry (see _retire).
-        if self.inline is not None:  # at_most_once: the started record rides in this commit
-            inline.add_started(self, state, wf, effects, events, now)
+        if self.inline is not None:  # at_least_once steps run now, their results in this commit;
+            inline.run_before_commit(self, state, wf, events, effects, handled)
+            inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
         expires = self._expiry(state) if state.created and state.status in TERMINAL_WORKFLOW else None
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))

@@ -43,6 +43,7 @@ from orbit.service.outbox import still_due
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
 MIN_RUN_MS = 200  # an attempt is not started with less than this left: it is handed over instead
+BATCH_STEPS = 8  # at_least_once steps whose results may share one commit (docs/architecture.md)
 
 
 class InlineTasks(Protocol):
@@ -126,6 +127,47 @@ def runs_here(engine: Any, d: DispatchTask) -> bool:
     runner = engine.inline
     return (runner is not None and getattr(runner._local, "driving", False)
             and runner.limit_ms(d, engine.clock.now_ms()) is not None)
+
+
+def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[Recorded],
+                      effects: list[Effect], handled: list[str]) -> None:
+    """Batching (docs/architecture.md, "inline steps"): before a commit, run the at_least_once
+    inline attempts it schedules and decide their results into the same commit, up to BATCH_STEPS
+    steps. Nothing is durable before the commit, which at_least_once allows: a crash re-runs the
+    batch from the last commit. Stops at anything else the decision must carry out first (a worker
+    dispatch, a child, a signal's hook...), at an at_most_once step (its started record must be
+    committed before it runs) and when the invocation runs short."""
+    from orbit.core.decider.decide import decide
+
+    runner = engine.inline
+    if wf is None or runner is None or not getattr(runner._local, "driving", False):
+        return
+    ran = 0
+    while ran < BATCH_STEPS and not state.terminal:
+        ready = [e for e in effects if isinstance(e, DispatchTask) and e.inline is not None]
+        others = [e for e in effects if not isinstance(e, (DispatchTask, ArmTimer))]
+        if not ready or others or any(e.inline == AT_MOST_ONCE for e in ready):
+            break
+        if len(ready) + ran > BATCH_STEPS or any(not runs_here(engine, d) for d in ready):
+            break
+        for d in ready:
+            effects.remove(d)
+            output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
+            m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
+                              output if error is None else None, error)
+            decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids)
+            events.extend(decision.events)
+            effects.extend(decision.effects)
+            handled.append(m.id)
+            ran += 1
+    if ran:  # the timers the inner decisions asked for: only the last state's next wake-up counts
+        from orbit.core.decider.decide import RETRY_STUCK_WAKE_MS
+
+        effects[:] = [e for e in effects if not isinstance(e, ArmTimer)]
+        wake = state.next_wake_ms()
+        if wake is not None and not state.terminal:
+            now = engine.clock.now_ms()
+            effects.append(ArmTimer(state.id, wake if wake > now else now + RETRY_STUCK_WAKE_MS))
 
 
 def add_started(engine: Any, state: ExecutionState, wf: Any, effects: list[Effect], events: list[Recorded],
