@@ -6,8 +6,9 @@ queue: the engine that committed it runs it here, turns the outcome into the `re
 worker would have sent, and decides that message at once. That decision records the result
 together with whatever follows (the next inline step's `StepScheduled`, a worker dispatch, the
 end of the run) in **one** conditional commit, then the loop runs the next inline step. A chain of
-inline steps and the decision after it therefore cost one commit per step, no queue message and no
-extra read (the state stays cached in the process).
+inline steps and the decision after it therefore cost at most one commit per step, no queue message
+and no extra read (the state stays cached in the process); at_least_once steps share commits,
+up to BATCH_STEPS results in one (`run_before_commit`, argued in docs/architecture.md).
 
 Semantics per attempt (the names Lambda durable functions uses):
 - at_least_once: the result is committed with the next decision. A crash between the commit that
