@@ -211,3 +211,17 @@ def test_a_worker_step_is_unchanged_by_the_new_fields() -> None:
         eid = w.api.start("chain", None, {"v": 0}, "e1")
         w.settle()
         assert "inline" in [e for e in w.events(eid) if e["type"] == "StepScheduled"][0]
+
+
+def test_the_simulator_serves_inline_steps_with_its_scripts() -> None:
+    from orbit.testing.simulator import Simulator, fail, succeed
+
+    sim = Simulator()
+    sim.register(parse_definition({"orbit": 1, "name": "sim-inline", "steps": {"a": {
+        "task": "t.a", "inline": True, "retry": {"max_attempts": 2, "backoff": "1s"}}},
+        "output": "{% steps.a.output %}"}))
+    sim.worker("t.a", fail("FLAKY"), succeed({"ok": True}))
+    eid = sim.start("sim-inline", {})
+    sim.run()
+    assert sim.describe(eid)["output"] == {"ok": True}
+    assert sim.types(eid).count("StepAttemptFailed") == 1
