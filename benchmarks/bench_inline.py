@@ -53,13 +53,15 @@ class Counted:
     writes: int  # DynamoDB write requests
     wru: float
     requests: int
+    by_op: Counter[str] | None = None
 
 
 def chain(k: int, inline: bool, name: str) -> dict[str, Any]:
     steps = {}
     for j in range(1, k + 1):
         prev = f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0
-        steps[f"s{j}"] = {"task": "bench.step", "input": {"prev": prev}, **({"inline": True} if inline else {})}
+        extra = {"inline": True} if inline else {}
+        steps[f"s{j}"] = {"task": "bench.step", "input": {"prev": prev}, **extra}
     return {"orbit": 1, "name": name, "version": "1", "steps": steps, "output": f"{{% steps.s{k}.output %}}"}
 
 
@@ -81,20 +83,23 @@ def counted(n: int, k: int, inline: bool) -> Counted:
         cloud.invocations.clear()
         with contextlib.redirect_stdout(io.StringIO()):
             for i in range(n):
-                status, body = cloud.api("POST", "/executions", {"workflow": "bench", "id": f"b-{i}", "input": {}})
+                req = {"workflow": "bench", "id": f"b-{i}", "input": {}}
+                status, body = cloud.api("POST", "/executions", req)
                 assert status == 201, body
             cloud.run_until_idle(max_rounds=10_000)
         for client in (svc.dynamodb, svc.sqs, svc.s3):
             meter.detach(client)
         done = [svc.engine.describe(f"b-{i}") for i in range(n)]
-        assert all(d["status"] == "COMPLETED" and d["output"] == {"n": k} for d in done), done[0]
+        late = [d for d in done if d["status"] != "COMPLETED" or d["output"] != {"n": k}]
+        assert not late, late[0]
         inv = Counter(timed.cloud.invocations)
         dollars = sum(bench_cost.cost(meter, inv, timed.decider_ms).values())
         esm = 2 * sum(v for f, v in inv.items() if f not in ("api", "timers"))
         sqs = sum(v for op, v in meter.requests.items() if op.startswith("sqs:")) + esm
         writes = sum(v for op, v in meter.requests.items()
                      if op.startswith("dynamodb:") and op.split(":")[1].split(" ")[0] in WRITE_OPS)
-        return Counted(n * k, dollars, sqs, writes, meter.wru, sum(meter.requests.values()) + esm)
+        return Counted(n * k, dollars, sqs, writes, meter.wru, sum(meter.requests.values()) + esm,
+                       Counter(meter.requests))
 
 
 def local_latencies(n: int, k: int) -> list[float]:

@@ -112,15 +112,17 @@ def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) 
         engine._process(eid, msgs, delivery)
         return
     runner._local.driving = True
+    runner._local.taking = all(isinstance(m, WakeMessage) and m.id.startswith(HANDOFF) for m in msgs)
     try:
         engine._process(eid, msgs, delivery)
+        runner._local.taking = False
         if any((delivery or {}).get(m.id, (None, 1))[1] > 1 for m in msgs):
             cached = engine._cache.get(eid)  # a redelivery: its first invocation may have died mid-chain
             if cached is not None:
                 recover(engine, eid, cached[0])
         drive(engine, eid, msgs)
     finally:
-        runner._local.driving = False
+        runner._local.driving = runner._local.taking = False
         runner.pending().pop(eid, None)
 
 
@@ -196,6 +198,11 @@ def carry_out(engine: Any, eid: str, effects: list[Effect], fresh: bool) -> list
     by this process or handed over; ones re-sent for a redelivered message wait for their lease
     (`recover`). An ArmTimer for the lease of an attempt this process runs now is dropped: the
     commit after the attempt re-arms whatever is due next, so a chain costs no timer per step."""
+    runner = engine.inline
+    if runner is not None and fresh and getattr(runner._local, "taking", False):
+        # Taking a hand-over: the timer for the current wake-up was armed by the process that
+        # handed it over, and what this one runs next needs none (its crash redelivers the message).
+        effects = [e for e in effects if not isinstance(e, ArmTimer)]
     inline = [e for e in effects if isinstance(e, DispatchTask) and e.inline is not None]
     if not inline:
         return effects
@@ -241,27 +248,34 @@ def drive(engine: Any, eid: str, msgs: list[Message]) -> None:
 
 
 def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[DispatchTask]:
-    """Attempts another process handed over: still live with that token and never started. An
-    at_most_once one gets its started record committed first (one extra commit, handovers only)."""
+    """Attempts another process handed over: still live with that token, never started, lease not
+    over (an expired one was just redispatched by the wake itself). This invocation records that it
+    owns them (a started record with a fresh lease: one extra commit, on hand-overs only), then
+    runs them."""
     state, since_snapshot = engine._state(eid, create=False)
     engine._remember(eid, state, since_snapshot)
-    out, starts = [], []
+    runner, now = engine.inline, engine.clock.now_ms()
+    starts = []
     for m in handed:
         token, _, unit = m.id[len(HANDOFF):].partition(":")
         u = state.units.get(unit)
         if u is None or u.inline is None or u.token != token or u.status != SCHEDULED:
             continue  # answered, retried or started meanwhile: nothing to take over
-        d = dispatch_of(state, unit)
-        if engine.inline.limit_ms(d, engine.clock.now_ms()) is None:
-            continue  # the lease is nearly over: its expiry decides (orbit/core/decider/inline.py)
-        out.append(d)
-        if u.inline == AT_MOST_ONCE:
-            runner = engine.inline
-            starts.append(StartedMessage(eid, f"started:{token}:{runner.session}", unit, token,
-                                         runner.worker_id, runner.session))
-    if starts:
+        if u.deadline_ms is not None and u.deadline_ms <= now:
+            continue
+        starts.append(StartedMessage(eid, f"started:{token}:{runner.session}", unit, token,
+                                     runner.worker_id, runner.session))
+    if not starts:
+        return []
+    runner._local.taking = True  # this process runs them next: their lease needs no timer (carry_out)
+    try:
         engine._process(eid, starts)
-    return out
+    finally:
+        runner._local.taking = False
+    cached = engine._cache.get(eid)
+    state = cached[0] if cached is not None else engine.load_state(eid)
+    return [dispatch_of(state, m.unit) for m in starts
+            if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
 
 
 def dispatch_of(state: ExecutionState, unit: str) -> DispatchTask:

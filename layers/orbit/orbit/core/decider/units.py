@@ -185,8 +185,8 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
         )
         redispatch(ctx, unit, redelivery=True, token=token, send=False)
     deadline = ctx.now + u.timeout_ms if u.timeout_ms is not None else None
-    if u.inline is not None:
-        deadline = u.deadline_ms  # an inline attempt keeps the lease it was scheduled with
+    if u.inline is not None:  # the invocation that records it owns the attempt: a fresh lease
+        deadline = inline_deadline(ctx, u.timeout_ms)
     ctx.emit(StepDispatched(unit, u.attempt, token, worker_id, session, deadline))
 
 
