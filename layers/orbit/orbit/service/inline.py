@@ -216,7 +216,12 @@ def carry_out(engine: Any, eid: str, effects: list[Effect], fresh: bool) -> list
         else:
             engine.queues.send_decision({"kind": "wake", "execution_id": eid,
                                          "id": f"{HANDOFF}{d.token}:{d.unit}"})
-    leases = {d.deadline_ms for d in here}
+    # No timer for these leases either way: the process running an attempt commits again before
+    # its lease ends; a hand-over is a message on the decision queue. If this invocation dies before
+    # either, the message it was handling comes back (a redelivery: `recover` wakes or arms what is
+    # due); an API call that dies is retried by its client, which re-sends the commit's effects, as
+    # for a worker dispatch the API did not get to send.
+    leases = {d.deadline_ms for d in inline}
     return [e for e in rest if not (isinstance(e, ArmTimer) and e.fire_at_ms in leases)]
 
 
@@ -249,13 +254,13 @@ def drive(engine: Any, eid: str, msgs: list[Message]) -> None:
 
 def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[DispatchTask]:
     """Attempts another process handed over: still live with that token, never started, lease not
-    over (an expired one was just redispatched by the wake itself). This invocation records that it
-    owns them (a started record with a fresh lease: one extra commit, on hand-overs only), then
-    runs them."""
+    over (an expired one was just redispatched by the wake itself). An at_most_once one, or one
+    whose lease is too short to run in, first gets a started record from this invocation (a fresh
+    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease."""
     state, since_snapshot = engine._state(eid, create=False)
     engine._remember(eid, state, since_snapshot)
     runner, now = engine.inline, engine.clock.now_ms()
-    starts = []
+    starts, ready = [], []
     for m in handed:
         token, _, unit = m.id[len(HANDOFF):].partition(":")
         u = state.units.get(unit)
@@ -263,10 +268,14 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
             continue  # answered, retried or started meanwhile: nothing to take over
         if u.deadline_ms is not None and u.deadline_ms <= now:
             continue
+        d = dispatch_of(state, unit)
+        if u.inline != AT_MOST_ONCE and runner.limit_ms(d, now) is not None:
+            ready.append(d)  # at_least_once with its lease still long enough: just run it
+            continue
         starts.append(StartedMessage(eid, f"started:{token}:{runner.session}", unit, token,
                                      runner.worker_id, runner.session))
     if not starts:
-        return []
+        return ready
     runner._local.taking = True  # this process runs them next: their lease needs no timer (carry_out)
     try:
         engine._process(eid, starts)
@@ -274,8 +283,8 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
         runner._local.taking = False
     cached = engine._cache.get(eid)
     state = cached[0] if cached is not None else engine.load_state(eid)
-    return [dispatch_of(state, m.unit) for m in starts
-            if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
+    return ready + [dispatch_of(state, m.unit) for m in starts
+                    if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
 
 
 def dispatch_of(state: ExecutionState, unit: str) -> DispatchTask:
