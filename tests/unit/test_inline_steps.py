@@ -225,3 +225,19 @@ def test_the_simulator_serves_inline_steps_with_its_scripts() -> None:
     sim.run()
     assert sim.describe(eid)["output"] == {"ok": True}
     assert sim.types(eid).count("StepAttemptFailed") == 1
+
+
+def test_a_worker_dispatch_is_not_held_back_by_a_batch_of_inline_steps() -> None:
+    w = World(TASKS)
+    w.register({"orbit": 1, "name": "side", "steps": {
+        "a": {"task": "t.add", "inline": True, "input": {"v": 1}},
+        "slow": {"task": "t.add", "input": {"v": 0}},  # a worker step, side by side with the chain
+        "b": {"task": "t.add", "inline": True, "input": {"v": "{% steps.a.output.v %}"}}},
+        "output": "{% steps.b.output.v %}"})
+    sent = []
+    send = w.queues.send_task
+    w.queues.send_task = lambda q, body, delay_s=0: (sent.append(sum(RUNS.values())), send(q, body, delay_s))
+    w.decider.start("side", None, {}, "e1")
+    assert sent == [0]  # sent with the first commit, before any inline step ran
+    w.settle()
+    assert w.api.describe("e1")["output"] == 3

@@ -148,7 +148,7 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
     ran = 0
     while ran < BATCH_STEPS and not state.terminal:
         ready = [e for e in effects if isinstance(e, DispatchTask) and e.inline is not None]
-        others = [e for e in effects if not isinstance(e, (DispatchTask, ArmTimer))]
+        others = [e for e in effects if not isinstance(e, ArmTimer) and e not in ready]
         if not ready or others or any(e.inline == AT_MOST_ONCE for e in ready):
             break
         if len(ready) + ran > BATCH_STEPS or any(not runs_here(engine, d) for d in ready):
