@@ -241,3 +241,22 @@ def test_a_worker_dispatch_is_not_held_back_by_a_batch_of_inline_steps() -> None
     assert sent == [0]  # sent with the first commit, before any inline step ran
     w.settle()
     assert w.api.describe("e1")["output"] == 3
+
+
+def test_an_inline_task_gets_a_copy_of_its_input_and_cannot_return_what_history_cannot_store() -> None:
+    kept: list[Any] = []
+
+    def mutate(input: Any, ctx: Any) -> Any:
+        kept.append(input)
+        input["v"] = 999  # must not reach the recorded input
+        return {"v": 1} if ctx.step == "a" else {1, 2}  # a set is not JSON
+
+    w = World({"t.m": mutate})
+    w.register({"orbit": 1, "name": "copy", "steps": {
+        "a": {"task": "t.m", "inline": True, "input": {"v": 1}},
+        "b": {"task": "t.m", "inline": True, "input": {"v": "{% steps.a.output.v %}"}}}})
+    eid = w.decider.start("copy", None, {}, "e1")
+    desc = w.api.describe(eid)
+    assert desc["status"] == "FAILED" and desc["error"]["code"] == "VALUE_NOT_STORABLE"
+    scheduled = [e["input"] for e in w.events(eid) if e["type"] == "StepScheduled"]
+    assert scheduled == [{"v": 1}, {"v": 1}]

@@ -21,13 +21,16 @@ dropped (it is frozen with the invocation on Lambda).
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TIMEOUT, TaskError
+from orbit.core.history.storable import VALUE_NOT_STORABLE
 from orbit.core.runtime.code_inline import callable_for
 from orbit.worker.sdk import TaskContext, registered_tasks
 
@@ -53,6 +56,9 @@ class InlineTasks:
                 log.error("inline task module %s failed to import: %s", name, e)
 
     def run(self, d: DispatchTask, limit_ms: int) -> tuple[Any, TaskError | None]:
+        # The task gets a private copy of its input, and what it returns is copied too: both are
+        # parts of the (cached, in place) state, which a task keeping a reference must not alter.
+        d = replace(d, input=json.loads(json.dumps(d.input)))
         call = self._resolve(d)
         if isinstance(call, TaskError):
             return None, call
@@ -80,7 +86,11 @@ class InlineTasks:
             raise box["fatal"]
         if "error" in box:
             return None, box["error"]
-        return box.get("output"), None
+        try:
+            return json.loads(json.dumps(box.get("output"), allow_nan=False)), None
+        except (TypeError, ValueError) as e:
+            return None, TaskError(VALUE_NOT_STORABLE, f"inline task {d.task!r} returned a value that is not "
+                                                       f"JSON data: {e}", retryable=False)
 
     def _resolve(self, d: DispatchTask) -> Callable[[], Any] | TaskError:
         fn = callable_for(d.execution_id, d.unit)
