@@ -140,6 +140,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="executions of the throughput and latency runs")
     ap.add_argument("--memory", type=int, default=512, help="the decider's MemorySize (MB) for its GB-s")
     ap.add_argument("--no-peers", action="store_true", help="skip DBOS (no install)")
+    ap.add_argument("--no-costs", action="store_true", help="only the local throughput and latency rows")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -147,12 +148,10 @@ def main() -> None:
     bench_cost.CPU_SHARE = min(1.0, args.memory / 1769)
     n = args.workflows
 
-    inline10, inline20 = counted(n, 10, True), counted(n, 20, True)
-    worker5 = counted(n, 5, False)
-    worker10, worker20 = counted(n, 10, False), counted(n, 20, False)
-
-    def marginal(a: Counted, b: Counted, field: str) -> float:
-        return (getattr(b, field) - getattr(a, field)) / (b.steps - a.steps)
+    if not args.no_costs:
+        inline10, inline20 = counted(n, 10, True), counted(n, 20, True)
+        worker5 = counted(n, 5, False)
+        worker10, worker20 = counted(n, 10, False), counted(n, 20, False)
 
     bench_local.register_tasks()
     rates = {"inline": throughput(args.n, True), "worker": throughput(args.n, False)}
@@ -168,10 +167,20 @@ def main() -> None:
     lat = sorted(local_latencies(args.n, 10))
     p50, p99 = statistics.median(lat), lat[min(len(lat) - 1, int(0.99 * len(lat)))]
 
-    per_m = 1e6
     print(f"\nissue 15 targets: {n} workflows per cost run on moto (handlers counted), decider "
           f"{args.memory} MB, us-east-1 list prices\n")
     print(f"  {'figure':<70} {'measured':>14}  {'target':<26}")
+    if not args.no_costs:
+        cost_rows(inline10, inline20, worker5, worker10, worker20)
+    local_rows(rates, dbos, why, lat, p50, p99)
+
+
+def cost_rows(inline10: Counted, inline20: Counted, worker5: Counted, worker10: Counted,
+              worker20: Counted) -> None:
+    def marginal(a: Counted, b: Counted, field: str) -> float:
+        return (getattr(b, field) - getattr(a, field)) / (b.steps - a.steps)
+
+    per_m = 1e6
     v = inline10.dollars / inline10.steps * per_m
     row("inline steps: $ per 1M steps, 10-step workflows", f"${v:.2f}", "<= $1.00", v <= 1.0)
     v = marginal(inline10, inline20, "dollars") * per_m
@@ -190,6 +199,13 @@ def main() -> None:
         "<= $2.00 (~$2.15 before)", v <= 2.0)
     row("  (worker steps, steady state, marginal step)",
         f"${marginal(worker10, worker20, 'dollars') * per_m:.2f}", "", None)
+    inline_trips = marginal(inline10, inline20, "requests")
+    row("step latency model: sequential AWS round trips per step, inline",
+        f"{inline_trips:.2f} (~{6 * inline_trips:.0f} ms)", "printed", None)
+
+
+def local_rows(rates: dict[str, float], dbos: float | None, why: str, lat: list[float], p50: float,
+               p99: float) -> None:
     if dbos is not None:
         row("local throughput, 3-step x 200, in-process moto, inline (wf/s vs DBOS)",
             f"{rates['inline']:.0f} = {rates['inline'] / dbos:.2f}x", f">= 2x DBOS ({dbos:.0f}/s)",
@@ -202,7 +218,6 @@ def main() -> None:
             f">= 2x DBOS: {why}", None)
         row("local throughput, same set-up, worker steps (wf/s)", f"{rates['worker']:.0f}",
             f">= 1x DBOS: {why}", None)
-    inline_trips = marginal(inline10, inline20, "requests")
     # A worker step's critical path: the decider's commit, SendMessage to the task queue, the event
     # source mapping's receive, the worker's dedupe peek, its dedupe write, SendMessage of the
     # answer, the mapping's receive for the decider (deletes happen after the handlers return).
@@ -210,8 +225,6 @@ def main() -> None:
                    "dedupe PutItem", "result SendMessage", "ESM ReceiveMessage"]
     lat_ms = {"commit PutItem": 6, "dedupe GetItem": 6, "dedupe PutItem": 6}
     worker_ms = sum(lat_ms.get(s, 12) for s in worker_path)
-    row("step latency model: sequential AWS round trips per step, inline",
-        f"{inline_trips:.2f} (~{6 * inline_trips:.0f} ms)", "printed", None)
     row("step latency model: sequential AWS round trips per step, worker",
         f"{len(worker_path)} (~{worker_ms} ms)", "printed", None)
     print(f"      worker path: {' -> '.join(worker_path)} (+ Lambda poll/invoke delays)")
