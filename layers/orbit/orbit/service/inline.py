@@ -302,7 +302,7 @@ def recover(engine: Any, eid: str, state: ExecutionState) -> None:
     # commit handled the chain's own result message, which no queue will redeliver: re-send them.
     last = max(state.inbound.values(), default=None)
     commit = engine.store.read_commit(eid, last) if last is not None else None
-    if commit is not None:
+    if commit is not None and any(_inline_unit(state, getattr(r.event, "step", None)) for r in commit.events):
         engine._carry_out(eid, still_due(state, commit.effects), fresh=False)
     now = engine.clock.now_ms()
     for key in list(state.active):
@@ -315,3 +315,8 @@ def recover(engine: Any, eid: str, state: ExecutionState) -> None:
             engine.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{now}"})
             return
         engine.timers.arm(eid, u.deadline_ms)
+
+
+def _inline_unit(state: ExecutionState, unit: Any) -> bool:
+    u = state.units.get(unit) if isinstance(unit, str) else None
+    return u is not None and u.inline is not None
