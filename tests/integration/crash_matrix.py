@@ -112,10 +112,14 @@ def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> 
         out.append(f"{eid}: terminal events {ends}, last event {final}")
     # Every step, and every unit a `for` step fanned out to (`each[0]`, ...), succeeds once (a fork
     # takes the units that ended before its step from the original instead).
-    units = set(steps) | {e["step"] for e in events if e["type"] == "StepScheduled"}
-    succeeded = Counter(e["step"] for e in events if e["type"] == "StepSucceeded")
+    # ... and so does every on_signal instance and each of its units (`on_signal:NAME@SEQ[:step]`).
+    units = set(steps) | {e["step"] for e in events if e["type"] in ("StepScheduled", "HandlerStarted")}
+    # (a timer ends with TimerFired; an instance's compute steps are never scheduled)
+    succeeded = Counter(e["step"] for e in events if e["type"] in ("StepSucceeded", "TimerFired"))
+    units |= {u for u in succeeded if u.startswith("on_signal:")}
     succeeded.update(k for e in events if e["type"] == "ExecutionForked" for k in e["units"])
-    strays = {u for u in units if u not in steps and u.split("[", 1)[0] not in steps}
+    strays = {u for u in units if u not in steps and u.split("[", 1)[0] not in steps
+              and not u.startswith("on_signal:")}
     if any(succeeded[u] != 1 for u in units) or set(succeeded) - units or strays:
         out.append(f"{eid}: StepSucceeded per unit {dict(succeeded)}, expected once each of "
                    f"{sorted(units)}")

@@ -71,6 +71,8 @@ class Scenario:
     # Once the execution has ended: fix the workers (FIXED), then POST /executions/{id}/<op> with
     # this body (op: redrive or fork), and let the system run again.
     recover: tuple[str, dict[str, Any]] | None = None
+    # Signals an `on_signal` handler takes, sent (in this order) just before `signal`.
+    handled: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     @property
     def workflow(self) -> str:
@@ -328,6 +330,8 @@ class World:
                 self.act(sc.before_signal[self.actions_done])
                 continue
             if sc.signal is not None and not self.signalled:  # only the signal is missing: send it
+                for name, body in sc.handled:
+                    self.api("POST", f"/executions/{EXECUTION}/signals/{name}", body, 202)
                 self.api("POST", f"/executions/{EXECUTION}/signals/{sc.signal[0]}", sc.signal[1], 202)
                 self.signalled, self.actions_done = True, 0
                 continue

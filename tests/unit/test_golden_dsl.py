@@ -38,7 +38,7 @@ def replay_problems(golden: dict[str, Any]) -> list[str]:
 
 
 def test_there_are_golden_histories() -> None:
-    assert {f.stem for f in FILES} >= {"saga", "fanout", "signals", "cancel"}
+    assert {f.stem for f in FILES} >= {"saga", "fanout", "signals", "cancel", "handlers"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])

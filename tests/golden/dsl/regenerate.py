@@ -126,11 +126,54 @@ def scenario_cancel() -> tuple[dict[str, Any], Simulator, str]:
     return d, sim, eid
 
 
+def scenario_handlers() -> tuple[dict[str, Any], Simulator, str]:
+    d = {
+        "orbit": 1,
+        "name": "cart",
+        "version": "1",
+        "signals": {"item": {"schema": {"type": "object", "required": ["sku"]}}},
+        "steps": {
+            "open": {"task": "cart.open", "compensate": {"task": "cart.close"}},
+            "nap": {"sleep": "1h", "after": ["open"]},
+        },
+        "on_signal": {
+            "item": {
+                "concurrency": 2,
+                "steps": {
+                    "add": {
+                        "task": "cart.add",
+                        "input": {"sku": "{% event.sku %}", "cart": "{% main.steps.open.output %}"},
+                        "compensate": {"task": "cart.remove", "input": {"sku": "{% event.sku %}"}},
+                    },
+                    "label": {"for": "{% event.tags %}", "compute": "{% item & '@' & index %}"},
+                    "price": {"task": "cart.price", "after": ["add"]},
+                },
+                "output": {"sku": "{% event.sku %}", "labels": "{% steps.label.output %}"},
+            }
+        },
+    }
+    sim = Simulator(start_ms=T0, seed="golden")
+    sim.register(d)
+    sim.worker("cart.open", succeed("C-1"))
+    sim.worker("cart.add", succeed("added"))
+    sim.worker("cart.price", succeed(10), succeed(20), hang())
+    sim.worker("cart.remove", succeed())
+    sim.worker("cart.close", succeed())
+    eid = sim.start("cart", {}, id="cart-1")
+    sim.run_until_idle()
+    for sku, tags in (("A", ["x"]), ("B", []), ("C", ["y", "z"])):
+        sim.signal(eid, "item", {"sku": sku, "tags": tags})
+    sim.run_until_idle()
+    sim.cancel(eid, "customer left")
+    return d, sim, eid
+
+
 SCENARIOS = {
     "saga": scenario_saga,
     "fanout": scenario_fanout,
     "signals": scenario_signals,
     "cancel": scenario_cancel,
+    "handlers": scenario_handlers,
 }
 
 

@@ -26,10 +26,8 @@ def definitions_to_run(file: str, register: list[str]) -> list[Any]:
 
 
 def signal_names(definition: Any) -> list[str]:
-    """The signals a definition accepts: those it declares and those a `wait_for` step names."""
-    names = list(definition.signals)
-    names += [st.wait_for for st in definition.steps.values() if st.kind == "wait_for" and st.wait_for]
-    return list(dict.fromkeys(names))
+    """The signals a definition accepts: declared, named by a `wait_for` step or by `on_signal`."""
+    return list(definition.signal_names())
 
 
 def check_signals(definition: Any, wanted: list[str]) -> None:

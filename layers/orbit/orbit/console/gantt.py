@@ -14,6 +14,7 @@ from typing import Any
 
 _OPEN_KIND = {
     "TimerStarted": "timer", "WaitStarted": "signal", "ChildStarted": "child", "StepFanOut": "fanout",
+    "HandlerStarted": "fanout",  # an on_signal instance: a bar over its steps' rows, like a `for` step
 }
 _UNIT_END = {"StepSucceeded", "StepFailed", "StepSkipped", "StepCancelled", "TimerFired", "SignalConsumed"}
 EXECUTION = "(execution)"

@@ -17,7 +17,7 @@ from orbit.local.text import cut
 
 from .waiting import waiting
 
-_OPENERS = {"StepScheduled", "TimerStarted", "WaitStarted", "ChildStarted"}
+_OPENERS = {"StepScheduled", "TimerStarted", "WaitStarted", "ChildStarted", "HandlerStarted"}
 
 
 @dataclass

@@ -29,6 +29,7 @@ _TRACKED = {
     "WaitStarted",
     "ChildStarted",
     "StepFanOut",
+    "HandlerStarted",
 }
 # the status each event puts a unit in (evolve.py): the history, read after the describe, may be newer
 _STATUS_AFTER = {
@@ -39,6 +40,7 @@ _STATUS_AFTER = {
     "WaitStarted": "WAITING",
     "ChildStarted": "RUNNING",
     "StepFanOut": "RUNNING",
+    "HandlerStarted": "RUNNING",
 }
 _WORKFLOW_END = {"WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut"}
 # events after which a unit waits no more: a describe read just before the history may not show them yet
@@ -162,6 +164,11 @@ def _explain(
         ended = sum(1 for i in range(total) if (steps.get(f"{unit}[{i}]") or {}).get("status") in UNIT_ENDED)
         text = f"{ended} of {total} elements ended, since {fmt_time(fan['timestamp_ms'])}"
         return Waiting(unit, status, "fan-out", fan["timestamp_ms"], None, text)
+    handler = ev("HandlerStarted")
+    if status == "RUNNING" and handler:
+        text = f"its steps (handler of signal {handler.get('signal')}, arrival #{handler.get('signal_seq')})"
+        text += f" since {fmt_time(handler['timestamp_ms'])}"
+        return Waiting(unit, status, "handler", handler["timestamp_ms"], None, text)
     # a status without the event that explains it (e.g. a transient one): say only what is known
     since = (mine.get("newest") or {}).get("timestamp_ms")
     return Waiting(unit, status, "other", since, attempt, f"status {status}")

@@ -49,9 +49,8 @@ class CatalogApi:
             except (OSError, TypeError):
                 out["source"] = None
         signals = {k: signal_schema(v) for k, v in (getattr(wf, "signals", None) or {}).items()}
-        for step in getattr(wf, "steps", {}).values() if out["kind"] == "definition" else ():
-            if step.wait_for:
-                signals.setdefault(step.wait_for, None)
+        for extra in wf.signal_names() if out["kind"] == "definition" else ():
+            signals.setdefault(extra, None)  # waited for or handled without a declared schema
         out["signals"] = signals  # name -> JSON schema (None: any payload)
         return out
 

@@ -206,7 +206,7 @@ class EngineApi(CatalogApi):
         signals = getattr(wf, "signals", None) or {}
         if isinstance(wf, Definition):
             # a definition names every signal it can use; a misspelt one would be buffered forever
-            known = set(signals) | {s.wait_for for s in wf.steps.values() if s.wait_for}
+            known = set(wf.signal_names())
             if name not in known:
                 raise ValidationError(
                     f"workflow {wf.name!r} v{wf.version} has no signal {name!r}; "

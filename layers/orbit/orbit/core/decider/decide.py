@@ -265,6 +265,10 @@ def runtime_for(workflow: Any) -> Runtime:
     if rt is not None:
         return rt() if isinstance(rt, type) else rt
     if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
+        if getattr(workflow, "handlers", None):  # on_signal: the interpreter with event handlers
+            from orbit.core.runtime.dsl_handlers import HandlersRuntime
+
+            return HandlersRuntime()
         from orbit.core.runtime.dsl import DslRuntime
 
         return DslRuntime()

@@ -6,7 +6,7 @@ from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
 from orbit.core.decider.signals import deliver
-from orbit.core.decider.units import fail, schedule, succeed
+from orbit.core.decider.units import cancel_unit, fail, schedule, succeed
 from orbit.core.history.effects import ContinueExecution, RegisterHook, StartChild
 from orbit.core.history.events import (
     CancelRequested,
@@ -14,6 +14,7 @@ from orbit.core.history.events import (
     CompensationCompleted,
     CompensationFailed,
     FailRequested,
+    HandlerStarted,
     HookCreated,
     PatchMarked,
     ProgressRecorded,
@@ -31,6 +32,7 @@ from orbit.core.history.state import PENDING, buffered_signals, parse_key
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
     Cancel,
+    CancelUnit,
     Command,
     Complete,
     ContinueAsNew,
@@ -45,6 +47,7 @@ from orbit.core.runtime.commands import (
     RecordResult,
     ScheduleStep,
     SkipStep,
+    StartHandler,
     SwitchBuild,
     Timeout,
     WaitForSignal,
@@ -120,6 +123,11 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, MarkPatch):
         if c.change_id not in s.patches:
             ctx.emit(PatchMarked(c.change_id, c.position))
+    elif isinstance(c, StartHandler):
+        if _fresh(ctx, c.unit) and not aborting:
+            ctx.emit(HandlerStarted(c.unit, c.signal, c.signal_seq, c.signal_id, c.payload))
+    elif isinstance(c, CancelUnit):
+        cancel_unit(ctx, c.unit, c.reason)
     elif aborting:
         return  # final commands wait for the wind-down to finish
     elif cleanup:
@@ -132,7 +140,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, Cancel):
         ctx.emit(CancelRequested(c.reason or "cancelled by the workflow"))
     elif isinstance(c, Timeout):
-        ctx.emit(WorkflowTimeoutReached())
+        deadline = c.deadline_ms if c.deadline_ms is not None else s.deadline_ms
+        ctx.emit(WorkflowTimeoutReached(deadline if deadline is not None else ctx.now, c.reason or None))
     elif isinstance(c, ContinueAsNew):
         continue_as_new(ctx, c)
 

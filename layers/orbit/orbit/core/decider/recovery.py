@@ -154,6 +154,8 @@ def fork_units(state: ExecutionState, records: list[Recorded], from_step: str) -
         comp, _, index = parse_key(key)
         if comp or index is not None or key == from_step or u.status not in (SUCCEEDED, SKIPPED):
             continue
+        if u.kind == "on_signal" or key.startswith("on_signal:"):
+            continue  # handler instances answered the original's arrivals, keyed by its seqs
         if ended.get(key, first) >= first:
             continue
         rec: dict[str, Any] = {"status": u.status, "attempt": u.attempt, "kind": u.kind, "task": u.task,

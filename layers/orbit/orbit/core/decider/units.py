@@ -298,7 +298,7 @@ def wake_due(ctx: Ctx) -> None:
     for _, key in due:
         if key == WORKFLOW_WAKE:
             if ctx.state.abort is None and not ctx.state.terminal:
-                ctx.emit(WorkflowTimeoutReached())
+                ctx.emit(WorkflowTimeoutReached(ctx.state.deadline_ms))
             continue
         u = ctx.state.units.get(key)
         if u is None or u.terminal or ctx.state.wakeups.get(key, ctx.now + 1) > ctx.now:

@@ -3,7 +3,9 @@
 Nodes are steps, labelled with their kind; an edge runs from each step to the
 steps that wait for it (`after` and `steps.NAME` reads alike). A `when` shows on
 the step as a condition, a `for` as a fan-out (`name[*]`), and a `compensate`
-as a dotted edge to its undo step. Pure: a Definition in, text out.
+as a dotted edge to its undo step. Each `on_signal` handler is a subgraph of its own
+steps, titled with the signal and how many instances run at once. Pure: a Definition in,
+text out.
 """
 
 from __future__ import annotations
@@ -23,25 +25,35 @@ MAX_TEXT = 60
 
 
 def to_mermaid(definition: Definition) -> str:
-    ids = {name: f"s{i}" for i, name in enumerate(definition.steps)}
     lines = ["flowchart TD", f'  %% {_escape(definition.name)} v{_escape(definition.version)}']
-    for name, step in definition.steps.items():
+    undos = _steps(definition.steps, "s", lines)
+    for i, (signal, handler) in enumerate(definition.handlers.items()):
+        at_once = "one at a time" if handler.concurrency == 1 else f"{handler.concurrency} at a time"
+        lines.append(f'  subgraph h{i}["on signal {_escape(signal)} ({at_once})"]')
+        undos += _steps(handler.steps, f"h{i}s", lines)
+        lines.append("  end")
+    lines.append("  classDef undo stroke-dasharray: 4 3")
+    if undos:
+        lines.append(f"  class {','.join(undos)} undo")
+    return "\n".join(lines)
+
+
+def _steps(steps: dict[str, Step], prefix: str, lines: list[str]) -> list[str]:
+    """One step graph's nodes, edges and undo nodes (ids `<prefix><n>`); returns the undo ids."""
+    ids = {name: f"{prefix}{i}" for i, name in enumerate(steps)}
+    for name, step in steps.items():
         open_, close = _SHAPES.get(step.kind, ('["', '"]'))
         lines.append(f"  {ids[name]}{open_}{_label(step)}{close}")
-    for name, step in definition.steps.items():
-        for dep in sorted(step.depends_on, key=list(definition.steps).index):
+    for name, step in steps.items():
+        for dep in sorted(step.depends_on, key=list(steps).index):
             if dep in ids:
                 lines.append(f"  {ids[dep]} --> {ids[name]}")
-    for name, step in definition.steps.items():
+    for name, step in steps.items():
         if step.compensate is not None:
             undo = f"{ids[name]}_undo"
             lines.append(f'  {undo}>"undo {_escape(name)}<br/>{_what(step.compensate)}"]')
             lines.append(f"  {ids[name]} -. compensate .-> {undo}")
-    lines.append("  classDef undo stroke-dasharray: 4 3")
-    undos = [f"{ids[n]}_undo" for n, s in definition.steps.items() if s.compensate is not None]
-    if undos:
-        lines.append(f"  class {','.join(undos)} undo")
-    return "\n".join(lines)
+    return [f"{ids[n]}_undo" for n, s in steps.items() if s.compensate is not None]
 
 
 def _label(step: Step) -> str:

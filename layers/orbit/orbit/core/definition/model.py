@@ -68,6 +68,17 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Handler:
+    """`on_signal.NAME`: a small step graph run once per arrival of signal NAME (its own
+    instance, unit `on_signal:NAME@SEQ`); at most `concurrency` instances of NAME run at once."""
+
+    name: str
+    steps: dict[str, Step]  # in file order; names are local to the handler
+    output: Any = None  # template; None: the map of the handler's step outputs
+    concurrency: int = 1
+
+
+@dataclass(frozen=True)
 class Definition:
     name: str
     version: str
@@ -81,3 +92,11 @@ class Definition:
     hash: str
     raw: dict[str, Any] = field(repr=False, compare=False)
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
+    handlers: dict[str, Handler] = field(default_factory=dict)  # `on_signal`, by signal name
+
+    def signal_names(self) -> list[str]:
+        """Every signal the workflow accepts: declared, waited for by a step, or handled."""
+        names = list(self.signals)
+        names += [st.wait_for for st in self.steps.values() if st.kind == "wait_for" and st.wait_for]
+        names += list(self.handlers)
+        return list(dict.fromkeys(names))

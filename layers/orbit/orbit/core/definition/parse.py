@@ -8,6 +8,7 @@ from typing import Any
 from orbit.core.definition.durations import parse_duration
 from orbit.core.definition.expressions import references
 from orbit.core.definition.graph import step_after, step_reads
+from orbit.core.definition.handlers import build_handlers
 from orbit.core.definition.hashing import definition_hash
 from orbit.core.definition.inline import inline_semantics
 from orbit.core.definition.model import COMPENSATE_KINDS, STEP_KINDS, Definition, RetryPolicy, Signal, Step
@@ -64,6 +65,7 @@ def build(raw: dict[str, Any]) -> Definition:
         hash=definition_hash(raw),
         raw=raw,
         retention_ms=parse_duration(retention) if retention is not None else None,
+        handlers=build_handlers(raw, lambda name, body: _step(name, body, defaults, default_retry)),
     )
 
 

@@ -20,12 +20,13 @@ from orbit.core.definition.checks import (
     type_name,
 )
 from orbit.core.definition.graph import ORDERING_KEYS, find_cycles, step_after, step_reads
+from orbit.core.definition.handlers import check_handlers
 from orbit.core.definition.retention import retention_problem
 from orbit.core.definition.steps_check import STEP_NAME, check_retry, check_step
 from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
-            "output", "output_schema", "signals", "queries", "retention")
+            "output", "output_schema", "signals", "queries", "retention", "on_signal")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -67,6 +68,7 @@ def validate_definition(document: Any) -> list[Problem]:
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
     _check_queries(document.get("queries"), "queries" in document, out)
+    check_handlers(document, out, _GraphChecks())
     _check_hooks(document, out)
     _check_roots(document, out)
     return out.items
@@ -151,13 +153,14 @@ def _check_signals(signals: Any, present: bool, out: Problems) -> None:
             check_schema_doc(body["schema"], join(path, "schema"), out)
 
 
-def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
+def _check_steps(steps: dict[Any, Any], out: Problems, prefix: str = "steps") -> None:
+    """One step graph: the main flow's (`steps`) or an on_signal handler's (`prefix`)."""
     names = {name for name in steps if isinstance(name, str)}
     graph: dict[str, frozenset[str]] = {}
     for name, body in steps.items():
         if not isinstance(name, str):
             continue  # check_json reported the key
-        path = join("steps", name)
+        path = join(prefix, name)
         if not STEP_NAME.fullmatch(name):
             out.add(path, "a step name is 1-80 letters, digits, '_' or '-', starting with a letter or '_'")
         check_step(name, body, path, out)
@@ -190,29 +193,46 @@ def _check_steps(steps: dict[Any, Any], out: Problems) -> None:
         deps |= (step_reads(body) & names) - {name}
         graph[name] = frozenset(set(step_after(body)) & names - {name} | deps)
     for cycle in find_cycles(graph):
-        out.add(join("steps", cycle[0]), "dependency cycle (each step waits for the next, through "
+        out.add(join(prefix, cycle[0]), "dependency cycle (each step waits for the next, through "
                 "after and steps.NAME reads): " + " -> ".join(cycle))
+
+
+class _GraphChecks:
+    """The step-graph checks `handlers.check_handlers` runs on each handler's steps and output."""
+
+    def graph(self, steps: dict[Any, Any], prefix: str, roots: tuple[str, ...], out: Problems) -> None:
+        _check_steps(steps, out, prefix)
+        _check_step_roots(steps, prefix, roots, out)
+
+    def output(self, template: Any, path: str, names: set[str], roots: tuple[str, ...],
+               out: Problems) -> None:
+        check_template(template, path, out)
+        _check_reads(template, path, names, None, out, ordering=False)
+        _root_reads(template, path, roots, out)
 
 
 def _check_roots(document: dict[str, Any], out: Problems) -> None:
     """Expressions read only what the root has (docs/definitions.md, "Expressions"); ``item`` and
     ``index`` only where a ``for`` step evaluates per element."""
-    steps = document.get("steps")
+    _check_step_roots(document.get("steps"), "steps", ROOT_FIELDS, out)
+    if "output" in document:
+        _root_reads(document["output"], "output", ROOT_FIELDS, out)
+
+
+def _check_step_roots(steps: Any, prefix: str, roots: tuple[str, ...], out: Problems) -> None:
     for name, body in (steps.items() if isinstance(steps, dict) else ()):
         if not isinstance(body, dict):
             continue
-        path = join("steps", name)
-        per_element = ROOT_FIELDS + ELEMENT_FIELDS if "for" in body else ROOT_FIELDS
+        path = join(prefix, name)
+        per_element = roots + ELEMENT_FIELDS if "for" in body else roots
         for key in ("when", "for"):  # evaluated once, before any element exists
             if key in body:
-                _root_reads(body[key], join(path, key), ROOT_FIELDS, out)
+                _root_reads(body[key], join(path, key), roots, out)
         for key in ("input", "http", "compute", "sleep"):
             if key in body:
                 _root_reads(body[key], join(path, key), per_element, out)
         if isinstance(body.get("compensate"), dict):
             _root_reads(body["compensate"], join(path, "compensate"), per_element, out)
-    if "output" in document:
-        _root_reads(document["output"], "output", ROOT_FIELDS, out)
 
 
 def _root_reads(template: Any, path: str, allowed: tuple[str, ...], out: Problems) -> None:
@@ -227,10 +247,12 @@ def _root_reads(template: Any, path: str, allowed: tuple[str, ...], out: Problem
 
 
 def _check_hooks(document: dict[str, Any], out: Problems) -> None:
-    """``hooks.NAME.token`` exists only for declared signals and ``wait_for`` steps."""
+    """``hooks.NAME.token`` exists only for declared signals, ``wait_for`` steps and handlers."""
     steps = document.get("steps")
     signals = document.get("signals")
     known = {name for name in signals if isinstance(name, str)} if isinstance(signals, dict) else set()
+    handlers = document.get("on_signal")
+    known |= {name for name in handlers if isinstance(name, str)} if isinstance(handlers, dict) else set()
     if isinstance(steps, dict):
         known |= {body["wait_for"] for body in steps.values()
                   if isinstance(body, dict) and isinstance(body.get("wait_for"), str)}

@@ -212,7 +212,12 @@ class FailRequested(Event):
 
 @event
 class WorkflowTimeoutReached(Event):
-    pass
+    """The execution passed its deadline (`deadline_ms`: the whole-execution timeout, or the one a
+    code workflow's `Timeout` named; `reason` when the workflow gave one)."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"deadline_ms", "reason"})
+    deadline_ms: int | None = None
+    reason: str | None = None
 
 
 @event
@@ -386,6 +391,19 @@ class ForkCreated(Event):
 
     fork_id: str
     from_step: str = ""
+
+
+@event
+class HandlerStarted(Event):
+    """An `on_signal` instance started for one arrival of signal `signal`: unit `step` is
+    `on_signal:<signal>@<signal_seq>` (`signal_seq`: the seq of the arrival's SignalReceived or
+    HookResumed), its input the payload; the buffered arrival is consumed."""
+
+    step: str
+    signal: str
+    signal_seq: int
+    signal_id: str = ""
+    payload: JSON = None
 
 
 @dataclass(frozen=True)

@@ -320,6 +320,15 @@ def _abort(kind: str) -> Callable[[ExecutionState, Any, int], None]:
     return go
 
 
+_timed_out = _abort("timed_out")
+
+
+def _timeout_reached(s: ExecutionState, e: E.WorkflowTimeoutReached, ts: int) -> None:
+    if e.deadline_ms is not None and s.abort is None and not s.terminal:
+        s.deadline_ms = e.deadline_ms  # the deadline that passed (a code workflow's Timeout may name its own)
+    _timed_out(s, e, ts)
+
+
 def _comp_started(s: ExecutionState, e: E.CompensationStarted, ts: int) -> None:
     s.status, s.compensation_order, s.compensation_done = COMPENSATING, list(e.steps), 0
 
@@ -407,7 +416,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.HookResumed: _hook_resumed,
     E.ChildStarted: _child_started,
     E.CancelRequested: _abort("cancelled"),
-    E.WorkflowTimeoutReached: _abort("timed_out"),
+    E.WorkflowTimeoutReached: _timeout_reached,
     E.FailRequested: _abort("failed"),
     E.CompensationStarted: _comp_started,
     E.CompensationCompleted: _comp_completed,
@@ -427,3 +436,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
 from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  (it uses the helpers above)
 
 HANDLERS.update(RECOVERY_HANDLERS)
+
+from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402  (same reason)
+
+HANDLERS.update(HANDLER_HANDLERS)

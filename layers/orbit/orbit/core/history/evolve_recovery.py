@@ -47,8 +47,10 @@ def _redriven(s: ExecutionState, e: E.ExecutionRedriven, ts: int) -> None:
                 fo.cancelled -= 1
             fo.redo.append(index)  # type: ignore[arg-type]
             touched.add(step)
-        if key in s.fanouts or (u.child_id is not None and u.child_id in children):
-            u.status = RUNNING  # a `for` step goes on with its elements; a child unit waits for its child
+        if key in s.fanouts or (u.child_id is not None and u.child_id in children) or u.kind == "on_signal":
+            # a `for` step goes on with its elements; a child unit waits for its child; an on_signal
+            # instance goes on with its steps
+            u.status = RUNNING
             s.active[key] = None
             if u.child_id is not None:
                 s.children[u.child_id] = key

@@ -339,6 +339,7 @@ class ExecutionState:
             "compensation": self.compensation,
             "created_at_ms": self.created_at_ms,
             "finished_at_ms": self.finished_at_ms,
+            "deadline_ms": self.deadline_ms,  # the whole-execution deadline, or the one a timeout recorded
             "parked": self.parked.to_dict() if self.parked else None,
             "continued_as": self.continued_as,
             "redrive_count": self.redrive_count,

@@ -61,7 +61,15 @@ class Cancelled(OrbitError):
 
 
 class WorkflowTimedOut(Cancelled):
-    """The workflow's own `timeout` passed; the execution ends TIMED_OUT after cleanup."""
+    """The workflow's own `timeout` passed; the execution ends TIMED_OUT after cleanup.
+
+    Workflow code may raise it too, to end TIMED_OUT on a deadline of its own: `deadline_ms` (epoch
+    ms) is recorded in the history's WorkflowTimeoutReached and shown by describe as `deadline_ms`
+    (without it: the execution's `timeout` deadline, else the time of the decision)."""
+
+    def __init__(self, reason: str = "", deadline_ms: int | None = None) -> None:
+        self.deadline_ms = deadline_ms
+        super().__init__(reason)
 
 
 class ReplayStop(BaseException):

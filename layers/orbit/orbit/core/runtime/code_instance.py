@@ -157,5 +157,5 @@ class Instance:
 
     def _stopped(self, e: Cancelled) -> C.Command:
         if isinstance(e, WorkflowTimedOut) or self.replay.abort_kind() == "timed_out":
-            return C.Timeout(e.reason)
+            return C.Timeout(e.reason, getattr(e, "deadline_ms", None))
         return C.Cancel(e.reason)

@@ -137,7 +137,11 @@ class Cancel(Command):
 
 @dataclass(frozen=True)
 class Timeout(Command):
+    """End the run TIMED_OUT. `deadline_ms`: the deadline that passed, recorded in
+    WorkflowTimeoutReached (None: the execution's own deadline, else the decision time)."""
+
     reason: str = ""
+    deadline_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,27 @@ class MarkPatch(Command):
 
     change_id: str
     position: int
+
+
+@dataclass(frozen=True)
+class StartHandler(Command):
+    """Start an `on_signal` instance, unit `on_signal:<signal>@<seq>`, for the buffered arrival
+    of `signal` recorded at `signal_seq` (recorded as HandlerStarted, which consumes the arrival)."""
+
+    unit: str
+    signal: str
+    signal_seq: int
+    signal_id: str = ""
+    payload: JSON = None
+
+
+@dataclass(frozen=True)
+class CancelUnit(Command):
+    """Withdraw a live unit (a queued task is withdrawn, a running one told, a child cancelled);
+    the DSL cancels the on_signal instances still running when the main flow ends."""
+
+    unit: str
+    reason: str = ""
 
 
 @runtime_checkable

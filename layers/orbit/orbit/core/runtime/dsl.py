@@ -93,6 +93,8 @@ class DslRuntime:
     """`Runtime` for DSL definitions. One instance serves one decision's rounds (the decider asks
     for a runtime per decision); it carries a `Plan` from round to round."""
 
+    run_class: type[_Run]  # set below the class: `_Run` (runtime.dsl_handlers subclasses both)
+
     def __init__(self) -> None:
         self._plan: Plan | None = None
 
@@ -100,7 +102,7 @@ class DslRuntime:
         plan = self._plan
         if plan is None or plan.defn is not defn or plan.state is not state:
             plan = self._plan = Plan(defn, state)
-        return _Run(defn, state, now_ms, plan).commands()
+        return self.run_class(defn, state, now_ms, plan).commands()
 
 
 class _Run:
@@ -147,6 +149,8 @@ class _Run:
             err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
             if err is not None:
                 return [Fail(err)]
+        if out:  # hooks first (same events, same order): this round's steps may read hooks.NAME.token
+            return out
         for name in plan.candidates():
             step = self.d.steps[name]
             u = s.units.get(name)
@@ -165,7 +169,12 @@ class _Run:
             else:
                 plan.ended.add(name)
                 plan.open.update(plan.waiting.pop(name, ()))
-        if len(plan.ended) == len(self.d.steps) and not out:
+        return self.after_main(out, len(plan.ended) == len(self.d.steps) and not out)
+
+    def after_main(self, out: list[Command], main_done: bool) -> list[Command]:
+        """The round's commands once the main flow's are known (`runtime.dsl_handlers` adds the
+        on_signal instances here); `main_done`: every step has ended and nothing else is to do."""
+        if main_done:
             out.append(self.finish())
         return out
 
@@ -343,6 +352,9 @@ class _Run:
                 return Fail(TaskError(EXPRESSION_ERROR, f"output: {e}", retryable=False))
         err = self.contract(getattr(d, "output_schema", None), output, OUTPUT_CONTRACT_VIOLATION)
         return Fail(err) if err is not None else Complete(output)
+
+
+DslRuntime.run_class = _Run
 
 
 def _instant(value: Any) -> int:

@@ -25,9 +25,8 @@ class Plan:
         self.watch: set[str] = set()
         self.waiting: dict[str, list[str]] = {}  # step -> steps blocked until it ends
         self.ended: set[str] = set()
-        names = list(getattr(defn, "signals", {}) or {})
-        names += [st.wait_for for st in defn.steps.values() if st.kind == "wait_for" and st.wait_for]
-        self.hooks = list(dict.fromkeys(names))
+        self.hooks = defn.signal_names()
+        self.handlers: Any = None  # the live on_signal instances (runtime.dsl_handlers), built on first use
 
     def candidates(self) -> list[str]:
         for name in list(self.watch):
