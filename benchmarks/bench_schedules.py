@@ -10,7 +10,12 @@ on-demand) plus EventBridge Scheduler's $1.00 per million invocations (its API c
 Then N queries of one of those runs (a definition's `queries:` expression): a query reads the state
 once and writes nothing.
 
-    python benchmarks/bench_schedules.py [--fires 200] [--queries 200]
+Then N updates of a running code workflow (docs/updates.md): the API validates on a side replay
+(one state read), sends one message, the decider records it and runs the handler (one decision,
+one commit), and the caller reads the outcome (here once, after the decision; a caller that
+polls while the decision runs adds one state read per 200 ms).
+
+    python benchmarks/bench_schedules.py [--fires 200] [--queries 200] [--updates 200]
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fires", type=int, default=200)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--updates", type=int, default=200)
     args = ap.parse_args()
     import boto3
     from aws_resources import Clients, create_stack
@@ -114,6 +120,7 @@ def main() -> None:
         print(f"  total ${total:.4f} per 1,000 fires (without the decider's Lambda time and the queue "
               "mapping's receives/deletes)")
         query_costs(svc, meter, args.queries)
+        update_costs(svc, meter, clients, stack, args.updates)
         aws.reset()
 
 
@@ -132,6 +139,41 @@ def query_costs(svc, meter, n: int) -> None:
     table = (meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"]) / 1e6 * per
     print(f"  DynamoDB {meter.wru * per:.0f} WRU + {meter.rru * per:.0f} RRU = ${table:.5f} "
           "per 1,000 queries (without the API function's Lambda time)")
+
+
+def update_costs(svc, meter, clients, stack, n: int) -> None:
+    import orbit
+    from orbit.service.updates import outcome, submit
+
+    @orbit.workflow("bench-updates", version="1")
+    def counter(ctx, input):
+        total = {"n": 0}
+
+        def add(by):
+            total["n"] += by
+            return total["n"]
+
+        ctx.update_handler("add", add, validator=lambda by: by > 0)
+        ctx.wait_for("stop")
+        return total
+
+    svc.engine.registry.register(counter)
+    eid = svc.engine.start("bench-updates", None, {}, "bench-updates-1")
+    drain(svc, clients, stack)
+    meter.reset()
+    for i in range(n):
+        uid = submit(svc.engine, eid, "add", 1, f"u-{i}")  # the API: validate, send
+        drain(svc, clients, stack)  # the decider: record, run the handler, record its result
+        assert outcome(svc.engine, eid, uid)["result"] == i + 1  # the caller reads the result
+    per = 1000 / n
+    print(f"{n} updates of a running code workflow; per 1,000 updates:")
+    for op, k in sorted(meter.requests.items()):
+        print(f"  {k * per:8.0f}  {op}")
+    sqs = meter.sqs_billed * PRICE["sqs"] / 1e6 * per
+    table = (meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"]) / 1e6 * per
+    print(f"  DynamoDB {meter.wru * per:.0f} WRU + {meter.rru * per:.0f} RRU = ${table:.5f}; SQS sends "
+          f"${sqs:.5f}; total ${table + sqs:.5f} per 1,000 updates (without Lambda time and the queue "
+          "mapping's receives/deletes; each further 200 ms a caller waits adds one Query)")
 
 
 if __name__ == "__main__":

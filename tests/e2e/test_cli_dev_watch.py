@@ -8,11 +8,12 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.conftest import orbit_dev
 
 ROOT = Path(__file__).resolve().parents[2]
 UTC = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
@@ -21,37 +22,9 @@ UTC = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"
 @pytest.fixture(scope="module")
 def dev():
     """`orbit dev` on a free port; yields (url, lines it printed on stdout so far)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orbit.cli",
-            "dev",
-            "examples/trial_reminder.yaml",
-            "examples/flaky_fetch.yaml",
-            "--workers",
-            "examples/workers/misc.py",
-            "--port",
-            "0",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: list[str] = []
-    try:
-        deadline = time.monotonic() + 60
-        while not any(line.startswith("try: ") for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, f"orbit dev did not start: {lines}"
-            lines.append(proc.stdout.readline())
-        url = re.search(r"API on (http://127\.0\.0\.1:\d+)", "".join(lines)).group(1)
-        reader = threading.Thread(target=lambda: [lines.append(line) for line in proc.stdout], daemon=True)
-        reader.start()
+    with orbit_dev("examples/trial_reminder.yaml", "examples/flaky_fetch.yaml",
+                   "--workers", "examples/workers/misc.py") as (url, lines):
         yield url, lines
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def wait_line(lines: list[str], pattern: str, timeout_s: float = 30) -> str:

@@ -84,7 +84,8 @@ def test_code_workflow_sleeps_a_week_and_resumes_by_hook(stack):
     assert desc["progress"] == {"token_known": True}
     created = next(e for e in stack.history(eid) if e["type"] == "HookCreated")
     assert "token" not in created and created["token_sha256"].startswith("sha256:")  # a credential
-    token = stack.engine.load_state(eid).hooks["wake"]["token"]  # the engine's own view
+    token = stack.engine.hook_token(eid, "wake")  # derived from the stack secret, never stored
+    assert "token" not in stack.engine.load_state(eid).hooks["wake"]  # the state keeps its hash only
     stack.resume_hook(token, {"good": "morning"})
     desc = stack.run_until_done(eid)
     assert desc["status"] == "COMPLETED"

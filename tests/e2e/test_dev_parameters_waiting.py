@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import orbit_dev
 from tests.e2e.http_servers import echo, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,31 +41,15 @@ def echo_url():
 def dev_url(tmp_path_factory):
     retry_file = tmp_path_factory.mktemp("defs") / "slow_retry.yaml"
     retry_file.write_text(SLOW_RETRY)
-    args = ["examples/http_ping.yaml", "examples/order_fulfilment.yaml", str(retry_file), "--port", "0"]
+    args = ["examples/http_ping.yaml", "examples/order_fulfilment.yaml", str(retry_file)]
     args += ["--workers", "examples/workers/orders.py", "--workers", "examples/workers/misc.py"]
     args += [a for p in ALLOW_LOOPBACK for a in ("--parameter", p)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orbit.cli.main", "dev", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    try:
-        deadline = time.monotonic() + 60
-        while not any(line.startswith("try: ") for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, f"orbit dev did not start: {lines}"
-            lines.append(proc.stdout.readline())
-        url = re.search(r"API on (http://127\.0\.0\.1:\d+)", "".join(lines)).group(1)
+    with orbit_dev(*args, stderr=subprocess.STDOUT) as (url, lines):
         # the banner says the stack runs with other than the template's defaults
         assert "template parameters: HttpAllowedHosts=127.0.0.1, HttpPrivateHosts=127.0.0.1, " in "".join(
             lines
         )
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _describe_until(cli, url: str, eid: str, done, timeout_s: float = 30) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import boto3
 import pytest
@@ -71,16 +70,13 @@ def test_signal_payload_breaking_the_schema_is_refused(stack):
     assert stack.run_until_done(eid)["status"] == "CANCELLED"
 
 
-def test_seven_day_sleep_completes_in_well_under_a_second(stack):
+def test_seven_day_sleep_completes_on_virtual_time(stack):
+    # How long it takes in wall time: benchmarks/bench_virtual_sleep.py prints it.
     eid = stack.start("trial-reminder", {"email": "ada@example.com"})
-    started_virtual, started_wall = stack.now_ms(), time.monotonic()
+    started_virtual = stack.now_ms()
     desc = stack.run_until_done(eid)
-    wall = time.monotonic() - started_wall
     assert desc["status"] == "COMPLETED", desc
     assert stack.now_ms() - started_virtual >= 7 * 86_400_000
-    # ~40 emulated AWS calls: 0.1-0.3 s on an idle machine; the margin is for 2 loaded CI cores.
-    # Without time-skipping this would take 7 days.
-    assert wall < 3.0, f"took {wall:.2f}s of wall time"
     fired = [e for e in stack.history(eid) if e["type"] == "TimerFired"]
     assert fired and fired[0]["timestamp_ms"] - stack.history(eid)[0]["timestamp_ms"] >= 7 * 86_400_000
 
@@ -179,3 +175,20 @@ def test_fan_out_of_150_with_concurrency_20(stack):
     assert desc["status"] == "COMPLETED" and desc["output"] == 2 * sum(range(150))
     assert sum(1 for unit in desc["steps"] if unit.startswith("each[")) == 150
     assert max(depths) <= 20  # the concurrency limit keeps the worker queue shallow
+
+
+def test_hook_tokens_come_from_the_local_stacks_own_secret(stack):
+    # template.yaml's HookSecret, created on the emulator with a fresh value for this stack
+    from orbit.core.history.hook_tokens import derive, sha256_hex
+
+    secret = boto3.client("secretsmanager").get_secret_value(
+        SecretId=stack.services.settings.hook_secret_arn)["SecretString"]
+    assert len(secret) == 64
+    eid = stack.start("order-fulfilment", {**ORDER, "order_id": "H-1"})
+    stack.run_until_idle()
+    token = derive(secret.encode(), eid, "approval")
+    created = next(e for e in stack.engine.recorded_history(eid) if e["type"] == "HookCreated")
+    assert created["token_sha256"] == sha256_hex(token) and "token" not in created  # never stored
+    assert stack.engine.hook_token(eid, "approval") == token
+    stack.resume_hook(token, {"approved": True, "by": "hook"})
+    assert stack.run_until_done(eid)["status"] == "COMPLETED"

@@ -1,4 +1,4 @@
-"""Create template.yaml's table, queues and bucket on moto (one schema source: the template)."""
+"""Create template.yaml's table, queues, bucket and hook secret on moto (one schema source: the template)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class Clients:
 
         self.dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         self.sqs = boto3.client("sqs", region_name="us-east-1")
+        self.secretsmanager = boto3.client("secretsmanager", region_name="us-east-1")
         # As orbit.aws.wiring configures it (no per-upload CRC32: payloads are content-addressed).
         self.s3 = boto3.client("s3", region_name="us-east-1", config=Config(
             request_checksum_calculation="when_required", response_checksum_validation="when_required"))
@@ -39,6 +40,7 @@ class Stack:
     bucket: str
     queues: dict[str, str] = field(default_factory=dict)  # logical id -> url
     arns: dict[str, str] = field(default_factory=dict)  # logical id -> arn
+    hook_secret_arn: str = ""
 
     def env(self) -> dict[str, str]:
         """What template.yaml's Globals give every function."""
@@ -51,6 +53,7 @@ class Stack:
                                              "http": self.queues["HttpTaskQueue"]}),
             "POWERTOOLS_SERVICE_NAME": "orbit",
             "POWERTOOLS_METRICS_NAMESPACE": "Orbit",
+            "ORBIT_HOOK_SECRET_ARN": self.hook_secret_arn,
         }
 
 
@@ -67,6 +70,13 @@ def create_stack(ddb: Any, sqs: Any, s3: Any, suffix: str = "") -> Stack:
     rules = lifecycle_rules(res["PayloadBucket"]["Properties"])
     s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
     stack = Stack(table, bucket)
+    import secrets
+
+    import boto3
+
+    # HookSecret: a generated string, as GenerateSecretString makes on AWS
+    stack.hook_secret_arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+        Name=f"orbit-hook-secret{suffix}", SecretString=secrets.token_urlsafe(48))["ARN"]
     queues = {k: v["Properties"] for k, v in res.items() if v["Type"] == "AWS::SQS::Queue"}
     # DLQs first: the main queues' redrive policies point at them.
     for lid in sorted(queues, key=lambda k: "RedrivePolicy" in queues[k]):

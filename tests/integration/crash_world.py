@@ -169,7 +169,7 @@ class World:
         self.signalled = False
         self.actions_done = 0
         self.visibility_ms = {q: 1000 * int(p.get("VisibilityTimeout", 30)) for q, p in QUEUES.items()}
-        recorder.attach(clients.dynamodb, clients.sqs, clients.s3)
+        recorder.attach(clients.dynamodb, clients.sqs, clients.s3, clients.secretsmanager)
         recorder.arm(crash_at)
         RUNS.clear()
         FIXED[0] = False
@@ -184,7 +184,8 @@ class World:
         svc = self.containers.get(function) if function else None
         if svc is None:
             svc = aws.build_services(os.environ, self.clock)
-            svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3)
+            svc.__dict__.update(dynamodb=self.clients.dynamodb, sqs=self.clients.sqs, s3=self.clients.s3,
+                                secretsmanager=self.clients.secretsmanager)
             # The registry's pointer cache lives 2 s: on the virtual clock, so a run is the same however
             # slowly the machine runs it (the crash points of two runs must line up).
             svc.__dict__["registry"] = DynamoRegistry(self.clients.dynamodb, self.stack.table, svc.payloads,
@@ -277,8 +278,8 @@ class World:
             self.clock.now += 60_000  # the schedule runs it again a minute later
 
     def act(self, action: str) -> None:
-        """An operator action: deploy a code build (no AWS call: the functions' code changes) or
-        `orbit unpark` through the API."""
+        """An operator action: deploy a code build (no AWS call: the functions' code changes),
+        `orbit unpark` or an update through the API."""
         from crash_code import deploy
 
         self.actions_done += 1
@@ -286,6 +287,10 @@ class World:
             deploy(action.removeprefix("deploy:"))
         elif action == "unpark":
             self.api("POST", f"/executions/{EXECUTION}/unpark", {}, 202)
+        elif action.startswith("update:"):  # crash_updates.py
+            from crash_updates import send_update
+
+            send_update(self, action.removeprefix("update:"))
         else:
             raise AssertionError(f"unknown action {action!r}")
 

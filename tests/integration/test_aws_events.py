@@ -48,7 +48,7 @@ def test_api_events(cloud: Any) -> None:
     status, history = api(cloud, "api_history.json")
     assert status == 200 and history[0]["type"] == "WorkflowCreated"
     cloud.run_until_idle()  # greet runs; the execution now waits for `approval`
-    token = aws.services().engine.load_state("hello-0001").hooks["approval"]["token"]
+    token = aws.services().engine.hook_token("hello-0001", "approval")  # derived from the stack secret
     status, body = api(cloud, "api_resume_hook.json", HOOK_TOKEN=token)
     assert (status, body) == (202, {"execution_id": "hello-0001"})
     # Before the decider has seen it: a retry of the same request is accepted (idempotent),

@@ -42,7 +42,7 @@ NOT_IN_RUN = {
 }
 # Used by Lambda's event source mapping with the function's role, not by handler code.
 MAPPING = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
-DATA = ("dynamodb:", "s3:", "sqs:")
+DATA = ("dynamodb:", "s3:", "sqs:", "secretsmanager:")
 
 
 def grants(role: dict[str, Any]) -> list[dict[str, Any]]:

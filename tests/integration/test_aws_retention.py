@@ -83,7 +83,7 @@ def _run_kitchen(cloud: Any, clock: Any, eid: str) -> None:
     cloud.invoke("timers", {"time": "now"})
     cloud.run_until_idle()
     assert cloud.api("POST", f"/executions/{eid}/signals/approval", {"payload": {"ok": True}})[0] == 202
-    token = aws.services().engine.load_state(eid).hooks["hooked"]["token"]
+    token = aws.services().engine.hook_token(eid, "hooked")  # derived from the stack secret
     assert cloud.api("POST", f"/hooks/{token}", {"payload": {"via": "hook"}})[0] == 202
     cloud.run_until_idle()
     clock.advance(20 * 60_000 + 1_500)

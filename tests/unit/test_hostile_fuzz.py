@@ -11,9 +11,9 @@ engine until idle and asserts:
 - no execution is left in a state no message will move: every running one has a timer due,
   a step waiting for a signal or hook, a task with a worker queue, or a running child.
 
-Inputs the other half of issue 17 fixes (branch issue-17a: lone surrogates, caller ids that
-collide with internal message ids, child ids taken by a caller) are kept out of the strategies
-below (`KNOWN_ELSEWHERE`); take them back in once that branch is merged.
+Every string may hold lone surrogates; ids may hold ':' and '/' and may look like the engine's
+own message ids (`start:E`, `hook:T`, ...) or a child's id (`fuzz-1/s0`): internal ids are
+namespaced (docs/security.md), so none of these may collide with what the engine keeps for itself.
 """
 
 from __future__ import annotations
@@ -23,20 +23,23 @@ from typing import Any
 from urllib.parse import quote
 
 from dsl_harness import T0
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from orbit.service.http import handle_request
 from orbit.testing.simulator import Simulator, fail, succeed
 
-# Lone surrogates (category Cs), ':' in caller-chosen ids, '/' in execution ids: issue-17a's classes.
-KNOWN_ELSEWHERE = {"blacklist_categories": ("Cs",)}
-# Caller ids shaped like the engine's own message ids (start:E, hook:T, child_done:C...): with
-# these the fuzz finds a 202 signal that is then dropped. Add them here once issue-17a is merged.
-INTERNAL_LOOKING_IDS: list[str] = []
-TEXT = st.text(st.characters(**KNOWN_ELSEWHERE), max_size=12)
-ID = st.text(st.characters(blacklist_characters=":/", **KNOWN_ELSEWHERE), min_size=1, max_size=10)
-if INTERNAL_LOOKING_IDS:
-    ID = ID | st.sampled_from(INTERNAL_LOOKING_IDS)
+# Lone surrogates (category Cs) included: they must be a 400, never a 500 or a stuck execution.
+TEXT = st.text(st.characters(), max_size=12)
+# Caller ids shaped like the engine's own message ids and child ids: a signal or start with one of
+# these must never be taken for an internal message (dropped as a duplicate) or squat a child.
+INTERNAL_LOOKING_IDS = [
+    "start:fuzz-1", "hook:x", "hook:sha256:" + "0" * 64, "result:t", "started:t:s", "heartbeat:t:s:1",
+    "child_done:fuzz-1/s0", "cancel:c", "wake:fuzz-1:0", "signal:go", "continue:fuzz-1:3",
+    "redrive:r", "unpark:u", "fuzz-1/s0", "fuzz-1/s1", "fuzz-1~1", "fuzz-1/s2[0]",
+]
+ID = (st.text(st.characters(), min_size=1, max_size=10)
+      | st.text(st.sampled_from("ab:/~-"), min_size=1, max_size=8)
+      | st.sampled_from(INTERNAL_LOOKING_IDS))
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False, allow_infinity=False) | TEXT,
@@ -84,26 +87,37 @@ def definitions(draw: Any) -> dict[str, Any]:
             "output": draw(st.sampled_from([None, "{% steps.s0.output %}", "{% $string(input) %}"]))}
 
 
+def q(text: str) -> str:
+    """A path segment as an HTTP client sends it (a lone surrogate as its UTF-8-like bytes)."""
+    return quote(text, safe="", errors="surrogatepass")
+
+
 def requests(eids: list[str]) -> Any:
     eid = st.sampled_from(eids) | st.sampled_from(eids) | ID  # mostly an execution that exists
     start_body = st.fixed_dictionaries(
         {"workflow": st.sampled_from(["fuzz", "child", "missing"]) | TEXT},
         optional={"input": JSON_VALUES, "id": ID | JSON_VALUES, "version": JSON_VALUES})
     signal_body = st.fixed_dictionaries({}, optional={"payload": JSON_VALUES, "id": ID | ID | JSON_VALUES})
+    # the gate's signal to the running execution, with ids of every shape (internal-looking ones
+    # included): drawn often, so that accepted signals are checked for being kept
+    gate_signal = st.tuples(st.just("POST"), st.just("/executions/fuzz-1/signals/go"),
+                            st.fixed_dictionaries({"id": ID}, optional={"payload": JSON_VALUES}))
     return st.one_of(
+        gate_signal, gate_signal,
         st.tuples(st.just("POST"), st.just("/executions"), start_body),
-        st.tuples(st.just("POST"), eid.map(lambda e: f"/executions/{quote(e, safe='')}/signals/")
+        st.tuples(st.just("POST"), eid.map(lambda e: f"/executions/{q(e)}/signals/")
                   .flatmap(lambda p: st.sampled_from(["go", "go", "approve", "other"]).map(lambda n: p + n)),
                   signal_body),
-        st.tuples(st.just("POST"), eid.map(lambda e: f"/executions/{quote(e, safe='')}/cancel"),
+        st.tuples(st.just("POST"), eid.map(lambda e: f"/executions/{q(e)}/cancel"),
                   st.fixed_dictionaries({}, optional={"reason": JSON_VALUES, "force": JSON_VALUES})),
-        st.tuples(st.just("GET"), eid.map(lambda e: f"/executions/{quote(e, safe='')}"), st.none()),
-        st.tuples(st.just("GET"), eid.map(lambda e: f"/executions/{quote(e, safe='')}/history"), st.none()),
-        st.tuples(st.just("POST"), ID.map(lambda t: f"/hooks/{quote(t, safe='')}"),
+        st.tuples(st.just("GET"), eid.map(lambda e: f"/executions/{q(e)}"), st.none()),
+        st.tuples(st.just("GET"), eid.map(lambda e: f"/executions/{q(e)}/history"), st.none()),
+        st.tuples(st.just("POST"), ID.map(lambda t: f"/hooks/{q(t)}"),
                   st.fixed_dictionaries({}, optional={"payload": JSON_VALUES})),
         st.tuples(st.just("POST"), st.just("/definitions"), JSON_VALUES | definitions()),
         st.tuples(st.sampled_from(["GET", "DELETE", "PUT"]), TEXT.map(lambda t: "/" + t), JSON_VALUES),
-        st.tuples(st.just("POST"), st.just("/executions"), TEXT.map(lambda t: t.encode())),  # not JSON
+        st.tuples(st.just("POST"), st.just("/executions"),  # not JSON (nor always UTF-8)
+                  TEXT.map(lambda t: t.encode("utf-8", "surrogatepass"))),
     )
 
 
@@ -160,9 +174,11 @@ def test_hostile_requests_never_500_never_lose_and_never_strand(
         sim.advance(90_000)  # queue timeouts, sleeps and wait timeouts come due
     sim.advance(2 * 3_600_000)
     assert sim.dead_letters == []
+    event(f"signals accepted: {min(len(signals), 2)}+, executions started: {min(len(started), 3)}+")
     for eid, signal_id in signals:
+        # the engine files a caller's id under `signal:` (docs/security.md)
         received = {e.get("signal_id") for e in sim.history(eid) if e["type"] == "SignalReceived"}
-        assert signal_id in received, (eid, signal_id, "accepted (202) and then dropped")
+        assert f"signal:{signal_id}" in received, (eid, signal_id, "accepted (202) and then dropped")
     for eid in started:
         desc = sim.describe(eid)  # accepted: it exists
         if desc["status"] in ("RUNNING", "COMPENSATING"):

@@ -39,5 +39,6 @@ def test_unknown_effect_and_message_kinds_keep_their_messages() -> None:
         message_from_dict({"kind": "bogus"})
     assert f"unknown kind 'bogus'; expected one of {sorted(MESSAGE_TYPES)}" in str(e.value)
     assert "message.kind" in str(e.value)
-    # continue_decision; forward_signal and unpark (issue 10a); redrive and fork (issue 10b)
-    assert len(EFFECT_TYPES) == 12 and len(MESSAGE_TYPES) == 12
+    # continue_decision; forward_signal and unpark (issue 10a); redrive and fork (issue 10b);
+    # the update message (issue 13)
+    assert len(EFFECT_TYPES) == 12 and len(MESSAGE_TYPES) == 13

@@ -189,6 +189,20 @@ class Client:
         path = f"/executions/{_q(execution_id)}/queries/{_q(name)}"
         return self._call("POST", path, {"input": input})["result"]
 
+    def update(self, execution_id: str, name: str, input: Any = None, update_id: str | None = None,
+               timeout: float = 10.0) -> Any:
+        """Send a durable update and wait up to `timeout` seconds (at most 25) for its result.
+
+        The update id (made up when not given) makes retries safe: the same id has one effect and
+        returns the same result. Raises UpdateRefused (HTTP 400: the validator's message),
+        UpdateFailed (the handler failed) or UpdateTimedOut (ask again with its update_id)."""
+        from orbit.errors import update_result
+
+        uid = update_id or f"update-{uuid.uuid4().hex}"
+        path = f"/executions/{_q(execution_id)}/updates/{_q(name)}"
+        body = {"input": input, "update_id": uid, "timeout": timeout}
+        return update_result(self._call("POST", path, body), timeout)
+
     def unpark(self, execution_id: str) -> dict[str, Any]:
         """Try a parked execution again now (HTTP 409 when it is not parked or has ended)."""
         return self._call("POST", f"/executions/{_q(execution_id)}/unpark", {})

@@ -132,3 +132,39 @@ class NotParked(OrbitError):
     def __init__(self, execution_id: str, status: str) -> None:
         self.execution_id = execution_id
         super().__init__(f"execution {execution_id!r} is not parked ({status}); there is nothing to un-park")
+
+
+class UpdateRefused(ValidationError):
+    """An update's validator refused it, or its name is unknown; nothing was recorded. For a
+    refusal the message is the validator's, word for word."""
+
+
+class UpdateFailed(OrbitError):
+    """An update was recorded and its handler failed (or a later validator run refused it)."""
+
+    def __init__(self, update_id: str, code: str, message: str) -> None:
+        self.update_id = update_id
+        self.code = code
+        super().__init__(message)
+
+
+class UpdateTimedOut(OrbitError):
+    """The update was accepted but had no result within the caller's timeout; asking again with
+    the same update id waits for (or returns) its one result."""
+
+    def __init__(self, update_id: str, timeout_s: float) -> None:
+        self.update_id = update_id
+        super().__init__(f"update {update_id!r} was accepted but has no result after {timeout_s:g}s; "
+                         f"ask again with update id {update_id!r} to wait for it")
+
+
+def update_result(answer: dict[str, object], timeout_s: float) -> object:
+    """What a Python caller of an update gets from `{update_id, status, result, error}`: the
+    result, or UpdateFailed (the handler failed) or UpdateTimedOut (no result yet)."""
+    uid = str(answer.get("update_id"))
+    if answer.get("status") != "COMPLETED":
+        raise UpdateTimedOut(uid, timeout_s)
+    error = answer.get("error")
+    if isinstance(error, dict) and error:
+        raise UpdateFailed(uid, str(error.get("code")), str(error.get("message")))
+    return answer.get("result")

@@ -14,7 +14,7 @@ import json
 import secrets
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from orbit.core.history.events import JSON
@@ -335,18 +335,24 @@ class ManualClock:
 
 
 class RandomIds:
-    """Tokens from the OS's randomness: 128 bits, URL-safe."""
+    """Tokens from the OS's randomness: 128 bits, URL-safe. `hook_key` (a callable returning the
+    stack's hook key, read when a hook first needs it): hook tokens are derived from it and only
+    their hash is recorded (orbit.core.history.hook_tokens); without it they are random and recorded."""
+
+    def __init__(self, hook_key: Callable[[], bytes] | None = None) -> None:
+        self.hook_key = hook_key
 
     def token(self) -> str:
         return secrets.token_urlsafe(16)
 
 
 class SeededIds:
-    """Reproducible tokens for tests and simulations (128 bits of a hash chain)."""
+    """Reproducible tokens for tests and simulations (128 bits of a hash chain); `hook_key` as above."""
 
-    def __init__(self, seed: str = "orbit") -> None:
+    def __init__(self, seed: str = "orbit", hook_key: bytes | None = None) -> None:
         self._seed = seed
         self._n = itertools.count()
+        self.hook_key = (lambda: hook_key) if hook_key else None
 
     def token(self) -> str:
         return hashlib.sha256(f"{self._seed}:{next(self._n)}".encode()).hexdigest()[:32]

@@ -17,6 +17,8 @@ execution's data is kept when its workflow sets no retention; default 30).
 Schedules need ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN and
 ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler group, the role it sends
 with, and its target); without them schedule operations are refused.
+ORBIT_HOOK_SECRET_ARN: the Secrets Manager secret hook tokens are derived from
+(docs/security.md); without it they are random and recorded in the history.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Settings:
     schedule_group: str = ""
     scheduler_role_arn: str = ""
     decision_arn: str = ""
+    hook_secret_arn: str = ""  # the key hook tokens are derived from (adapters/secrets.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -103,6 +106,7 @@ class Settings:
             schedule_group=env.get("ORBIT_SCHEDULE_GROUP") or "",
             scheduler_role_arn=env.get("ORBIT_SCHEDULER_ROLE_ARN") or "",
             decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
+            hook_secret_arn=env.get("ORBIT_HOOK_SECRET_ARN") or "",
         )
 
 
@@ -192,13 +196,27 @@ class Services:
         return IdempotencyStore(self.dynamodb, self.settings.table, self.payloads, self.clock)
 
     @cached_property
+    def hook_key(self) -> Any:
+        """The stack's hook-token key, read on first use (None without ORBIT_HOOK_SECRET_ARN: hook
+        tokens are then random and recorded in the history, as before the secret existed)."""
+        if not self.settings.hook_secret_arn:
+            return None
+        from orbit.adapters.secrets import SecretsManagerHookKey
+
+        return SecretsManagerHookKey(lambda: self.secretsmanager, self.settings.hook_secret_arn)
+
+    @cached_property
+    def secretsmanager(self) -> Any:
+        return self._client("secretsmanager")
+
+    @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
         from orbit.aws.observability import METER, MeteredStore
         from orbit.service.engine import Engine
 
         engine = Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
-                        self.clock, RandomIds(), snapshot_every=self.settings.snapshot_every,
+                        self.clock, RandomIds(self.hook_key), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")

@@ -677,6 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
     from orbit.cli.recovery import add_recovery_commands
 
     add_recovery_commands(sub, api_opts, lambda args: _client(args))  # looked up when called
+    from orbit.cli.updates import add_update_parser
+
+    add_update_parser(sub, api_opts, lambda args: _client(args))
 
     sp = sub.add_parser(
         "advance",
@@ -689,6 +692,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_schedule_parser(sub, api_opts)
     add_ui_parser(sub)
+    from orbit.cli.testing import add_testing_parsers
+
+    add_testing_parsers(sub)
     from orbit.cli.evolution import add_parsers
 
     add_parsers(sub, api_opts, _client)

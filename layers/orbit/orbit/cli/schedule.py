@@ -1,4 +1,5 @@
-"""`orbit schedule create|describe|list|pause|resume|trigger|backfill|delete` (through the HTTP API)."""
+"""`orbit schedule create|update|describe|list|pause|resume|trigger|backfill|delete` (through the HTTP
+API)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,26 @@ def cmd_create(args: argparse.Namespace) -> int:
         config["pause_on_failure"] = True
     inp = parse_json_arg(args.input, "--input") if args.input else None
     _show(args, _client(args).create_schedule(args.id, args.workflow, inp, **config))
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    """Change the named fields; the others keep their values (a read, then the full config)."""
+    from orbit.core.schedule.changes import merged_config
+
+    keys = ("workflow", "cron", "every", "offset", "timezone", "start", "end", "jitter", "overlap",
+            "catchup_window", "version", "pause_on_failure")
+    changes: dict[str, Any] = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if args.exclude:
+        changes["exclude"] = args.exclude
+    if args.input:
+        changes["input"] = parse_json_arg(args.input, "--input")
+    if not changes:
+        from orbit.cli.args import UsageError
+
+        raise UsageError("name at least one field to change, e.g. --cron \"0 10 * * MON\"")
+    client = _client(args)
+    _show(args, client.update_schedule(args.id, merged_config(client.describe_schedule(args.id), changes)))
     return 0
 
 
@@ -98,7 +119,8 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
                            epilog=f"examples:\n  {examples}",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     ssub = sched.add_subparsers(dest="schedule_command", required=True, metavar="ACTION",
-                                help="create, describe, list, pause, resume, trigger, backfill or delete")
+                                help="create, update, describe, list, pause, resume, trigger, backfill or "
+                                     "delete")
     sp = ssub.add_parser("create", help="create a schedule (cron in a time zone, or every + offset)")
     sp.add_argument("id")
     sp.add_argument("workflow")
@@ -117,6 +139,34 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
     sp.add_argument("--pause-on-failure", action="store_true")
     api_opts(sp)
     sp.set_defaults(func=cmd_create)
+    update_examples = "\n  ".join([
+        'orbit schedule update nightly --cron "0 3 * * *"',
+        "orbit schedule update nightly --overlap buffer_one --input @order.json",
+        "orbit schedule update every-15 --every 30m --offset 5m",
+    ])
+    sp = ssub.add_parser("update", help="change some fields of a schedule; the others keep their values",
+                         epilog=f"examples:\n  {update_examples}",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("id", help="the schedule id, e.g. nightly")
+    sp.add_argument("--workflow", help="start this workflow instead")
+    sp.add_argument("--input", help="JSON or @file.json: the input of every run from now on")
+    sp.add_argument("--version", help="workflow version to start")
+    sp.add_argument("--cron", help='5-field cron, e.g. "0 9 * * MON" (replaces --every)')
+    sp.add_argument("--timezone", help="IANA zone for the cron, e.g. Europe/Paris")
+    sp.add_argument("--every", help="interval, e.g. 15m (replaces --cron)")
+    sp.add_argument("--offset", help="offset of the interval from the epoch, e.g. 5m")
+    sp.add_argument("--start", help="RFC 3339 time of the first possible occurrence")
+    sp.add_argument("--end", help="RFC 3339 time after which nothing fires")
+    sp.add_argument("--jitter", help="delay each fire by up to this much, e.g. 30s")
+    sp.add_argument("--exclude", action="append", help="replaces the exclusions: a local date or a cron "
+                                                       "(repeatable)")
+    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"],
+                    help="what a fire does while a run is still going")
+    sp.add_argument("--catchup-window", dest="catchup_window", help="e.g. 2h")
+    sp.add_argument("--pause-on-failure", dest="pause_on_failure", action=argparse.BooleanOptionalAction,
+                    help="pause the schedule when a run fails (--no-pause-on-failure: do not)")
+    api_opts(sp)
+    sp.set_defaults(func=cmd_update)
     for name, fn, helptext in (("describe", cmd_describe, "spec, policies, state, last 10 actions, next 5"),
                                ("delete", cmd_delete, "delete a schedule (its runs are left alone)")):
         sp = ssub.add_parser(name, help=helptext)

@@ -46,7 +46,7 @@ class ConsoleData:
 
     def live(self, eid: str) -> tuple[int, Any]:
         """What the execution page refreshes: its describe, what each unfinished step waits for,
-        its hooks (name, token, resumed) and its Gantt rows, all from one read of what is new."""
+        its hooks (name, resumed: never the token) and its Gantt rows, all from one read of what is new."""
         from orbit.console.gantt import gantt
         from orbit.local.waiting import waiting
 
@@ -59,7 +59,7 @@ class ConsoleData:
         hooks: dict[str, dict[str, Any]] = {}
         for ev in events:
             if ev.get("type") == "HookCreated":
-                hooks[ev["name"]] = {"name": ev["name"], "token": ev.get("token"), "resumed": False}
+                hooks[ev["name"]] = {"name": ev["name"], "resumed": False}  # never the token: a credential
             elif ev.get("type") == "HookResumed" and ev.get("name") in hooks:
                 hooks[ev["name"]]["resumed"] = True
         return 200, {

@@ -121,6 +121,14 @@ class DevServer:
                 if self.running:
                     self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
+        from .update_wait import is_update, serve_update
+
+        if is_update(method, parts.path):  # waits between pump turns, not holding the lock
+            def ask(body: bytes) -> tuple[int, Any]:
+                with self.lock:
+                    return handle_request(self.stack.engine, method, parts.path, body,
+                                          dict(parse_qsl(parts.query)))
+            return serve_update(ask, raw)
         with self.lock:
             status, body = handle_request(
                 self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))

@@ -1,7 +1,8 @@
 """Create what template.yaml declares, on the emulator, and describe how it is wired.
 
 Tables (keys, GSIs/LSIs), queues (visibility timeout, delay, retention, FIFO,
-redrive policy to their DLQ) and buckets are created for real on moto; the
+redrive policy to their DLQ), buckets and Secrets Manager secrets (a fresh
+generated string per local stack) are created for real on moto; the
 SAM functions' SQS and Schedule events become `SqsMapping`s and `ScheduleRule`s
 that the pump and the scheduler drive. Everything else (roles, log groups,
 alarms, the layer, the HTTP API) only gets a placeholder identity, enough for
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,8 @@ def deploy(
             name = str(resolver.resolve(props.get("Name") or refs[lid], f"Resources.{lid}.Properties.Name"))
             boto3.client("scheduler").create_schedule_group(Name=name)
             refs[lid] = dep.schedule_groups[lid] = name
+        elif res.get("Type") == "AWS::SecretsManager::Secret":
+            refs[lid] = _create_secret(refs[lid], props)  # !Ref of a secret is its ARN
     queue_ids = [lid for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"]
     for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve
         props = resources[lid].get("Properties") or {}
@@ -230,6 +234,14 @@ def _identities(
             attrs[(lid, "Arn")] = f"arn:aws:local:{REGION}:{ACCOUNT}:{lid}"
             attrs[(lid, "QueueName")] = base
     return refs, attrs
+
+
+def _create_secret(name: str, props: dict[str, Any]) -> str:
+    """A secret whose GenerateSecretString is honoured with a fresh random string (each local
+    stack has its own, as each deployed stack does); returns its ARN."""
+    length = int((props.get("GenerateSecretString") or {}).get("PasswordLength") or 32)
+    value = props.get("SecretString") or secrets.token_urlsafe(length)[:length]
+    return str(boto3.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"])
 
 
 def _create_table(ddb: Any, name: str, props: dict[str, Any]) -> str:

@@ -186,6 +186,18 @@ class LocalStack(ScheduleOps):
 
         return run_query(self.engine, id, name, input)
 
+    def update(self, id: str, name: str, input: Any = None, update_id: str | None = None,
+               timeout: float = 10.0) -> Any:
+        """A durable update (docs/updates.md): validated, recorded once per `update_id`, handled;
+        returns its result (UpdateRefused, UpdateFailed, UpdateTimedOut, ExecutionEnded otherwise).
+        The queues are pumped while it waits (virtual time does not move)."""
+        from orbit.errors import update_result
+        from orbit.service.updates import submit, wait
+
+        uid = submit(self.engine, id, name, input, update_id)
+        pump = lambda: self.cloud.run_until_idle(auto_advance=False)  # noqa: E731
+        return update_result(wait(self.engine, id, uid, timeout, pump), timeout)
+
     def resume_hook(self, token: str, payload: Any = None) -> str:
         return self.engine.resume_hook(token, payload)
 

@@ -44,18 +44,9 @@ class ScheduleOps:
 
     def update_schedule(self, schedule_id: str, **changes: Any) -> dict[str, Any]:
         """Change some fields; the others keep their values."""
-        current = self.schedules.describe(schedule_id)
-        keep = {k: current[k] for k in ("workflow", "version", "input", "overlap", "catchup_window_ms",
-                                        "pause_on_failure")}
-        spec = dict(current["spec"])
-        spec_keys = ("cron", "every", "offset", "timezone", "start", "end", "jitter", "exclude")
-        if "cron" in changes or "every" in changes:
-            for k in ("cron", "every_ms", "offset_ms"):
-                spec.pop(k, None)
-        spec.update({k: v for k, v in changes.items() if k in spec_keys})
-        if "catchup_window" in changes:
-            keep.pop("catchup_window_ms")
-        raw = {**keep, **{k: v for k, v in changes.items() if k not in spec_keys}, "spec": spec}
+        from orbit.core.schedule.changes import merged_config
+
+        raw = merged_config(self.schedules.describe(schedule_id), changes)
         return dict(self.schedules.update(schedule_id, raw))
 
     def describe_schedule(self, schedule_id: str) -> dict[str, Any]:

@@ -100,6 +100,12 @@ def rows(history: list[dict[str, Any]]) -> list[Row]:
             close(step, ts, "uncertain, redelivered" + (f" ({ev['reason']})" if ev.get("reason") else ""))
         elif kind == "SignalReceived":
             out.append(Row(ts - t0, f"signal {ev.get('name')}", None, None, "received"))
+        elif kind == "UpdateAccepted":
+            text = f"accepted ({ev.get('update_id')})"
+            out.append(Row(ts - t0, f"update {ev.get('name')}", None, None, text))
+        elif kind == "UpdateCompleted":
+            done = "failed  " + _error(ev.get("error")) if ev.get("error") else "completed"
+            out.append(Row(ts - t0, f"update {ev.get('update_id')}", None, None, done))
         elif kind == "CancelRequested":
             out.append(Row(ts - t0, "execution", None, None, f"cancel requested ({ev.get('reason') or '-'})"))
         elif kind == "CompensationStarted":

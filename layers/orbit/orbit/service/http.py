@@ -23,6 +23,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
                                               {id, redrive_count, steps}
     POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
     POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
+    POST /executions/{id}/updates/{name}      {input?, update_id?, timeout?} -> 200 {update_id, status,
+                                              result, error} | 202 while not done (docs/updates.md)
     POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
@@ -63,6 +65,7 @@ from orbit.errors import (
 )
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
+from orbit.service.updates import ROUTE as UPDATE_ROUTE
 
 log = logging.getLogger("orbit.service.http")
 Response = tuple[int, Any]
@@ -207,6 +210,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/definitions"), _register),
 ]
 _ROUTES += SCHEDULE_ROUTES
+_ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
 
 
 def handle_request(engine: Any, method: str, path: str, body: Any = None,

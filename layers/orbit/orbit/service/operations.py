@@ -11,6 +11,7 @@ import hashlib
 from typing import Any
 
 from orbit.core.definition.model import Definition
+from orbit.core.history.hook_tokens import DIGEST_PREFIX, keys_from, matches, sha256_hex, token_of
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
 from orbit.errors import (
@@ -146,33 +147,46 @@ class EngineApi(CatalogApi):
         return sid
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
-        """Resume a hook once by its token; returns the execution id."""
+        """Resume a hook once by its token; returns the execution id. Only the token's hash is
+        looked up, checked and sent on: the token is a credential (hook_tokens)."""
         check_json(payload, "payload")
-        found = self.store.find_hook(token)
+        check_json(token, "token")
+        digest = sha256_hex(token)
+        ref = DIGEST_PREFIX + digest
+        found = self.store.find_hook(ref)
         if found is None:
             raise NotFound("unknown hook token")
         execution_id, name = found
         state = self.load_state(execution_id)
         hook = state.hooks.get(name)
-        if hook is None or hook.get("token") != token:
+        if hook is None or not matches(hook, token, digest):
             raise NotFound("unknown hook token")
         if hook.get("resumed"):
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
         _check_running(state, f"hook {name!r} was not resumed")
         self._check_payload(state, name, payload)
         claim = getattr(self.store, "claim_hook", None)  # atomic resume-once where the store offers it
-        if claim is not None and not claim(token, payload):
+        if claim is not None and not claim(ref, payload):
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
         self.queues.send_decision(
             {
                 "kind": "hook",
                 "execution_id": execution_id,
-                "id": f"hook:{token}",
-                "token": token,
+                "id": f"hook:{ref}",
+                "token_sha256": digest,
                 "payload": payload,
             }
         )
         return execution_id
+
+    def hook_token(self, execution_id: str, name: str) -> str:
+        """The token of hook `name`, derived with the stack key: for in-process tools and tests
+        (the simulator, LocalStack), never served by the API or printed by the CLI."""
+        hook = self.load_state(execution_id).hooks.get(name)
+        if hook is None:
+            raise NotFound(f"execution {execution_id!r} has no hook {name!r}")
+        with keys_from(self.ids):
+            return token_of(execution_id, name, hook)
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         check_json(reason, "reason")
@@ -239,7 +253,11 @@ def page_units(units: dict[str, Any], after: str | None, limit: int) -> tuple[li
 
 def token_digest(token: str) -> str:
     """What views show of a hook token: enough to tell two apart, useless to resume one."""
-    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+    return short_digest(hashlib.sha256(token.encode()).hexdigest())
+
+
+def short_digest(hex_digest: str) -> str:
+    return "sha256:" + hex_digest[:16]
 
 
 def shown(event: dict[str, Any]) -> dict[str, Any]:
@@ -247,14 +265,21 @@ def shown(event: dict[str, Any]) -> dict[str, Any]:
 
     A hook token resumes an execution, so it is delivered only where the definition sends it
     (`hooks.NAME.token` in a step input, `ctx.hook_token` in code) and never shown by describe,
-    history, the CLI or the API.
+    history, the CLI or the API. Older histories record the token; newer ones only its SHA-256,
+    shown shortened the same way.
     """
     kind = event.get("type")
-    if kind in ("HookCreated", "HookResumed") and isinstance(event.get("token"), str):
-        event = {**event, "token_sha256": token_digest(event["token"])}
-        del event["token"]
+    if kind in ("HookCreated", "HookResumed"):
+        if isinstance(event.get("token"), str):
+            event = {**event, "token_sha256": token_digest(event["token"])}
+            del event["token"]
+        elif isinstance(event.get("token_sha256"), str):
+            event = {**event, "token_sha256": short_digest(event["token_sha256"])}
     elif kind == "SignalConsumed" and str(event.get("signal_id", "")).startswith("hook:"):
-        event = {**event, "signal_id": "hook:" + token_digest(event["signal_id"][5:])}
+        rest = event["signal_id"][5:]
+        hashed = rest.startswith(DIGEST_PREFIX)
+        hidden = short_digest(rest[len(DIGEST_PREFIX):]) if hashed else token_digest(rest)
+        event = {**event, "signal_id": "hook:" + hidden}
     return event
 
 

@@ -228,7 +228,12 @@ class Registry(Protocol):
 
 
 def hook_key(token: str) -> str:
-    """What a store indexes a hook token by (SHA-256 hex): a hook token is a credential."""
+    """What a store indexes a hook token by (SHA-256 hex): a hook token is a credential. The
+    engine, which keeps only the hash, passes `sha256:<hex>` (hook_tokens.DIGEST_PREFIX) instead."""
     import hashlib
 
+    from orbit.core.history.hook_tokens import DIGEST_PREFIX
+
+    if token.startswith(DIGEST_PREFIX) and len(token) == len(DIGEST_PREFIX) + 64:
+        return token[len(DIGEST_PREFIX):]
     return hashlib.sha256(token.encode()).hexdigest()

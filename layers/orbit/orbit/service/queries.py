@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.core.definition.model import Definition
+from orbit.core.runtime.code_updates import ctx_call as _ctx_call
 from orbit.errors import OrbitError, ValidationError
 
 
@@ -26,11 +27,14 @@ def run_query(engine: Any, execution_id: str, name: str, input: Any = None) -> A
     from orbit.service.operations import check_json
 
     check_json(input, "input")
+    from orbit.core.history.hook_tokens import keys_from
+
     state = engine.load_state(execution_id)
     wf = engine.registry.get_build(state.workflow, state.version, state.build)
-    if isinstance(wf, Definition):
-        return _definition_query(wf, state, name, input)
-    return _code_query(wf, state, name, input)
+    with keys_from(engine.ids):  # hooks.NAME.token reads as in a decision (the replay must match)
+        if isinstance(wf, Definition):
+            return _definition_query(wf, state, name, input)
+        return _code_query(wf, state, name, input)
 
 
 def _unknown(state: Any, name: str, known: Any) -> QueryError:
@@ -66,27 +70,12 @@ class _NoDurableCalls:
                          "call a durable operation (it records nothing)", "name")
 
 
-def _ctx_call(default: str) -> str:
-    """The `ctx` method the handler called: the outermost frame inside the context module."""
-    import sys
-
-    from orbit.core.runtime import code_context
-
-    frame, name = sys._getframe(2), default
-    while frame is not None:
-        if frame.f_code.co_filename == code_context.__file__:
-            name = frame.f_code.co_name
-        elif name != default:
-            break
-        frame = frame.f_back  # type: ignore[assignment]
-    return name
-
-
 def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
     from orbit.core.runtime.code_instance import Instance
     from orbit.core.runtime.code_specs import as_json
 
     inst = Instance(wf, state.id)
+    inst.replay.updates.dry = True  # updates not run yet stay unrun: a query records nothing
     try:
         inst.feed(state)  # replays to where the execution stands; its commands are dropped
         ctx = inst.ctx

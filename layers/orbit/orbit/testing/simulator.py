@@ -111,7 +111,10 @@ class Simulator:
         visibility_ms: int = 30_000,
         batch: int = 10,
         max_receives: int = 5,
+        hook_key: bytes | None = None,
     ) -> None:
+        """`hook_key`: derive hook tokens from it and record only their hash, as a deployed stack
+        does (docs/security.md); without it, hook tokens are random and recorded in the history."""
         self.clock = ManualClock(start_ms)
         self.store = MemoryHistoryStore()
         self.queues = MemoryQueues()
@@ -125,7 +128,7 @@ class Simulator:
             MemoryPayloadStore(),
             self.registry,
             self.clock,
-            SeededIds(seed),
+            SeededIds(seed, hook_key),
             snapshot_every=snapshot_every,
             backoff=lambda attempt: None,  # one thread on a virtual clock: nobody to wait for
         )
@@ -172,6 +175,14 @@ class Simulator:
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
         return self.engine.resume_hook(token, payload)
+
+    def update(self, execution_id: str, name: str, input: Any = None, update_id: str | None = None) -> Any:
+        """A durable update (docs/updates.md); runs the system until its result is recorded."""
+        from orbit.errors import update_result
+        from orbit.service.updates import submit, wait
+
+        uid = submit(self.engine, execution_id, name, input, update_id)
+        return update_result(wait(self.engine, execution_id, uid, 0, self.run_until_idle), 0)
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(execution_id, reason, force)

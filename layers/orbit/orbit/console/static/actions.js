@@ -82,7 +82,9 @@
                 const p = parsePayload(payload.value);
                 if (p.error) { show(p.error, true); return; }
                 const done = await Orbit.confirm("Resume hook", el("p", { text: "Resume hook " + h.name + " of " + eid + "?" }), "Resume",
-                  () => Orbit.api("/hooks/" + enc(h.token), { payload: p.value }));
+                  // the console never sees a hook token (a credential): the signal of the same name
+                  // resumes the same wait, through the operator's own API access
+                  () => Orbit.api("/executions/" + enc(eid) + "/signals/" + enc(h.name), { payload: p.value }));
                 if (done) { show("hook " + h.name + " resumed"); onDone(); }
               } })));
           }

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from orbit.core.decider import updates
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
@@ -38,6 +39,7 @@ from orbit.core.history.events import (
     WorkflowCreated,
     WorkflowStarted,
 )
+from orbit.core.history.hook_tokens import keys_from, matches, sha256_hex
 from orbit.core.history.messages import (
     CancelMessage,
     ChildDoneMessage,
@@ -51,6 +53,7 @@ from orbit.core.history.messages import (
     StartedMessage,
     StartMessage,
     UnparkMessage,
+    UpdateMessage,
     WakeMessage,
 )
 from orbit.core.history.state import COMPENSATING, ExecutionState
@@ -72,6 +75,11 @@ RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rath
 
 
 def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource) -> Decision:
+    with keys_from(ids):  # expressions reading hooks.NAME.token derive it with the stack key
+        return _decide(workflow, state, inbound, now_ms, ids)
+
+
+def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource) -> Decision:
     ctx = Ctx(workflow, state, now_ms, ids)
     wake_before = state.next_wake_ms()
     was_terminal = state.terminal
@@ -173,17 +181,28 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per messa
         ctx.emit(SignalReceived(m.name, m.payload, m.id))
         deliver(ctx, m.name)
     elif isinstance(m, HookMessage):
-        name = next((n for n, h in s.hooks.items() if h["token"] == m.token and not h["resumed"]), None)
-        if name is not None:
-            ctx.emit(HookResumed(name, m.token, m.payload))
-            deliver(ctx, name)
+        _hook_resumed(ctx, m)
     elif isinstance(m, CancelMessage):
         if s.abort is None:
             ctx.emit(CancelRequested(m.reason or "cancelled", m.force))
     elif isinstance(m, ChildDoneMessage):
         _child_done(ctx, m)
+    elif isinstance(m, UpdateMessage) and (signal := updates.accept(ctx, m)):
+        deliver(ctx, signal)  # a definition's update: delivered as its signal
     if not isinstance(m, WakeMessage) and _overdue(s, ctx.now):
         wake_due(ctx)  # a late timer: act on what is already due rather than wait for it
+
+
+def _hook_resumed(ctx: Ctx, m: HookMessage) -> None:
+    digest = m.token_sha256 or (sha256_hex(m.token) if m.token else "")
+    hooks = ctx.state.hooks
+    name = next((n for n, h in hooks.items() if not h["resumed"] and matches(h, m.token, digest)), None)
+    if name is None:
+        return
+    legacy = hooks[name].get("token")  # a history that records the token goes on recording it
+    ctx.emit(HookResumed(name, legacy, m.payload) if legacy else
+             HookResumed(name, None, m.payload, token_sha256=digest))
+    deliver(ctx, name)
 
 
 def _storable_inbound(m: Message) -> Message:

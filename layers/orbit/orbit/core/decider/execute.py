@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orbit.core.decider import updates
 from orbit.core.decider.abort import cleans_up, finish, notify_parent
 from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
@@ -28,6 +29,7 @@ from orbit.core.history.events import (
     WorkflowContinuedAsNew,
     WorkflowTimeoutReached,
 )
+from orbit.core.history.hook_tokens import DIGEST_PREFIX, derive, key_of, sha256_hex
 from orbit.core.history.state import PENDING, buffered_signals, parse_key
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
@@ -35,6 +37,7 @@ from orbit.core.runtime.commands import (
     CancelUnit,
     Command,
     Complete,
+    CompleteUpdate,
     ContinueAsNew,
     CreateHook,
     Fail,
@@ -123,6 +126,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, MarkPatch):
         if c.change_id not in s.patches:
             ctx.emit(PatchMarked(c.change_id, c.position))
+    elif isinstance(c, CompleteUpdate):
+        updates.complete(ctx, c)
     elif isinstance(c, StartHandler):
         if _fresh(ctx, c.unit) and not aborting:
             ctx.emit(HandlerStarted(c.unit, c.signal, c.signal_seq, c.signal_id, c.payload))
@@ -185,6 +190,14 @@ def finish_cleanup(ctx: Ctx, c: Command) -> None:
 
 
 def create_hook(ctx: Ctx, name: str, token: str = "") -> None:
+    """With a stack key the token is derived and only its hash is recorded and indexed
+    (orbit.core.history.hook_tokens); without one, a random token is recorded as it is."""
+    key = None if token else key_of(ctx.ids)
+    if key is not None:
+        digest = sha256_hex(derive(key, ctx.state.id, name))
+        ctx.emit(HookCreated(name, token_sha256=digest))
+        ctx.effect(RegisterHook(DIGEST_PREFIX + digest, ctx.state.id, name))
+        return
     token = token or ctx.token()
     ctx.emit(HookCreated(name, token))
     ctx.effect(RegisterHook(token, ctx.state.id, name))

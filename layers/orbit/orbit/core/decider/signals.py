@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orbit.core.decider import updates
 from orbit.core.decider.context import Ctx
 from orbit.core.history.events import SignalConsumed, StepSucceeded
 
@@ -17,3 +18,4 @@ def deliver(ctx: Ctx, name: str) -> None:
     u = s.units[unit]
     ctx.emit(SignalConsumed(unit, name, str(first["signal_id"])))
     ctx.emit(StepSucceeded(unit, max(1, u.attempt), first["payload"]))
+    updates.consumed(ctx, unit, str(first["signal_id"]))  # an update delivered as this signal

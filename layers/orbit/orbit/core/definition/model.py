@@ -93,6 +93,8 @@ class Definition:
     raw: dict[str, Any] = field(repr=False, compare=False)
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
     handlers: dict[str, Handler] = field(default_factory=dict)  # `on_signal`, by signal name
+    # `tasks:` contracts, task name -> {input, output} JSON Schemas (checked by `orbit test`/`simulate`)
+    tasks: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def signal_names(self) -> list[str]:
         """Every signal the workflow accepts: declared, waited for by a step, or handled."""

@@ -66,6 +66,7 @@ def build(raw: dict[str, Any]) -> Definition:
         raw=raw,
         retention_ms=parse_duration(retention) if retention is not None else None,
         handlers=build_handlers(raw, lambda name, body: _step(name, body, defaults, default_retry)),
+        tasks=dict(raw.get("tasks") or {}),
     )
 
 

@@ -23,10 +23,12 @@ from orbit.core.definition.graph import ORDERING_KEYS, find_cycles, step_after, 
 from orbit.core.definition.handlers import check_handlers
 from orbit.core.definition.retention import retention_problem
 from orbit.core.definition.steps_check import STEP_NAME, check_retry, check_step
+from orbit.core.definition.task_contracts import check_tasks
 from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
-            "output", "output_schema", "signals", "queries", "retention", "on_signal")
+            "output", "output_schema", "signals", "queries", "retention", "on_signal", "updates",
+            "tasks")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -68,7 +70,12 @@ def validate_definition(document: Any) -> list[Problem]:
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
     _check_queries(document.get("queries"), "queries" in document, out)
+    if "updates" in document:
+        from orbit.core.definition.updates_check import check_updates
+
+        check_updates(document, out, lambda t, p: _root_reads(t, p, (*ROOT_FIELDS, "update"), out))
     check_handlers(document, out, _GraphChecks())
+    check_tasks(document, out)
     _check_hooks(document, out)
     _check_roots(document, out)
     return out.items

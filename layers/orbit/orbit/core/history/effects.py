@@ -106,7 +106,8 @@ class NotifyParent(Effect):
 
 @dataclass(frozen=True)
 class RegisterHook(Effect):
-    """Make `token` resolvable to (execution, hook name) for `resume_hook`."""
+    """Make `token` resolvable to (execution, hook name) for `resume_hook`: the token itself
+    (older histories) or `sha256:<hex>` of it (orbit.core.history.hook_tokens)."""
 
     KIND: ClassVar[str] = "register_hook"
     token: str

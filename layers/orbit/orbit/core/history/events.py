@@ -276,16 +276,45 @@ class SignalConsumed(Event):
 
 
 @event
-class HookCreated(Event):
+class UpdateAccepted(Event):
+    """An update passed its validator and was recorded (docs/updates.md); it runs next."""
+
+    update_id: str
     name: str
-    token: str
+    input: JSON = None
+
+
+@event
+class UpdateCompleted(Event):
+    """The update's handler ran (code: at durable-call `position`; a definition: its `wait_for`
+    step `step` consumed it) with `result`, or failed with `error`."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"error", "step"})
+    update_id: str
+    position: int = 0
+    result: JSON = None
+    error: TaskError | None = None
+    step: str | None = None
+
+
+@event
+class HookCreated(Event):
+    """`token` in histories written without a stack key; otherwise only `token_sha256`
+    (orbit.core.history.hook_tokens): the token is derived again, never stored."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
+    name: str
+    token: str | None = None
+    token_sha256: str | None = None
 
 
 @event
 class HookResumed(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
     name: str
-    token: str
+    token: str | None = None
     payload: JSON = None
+    token_sha256: str | None = None
 
 
 @event

@@ -285,15 +285,20 @@ def _signal_consumed(s: ExecutionState, e: E.SignalConsumed, ts: int) -> None:
 
 
 def _hook_created(s: ExecutionState, e: E.HookCreated, ts: int) -> None:
-    s.hooks.setdefault(e.name, {"token": e.token, "resumed": False})
+    # older histories record the token; newer ones only its hash (orbit.core.history.hook_tokens)
+    hook = {"token": e.token} if e.token else {"token_sha256": e.token_sha256}
+    s.hooks.setdefault(e.name, {**hook, "resumed": False})
 
 
 def _hook_resumed(s: ExecutionState, e: E.HookResumed, ts: int) -> None:
     h = s.hooks.get(e.name)
-    if h is not None and h["token"] == e.token and not h["resumed"]:
+    if h is None or h["resumed"]:
+        return
+    ours = h.get("token") == e.token if e.token else h.get("token_sha256") == e.token_sha256
+    if ours:
         h["resumed"] = True
-        s.signals.setdefault(e.name, []).append({"signal_id": "hook:" + e.token, "payload": e.payload,
-                                                 "seq": s.last_seq})
+        sid = "hook:" + (e.token or f"sha256:{e.token_sha256}")
+        s.signals.setdefault(e.name, []).append({"signal_id": sid, "payload": e.payload, "seq": s.last_seq})
 
 
 def _child_started(s: ExecutionState, e: E.ChildStarted, ts: int) -> None:
@@ -436,6 +441,10 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
 from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  (it uses the helpers above)
 
 HANDLERS.update(RECOVERY_HANDLERS)
+
+from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
+
+HANDLERS.update(UPDATE_HANDLERS)
 
 from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402  (same reason)
 

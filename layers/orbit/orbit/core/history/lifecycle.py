@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orbit.core.history.events import Recorded
+from orbit.core.history.hook_tokens import identity
 from orbit.core.history.state import FAILED, TERMINAL_WORKFLOW, TIMED_OUT, ExecutionState
 
 _STEP_METRICS = {"StepScheduled": "StepAttempts", "StepFailed": "StepFailures"}
@@ -31,12 +32,13 @@ def decision_metrics(state: ExecutionState, was: tuple[str, bool], events: list[
 @dataclass(frozen=True)
 class Retirement:
     ended_at_ms: int
-    hook_tokens: list[str]
+    hook_tokens: list[str]  # as stores take them: a token, or `sha256:<hex>` (hook_tokens.identity)
     dedupe_keys: list[str]  # worker dedupe records: each unit's key and `cancel#<token>` ones
 
 
 def retirement(state: ExecutionState) -> Retirement:
-    tokens = [str(h["token"]) for h in state.hooks.values() if h.get("token")]
+    # the token (older histories) or its hash, as the hook's lookup item is keyed
+    tokens = [identity(h) for h in state.hooks.values() if h.get("token") or h.get("token_sha256")]
     dedupe = [u.idempotency_key for u in state.units.values() if u.idempotency_key]
     dedupe += [f"cancel#{t}" for u in state.units.values() for t in u.tokens]
     return Retirement(state.finished_at_ms or state.updated_at_ms, tokens, dedupe)

@@ -113,10 +113,16 @@ class SignalMessage(Message):
 
 @dataclass(frozen=True)
 class HookMessage(Message):
+    """A hook resume. The API sends the token's SHA-256 (`token_sha256`): the token itself is a
+    credential and never rides the queue. Messages sent before carry `token`."""
+
     KIND: ClassVar[str] = "hook"
-    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"token": (str, True), "payload": (_ANY, False)}
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
+        "token": (str, False), "payload": (_ANY, False), "token_sha256": (str, False)}
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token_sha256"})
     token: str = ""
     payload: JSON = None
+    token_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,18 @@ class ForkCreatedMessage(Message):
     from_step: str = ""
 
 
+@dataclass(frozen=True)
+class UpdateMessage(Message):
+    """A validated update (docs/updates.md); its id is `update:<update_id>`."""
+
+    KIND: ClassVar[str] = "update"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"update_id": (str, True), "name": (str, True),
+                                                   "input": (_ANY, False)}
+    update_id: str = ""
+    name: str = ""
+    input: JSON = None
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = registry(
     "KIND",
     StartMessage,
@@ -204,6 +222,7 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
     RedriveMessage,
     ForkCreatedMessage,
     UnparkMessage,
+    UpdateMessage,
 )
 
 

@@ -236,6 +236,9 @@ class ExecutionState:
     continued_from: str | None = None
     idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
     patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
+    # Updates (docs/updates.md): update id -> {name, input, status ACCEPTED|COMPLETED, position,
+    # result, error, step}, in the order they were accepted; left out of snapshots while empty.
+    updates: dict[str, dict[str, JSON]] = field(default_factory=dict)
     last_seq: int = 0
     inbound: dict[str, int] = field(default_factory=dict)  # index of both logs; not serialised
     # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order:
@@ -352,7 +355,8 @@ class ExecutionState:
 
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
-_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches"})
+_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches",
+                              "updates"})
 
 
 def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:

@@ -35,6 +35,7 @@ from collections import OrderedDict
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.hook_tokens import identity
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_instance import Instance
@@ -191,6 +192,8 @@ class CodeRuntime:
             return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
             return False
+        if not r.updates.recorded(state):
+            return False  # an update handler ran in a decision whose commit was lost
         for fact in r.witness:
             if fact[0] == "unit":
                 _, key, status, output, error = fact
@@ -199,7 +202,7 @@ class CodeRuntime:
                     return False
             elif fact[0] == "hook":
                 h = state.hooks.get(fact[1])
-                if h is None or h.get("token") != fact[2]:
+                if h is None or identity(h) != fact[2]:
                     return False
             elif fact[0] == "abort" and (state.abort or {}).get("kind") != fact[1]:
                 return False

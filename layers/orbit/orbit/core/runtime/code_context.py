@@ -52,6 +52,14 @@ class WorkflowContext:
             raise TypeError(f"query {name!r}: the handler must be callable, not {fn!r}")
         self.__dict__.setdefault("query_handlers", {})[name] = fn
 
+    # -- updates (orbit/core/runtime/code_updates.py) --------------------------------------------
+    def update_handler(self, name: str, fn: Any, validator: Any = None) -> None:
+        """Handle update `name` with `fn(input)` (its return value is the update's result);
+        `validator(input)` raising refuses the update before anything is recorded. The handler
+        runs while the workflow waits on a durable call and may change its local variables; it
+        may not call a durable operation (docs/updates.md)."""
+        self._replay.updates.register(self, name, fn, validator)
+
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,

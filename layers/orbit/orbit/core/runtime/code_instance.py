@@ -21,6 +21,7 @@ import traceback
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.hook_tokens import current_keys
 from orbit.core.history.state import ExecutionState
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_context import WorkflowContext
@@ -69,6 +70,7 @@ class Instance:
         if self.finished or self._discarded:
             raise RuntimeError("a finished or discarded workflow instance cannot be fed")
         self.seen_seq = state.last_seq
+        self.replay.keys = current_keys()  # the stack key, for ctx.hook_token on the workflow's thread
         if self._thread is None:
             self.origin = (state.created_at_ms, state.input)
             self.replay.begin(state)

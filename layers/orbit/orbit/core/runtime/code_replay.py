@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.hook_tokens import identity, token_of, tokens_view
 from orbit.core.history.state import (
     CANCELLED,
     FAILED,
@@ -43,6 +44,7 @@ from orbit.core.runtime.code_compare import recorded_call as _recorded
 from orbit.core.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
+from orbit.core.runtime.code_updates import Updates
 
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
 
@@ -79,12 +81,14 @@ class Replay:
         self.progress_made = 0
         self.last_progress: Any = None
         self.outbox: list[C.Command] = []  # progress records waiting to go out with the next stop
+        self.keys: Any = None  # the decision's hook-key source (hook_tokens.current_keys), set per feed
         self.witness: list[tuple[Any, ...]] = []
         self.emitted_units: list[str] = []
         self.emitted_hooks: list[str] = []
         self.emitted_patches: list[str] = []
         self.marked: set[str] = set()  # patches this replay marked (recorded with its next stop)
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
+        self.updates = Updates()  # ctx.update_handler (code_updates.py)
 
     # -- feeding ---------------------------------------------------------------------------
     def begin(self, state: ExecutionState) -> None:
@@ -93,6 +97,7 @@ class Replay:
             self.now_ms = state.created_at_ms
         self.state = state
         self.witness, self.emitted_units, self.emitted_hooks, self.emitted_patches = [], [], [], []
+        self.updates.emitted = []
         if len(state.units) != self.known_units:
             self._index = None  # rebuilt on first use: a replay that only meets recorded calls never needs it
             self.known_units = len(state.units)
@@ -114,7 +119,9 @@ class Replay:
         self.emitted_units.extend(keys)
         self.known_units += len(keys)
 
-    def _wait(self, commands: list[C.Command]) -> None:
+    def _wait(self, commands: list[C.Command], updates: bool = True) -> None:
+        if updates:  # a durable call blocks here: the deterministic point for updates
+            commands = commands + self.updates.at_block(self)
         out, self.outbox = self.outbox + commands, []
         self._block(out)
 
@@ -142,7 +149,7 @@ class Replay:
         if (u.kind and u.kind != requested["kind"]) or (task and u.task and u.task != task) or \
                 (requested.get("signal") and u.signal != requested["signal"]):
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id)
-        differs = value_differences(u, command, self.state.hooks) if command is not None else None
+        differs = value_differences(u, command, self._hook_view()) if command is not None else None
         if differs:
             raise non_determinism(position, _recorded(key, u), requested, self.execution_id, differs)
 
@@ -186,6 +193,7 @@ class Replay:
         self.witness.append(("unit", key, u.status, u.output, u.error))
         if u.finished_at_ms and u.finished_at_ms > self.now_ms:
             self.now_ms = u.finished_at_ms
+        self.updates.before_return(self)  # updates that ran while this call waited run again
 
     def _ended(self, key: str, u: UnitState, fail_run: bool) -> Any:
         """Value of an ended unit, or the exception the workflow sees."""
@@ -324,7 +332,7 @@ class Replay:
                    requested: dict[str, Any]) -> None:
         """A recorded map must have the same items, and its elements the same task and policy."""
         want = as_json(items, f"the items of map {base!r}")
-        differs = items_differences(parent.input, want, self.state.hooks)
+        differs = items_differences(parent.input, want, self._hook_view())
         if differs:
             raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
         key = f"{base}[0]"
@@ -364,10 +372,13 @@ class Replay:
         while True:
             hook = self.state.hooks.get(name)
             if hook is not None:
-                self.witness.append(("hook", name, hook.get("token")))
-                return str(hook["token"])
+                self.witness.append(("hook", name, identity(hook)))
+                return token_of(self.state.id, name, hook, self.keys)
             self.emitted_hooks.append(name)
-            self._wait([C.CreateHook(name)])
+            self._wait([C.CreateHook(name)], updates=False)
+
+    def _hook_view(self) -> dict[str, Any]:
+        return tokens_view(self.state.id, self.state.hooks, self.keys)
 
     def patched(self, change_id: str, deprecated: bool = False) -> bool:
         return _patched(self, change_id, deprecated)

@@ -259,6 +259,16 @@ class MarkPatch(Command):
 
 
 @dataclass(frozen=True)
+class CompleteUpdate(Command):
+    """A code workflow ran update `update_id`'s handler at durable-call `position`."""
+
+    update_id: str
+    position: int
+    result: JSON = None
+    error: TaskError | None = None
+
+
+@dataclass(frozen=True)
 class StartHandler(Command):
     """Start an `on_signal` instance, unit `on_signal:<signal>@<seq>`, for the buffered arrival
     of `signal` recorded at `signal_seq` (recorded as HandlerStarted, which consumes the arrival)."""

@@ -17,6 +17,7 @@ from orbit.core.history.events import (
     OUTPUT_CONTRACT_VIOLATION,
     TaskError,
 )
+from orbit.core.history.hook_tokens import tokens_view
 from orbit.core.history.state import (
     COMPENSATING,
     PENDING,
@@ -132,7 +133,7 @@ class _Run:
             "input": self.s.input,
             "steps": steps,
             "execution": {"id": self.s.id, "started_at": iso(self.s.created_at_ms)},
-            "hooks": {n: {"token": h["token"]} for n, h in self.s.hooks.items()},
+            "hooks": tokens_view(self.s.id, self.s.hooks),
         }
         r.update(extra)
         return r
