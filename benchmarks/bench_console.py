@@ -4,8 +4,9 @@
 
 1. One execution with about 10,000 events (a `for` step of 3,333 elements, each scheduled,
    dispatched and succeeded, run for real through the handlers on moto in process): the time
-   from navigation to the first screen of its page (header, step graph, first page of history
-   drawn), and to the timeline drawn (which reads the whole history once, then what is new).
+   from navigation to the first screen of its page (header, step graph, the first 25 events of
+   the history drawn; the rest of the page follows), against the target of 1 s, and to the
+   timeline drawn (which reads the whole history once, then what is new).
 2. 10,000 executions in the index (rows written with the store's own put_index): the time to
    the first page of the list, to each of the next pages, and the rows each page holds, so the
    list pages by cursor without loading the whole index. Counts by status are timed apart.
@@ -33,6 +34,8 @@ DEFINITION: dict[str, Any] = {
 }
 
 
+TARGET_MS = 1000  # the first screen of a 10,000-event execution (issue 12)
+FIRST_EVENTS = 25  # history.js FIRST: the events the first screen asks for
 NEW_FIRST_ROW = ("b => { const r = document.querySelector('#executions tbody tr[data-id]');"
                  " return r && r.dataset.id !== b; }")
 
@@ -59,7 +62,7 @@ def build(stack: Any, elements: int, executions: int) -> tuple[str, int]:
     return eid, events
 
 
-def measure(ui_url: str, eid: str, pages: int) -> None:
+def measure(ui_url: str, eid: str, pages: int, executions: int) -> None:
     from playwright.sync_api import sync_playwright
 
     from tests.e2e.console_stack import chromium_path
@@ -80,9 +83,13 @@ def measure(ui_url: str, eid: str, pages: int) -> None:
             page.wait_for_selector("#timeline .vis-item", timeout=120_000)
             timeline.append(page.evaluate("performance.now()"))
         shown = page.locator("#history tr.event").count()
-        print(f"execution page, {shown} events of the history drawn: first screen (header, graph, first "
-              f"history page) in {statistics.median(first):.0f} ms (median of 3; {min(first):.0f}-"
-              f"{max(first):.0f}); timeline drawn at {statistics.median(timeline):.0f} ms")
+        median = statistics.median(first)
+        verdict = "met" if median < TARGET_MS else "NOT met"
+        print(f"execution page: first screen (header, actions, step graph, the first {FIRST_EVENTS} history "
+              f"events; the rest of page 1 follows) in {median:.0f} ms (median of 3, first open "
+              f"{first[0]:.0f} ms, range {min(first):.0f}-{max(first):.0f}): target < {TARGET_MS} ms "
+              f"{verdict}; {shown} events drawn in all; "
+              f"timeline drawn at {statistics.median(timeline):.0f} ms")
 
         page.goto("about:blank")
         page.goto(ui_url + "#/executions?workflow=bench-list")
@@ -99,8 +106,10 @@ def measure(ui_url: str, eid: str, pages: int) -> None:
         t0 = time.perf_counter()
         counts = page.evaluate("() => fetch('/console/api/counts?workflow=bench-list').then(r => r.json())")
         counted = (time.perf_counter() - t0) * 1000
-        print(f"executions list: first page in {took[0]:.0f} ms from navigation, next {pages} pages "
-              f"{', '.join(f'{t:.0f}' for t in took[1:])} ms; rows per page {rows} (never the whole index)")
+        whole = "never the whole index: target met" if max(rows) <= 50 else "NOT paged: target not met"
+        print(f"executions list of {executions:,}: first page in {took[0]:.0f} ms from navigation, "
+              f"next {pages} pages {', '.join(f'{t:.0f}' for t in took[1:])} ms; "
+              f"rows per page {rows} ({whole})")
         print(f"counts by status: {counts['counts']} in {counted:.0f} ms "
               f"(refreshed every 15 s, capped at {counts['cap']:,})")
         browser.close()
@@ -133,7 +142,7 @@ def main() -> None:
             parts.append(f"{name} {(time.perf_counter() - t0) * 1000:.0f} ms ({size / 1024:.0f} KB)")
         print("API calls behind the first screen (orbit dev, moto in process): " + ", ".join(parts))
         try:
-            measure(ui.url, eid, args.pages)
+            measure(ui.url, eid, args.pages, args.executions)
         finally:
             ui.stop()
             dev.httpd.shutdown()

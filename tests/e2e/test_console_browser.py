@@ -6,48 +6,23 @@ from __future__ import annotations
 
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.console_stack import ARTIFACTS, XSS, Consoles, chromium_path, consoles
+from tests.e2e.console_browser import *  # noqa: F403  (the browser and page fixtures)
+from tests.e2e.console_browser import shot
+from tests.e2e.console_stack import XSS, Consoles, consoles
 
 pytestmark = pytest.mark.e2e
 GREEN, RED = "rgb(220, 252, 231)", "rgb(254, 226, 226)"
 AMBER, GREY = "rgb(254, 243, 199)", "rgb(243, 244, 246)"
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args() -> dict[str, Any]:
-    return {"executable_path": chromium_path(), "args": ["--no-sandbox", "--disable-gpu"]}
-
-
-@pytest.fixture(scope="session")
-def browser_context_args() -> dict[str, Any]:
-    return {"viewport": {"width": 1360, "height": 1000}}
-
-
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Consoles]:
     with consoles() as c:
         yield c
-
-
-@pytest.fixture
-def page(page: Page) -> Iterator[Page]:
-    """Every test's page records dialogs and script errors; none may happen."""
-    page.dialogs = []  # type: ignore[attr-defined]
-    page.errors = []  # type: ignore[attr-defined]
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
-    page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
-    yield page
-    assert page.dialogs == [] and page.errors == []  # type: ignore[attr-defined]
-
-
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def open_execution(page: Page, stack: Consoles, key: str) -> None:
@@ -228,6 +203,7 @@ def test_workflows_view(page: Page, stack: Consoles) -> None:
     page.goto(stack.ui.url + "#/workflows")
     row = page.locator('#workflows tr[data-name="order-fulfilment"]')
     expect(row).to_contain_text("definition")
+    shot(page, "workflows")
     row.locator("td:nth-child(4) a").click()
     expect(page.locator("svg.step-graph g.node")).to_have_count(6)
     expect(page.locator("pre.source")).to_contain_text('"wait_for": "approval"')

@@ -56,3 +56,13 @@ def test_failed_attempt_is_marked_and_open_segments_end_now() -> None:
                     "error": "BOOM: no"}
     assert f == [{"kind": "fanout", "start_ms": 9, "end_ms": 50, "name": "2 elements", "open": True}]
     assert f0[0]["open"] is True and f0[0]["end_ms"] == 50
+
+
+def test_a_fan_out_whose_list_is_kept_in_s3_is_not_counted_as_empty() -> None:
+    from orbit.console.gantt import gantt
+
+    events = [{"seq": 1, "timestamp_ms": 0, "type": "StepFanOut", "step": "each", "items": None,
+               "stored_values": [["items"]]},
+              {"seq": 2, "timestamp_ms": 5, "type": "StepFanOut", "step": "other", "items": [1, 2]}]
+    rows = {r["unit"]: r["segments"][0]["name"] for r in gantt(events, 10)["rows"]}
+    assert rows == {"each": "elements (their list is kept in S3)", "other": "2 elements"}

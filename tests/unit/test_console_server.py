@@ -108,3 +108,43 @@ def test_a_console_on_another_address_answers_any_host_but_still_wants_same_orig
     path = PREFIX + "/api/executions/e/signals/approval"
     assert console.handle("POST", path, {**headers, "origin": "http://box.lan:8780"}, b"{}")[0] == 202
     assert console.handle("POST", path, {**headers, "origin": "http://evil.example"}, b"{}")[0] == 403
+
+
+def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    assert call(console, "GET", PREFIX + "/api/schedules?limit=50")[0] == 200
+    assert call(console, "GET", PREFIX + "/api/schedules/nightly")[0] == 200
+    assert call(console, "GET", PREFIX + "/api/executions/e/history/12")[0] == 200
+    assert rec.calls == [("GET", "/schedules?limit=50", None), ("GET", "/schedules/nightly", None),
+                         ("GET", "/executions/e/history/12", None)]
+    rec.calls.clear()
+    actions = ["/schedules/nightly/pause", "/schedules/nightly/resume", "/executions/e/redrive",
+               "/executions/e/unpark"]
+    for path in actions:
+        assert post(console, PREFIX + "/api" + path, {}, x_orbit_csrf="wrong")[0] == 403
+        assert post(console, PREFIX + "/api" + path, {}, origin="http://evil.example")[0] == 403
+    assert rec.calls == []
+    for path in actions:
+        assert post(console, PREFIX + "/api" + path, {"note": "n"})[0] == 202
+    assert [c[1] for c in rec.calls] == actions
+    # what the console does not send, even though the API has it
+    for path in ("/schedules/nightly/trigger", "/schedules/nightly/backfill", "/schedules",
+                 "/executions/e/fork"):
+        assert post(console, PREFIX + "/api" + path, {})[0] == 404, path
+    assert call(console, "DELETE", PREFIX + "/api/schedules/nightly")[0] == 405
+    assert call(console, "GET", PREFIX + "/api/executions/e/history/x")[0] == 404
+
+
+def test_history_pages_are_read_without_the_values_kept_in_s3(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    assert call(console, "GET", PREFIX + "/api/_history/e?after_seq=0&limit=25")[0] == 200
+    assert rec.calls == [("GET", "/executions/e/history?after_seq=0&limit=25&values=inline", None)]
+
+
+def test_the_pinned_workflow_is_read_once_per_execution(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    first = call(console, "GET", PREFIX + "/api/executions/e/workflow")
+    assert first[0] == 200 and first[1]["name"] == "wf"
+    assert call(console, "GET", PREFIX + "/api/executions/e/workflow") == first
+    assert post(console, PREFIX + "/api/_check_signal/e/approval", {"payload": {"approved": True}})[0] == 200
+    assert rec.calls == [("GET", "/executions/e/workflow", None)]  # its first event never changes

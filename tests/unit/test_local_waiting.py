@@ -159,3 +159,13 @@ def test_render_caps_the_waiting_rows_and_says_where_to_see_the_rest():
     lines = render(history, desc({f"s[{i}]": "SCHEDULED" for i in range(n)})).splitlines()
     assert sum("waiting: for a worker" in line for line in lines) == MAX_WAITING_ROWS
     assert lines[-1].endswith("waiting: 5 more (orbit describe e1 lists every step)")
+
+
+def test_a_fan_out_whose_list_is_kept_in_s3_counts_the_elements_started():
+    history = [*START, ev(3, "StepFanOut", 2, step="ship", items=None, stored_values=[["items"]]),
+               sched(4, "ship[0]", 2), sched(5, "ship[1]", 2),
+               ev(6, "StepSucceeded", 3, step="ship[0]", attempt=1)]
+    steps = {"ship": "RUNNING", "ship[0]": "SUCCEEDED", "ship[1]": "SCHEDULED"}
+    found = {w.unit: w for w in waiting(desc(steps), history)}
+    expected = f"1 of 2 started elements ended (the list is kept in S3), since {fmt_time(T0 + 2000)}"
+    assert found["ship"].text == expected

@@ -70,7 +70,8 @@ class MemoryHistoryStore:
             commits = dict(self._commits.get(execution_id, {}))
         yield from (commits[f] for f in (reversed(order) if newest_first else order))
 
-    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
+    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000,
+                values: bool = True) -> HistoryPage:  # every value is inline here
         with self._lock:
             if execution_id not in self._commits:
                 raise NotFound(f"execution {execution_id!r} not found")

@@ -1,6 +1,6 @@
 """What the console computes on its server side, from the API's answers only (so it works the same
 against `orbit dev` and a deployed stack): waiting lines, and a signal payload checked against
-the signal's contract before it is sent."""
+the signal's contract before it is sent. History is read without the values kept in S3."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ from urllib.parse import quote
 Backend = Callable[[str, str, Any], tuple[int, Any]]
 PAGE = 1000
 CACHED_EXECUTIONS = 32
+CACHED_WORKFLOWS = 256
+# Values kept in S3 are never read for a page or the timeline: the browser asks for one event's
+# values (GET /executions/{id}/history/{seq}) when its payload is expanded.
+INLINE = "&values=inline"
 
 
 class ConsoleData:
@@ -23,15 +27,30 @@ class ConsoleData:
         self._lock = threading.Lock()
         # execution id -> its events so far (a history only grows, so later reads ask for what is new)
         self._events: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        # execution id -> the build it was created on (named by its first event, so it never changes)
+        self._workflows: OrderedDict[str, Any] = OrderedDict()
+
+    def workflow(self, eid: str) -> tuple[int, Any]:
+        """`GET /executions/{id}/workflow`, read once per execution (a refusal is not kept)."""
+        with self._lock:
+            if eid in self._workflows:
+                self._workflows.move_to_end(eid)
+                return 200, self._workflows[eid]
+        status, wf = self.backend("GET", f"/executions/{quote(eid, safe='')}/workflow", None)
+        if status == 200:
+            with self._lock:
+                self._workflows[eid] = wf
+                while len(self._workflows) > CACHED_WORKFLOWS:
+                    self._workflows.popitem(last=False)
+        return status, wf
 
     def history(self, eid: str) -> tuple[int, Any]:
         with self._lock:
             events = list(self._events.get(eid, []))
         while True:
             after = events[-1]["seq"] if events else 0
-            status, page = self.backend(
-                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}", None
-            )
+            path = f"/executions/{quote(eid, safe='')}/history?after_seq={after}&limit={PAGE}{INLINE}"
+            status, page = self.backend("GET", path, None)
             if status != 200:
                 return status, page
             events += page
@@ -75,7 +94,9 @@ class ConsoleData:
         history, which this server keeps per execution and extends with what is new)."""
         if not types:
             return self.backend(
-                "GET", f"/executions/{quote(eid, safe='')}/history?after_seq={after_seq}&limit={limit}", None
+                "GET",
+                f"/executions/{quote(eid, safe='')}/history?after_seq={after_seq}&limit={limit}{INLINE}",
+                None,
             )
         status, events = self.history(eid)
         if status != 200:
@@ -86,7 +107,7 @@ class ConsoleData:
         """200 `{"ok": true}` when the payload meets the signal's schema; 400 with the refusal."""
         from orbit.core.definition.contracts import check_schema
 
-        status, wf = self.backend("GET", f"/executions/{quote(eid, safe='')}/workflow", None)
+        status, wf = self.workflow(eid)
         if status != 200:
             return status, wf
         signals = wf.get("signals") or {}

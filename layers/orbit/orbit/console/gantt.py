@@ -56,7 +56,7 @@ def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
             open_[unit]["end_ms"] = ev.get("fire_at_ms")
             open_.pop(unit)
         elif t in _OPEN_KIND and unit:
-            name = f"{len(ev.get('items') or [])} elements" if t == "StepFanOut" else None
+            name = _elements(ev) if t == "StepFanOut" else None
             start(unit, _OPEN_KIND[t], at, name=name or ev.get("signal") or ev.get("child_id"))
         elif t == "StepHeartbeat" and unit:
             rows.setdefault(unit, []).append({"kind": "heartbeat", "start_ms": at, "end_ms": None})
@@ -79,3 +79,11 @@ def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
         "end_ms": max([last] + [s["end_ms"] or s["start_ms"] for segs in rows.values() for s in segs]),
         "rows": [{"unit": u, "segments": segs} for u, segs in units[:MAX_ROWS]],
     }
+
+
+def _elements(fan_out: dict[str, Any]) -> str:
+    """"3 elements"; a list kept in S3 is not read for the timeline (the history is read without)."""
+    items = fan_out.get("items")
+    if items is None and ["items"] in (fan_out.get("stored_values") or []):
+        return "elements (their list is kept in S3)"
+    return f"{len(items or [])} elements"

@@ -5,8 +5,8 @@ The browser talks only to this server. The server calls the Orbit API through a 
 stack), `orbit dev` routes in process. The browser never sees a credential.
 
 Safety:
-- Only the GET routes the console reads and three actions (signal, hook resume, cancel) pass;
-  anything else is 404 here, whatever the API would accept.
+- Only the GET routes the console reads and its actions (signal, hook resume, cancel, redrive,
+  un-park, schedule pause/resume) pass; anything else is 404 here, whatever the API would accept.
 - A POST needs the per-process CSRF token (in a header the page reads from its own <meta>,
   which another origin cannot read) and, when the browser sends one, our own Origin.
 - The Host header must name the address served, so a DNS-rebound page cannot talk to it.
@@ -43,17 +43,28 @@ _GETS = [
         r"/executions",
         r"/executions/[^/]+",
         r"/executions/[^/]+/history",
+        r"/executions/[^/]+/history/[0-9]+",
         r"/executions/[^/]+/workflow",
         r"/counts",
         r"/workflows",
         r"/workflows/[^/]+",
+        r"/schedules",
+        r"/schedules/[^/]+",
     )
 ]
 _POSTS = [
-    re.compile(p) for p in (r"/executions/[^/]+/signals/[^/]+", r"/executions/[^/]+/cancel", r"/hooks/[^/]+")
+    re.compile(p)
+    for p in (
+        r"/executions/[^/]+/signals/[^/]+",
+        r"/executions/[^/]+/cancel",
+        r"/executions/[^/]+/redrive",
+        r"/executions/[^/]+/unpark",
+        r"/hooks/[^/]+",
+        r"/schedules/[^/]+/(pause|resume)",
+    )
 ]
-# Extension point for actions other engineers add (redrive, unpark...): list their POST routes here
-# and add a button in app.js's ACTIONS table; nothing else changes.
+# Extension point for actions: list their POST routes here and add an entry to Orbit.actions
+# (static/actions.js); nothing else changes.
 
 
 def client_backend(client: Any) -> Backend:
@@ -108,6 +119,9 @@ class ConsoleApp:
             m = re.fullmatch(r"/_live/([^/]+)", path)
             if m:
                 return _json(*self.data.live(unquote(m.group(1))))
+            m = re.fullmatch(r"/executions/([^/]+)/workflow", path)
+            if m:
+                return _json(*self.data.workflow(unquote(m.group(1))))
             m = re.fullmatch(r"/_history/([^/]+)", path)
             if m:
                 return _json(*self._history(unquote(m.group(1)), dict(parse_qsl(query))))

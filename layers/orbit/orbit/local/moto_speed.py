@@ -40,6 +40,9 @@ def install() -> bool:
         return False
     _patch_sqs_queue()
     _patch_dispatch()
+    from .moto_speed_dynamodb import patch_query
+
+    patch_query()
     _installed = True
     return True
 

@@ -159,6 +159,13 @@ def _explain(
         text = f"child execution {child.get('child_id')} ({child.get('workflow')})"
         text += f" since {fmt_time(child['timestamp_ms'])}"
         return Waiting(unit, status, "child", child["timestamp_ms"], attempt, text)
+    if status == "RUNNING" and fan and fan.get("items") is None and fan.get("stored_values"):
+        # read without the values kept in S3 (the console): count the elements started so far
+        started = [k for k in steps if k.startswith(f"{unit}[")]
+        ended = sum(1 for k in started if (steps.get(k) or {}).get("status") in UNIT_ENDED)
+        since = fan["timestamp_ms"]
+        text = f"{ended} of {len(started)} started elements ended (the list is kept in S3), since "
+        return Waiting(unit, status, "fan-out", since, None, text + fmt_time(since))
     if status == "RUNNING" and fan:
         total = len(fan.get("items") or [])
         ended = sum(1 for i in range(total) if (steps.get(f"{unit}[{i}]") or {}).get("status") in UNIT_ENDED)

@@ -12,6 +12,8 @@ into a call) and by `orbit dev`'s local server. Routes:
     GET  /workflows                                            -> 200 {workflows: [...]}
     GET  /workflows/{name}?version=&build=                     -> 200 one build's source
     GET  /executions/{id}/history?after_seq=&limit=            -> 200 [{seq, timestamp_ms, type, ...}]
+             &values=inline   (large values kept in S3 not read: null, paths in `stored_values`)
+    GET  /executions/{id}/history/{seq}                        -> 200 one event, every value read
 
 Reads are paged (docs/limits.md): history returns at most `limit` events (default 1000, max
 10,000; a page shorter than the limit is the last), describe at most `steps_limit` units
@@ -130,7 +132,17 @@ def _execution_workflow(engine: Any, body: dict[str, Any], query: Mapping[str, s
 
 def _history(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     limit = _int(query, "limit", HISTORY_PAGE, 1, MAX_HISTORY_PAGE)
-    return 200, engine.history(eid, _int(query, "after_seq", 0, 0, 2**62), limit)
+    values = query.get("values") or "all"
+    if values not in ("all", "inline"):
+        raise ValidationError("must be `all` (the default) or `inline` (values kept in S3 left out)",
+                              "query.values")
+    return 200, engine.history(eid, _int(query, "after_seq", 0, 0, 2**62), limit, values == "all")
+
+
+def _event(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, seq: str) -> Response:
+    if not seq.isdigit() or len(seq) > 18:
+        raise ValidationError("must be an event's seq (a positive integer)", "path.seq")
+    return 200, engine.event(eid, int(seq))
 
 
 def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
@@ -196,6 +208,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions"), _list),
     ("GET", re.compile(r"/executions/([^/]+)"), _describe),
     ("GET", re.compile(r"/executions/([^/]+)/history"), _history),
+    ("GET", re.compile(r"/executions/([^/]+)/history/([^/]+)"), _event),
     ("GET", re.compile(r"/executions/([^/]+)/workflow"), _execution_workflow),
     ("GET", re.compile(r"/counts"), _counts),
     ("GET", re.compile(r"/workflows"), _workflows),

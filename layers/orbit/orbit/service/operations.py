@@ -87,26 +87,40 @@ class EngineApi(CatalogApi):
         return desc
 
     def history(
-        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None, values: bool = True
     ) -> list[dict[str, Any]]:
         """`{seq, timestamp_ms, type, ...fields}` in commit order (all of it unless `limit`).
 
-        Hook tokens are credentials: events show `token_sha256` instead (see `shown`)."""
-        return [shown(e) for e in self.recorded_history(execution_id, after_seq, limit)]
+        Hook tokens are credentials: events show `token_sha256` instead (see `shown`).
+        `values=False`: large values kept in the payload store (S3) are not read; each is null
+        and the event lists its path in `stored_values` (read it with `event`)."""
+        return [shown(e) for e in self.recorded_history(execution_id, after_seq, limit, values)]
+
+    def event(self, execution_id: str, seq: int) -> dict[str, Any]:
+        """One event of the history, with its large values read back (NotFound if none has `seq`)."""
+        found = self.history(execution_id, seq - 1, 1) if seq > 0 else []
+        if not found or found[0]["seq"] != seq:
+            raise NotFound(f"execution {execution_id!r} has no event {seq}")
+        return found[0]
 
     def recorded_history(
-        self, execution_id: str, after_seq: int = 0, limit: int | None = None
+        self, execution_id: str, after_seq: int = 0, limit: int | None = None, values: bool = True
     ) -> list[dict[str, Any]]:
         """The events exactly as stored, hook tokens included: for in-process tools (the simulator,
         golden histories), never served by the API or printed by the CLI."""
         out: list[dict[str, Any]] = []
         cursor: int | None = after_seq
+        lazy = {} if values else {"values": False}  # stores that predate `values` take no keyword
         while cursor is not None and (limit is None or len(out) < limit):
             page = self.store.history(
-                execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out))
+                execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out)), **lazy
             )
             self._check_retained(execution_id, page.expires_at_s)
-            out.extend(r.to_dict() for r in page.records)
+            for r in page.records:
+                d = r.to_dict()
+                if r.seq in page.stored:
+                    d["stored_values"] = page.stored[r.seq]
+                out.append(d)
             cursor = page.next_after_seq
         return out
 

@@ -90,6 +90,9 @@ class HistoryPage:
     records: list[Recorded]
     next_after_seq: int | None  # pass as `after_seq` for the next page; None: no more
     expires_at_s: int | None = None  # as in Loaded
+    # read with values=False: seq -> the paths (inside the event) of the large values left out
+    # (null in the record), kept in the payload store and not read
+    stored: dict[int, list[list[Any]]] = field(default_factory=dict)
 
 
 COUNT_CAP = 1_000  # counts by status stop here ("1,000+"): a count reads every row it counts
@@ -128,8 +131,11 @@ class HistoryStore(Protocol):
         when it has found what it looks for: a redelivered message's commit). Empty if none."""
         ...
 
-    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
-        """Recorded events with seq > after_seq, in order, at most `limit`. NotFound if none exist."""
+    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000,
+                values: bool = True) -> HistoryPage:
+        """Recorded events with seq > after_seq, in order, at most `limit`. NotFound if none exist.
+        `values=False`: large values kept in the payload store are not read (null in the records,
+        their paths in `stored`); a store that keeps every value inline returns them all."""
         ...
 
     def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,

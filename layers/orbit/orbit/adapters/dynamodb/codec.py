@@ -103,6 +103,14 @@ def decode(item: dict[str, Any], payloads: Any) -> Any:
 
     A missing S3 object raises NotFound naming the item's execution (or owner), key and bucket.
     """
+    body, refs = decode_parts(item, payloads)
+    return resolve(body, refs, payloads, owner(item)) if refs else body
+
+
+def decode_parts(item: dict[str, Any], payloads: Any) -> tuple[Any, list[list[Any]]]:
+    """Item attributes -> (the JSON value with null where a large value is referenced, the
+    [[path, ref], ...] of those values), reading no referenced value: for readers that resolve
+    only some of them (`resolve`), such as a page of history that shows large values on demand."""
     if "zd" in item:
         unpacker = zlib.decompressobj(zdict=DICT_V1)
         doc = json.loads(unpacker.decompress(item["zd"]["B"]) + unpacker.flush())
@@ -117,9 +125,9 @@ def decode(item: dict[str, Any], payloads: Any) -> Any:
             data = item["z"]["B"]
         doc = json.loads(data if item.get("raw", {}).get("BOOL") else zlib.decompress(data))
     if "vref" not in item:
-        return doc
+        return doc, []
     body, refs = doc
-    return resolve(body, refs, payloads, owner(item))
+    return body, refs
 
 
 def owner(item: dict[str, Any]) -> str:

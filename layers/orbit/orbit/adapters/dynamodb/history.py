@@ -25,18 +25,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
-from orbit.adapters.dynamodb.codec import ConditionFailed, decode, encode, n, num, put_if, s, text, update_if
+from orbit.adapters.dynamodb.codec import (
+    ConditionFailed,
+    decode,
+    decode_parts,
+    encode,
+    n,
+    num,
+    owner,
+    put_if,
+    s,
+    text,
+    update_if,
+)
 from orbit.adapters.dynamodb.idempotency import RESULT_TTL_S
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
 from orbit.adapters.dynamodb.retention import BlobRefs, Recorder, retire
+from orbit.adapters.payload_values import resolve
+from orbit.core.history.events import recorded_from_dict
 from orbit.core.history.state import ExecutionState
 from orbit.errors import ConflictError, NotFound, ValidationError
 from orbit.service.ports import Commit, HistoryPage, Loaded, hook_key
 
 SNAP = "SNAP"
+FIRST_READ = 10  # commits the first read of a history page asks for (see `history`)
+PAGE_ATTRS = ("pk", "sk", "first", "zd", "z", "ref", "raw", "vref")  # a commit's body, for history pages
 __all__ = ["INDEX", "STATUSES", "DynamoHistoryStore", "commit_sk", "exec_pk"]
 
 
@@ -160,13 +177,15 @@ class DynamoHistoryStore(IndexRows):
             pass  # a newer (or equal) snapshot is already stored; an older one must never replace it
 
     # ---------------------------------------------------------------- history pages
-    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000) -> HistoryPage:
+    def history(self, execution_id: str, after_seq: int = 0, limit: int = 1000,
+                values: bool = True) -> HistoryPage:
         pk = exec_pk(execution_id)
         # The commit holding seq after_seq+1 is the last one whose first seq is <= after_seq+1.
         start = self._db.query(
             TableName=self.table, ConsistentRead=True, ScanIndexForward=False, Limit=1,
             KeyConditionExpression="pk = :pk AND sk BETWEEN :lo AND :hi",
             ExpressionAttributeValues={":pk": pk, ":lo": s("C#"), ":hi": s(commit_sk(after_seq + 1))},
+            ProjectionExpression="sk, #e", ExpressionAttributeNames={"#e": "expires_at"},
         )["Items"]
         if not start:
             if after_seq > 0 and self._exists(execution_id):
@@ -174,27 +193,56 @@ class DynamoHistoryStore(IndexRows):
             raise NotFound(f"execution {execution_id!r} does not exist")
         expires = num(start[0], "expires_at", 0) or None
         records: list[Any] = []
+        stored: dict[int, list[list[Any]]] = {}
         kw: dict[str, Any] = {
             "TableName": self.table, "ConsistentRead": True,
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lo AND :hi",
             "ExpressionAttributeValues": {":pk": pk, ":lo": start[0]["sk"], ":hi": s("C#~")},
-            # a commit holds at least one event: limit + 1 commits always fill the page, so a short
-            # page (the console asks for 100 events) does not read 1 MB of commits
-            "Limit": max(2, min(limit + 1, self._page)),
+            # a commit holds at least one event, often several: the first read asks for at most
+            # FIRST_READ commits (a short page, such as the console's first 25 events, is one small
+            # read), the next ones for what the events still wanted need at the density seen so far
+            "Limit": max(2, min(limit + 1, self._page, FIRST_READ)),
+            # what a page decodes (and pk, sk for error messages): half the bytes of a commit item
+            "ProjectionExpression": ", ".join(f"#{i}" for i in range(len(PAGE_ATTRS))),
+            "ExpressionAttributeNames": {f"#{i}": a for i, a in enumerate(PAGE_ATTRS)},
         }
+        read = 0
         while len(records) <= limit:  # one record past the limit tells whether another page exists
             page = self._db.query(**kw)
             for item in page["Items"]:
-                records += [r for r in self._commit(item).events if r.seq > after_seq]
+                read += 1
+                records += self._page_events(item, after_seq, limit + 1 - len(records), values, stored)
                 if len(records) > limit:
                     break
             if "LastEvaluatedKey" not in page:
                 break
             kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            per_commit = max(1.0, len(records) / max(read, 1))
+            kw["Limit"] = max(2, min(self._page, math.ceil((limit + 1 - len(records)) / per_commit) + 1))
         if len(records) > limit:
             next_after = records[limit - 1].seq if limit else after_seq
-            return HistoryPage(records[:limit], next_after, expires)
-        return HistoryPage(records, None, expires)
+            kept = {q: p for q, p in stored.items() if q <= next_after}
+            return HistoryPage(records[:limit], next_after, expires, kept)
+        return HistoryPage(records, None, expires, stored)
+
+    def _page_events(self, item: dict[str, Any], after_seq: int, room: int, values: bool,
+                     stored: dict[int, list[list[Any]]]) -> list[Any]:
+        """The events of one commit item after `after_seq` (at most `room`). Only their own large
+        values are read back, and none with `values=False` (their paths go to `stored`): a page
+        never reads the values of the events it does not return, nor of the commit's effects."""
+        body, refs = decode_parts(item, self._payloads)
+        first = num(item, "first")
+        wanted = [i for i in range(len(body.get("events") or [])) if first + i > after_seq][:max(room, 0)]
+        picked = set(wanted)
+        mine = [[path, ref] for path, ref in refs
+                if len(path) > 2 and path[0] == "events" and path[1] in picked]
+        if values:
+            resolve(body, mine, self._payloads, owner(item))
+        else:
+            for path, _ in mine:
+                stored.setdefault(first + path[1], []).append(path[2:])
+        events = body["events"]  # only these: the commit's effects are not parsed for a page
+        return [recorded_from_dict(events[i]) for i in wanted]
 
     def _exists(self, execution_id: str) -> bool:
         return bool(self._db.query(

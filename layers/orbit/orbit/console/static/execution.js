@@ -44,7 +44,7 @@
 
   Orbit.views.execution = async function (main, parts) {
     const eid = parts[0];
-    const firstPage = Orbit.api("/_history/" + enc(eid) + "?after_seq=0&limit=100");
+    const firstPage = Orbit.historyFirst(eid);
     firstPage.catch(() => {});
     const [d, wf] = await Promise.all([
       Orbit.api("/executions/" + enc(eid)),

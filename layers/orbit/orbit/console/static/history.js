@@ -1,4 +1,6 @@
 // The event history: pages of 100 by seq, filtered by type, each event's payload expanding as JSON.
+// Pages come without the values kept in S3 (null, their paths in `stored_values`): expanding such
+// an event asks for that one event with its values, once.
 "use strict";
 (function () {
   const { el } = Orbit;
@@ -9,7 +11,9 @@
     "SignalReceived SignalConsumed HookCreated HookResumed WaitStarted ChildStarted ProgressRecorded " +
     "WorkflowContinuedAsNew ExecutionParked").split(" ");
   const PAGE = 100;
-  const HEAD = new Set(["seq", "timestamp_ms", "type"]);
+  const FIRST = 25; // the first screen asks for these first; the rest of page 1 follows at once
+  const HEAD = new Set(["seq", "timestamp_ms", "type", "stored_values"]);
+  const dotted = (path) => path.map((k) => (typeof k === "number" ? "[" + k + "]" : "." + k)).join("").replace(/^\./, "");
 
   function summary(ev) {
     const bits = [];
@@ -32,35 +36,75 @@
     let afters = [0]; // the after_seq of each page shown so far
     let last = null; // the newest page's events, to append live ones when it is not full
 
-    function row(ev) {
+    const payloadOf = (ev) => {
       const payload = {};
       for (const [k, v] of Object.entries(ev)) if (!HEAD.has(k)) payload[k] = v;
-      const tr = el("tr", { class: "event", dataset: { seq: ev.seq, type: ev.type } },
+      return payload;
+    };
+
+    function row(ev) {
+      const stored = ev.stored_values || [];
+      const tr = el("tr", { class: "event", dataset: Object.assign({ seq: ev.seq, type: ev.type }, stored.length ? { stored: stored.length } : {}) },
         el("td", { text: String(ev.seq) }), el("td", { text: "+" + Orbit.fmtDur(ev.timestamp_ms - startMs), title: Orbit.fmtTime(ev.timestamp_ms) }),
         el("td", { class: "etype", text: ev.type }), el("td", { class: "summary", text: summary(ev) }),
         el("td", {}, el("button", { type: "button", class: "expand", text: "▸ payload" })));
-      const detail = el("tr", { class: "payload", hidden: true }, el("td", { colSpan: 5 }, Orbit.jsonBlock(payload)));
-      tr.querySelector("button").addEventListener("click", () => {
+      const cell = el("td", { colSpan: 5 }, Orbit.jsonBlock(payloadOf(ev)));
+      const detail = el("tr", { class: "payload", hidden: true }, cell);
+      let fetched = !stored.length;
+      tr.querySelector("button").addEventListener("click", async () => {
         detail.hidden = !detail.hidden;
         tr.querySelector("button").textContent = detail.hidden ? "▸ payload" : "▾ payload";
+        if (detail.hidden || fetched) return;
+        fetched = true;
+        const note = el("p", { class: "muted stored-note", text: "fetching " + stored.map(dotted).join(", ") + " from the payload store (S3)…" });
+        cell.replaceChildren(note, Orbit.jsonBlock(payloadOf(ev)));
+        try {
+          const full = await Orbit.api("/executions/" + encodeURIComponent(eid) + "/history/" + ev.seq);
+          cell.replaceChildren(el("p", { class: "muted stored-note", text: "kept in S3, fetched on demand: " + stored.map(dotted).join(", ") }),
+            Orbit.jsonBlock(payloadOf(full)));
+        } catch (e) {
+          fetched = false; // expanding again tries again
+          note.className = "error stored-note";
+          note.textContent = e.message;
+        }
       });
       return [tr, detail];
     }
 
-    const url = (after) => "/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: PAGE, types: filter.value });
-    // `prefetched`: the first page, asked for while the rest of the page was still loading
-    async function load(prefetched) {
-      const after = afters[afters.length - 1];
-      const events = await (prefetched || Orbit.api(url(after)));
-      body.replaceChildren(...events.flatMap(row));
-      if (!events.length) body.append(el("tr", {}, el("td", { colSpan: 5, class: "muted", text: "no events" })));
-      last = events;
+    const url = (after, limit) => "/_history/" + encodeURIComponent(eid) + Orbit.qs({ after_seq: after, limit: limit || PAGE, types: filter.value });
+    let loading = 0; // a newer load makes an older one's late answers moot
+
+    function pagerFor(events) {
       const full = events.length === PAGE;
       pager.replaceChildren(
         afters.length > 1 ? el("button", { type: "button", id: "history-prev", text: "← Earlier", onclick: () => { afters.pop(); load(); } }) : "",
         el("span", { class: "muted", text: " page " + afters.length + " " }),
         full ? el("button", { type: "button", id: "history-next", text: "Later →", onclick: () => { afters.push(events[events.length - 1].seq); load(); } }) : "",
       );
+    }
+
+    // `first`: the first FIRST events of page 1, asked for while the rest of the page was loading.
+    // They are drawn at once; the rest of the page is read after, and appended (the first screen
+    // does not wait for rows below it).
+    async function load(first) {
+      const mine = ++loading;
+      const after = afters[afters.length - 1];
+      let events = await (first || Orbit.api(url(after)));
+      if (mine !== loading) return;
+      body.replaceChildren(...events.flatMap(row));
+      if (!events.length) body.append(el("tr", {}, el("td", { colSpan: 5, class: "muted", text: "no events" })));
+      last = events;
+      if (first && events.length === FIRST) {
+        const rest = () => Orbit.api(url(events[events.length - 1].seq, PAGE - FIRST)).then((more) => {
+          if (mine !== loading) return;
+          body.append(...more.flatMap(row));
+          last = events = events.concat(more);
+          pagerFor(events);
+        });
+        rest().catch((e) => pager.replaceChildren(el("span", { class: "error", text: e.message })));
+        return;
+      }
+      pagerFor(events);
     }
     filter.addEventListener("change", () => { afters = [0]; load(); });
 
@@ -69,7 +113,9 @@
       load,
       // live: only the newest page changes, and only until it is full
       async refresh() { if (last && last.length < PAGE) await load(); },
-      firstPage: () => Orbit.api(url(0)),
     };
   };
+
+  // The first screen's request, sent before the panel exists (it needs the execution's start time).
+  Orbit.historyFirst = (eid) => Orbit.api("/_history/" + encodeURIComponent(eid) + "?after_seq=0&limit=" + FIRST);
 })();

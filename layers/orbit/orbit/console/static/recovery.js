@@ -1,0 +1,22 @@
+// Recovery actions (docs/recovery.md, docs/evolution.md), registered in Orbit.actions:
+// redrive a FAILED or TIMED_OUT execution where it stopped, and un-park a parked one at once.
+// Each sends a POST through the console server (CSRF-checked) after a confirmation; the API's
+// refusal (a compensated saga, an execution that is not parked...) is shown word for word.
+"use strict";
+(function () {
+  const enc = encodeURIComponent;
+
+  Orbit.actions.push(
+    { id: "redrive", label: "Redrive", when: (d) => ["FAILED", "TIMED_OUT"].includes(d.status),
+      confirm: "Redrive this execution? It goes on where it stopped, with the same id and input: " +
+        "units that succeeded keep their output, failed and cancelled ones run again.",
+      // the request id makes a retried request redrive once
+      post: (eid) => ["/executions/" + enc(eid) + "/redrive", { id: "console:" + Orbit.uid() }],
+      done: (r) => "redriven (redrive " + r.redrive_count + "); running again: " + ((r.steps || []).join(", ") || "nothing") },
+    { id: "unpark", label: "Un-park", when: (d) => Boolean(d.parked),
+      confirm: "Try this parked execution again now, instead of at its next retry? " +
+        "If its build is still missing or its code still disagrees with its history, it parks again.",
+      post: (eid) => ["/executions/" + enc(eid) + "/unpark", {}],
+      done: () => "un-park sent: the execution is replayed on its build now" },
+  );
+})();
