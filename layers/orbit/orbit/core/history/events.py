@@ -88,7 +88,7 @@ class StepFanOut(Event):
 class StepScheduled(Event):
     """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
 
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms", "inline"})
     step: str
     attempt: int
     input: JSON = None
@@ -106,6 +106,8 @@ class StepScheduled(Event):
     compensable: bool = False
     # Once started, the attempt fails with HEARTBEAT_TIMEOUT after this long without a heartbeat.
     heartbeat_timeout_ms: int | None = None
+    # An inline step (run in the decider's invocation): its semantics, at_least_once | at_most_once.
+    inline: str | None = None
 
 
 @event

@@ -133,6 +133,7 @@ class UnitState:
     # so a worker's record of an old failed attempt never answers a new one).
     attempt_base: int = 0
     fire_at_ms: int | None = None  # a durable timer's wake time, kept after it fired (replay compares it)
+    inline: str | None = None  # an inline step: its semantics (at_least_once | at_most_once)
 
     @property
     def terminal(self) -> bool:
@@ -143,7 +144,7 @@ class UnitState:
         for k in ("error", "last_error"):
             v = getattr(self, k)
             d[k] = v.to_dict() if v is not None else None
-        for late in ("heartbeat_timeout_ms", "fire_at_ms"):
+        for late in ("heartbeat_timeout_ms", "fire_at_ms", "inline"):
             if d[late] is None:
                 del d[late]  # added later: snapshots without one stay as they were
         if not d["attempt_base"]:

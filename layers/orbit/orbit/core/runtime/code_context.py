@@ -81,6 +81,15 @@ class WorkflowContext:
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
                                       compensate, heartbeat_timeout))
 
+    def run(self, fn: Any, *args: Any, name: str | None = None, retry: Any = None, timeout: Any = None,
+            semantics: str = "at_least_once", on_exhausted: str = C.FAIL_RUN) -> Any:
+        """Run `fn(*args)` inside the decider's invocation (an inline step: no queue) and return
+        its result, recorded like a step's. `semantics`: "at_least_once" (default) or
+        "at_most_once". See docs/inline-steps.md."""
+        from orbit.core.runtime.code_inline import run_inline  # issue 15: its own module
+
+        return run_inline(self._replay, fn, args, name, retry, timeout, semantics, on_exhausted)
+
     def parallel(self, *steps: Any, return_exceptions: bool = False, **policy: Any) -> list[Any]:
         """Run several steps, or branches, at once; return their outputs in order.
 

@@ -110,6 +110,8 @@ class StepCommand:
     on_exhausted: str = FAIL_RUN
     compensable: bool = False
     heartbeat_timeout_ms: int | None = None  # task steps: once started, max time between heartbeats
+    # Run in the decider's invocation, not on a queue: "at_least_once" | "at_most_once" (None: a worker).
+    inline: str | None = None
 
 
 class Command:
