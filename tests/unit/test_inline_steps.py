@@ -260,3 +260,22 @@ def test_an_inline_task_gets_a_copy_of_its_input_and_cannot_return_what_history_
     assert desc["status"] == "FAILED" and desc["error"]["code"] == "VALUE_NOT_STORABLE"
     scheduled = [e["input"] for e in w.events(eid) if e["type"] == "StepScheduled"]
     assert scheduled == [{"v": 1}, {"v": 1}]
+
+
+@orbit.workflow("inline-in-branches", build="b1")
+def branch_flow(ctx: Any, input: Any) -> Any:
+    def branch(c: Any, item: Any) -> Any:
+        doubled = c.run(double, item)
+        c.sleep(60)
+        return c.run(double, doubled)
+    return ctx.map(input["items"], branch, concurrency=2)
+
+
+def test_ctx_run_inside_map_branches_runs_inline_under_each_branch() -> None:
+    w = World(TASKS)
+    w.registry.register(branch_flow)
+    eid = w.api.start("inline-in-branches", None, {"items": [1, 2, 3]}, "e1")
+    w.settle()
+    assert w.api.describe(eid)["output"] == [4, 8, 12]
+    runs = [e["step"] for e in w.events(eid) if e["type"] == "StepScheduled" and e.get("inline")]
+    assert len(runs) == 6 and all("/" in s for s in runs), runs
