@@ -30,6 +30,8 @@ tracer = Tracer()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     svc = services()
+    # Inline steps run in this invocation, each attempt bounded by the time it has left.
+    svc.run_inline(context.get_remaining_time_in_millis, getattr(context, "aws_request_id", None))
     records = event.get("Records", [])
     errors: dict[str, Exception] = {}
     parsed: list[tuple[str, dict[str, Any]]] = []

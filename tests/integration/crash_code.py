@@ -43,8 +43,23 @@ def reordered(ctx: Any, input: Any) -> Any:
 
 BUILDS = {name: orbit.workflow(NAME, registry=CodeRegistry())(fn)
           for name, fn in (("v1", v1), ("v1_comment", v1_comment), ("reordered", reordered))}
+
+
+def branches(ctx: Any, input: Any) -> Any:
+    """A group of branches (issue 14): a step, a sleep then a step, a signal wait."""
+    a, b, by = ctx.parallel(lambda c: c.step("crashmx.double", {"v": input["v"]}),
+                            lambda c: (c.sleep("1m"), c.step("crashmx.double", {"v": 1}))[1],
+                            lambda c: c.wait_for("approval"))
+    return {"a": a["v2"], "b": b["v2"], "by": by["by"]}
+
+
+BRANCHES_NAME = "crashmx-branches"
+BRANCH_UNITS = ("1.parallel()", "1.parallel()/0/1.crashmx.double", "1.parallel()/1/1.sleep()",
+                "1.parallel()/1/2.crashmx.double", "1.parallel()/2/1.wait_for(approval)")
+BUILDS["branches"] = orbit.workflow(BRANCHES_NAME, registry=CodeRegistry())(branches)
 SIGNAL = ("approval", {"payload": {"by": "ops"}, "id": "approval-1"})
 SWITCH = Scenario((), {"v": 3}, SIGNAL, code=(NAME, UNITS, "v1"), before_signal=("deploy:v1_comment",))
+BRANCHES = Scenario((), {"v": 3}, SIGNAL, code=(BRANCHES_NAME, BRANCH_UNITS, "branches"))
 UNPARK = Scenario((), {"v": 3}, SIGNAL, code=(NAME, UNITS, "v1"), before_signal=("deploy:reordered",),
                   after_signal=("deploy:v1", "unpark"))
 

@@ -58,7 +58,11 @@ def test_api_events(cloud: Any) -> None:
     assert status == 409 and body["error"]["code"] == "CONFLICT"
     cloud.run_until_idle()
     assert aws.services().engine.describe("hello-0001")["status"] == "COMPLETED"
-    assert api(cloud, "api_resume_hook.json", HOOK_TOKEN=token)[0] == 409  # resumable once
+    # resumable once: the same payload again after it was consumed is accepted with no effect (issue 14),
+    # another payload still conflicts
+    assert api(cloud, "api_resume_hook.json", HOOK_TOKEN=token)[0] == 202
+    status, body = api(cloud, "api_resume_hook.json", body={"payload": {"approved": False}}, HOOK_TOKEN=token)
+    assert status == 409
     # the execution has ended: a signal or cancel could change nothing and is refused, saying so
     for event in ("api_signal.json", "api_cancel.json"):
         status, body = api(cloud, event)

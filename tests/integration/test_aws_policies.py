@@ -7,8 +7,9 @@ not enforce IAM, so this module does: every request must be allowed by its
 function's role in template.yaml (right action, DynamoDB keys inside the role's
 LeadingKeys condition), and every data action a role grants must be used by the
 run or be on the short list below of paths the run does not take, each with
-the code that needs it. A new call without a grant, or a grant nobody uses,
-fails here.
+the code that needs it. The requests of an inline-step run (the decider runs
+the task code; test_aws_inline_crash_matrix.INLINE) are checked as well. A new call without a
+grant, or a grant nobody uses, fails here.
 """
 
 from __future__ import annotations
@@ -64,16 +65,25 @@ def reference(clients: Any) -> Reference:
 
 
 @pytest.fixture(scope="module")
+def inline_reference(clients: Any) -> Reference:
+    """Inline steps run in the decider (issue 15): its requests must fit DeciderRole too."""
+    from test_aws_inline_crash_matrix import INLINE
+
+    return reference_run(clients, INLINE)
+
+
+@pytest.fixture(scope="module")
 def roles() -> dict[str, Any]:
     res = load_template(ROOT / "template.yaml")["Resources"]
     return {name: r for name, r in res.items() if r["Type"] == "AWS::IAM::Role"}
 
 
 def test_every_request_of_the_run_is_allowed_by_its_functions_role(reference: Reference,
+                                                                    inline_reference: Reference,
                                                                     roles: dict[str, Any]) -> None:
     assert {c.handler for c in reference.calls} == set(ROLES)  # every handler of the run is mapped
     refused = []
-    for call in reference.calls:
+    for call in reference.calls + inline_reference.calls:
         action = ACTION.get((call.service, call.op), f"{call.service}:{call.op}")
         allowed = [st for st in grants(roles[ROLES[call.handler]]) if action in actions(st)]
         if call.service == "dynamodb" and call.detail:  # the key must fit the LeadingKeys, if any

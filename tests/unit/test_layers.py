@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
                       "orbit.workflow"},
     "orbit.worker": {"orbit.errors", "orbit.core", "orbit.aws.wiring", "orbit.adapters.sqs"},
     "orbit.aws": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters", "orbit.worker.sdk",
+                  "orbit.worker.inline",  # the decider runs inline steps with the worker SDK (issue 15)
                   "orbit.workflow"},
     "orbit.client": {"orbit.errors", "orbit.core"},
     "orbit.local": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters", "orbit.aws",

@@ -32,6 +32,8 @@ _LAZY = {
     "Step": "orbit.core.runtime.code_specs",
     "StepFailed": "orbit.core.runtime.code_errors",
     "Cancelled": "orbit.core.runtime.code_errors",
+    "BranchesFailed": "orbit.core.runtime.code_branch_policy",
+    "ConditionNotMet": "orbit.core.runtime.code_condition",
     "WorkflowTimedOut": "orbit.core.runtime.code_errors",
     "Engine": "orbit.service.engine",
     "Simulator": "orbit.testing.simulator",

@@ -46,6 +46,35 @@ def tour() -> tuple[Any, list[dict[str, Any]]]:
     return wfs.tour, sim.history(eid)
 
 
+def branches() -> tuple[Any, list[dict[str, Any]]]:
+    wfs = load(HERE / "workflows.py", "golden_code_workflows")
+    sim = Simulator(seed="golden-branches")
+    sim.register(wfs.branches)
+    sim.register(wfs.kid)
+    sim.worker("misc.echo", lambda input, ctx: {"echo": input})
+    sim.worker("misc.square", lambda input, ctx: input * input)
+    sim.worker("misc.fail", fail("NOPE", "always fails", retryable=False))
+    eid = sim.start("golden-branches", {}, id="golden-branches-1")
+    sim.run_until_idle()
+    sim.advance(6 * 60_000)
+    sim.run_until_idle()
+    sim.signal(eid, "go", {"approved": True})
+    sim.run()
+    return wfs.branches, sim.history(eid)
+
+
+def scopes() -> tuple[Any, list[dict[str, Any]]]:
+    wfs = load(HERE / "workflows.py", "golden_code_workflows")
+    sim = Simulator(seed="golden-scopes")
+    sim.register(wfs.scopes)
+    sim.register(wfs.kid)
+    sim.worker("misc.echo", lambda input, ctx: {"echo": input})
+    sim.worker("misc.square", lambda input, ctx: input * input)
+    eid = sim.start("golden-scopes", {}, id="golden-scopes-1")
+    sim.run()
+    return wfs.scopes, sim.history(eid)
+
+
 def saga(scenario: str) -> tuple[Any, list[dict[str, Any]]]:
     orders = load(ROOT / "examples" / "workers" / "orders.py", "golden_order_workers")
     module = load(ROOT / "examples" / "code" / "order_saga.py", "golden_order_saga")
@@ -68,6 +97,8 @@ def saga(scenario: str) -> tuple[Any, list[dict[str, Any]]]:
 
 SCENARIOS = {
     "tour": tour,
+    "branches": branches,
+    "scopes": scopes,
     "saga_success": lambda: saga("success"),
     "saga_declined": lambda: saga("declined"),
     "saga_cancelled": lambda: saga("cancelled"),

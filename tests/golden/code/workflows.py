@@ -40,3 +40,39 @@ def tour(ctx: Any, input: Any) -> Any:
     ctx.progress({"stage": "done"})
     return {"first": first, "both": both, "squares": squares, "failed": failed, "approval": approval,
             "child": child, "now": ctx.now_ms(), "random": ctx.random(), "uuid": ctx.uuid()}
+
+
+@orbit.workflow("golden-branches", build="golden", registry=REGISTRY)
+def branches(ctx: Any, input: Any) -> Any:
+    """Groups of branches (issue 14): parallel, map over functions, race, nesting, policies."""
+    def held(c: Any) -> Any:
+        return c.wait_for("go")
+
+    def nap(c: Any) -> Any:
+        c.sleep("5m")
+        return c.now_ms()
+
+    both = ctx.parallel(lambda c: c.step("misc.echo", {"p": 1}), nap, held,
+                        lambda c: c.parallel(lambda d: d.step("misc.square", 3), lambda d: d.uuid()))
+    squares = ctx.map([1, 2, 3, 4], lambda c, x, i: [i, c.step("misc.square", x)], concurrency=2)
+    tolerated = ctx.map([1, 2], lambda c, x: c.step("misc.fail" if x == 2 else "misc.echo", x),
+                        tolerated_failures=1)
+    winner = ctx.race(timer=lambda c: c.sleep("1m"), work=lambda c: c.wait_for("never"))
+    kids = ctx.parallel(lambda c: c.child("golden-kid", {"k": 1}), lambda c: c.child("golden-kid", {"k": 2}))
+    return {"both": both, "squares": squares, "tolerated": tolerated, "winner": list(winner), "kids": kids}
+
+
+@orbit.workflow("golden-scopes", build="golden", registry=REGISTRY)
+def scopes(ctx: Any, input: Any) -> Any:
+    """Scopes, children, wait_for_condition and hook metadata (issue 14)."""
+    ctx.hook_token("late", metadata={"ask": "ops"})
+    with ctx.scope() as s:
+        ctx.parallel(lambda c: c.wait_for("late"), lambda c: (c.sleep("1m"), s.cancel("enough")))
+    ctx.dispose_hook("late")
+    with ctx.scope(shield=True):
+        shielded = ctx.step("misc.echo", "shielded")
+    kids = ctx.children([("golden-kid", 1),
+                         {"workflow": "golden-kid", "input": 2, "parent_policy": "abandon"}])
+    polled = ctx.wait_for_condition(lambda c, n: c.step("misc.square", n) if n < 10 else n, 2,
+                                    until=lambda n: n >= 10, delay="10s", backoff=2)
+    return {"cancelled": s.cancelled, "shielded": shielded, "kids": kids, "polled": polled}

@@ -228,7 +228,24 @@ class Services:
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
         engine.archive = self.archive
+        timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
+        engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         return engine
+
+    def run_inline(self, remaining_ms: Any = None, session: str | None = None) -> Any:
+        """This process runs inline steps (the decider): tasks from ORBIT_INLINE_MODULES (imported
+        once, at the first call) and ctx.run functions, bounded by `remaining_ms()` (the Lambda
+        context's clock). Returns the engine's InlineRunner."""
+        from orbit.service.inline import InlineRunner
+        from orbit.worker.inline import InlineTasks, modules_from_env
+
+        engine = self.engine
+        if engine.inline is None:
+            stream = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "decider")
+            tasks = InlineTasks(modules_from_env(os.environ.get("ORBIT_INLINE_MODULES")))
+            engine.inline = InlineRunner(tasks, session or f"{stream}/{os.getpid()}")
+        engine.inline.until(remaining_ms or (lambda: None), session)
+        return engine.inline
 
     @cached_property
     def archive(self) -> Any:

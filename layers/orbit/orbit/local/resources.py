@@ -279,7 +279,8 @@ def _add_function(
     handler = merged.get("Handler")
     if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
         raise TemplateError(f"{where}: the local stack needs a local CodeUri and a 'module.function' Handler")
-    fn = FunctionInfo(lid, (dep.root / code_uri).resolve(), handler, env, int(merged.get("Timeout", 3)))
+    timeout = int(resolver.resolve(merged.get("Timeout", 3), f"{where}.Timeout"))  # may be a !Ref
+    fn = FunctionInfo(lid, (dep.root / code_uri).resolve(), handler, env, timeout)
     dep.functions[lid] = fn
     for ev_name, ev in (props.get("Events") or {}).items():
         ev_where = f"{where}.Events.{ev_name}"

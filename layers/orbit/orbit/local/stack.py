@@ -123,6 +123,7 @@ class LocalStack(ScheduleOps):
         self.cloud.start()
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
+        self.services.run_inline(session="local")  # every registered task can run inline, in process
         self.cloud.next_timer = self.services.table_timers.next_fire_ms
 
     def close(self) -> None:
@@ -146,6 +147,7 @@ class LocalStack(ScheduleOps):
     def register(self, definition_or_path_or_function: Any) -> str:
         """Register a definition (path, YAML/JSON text, dict) or a code workflow; returns its name."""
         from orbit.core.definition import load_definition, parse_definition
+        from orbit.service.inline import check_registration
 
         item = definition_or_path_or_function
         if isinstance(item, dict):
@@ -159,6 +161,7 @@ class LocalStack(ScheduleOps):
                 f"cannot register {item!r}: pass a definition path, text or dict, "
                 "or a function decorated with @orbit.workflow"
             )
+        check_registration(self.engine, wf)  # an inline step's timeout must fit in the decider's
         self.engine.registry.register(wf)
         return str(wf.name)
 

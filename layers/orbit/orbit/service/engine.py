@@ -63,6 +63,7 @@ from orbit.errors import (
     UnknownWorkflow,
     ValidationError,
 )
+from orbit.service import inline
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.operations import EngineApi, check_json
 from orbit.service.outbox import find_handled, still_due
@@ -90,6 +91,8 @@ Deliveries = dict[str, tuple[int | None, int]]
 
 class Engine(RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
+    inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
+    decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
 
     def __init__(
         self,
@@ -235,7 +238,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
             self._local.trace = span.header
             try:
-                self._process(eid, msgs, delivery)
+                inline.decide_and_drive(self, eid, msgs, delivery)  # _process, then its inline steps
             finally:
                 self._local.trace = None
                 cached = self._cache.get(eid)
@@ -293,6 +296,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         resend: dict[int, Commit] = {}
         was = (state.status, state.created)
         had = dict(state.attributes)  # search attributes: the index row follows them too
+        wf: Any = None
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
                 if (m.parent or state.parent) and m.parent != state.parent:
@@ -345,6 +349,9 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             effects.extend(d.effects)
             handled.append(m.id)
         # An execution that ends here writes its last items with their expiry (see _retire).
+        if self.inline is not None:  # at_least_once steps run now, their results in this commit;
+            inline.run_before_commit(self, state, wf, events, effects, handled)
+            inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
         expires = self._expiry(state) if state.created and state.status in TERMINAL_WORKFLOW else None
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
@@ -383,7 +390,9 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         if expires is None and state.created and _redrives(events, resend):
             self._unretire(state)
         for c in resend.values():
-            self._carry_out(eid, still_due(state, c.effects))
+            self._carry_out(eid, still_due(state, c.effects), fresh=False)
+        if resend and state.created:
+            inline.recover(self, eid, state)  # the invocation that handled it may have died mid-chain
         self._carry_out(eid, effects)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
@@ -427,10 +436,10 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             return _Parker(str(e))
 
     # ---------------------------------------------------------------- effects
-    def _carry_out(self, eid: str, effects: list[Effect]) -> None:
+    def _carry_out(self, eid: str, effects: list[Effect], fresh: bool = True) -> None:
         header = getattr(self._local, "trace", None)
         trace = {BODY_KEY: header} if header else {}
-        for e in effects:
+        for e in inline.carry_out(self, eid, effects, fresh):
             if isinstance(e, (DispatchTask, CancelTask)):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):

@@ -226,11 +226,13 @@ def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: 
 
 def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
     from orbit.core.definition import load_definition, parse_definition
+    from orbit.service.inline import check_registration
 
     if isinstance(body.get("text"), str):
         definition = load_definition(body["text"])
     else:
         definition = parse_definition(body)
+    check_registration(engine, definition)  # an inline step's timeout must fit in the decider's
     engine.registry.register(definition)
     return 201, {"name": definition.name, "version": definition.version, "hash": definition.hash}
 

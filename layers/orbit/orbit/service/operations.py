@@ -186,7 +186,12 @@ class EngineApi(CatalogApi):
         hook = state.hooks.get(name)
         if hook is None or not matches(hook, token, digest):
             raise NotFound("unknown hook token")
+        if hook.get("disposed"):
+            raise NotFound(f"hook {name!r} of execution {execution_id!r} was disposed")
         if hook.get("resumed"):
+            claim = getattr(self.store, "claim_hook", None)
+            if claim is not None and claim(ref, payload):
+                return execution_id  # the same payload again after it was consumed: accepted, no effect
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
         _check_running(state, f"hook {name!r} was not resumed")
         self._check_payload(state, name, payload)

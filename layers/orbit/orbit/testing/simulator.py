@@ -218,7 +218,7 @@ class Simulator:
             rounds += 1
             now = self.clock.now_ms()
             self.engine.fire_timers(now)
-            msgs = self.queues.receive_decisions(now, self.batch)
+            msgs = self._inline(self.queues.receive_decisions(now, self.batch))
             if msgs:
                 for i, err in self.engine.handle_batch(msgs):
                     raise RuntimeError(f"decision failed for {msgs[i]}: {err}") from err
@@ -236,6 +236,29 @@ class Simulator:
                 return
             self.clock.set(min(nxt))
         raise RuntimeError("the simulation did not finish")
+
+    def _inline(self, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Inline steps (docs/inline-steps.md) are served by the scripts like worker tasks: the
+        engine has no runner here, so it hands each attempt over (`inline:<token>:<unit>`)."""
+        from orbit.service.inline import HANDOFF, dispatch_of
+
+        rest = []
+        for m in msgs:
+            mid = str(m.get("id", ""))
+            if not mid.startswith(HANDOFF):
+                rest.append(m)
+                continue
+            token, _, unit = mid[len(HANDOFF):].partition(":")
+            u = self.engine.load_state(str(m["execution_id"])).units.get(unit)
+            if u is None or u.token != token or u.terminal:
+                continue
+            body = dispatch_of(self.engine.load_state(str(m["execution_id"])), unit).to_dict()
+            script = self.scripts.get(body["task"])
+            if script is None:
+                self.unserved.append(body)
+            else:
+                self._perform(script, body)
+        return rest
 
     def _serve_tasks(self, now: int) -> bool:
         served = False

@@ -21,6 +21,7 @@ from orbit.core.history.events import (
     WorkflowFailed,
     WorkflowTimedOut,
 )
+from orbit.core.history.nesting import shielded
 from orbit.core.history.state import COMPENSATING, RUNNING, compensation_key, parse_key
 
 
@@ -46,7 +47,8 @@ def progress_abort(ctx: Ctx) -> None:
         return
     reason = str(s.abort.get("reason") or s.abort["kind"])
     if s.status == RUNNING:
-        for key in [k for k in s.active if not parse_key(k)[0]]:
+        force = bool(s.abort.get("force")) or not cleans_up(ctx)
+        for key in [k for k in s.active if not parse_key(k)[0] and (force or not shielded(k))]:
             cancel_unit(ctx, key, reason)
         if cleans_up(ctx):
             ctx.emit(CompensationStarted(reason, list(reversed(s.compensable))))

@@ -19,6 +19,7 @@ from orbit.core.history.events import (
     FailRequested,
     HandlerStarted,
     HookCreated,
+    HookDisposed,
     PatchMarked,
     ProgressRecorded,
     StepFanOut,
@@ -42,6 +43,7 @@ from orbit.core.runtime.commands import (
     CompleteUpdate,
     ContinueAsNew,
     CreateHook,
+    DisposeHook,
     Fail,
     FailStep,
     FanOut,
@@ -118,7 +120,10 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
             ctx.effect(StartChild(s.id, c.unit, c.child_id, c.workflow, c.version, c.input))
     elif isinstance(c, CreateHook):
         if c.hook_id not in s.hooks:
-            create_hook(ctx, c.hook_id, c.token)
+            create_hook(ctx, c.hook_id, c.token, c.metadata)
+    elif isinstance(c, DisposeHook):
+        if c.hook_id in s.hooks and not s.hooks[c.hook_id].get("disposed"):
+            ctx.emit(HookDisposed(c.hook_id))
     elif isinstance(c, RecordProgress):
         if c.data != s.progress:
             ctx.emit(ProgressRecorded(c.data))
@@ -207,17 +212,17 @@ def set_attributes(ctx: Ctx, values: dict[str, object], aborting: bool) -> None:
         ctx.emit(AttributesSet(new))
 
 
-def create_hook(ctx: Ctx, name: str, token: str = "") -> None:
+def create_hook(ctx: Ctx, name: str, token: str = "", metadata: object = None) -> None:
     """With a stack key the token is derived and only its hash is recorded and indexed
     (orbit.core.history.hook_tokens); without one, a random token is recorded as it is."""
     key = None if token else key_of(ctx.ids)
     if key is not None:
         digest = sha256_hex(derive(key, ctx.state.id, name))
-        ctx.emit(HookCreated(name, token_sha256=digest))
+        ctx.emit(HookCreated(name, token_sha256=digest, metadata=metadata))
         ctx.effect(RegisterHook(DIGEST_PREFIX + digest, ctx.state.id, name))
         return
     token = token or ctx.token()
-    ctx.emit(HookCreated(name, token))
+    ctx.emit(HookCreated(name, token, metadata=metadata))
     ctx.effect(RegisterHook(token, ctx.state.id, name))
 
 

@@ -8,6 +8,8 @@ or the units whose wake-up is due.
 from __future__ import annotations
 
 from orbit.core.decider.context import Ctx, jitter_fraction
+from orbit.core.decider.inline import lease_expired
+from orbit.core.definition.inline import inline_timeout
 from orbit.core.history.effects import CancelChild, CancelTask, DispatchTask
 from orbit.core.history.events import (
     EXPRESSION_ERROR,
@@ -29,6 +31,7 @@ from orbit.core.history.events import (
     TimerFired,
     WorkflowTimeoutReached,
 )
+from orbit.core.history.nesting import abandoned
 from orbit.core.history.state import (
     DISPATCHED,
     RETRY_WAIT,
@@ -61,7 +64,9 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
     if u is not None and u.status != "PENDING":
         return
     deadline = None
-    if cmd.queue_timeout_ms is not None:
+    if cmd.inline is not None:
+        deadline = inline_deadline(ctx, cmd.timeout_ms)  # the lease of the invocation running it
+    elif cmd.queue_timeout_ms is not None:
         deadline = ctx.now + cmd.queue_timeout_ms
     elif cmd.timeout_ms is not None:
         deadline = ctx.now + cmd.timeout_ms  # nobody reported `started`: count from the send
@@ -84,16 +89,25 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
             on_exhausted=cmd.on_exhausted,
             compensable=cmd.compensable,
             heartbeat_timeout_ms=cmd.heartbeat_timeout_ms,
+            inline=cmd.inline,
         )
     )
     _dispatch(ctx, cmd.unit)
+
+
+def inline_deadline(ctx: Ctx, timeout_ms: int | None) -> int:
+    """An inline attempt's deadline: its timeout (or the inline default) from now. It is also the
+    lease of the invocation running it: no other decider touches the attempt before it passes."""
+    return ctx.now + inline_timeout(timeout_ms)
 
 
 def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None, send: bool = True) -> None:
     """Queue the unit's current attempt again (retry or redelivery), same idempotency key."""
     u = ctx.state.units[unit]
     deadline = None
-    if u.queue_timeout_ms is not None:
+    if u.inline is not None:
+        deadline = inline_deadline(ctx, u.timeout_ms)
+    elif u.queue_timeout_ms is not None:
         deadline = ctx.now + u.queue_timeout_ms
     elif u.timeout_ms is not None:
         deadline = ctx.now + u.timeout_ms
@@ -115,6 +129,7 @@ def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None, 
             on_exhausted=u.on_exhausted,
             compensable=u.compensable,
             heartbeat_timeout_ms=u.heartbeat_timeout_ms,
+            inline=u.inline,
         )
     )
     if send:
@@ -136,6 +151,7 @@ def _dispatch(ctx: Ctx, unit: str) -> None:
             deadline_ms=u.deadline_ms,
             redelivery=u.redelivery,
             heartbeat_timeout_ms=u.heartbeat_timeout_ms,
+            inline=u.inline,
         )
     )
 
@@ -156,8 +172,8 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
         return  # a late `started` for an old attempt changes nothing
     assert u is not None
     if u.status == DISPATCHED:
-        if u.worker_session == session and u.worker_id == worker_id:
-            return  # duplicate delivery of the same `started`
+        if (u.worker_session == session and u.worker_id == worker_id) or u.inline is not None:
+            return  # duplicate delivery of the same `started`; an inline attempt has one owner
         # Another worker took the same message: the first one was lost mid-attempt, so
         # the outcome is uncertain. The queue already redelivered it (same token, same key).
         ctx.emit(
@@ -170,6 +186,8 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
         )
         redispatch(ctx, unit, redelivery=True, token=token, send=False)
     deadline = ctx.now + u.timeout_ms if u.timeout_ms is not None else None
+    if u.inline is not None:  # the invocation that records it owns the attempt: a fresh lease
+        deadline = inline_deadline(ctx, u.timeout_ms)
     ctx.emit(StepDispatched(unit, u.attempt, token, worker_id, session, deadline))
 
 
@@ -265,7 +283,7 @@ def cancel_unit(ctx: Ctx, unit: str, reason: str) -> None:
     ctx.emit(StepCancelled(unit, reason))
     if status in (SCHEDULED, DISPATCHED) and token:
         ctx.effect(CancelTask(ctx.state.id, unit, token, queue))
-    if child and status == RUNNING:
+    if child and status == RUNNING and not abandoned(unit):  # an abandoned child runs on
         ctx.effect(CancelChild(child, reason))
 
 
@@ -290,7 +308,9 @@ def wake_due(ctx: Ctx) -> None:
 
 
 def _wake_unit(ctx: Ctx, key: str, u: UnitState) -> None:
-    if u.status == RETRY_WAIT:
+    if u.inline is not None and u.status in (SCHEDULED, DISPATCHED):
+        lease_expired(ctx, key, u, attempt_failed, redispatch)  # the invocation running it died
+    elif u.status == RETRY_WAIT:
         redispatch(ctx, key, redelivery=False)
     elif u.status == WAITING and u.signal is None:
         ctx.emit(TimerFired(key))

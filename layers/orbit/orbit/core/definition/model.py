@@ -64,6 +64,7 @@ class Step:
     heartbeat_timeout_ms: int | None = None  # task steps only (extension)
     compensate: Step | None = None
     on_failure: Literal["fail", "continue"] = "fail"
+    inline: str | None = None  # task steps: "at_least_once" | "at_most_once" (docs/inline-steps.md)
 
 
 @dataclass(frozen=True)

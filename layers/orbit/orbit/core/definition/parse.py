@@ -10,6 +10,7 @@ from orbit.core.definition.expressions import references
 from orbit.core.definition.graph import step_after, step_reads
 from orbit.core.definition.handlers import build_handlers
 from orbit.core.definition.hashing import definition_hash
+from orbit.core.definition.inline import inline_semantics
 from orbit.core.definition.model import COMPENSATE_KINDS, STEP_KINDS, Definition, RetryPolicy, Signal, Step
 from orbit.core.definition.validate import validate_definition
 from orbit.errors import Problem, ValidationError
@@ -135,6 +136,7 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
         "timeout_ms": parse_duration(timeout) if timeout is not None else None,
         "queue_timeout_ms": parse_duration(queue_timeout) if queue_timeout is not None else None,
         "heartbeat_timeout_ms": parse_duration(heartbeat_timeout) if heartbeat_timeout is not None else None,
+        "inline": inline_semantics(body) if kind == "task" else None,
     }
 
 

@@ -19,11 +19,12 @@ from orbit.core.definition.checks import (
     suggest,
     type_name,
 )
+from orbit.core.definition.inline import check_inline
 from orbit.core.definition.model import COMPENSATE_KINDS, STEP_KINDS
 
 COMMON_KEYS = ("after", "when", "for", "concurrency", "tolerated_failures", "input", "retry",
                "timeout", "queue_timeout", "heartbeat_timeout", "compensate", "on_failure", "queue",
-               "description")
+               "description", "inline", "semantics")
 STEP_KEYS = STEP_KINDS + COMMON_KEYS
 COMPENSATE_KEYS = COMPENSATE_KINDS + ("input", "retry", "timeout", "queue_timeout", "heartbeat_timeout",
                                       "queue")
@@ -42,6 +43,8 @@ KEY_KINDS = {
     # The built-in http adapter never heartbeats, so only worker tasks can use it.
     "heartbeat_timeout": ("task",),
     "queue": ("task",),
+    "inline": ("task",),
+    "semantics": ("task",),
 }
 # Step names become unit keys (`step[3]`, `compensate:step`), so brackets and colons are out.
 STEP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,79}")
@@ -176,6 +179,7 @@ def _check_common(body: dict[Any, Any], path: str, out: Problems) -> None:
         out.add(join(path, "queue"), "must be a queue name: 1-64 letters, digits, _ or -")
     if "description" in body and not isinstance(body["description"], str):
         out.add(join(path, "description"), f"must be a string, not {type_name(body['description'])}")
+    check_inline(body, path, out)
 
 
 def check_compensate(body: Any, path: str, out: Problems) -> None:

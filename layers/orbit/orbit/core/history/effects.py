@@ -28,7 +28,7 @@ class DispatchTask(Effect):
     """Send one attempt to a worker queue. Workers deduplicate on `idempotency_key`."""
 
     KIND: ClassVar[str] = "dispatch_task"
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms", "inline"})
     execution_id: str
     unit: str
     task: str
@@ -41,6 +41,8 @@ class DispatchTask(Effect):
     redelivery: bool = False
     # The worker reports `started` at once and must call ctx.heartbeat within this period.
     heartbeat_timeout_ms: int | None = None
+    # Inline: the decider runs it in its own invocation (never sent to a queue); its semantics.
+    inline: str | None = None
 
 
 @dataclass(frozen=True)

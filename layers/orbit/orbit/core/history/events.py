@@ -88,7 +88,7 @@ class StepFanOut(Event):
 class StepScheduled(Event):
     """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
 
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms", "inline"})
     step: str
     attempt: int
     input: JSON = None
@@ -106,6 +106,8 @@ class StepScheduled(Event):
     compensable: bool = False
     # Once started, the attempt fails with HEARTBEAT_TIMEOUT after this long without a heartbeat.
     heartbeat_timeout_ms: int | None = None
+    # An inline step (run in the decider's invocation): its semantics, at_least_once | at_most_once.
+    inline: str | None = None
 
 
 @event
@@ -298,12 +300,21 @@ class UpdateCompleted(Event):
 @event
 class HookCreated(Event):
     """`token` in histories written without a stack key; otherwise only `token_sha256`
-    (orbit.core.history.hook_tokens): the token is derived again, never stored."""
+    (orbit.core.history.hook_tokens): the token is derived again, never stored. `metadata`: what
+    the code attached (ctx.hook_token(name, metadata=...)), shown by describe."""
 
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"token", "token_sha256", "metadata"})
     name: str
     token: str | None = None
     token_sha256: str | None = None
+    metadata: JSON = None
+
+
+@event
+class HookDisposed(Event):
+    """The code disposed of the hook: its token resumes nothing any more."""
+
+    name: str
 
 
 @event

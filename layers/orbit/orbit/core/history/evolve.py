@@ -127,7 +127,7 @@ def _scheduled(s: ExecutionState, e: E.StepScheduled, ts: int) -> None:
     u.attempt, u.input, u.idempotency_key, u.redelivery = e.attempt, e.input, e.idempotency_key, e.redelivery
     u.kind, u.task, u.queue, u.retry = e.kind, e.task, e.queue, e.retry
     u.timeout_ms, u.queue_timeout_ms = e.timeout_ms, e.queue_timeout_ms
-    u.heartbeat_timeout_ms = e.heartbeat_timeout_ms
+    u.heartbeat_timeout_ms, u.inline = e.heartbeat_timeout_ms, e.inline
     u.on_exhausted, u.compensable = e.on_exhausted, e.compensable
     u.scheduled_at_ms, u.dispatched_at_ms, u.deadline_ms = ts, None, e.deadline_ms
     u.token = e.token or None
@@ -287,7 +287,15 @@ def _signal_consumed(s: ExecutionState, e: E.SignalConsumed, ts: int) -> None:
 def _hook_created(s: ExecutionState, e: E.HookCreated, ts: int) -> None:
     # older histories record the token; newer ones only its hash (orbit.core.history.hook_tokens)
     hook = {"token": e.token} if e.token else {"token_sha256": e.token_sha256}
-    s.hooks.setdefault(e.name, {**hook, "resumed": False})
+    h = s.hooks.setdefault(e.name, {**hook, "resumed": False})
+    if e.metadata is not None:
+        h.setdefault("metadata", e.metadata)
+
+
+def _hook_disposed(s: ExecutionState, e: E.HookDisposed, ts: int) -> None:
+    h = s.hooks.get(e.name)
+    if h is not None:
+        h["disposed"] = True
 
 
 def _hook_resumed(s: ExecutionState, e: E.HookResumed, ts: int) -> None:
@@ -419,6 +427,7 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.SignalConsumed: _signal_consumed,
     E.HookCreated: _hook_created,
     E.HookResumed: _hook_resumed,
+    E.HookDisposed: _hook_disposed,
     E.ChildStarted: _child_started,
     E.CancelRequested: _abort("cancelled"),
     E.WorkflowTimeoutReached: _timeout_reached,

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, fields
 
 from orbit.core.history.events import JSON, TaskError
+from orbit.core.history.nesting import parent_of
 
 # Workflow statuses (DESIGN describe shape).
 RUNNING = "RUNNING"
@@ -132,6 +133,7 @@ class UnitState:
     # so a worker's record of an old failed attempt never answers a new one).
     attempt_base: int = 0
     fire_at_ms: int | None = None  # a durable timer's wake time, kept after it fired (replay compares it)
+    inline: str | None = None  # an inline step: its semantics (at_least_once | at_most_once)
 
     @property
     def terminal(self) -> bool:
@@ -142,7 +144,7 @@ class UnitState:
         for k in ("error", "last_error"):
             v = getattr(self, k)
             d[k] = v.to_dict() if v is not None else None
-        for late in ("heartbeat_timeout_ms", "fire_at_ms"):
+        for late in ("heartbeat_timeout_ms", "fire_at_ms", "inline"):
             if d[late] is None:
                 del d[late]  # added later: snapshots without one stay as they were
         if not d["attempt_base"]:
@@ -335,9 +337,12 @@ class ExecutionState:
                     "attempt": u.attempt,
                     "output": u.output,
                     "error": u.error.to_dict() if u.error else None,
+                    **({"parent": parent_of(k)} if isinstance(k, str) and "/" in k and parent_of(k) else {}),
                 }
                 for k, u in (self.units.items() if units is None else ((k, self.units[k]) for k in units))
             },
+            **({"hooks": {n: {k: v for k, v in h.items() if k != "token"} for n, h in self.hooks.items()}}
+               if self.hooks else {}),
             "progress": self.progress,
             "parent": self.parent,
             "compensation": self.compensation,

@@ -8,7 +8,6 @@ in steps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,28 +81,54 @@ class WorkflowContext:
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
                                       compensate, heartbeat_timeout))
 
-    def parallel(self, *steps: Step | tuple[Any, ...], return_exceptions: bool = False) -> list[Any]:
-        """Run several steps at once (one command); return their outputs in order.
+    def run(self, fn: Any, *args: Any, name: str | None = None, retry: Any = None, timeout: Any = None,
+            semantics: str = "at_least_once", on_exhausted: str = C.FAIL_RUN) -> Any:
+        """Run `fn(*args)` inside the decider's invocation (an inline step: no queue) and return
+        its result, recorded like a step's. `semantics`: "at_least_once" (default) or
+        "at_most_once". See docs/inline-steps.md."""
+        from orbit.core.runtime.code_inline import run_inline  # issue 15: its own module
+
+        return run_inline(self._replay, fn, args, name, retry, timeout, semantics, on_exhausted)
+
+    def parallel(self, *steps: Any, return_exceptions: bool = False, **policy: Any) -> list[Any]:
+        """Run several steps, or branches, at once; return their outputs in order.
 
         Each argument is `orbit.Step(task, input, ...)` or `(task, input)`. When a
         `continue_workflow` step fails, its `StepFailed` is raised after all ended,
         or put in its place with `return_exceptions=True`.
+
+        A branch is a function `fn(ctx)` with its own ctx (every durable call, nested groups
+        included); completion policies `min_successful`, `tolerated_failures`,
+        `tolerated_failure_percentage`, `fail_fast` (docs/branches.md).
         """
         if len(steps) == 1 and isinstance(steps[0], list):
             steps = tuple(steps[0])
+        if policy or any(callable(s) for s in steps):
+            from orbit.core.runtime.code_branch_calls import parallel
+            return parallel(self, steps, return_exceptions, **policy)
         if not steps:
             return []
         return self._replay.parallel([as_step(s) for s in steps], return_exceptions)
 
-    def map(self, task: str, items: Sequence[Any], *, concurrency: int | None = None,
-            tolerated_failures: int = 0, name: str | None = None, retry: Any = None, timeout: Any = None,
-            queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN, queue: str | None = None,
-            heartbeat_timeout: Any = None) -> list[Any]:
+    def map(self, task: Any, items: Any, *, concurrency: int | None = None,
+            tolerated_failures: int | None = None, name: str | None = None, retry: Any = None,
+            timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
+            queue: str | None = None, heartbeat_timeout: Any = None, **policy: Any) -> list[Any]:
         """Run `task` once per item (the item is the input), at most `concurrency` at a time.
 
         Returns outputs in item order; an element that failed within `tolerated_failures`
         reads as None. Beyond that the map fails as one step (see `on_exhausted`).
+
+        `ctx.map(items, fn, ...)` runs a branch `fn(ctx, item)` or `fn(ctx, item, index)` per
+        item instead, with the completion policies of `parallel` (docs/branches.md).
         """
+        if not isinstance(task, str):
+            from orbit.core.runtime.code_branch_calls import map_branches
+            return map_branches(self, task, items, concurrency,
+                                tolerated_failures=tolerated_failures, **policy)
+        if policy:
+            raise TypeError(f"map of task {task!r}: unknown options {sorted(policy)}")
+        tolerated_failures = 0 if tolerated_failures is None else tolerated_failures
         if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
             raise TypeError(f"map concurrency must be a positive int, got {concurrency!r}")
         if not isinstance(tolerated_failures, int) or tolerated_failures < 0:
@@ -111,6 +136,32 @@ class WorkflowContext:
         spec = Step(task, None, name, queue, retry, timeout, queue_timeout, on_exhausted,
                     heartbeat_timeout=heartbeat_timeout)
         return self._replay.map(spec, list(items), concurrency, tolerated_failures)
+
+    def race(self, **branches: Any) -> tuple[str, Any]:
+        """Run branches (functions of ctx, or steps) at once; the first to end wins: return
+        `(name, result)` and cancel the others (docs/branches.md)."""
+        from orbit.core.runtime.code_branch_calls import race
+        return race(self, branches)
+
+    def children(self, children: Any, **policy: Any) -> list[Any]:
+        """Start several children at once and wait for them (a group: outputs in order, the
+        completion policies of `parallel`). Each is `(workflow, input)` or a dict with
+        `workflow`, `input`, `version`, `parent_policy` (docs/branches.md)."""
+        from orbit.core.runtime.code_branch_calls import children as _children
+        return _children(self, children, **policy)
+
+    def wait_for_condition(self, check: Any, initial_state: Any = None, **strategy: Any) -> Any:
+        """Poll `check(ctx, state)` (or a task name) with durable waits until `until(state)` holds;
+        `delay`, `backoff`, `max_delay`, `max_attempts`; raises `ConditionNotMet` when out of
+        attempts (docs/branches.md)."""
+        from orbit.core.runtime.code_condition import wait_for_condition
+        return wait_for_condition(self, check, initial_state, **strategy)
+
+    def scope(self, shield: bool = False) -> Any:
+        """`with ctx.scope() as s:` ... `s.cancel()` stops what was started in it; with
+        `shield=True` a cancel of the workflow waits for the scope to end (docs/branches.md)."""
+        from orbit.core.runtime.code_scope import Scope
+        return Scope(self._replay, shield)
 
     # -- time ----------------------------------------------------------------------------------
     def sleep(self, duration: str | int) -> None:
@@ -145,17 +196,26 @@ class WorkflowContext:
             return C.WaitForSignal(key, name, timeout_ms, C.CONTINUE_WORKFLOW)
         return self._replay.await_unit("wait_for", f"wait_for({name})", command, fail_run=False, signal=name)
 
-    def hook_token(self, name: str) -> str:
-        """The token that resumes `wait_for(name)` through the hook API; known before the wait."""
-        return self._replay.hook_token(name)
+    def hook_token(self, name: str, metadata: Any = None) -> str:
+        """The token that resumes `wait_for(name)` through the hook API; known before the wait.
+        `metadata` (JSON: who may answer, a link, ...) is kept with the hook and shown by describe."""
+        return self._replay.hook_token(name, as_json(metadata, f"the metadata of hook {name!r}"))
+
+    def dispose_hook(self, name: str) -> None:
+        """Be done with hook `name`: its token resumes nothing any more (the API answers 404)."""
+        from orbit.core.runtime.code_hooks import dispose
+        dispose(self._replay, name)
 
     def child(self, workflow: str, input: Any = None, *, version: str | None = None,
-              on_exhausted: str = C.FAIL_RUN) -> Any:
+              on_exhausted: str = C.FAIL_RUN, parent_policy: str = "cancel") -> Any:
         """Run a child execution (deterministic id, cancelled with this one); return its output.
 
         A child that fails fails this execution, or with `on_exhausted="continue_workflow"`
-        raises `orbit.StepFailed` here.
+        raises `orbit.StepFailed` here. `parent_policy="abandon"`: when this execution is
+        cancelled (or stops waiting for it) the child runs on; its unit key says so.
         """
+        if parent_policy not in ("cancel", "abandon"):
+            raise TypeError(f"parent_policy must be 'cancel' or 'abandon', got {parent_policy!r}")
         if on_exhausted not in (C.FAIL_RUN, C.CONTINUE_WORKFLOW):
             raise TypeError(f"on_exhausted must be 'fail_run' or 'continue_workflow', got {on_exhausted!r}")
         if not isinstance(workflow, str) or not workflow:
@@ -163,7 +223,8 @@ class WorkflowContext:
         def command(key: str) -> C.Command:
             return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version,
                                as_json(input, f"the input of child {key!r}"), on_exhausted)
-        return self._replay.await_unit("workflow", f"child({workflow})", command,
+        label = f"child({workflow})" if parent_policy == "cancel" else f"child({workflow}, abandon)"
+        return self._replay.await_unit("workflow", label, command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
 
     # -- changing code that runs ------------------------------------------------------------

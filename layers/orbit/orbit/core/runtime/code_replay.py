@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,10 +43,12 @@ from orbit.core.runtime.code_compare import describe_call as _describe
 from orbit.core.runtime.code_compare import items_differences, step_values, value_differences
 from orbit.core.runtime.code_compare import recorded_call as _recorded
 from orbit.core.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
+from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 from orbit.core.runtime.code_updates import Updates
 
+THREAD = threading.local()  # .replay: the replay of the branch running on this thread, if any
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
 
 
@@ -68,12 +71,15 @@ def position_of(key: str) -> int | None:
 class Replay:
     """The replay state of one execution of a workflow function (one per cached instance)."""
 
+    prefix = ""  # unit-key prefix of the calls it makes: "" at top level, a branch's in a group
+    scopes: tuple[Any, ...] = ()  # the `ctx.scope()`s its calls run in, outermost first
+
     def __init__(self, execution_id: str, block: Block) -> None:
         self.execution_id = execution_id
         self._block = block
         self.state: ExecutionState = ExecutionState(execution_id)
         self.position = 0
-        self._index: dict[int, str] | None = None  # position -> recorded unit key (base key for maps)
+        self._index: dict[str, dict[int, str]] | None = None  # prefix -> position -> recorded key
         self.known_units = -1
         self.now_ms = 0
         self.draws = 0
@@ -103,14 +109,16 @@ class Replay:
             self.known_units = len(state.units)
 
     @property
-    def index(self) -> dict[int, str]:
+    def nested_index(self) -> dict[str, dict[int, str]]:
+        """Recorded positions of every branch, by key prefix (`code_keys`)."""
         if self._index is None:
-            self._index = {}
-            for key in self.state.units:
-                pos = position_of(key)
-                if pos is not None:
-                    self._index.setdefault(pos, parse_key(key)[1])
+            self._index = build_index(self.state.units)
         return self._index
+
+    @property
+    def index(self) -> dict[int, str]:
+        """position -> recorded unit key (the base key for map elements) of this replay's calls."""
+        return self.nested_index.setdefault(self.prefix, {})
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
         """Remember units this feed asks for: a cached instance is valid only once they exist."""
@@ -131,6 +139,10 @@ class Replay:
 
     # -- checks shared by every call -------------------------------------------------------
     def next_position(self) -> int:
+        owner = getattr(THREAD, "replay", None)  # set on a branch's thread (code_branches.py)
+        if owner is not None and owner is not self:
+            raise TypeError("a durable call inside a branch must use the branch's own ctx (the first "
+                            "argument of the branch function), not an outer one")
         self.position += 1
         return self.position
 
@@ -182,9 +194,12 @@ class Replay:
         in the same decision as the request (a wait that timed out as the workflow did) and the
         code is already cleaning up; the execution still ends as the request says.
         """
+        for scope in self.scopes:  # a cancelled scope stops new calls in it (code_scope.py)
+            if scope.cancelled:
+                raise Cancelled(scope.reason)
         if self.cancel_delivered or self.abort_kind() not in ("cancelled", "timed_out"):
             return
-        if sys.exc_info()[1] is not None:
+        if any(scope.shielded for scope in self.scopes) or sys.exc_info()[1] is not None:
             return
         self.witness.append(("abort", self.abort_kind()))
         raise self._cancel_exception()
@@ -213,7 +228,7 @@ class Replay:
                    **names: Any) -> Any:
         """Resolve one call backed by one unit (step, sleep, wait_for, child)."""
         position = self.next_position()
-        key = f"{position}.{label}"
+        key = f"{self.prefix}{position}.{label}"
         requested = _describe(kind, key, **names)
         compared = False
         while True:
@@ -239,7 +254,7 @@ class Replay:
         output = self.await_unit("task", spec.label, lambda key: C.ScheduleStep(spec.command(key)),
                                  spec.on_exhausted == C.FAIL_RUN,
                                  lambda u: step_values(spec, spec.input, u), task=spec.task)
-        self._compensable(f"{self.position}.{spec.label}", spec, output)
+        self._compensable(f"{self.prefix}{self.position}.{spec.label}", spec, output)
         return output
 
     def _compensable(self, key: str, spec: Step, output: Any) -> None:
@@ -249,7 +264,7 @@ class Replay:
     # -- several units at once -------------------------------------------------------------
     def parallel(self, specs: Sequence[Step], return_exceptions: bool) -> list[Any]:
         """Run steps side by side (one position each, scheduled in one command); wait for all."""
-        keys = [f"{self.next_position()}.{s.label}" for s in specs]
+        keys = [f"{self.prefix}{self.next_position()}.{s.label}" for s in specs]
         first = self.position - len(specs) + 1
         compared: set[int] = set()
         while True:
@@ -303,7 +318,7 @@ class Replay:
             tolerated_failures: int) -> list[Any]:
         """Fan `spec.task` out over `items` (`<pos>.<label>[i]`), at most `concurrency` at a time."""
         position = self.next_position()
-        base = f"{position}.{spec.label}"
+        base = f"{self.prefix}{position}.{spec.label}"
         requested = _describe("map", base, task=spec.task)
         limit = concurrency or len(items) or 1
         compared = False
@@ -368,14 +383,14 @@ class Replay:
                 for i, k in zip(indexes, keys)]
 
     # -- calls without units ---------------------------------------------------------------
-    def hook_token(self, name: str) -> str:
+    def hook_token(self, name: str, metadata: Any = None) -> str:
         while True:
             hook = self.state.hooks.get(name)
             if hook is not None:
                 self.witness.append(("hook", name, identity(hook)))
                 return token_of(self.state.id, name, hook, self.keys)
             self.emitted_hooks.append(name)
-            self._wait([C.CreateHook(name)], updates=False)
+            self._wait([C.CreateHook(name, metadata=metadata)], updates=False)
 
     def _hook_view(self) -> dict[str, Any]:
         return tokens_view(self.state.id, self.state.hooks, self.keys)

@@ -87,6 +87,8 @@ class Step:
     compensate: Any = None
     # Once a worker reports `started`: the longest gap between its ctx.heartbeat calls.
     heartbeat_timeout: Any = None
+    # `ctx.run`: run in the decider's invocation ("at_least_once" | "at_most_once"), no queue.
+    inline: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task:
@@ -109,13 +111,14 @@ class Step:
 
     def command(self, unit: str, input: Any = None, on_exhausted: str | None = None) -> StepCommand:
         return StepCommand(
-            unit=unit, task=self.task, queue=self.queue or default_queue(self.task),
+            unit=unit, task=self.task, queue="" if self.inline else self.queue or default_queue(self.task),
             input=as_json(self.input if input is None else input, f"the input of step {unit!r}"), kind="task",
             retry=retry_policy(self.retry),
             timeout_ms=optional_ms(self.timeout, f"step {self.task!r} timeout"),
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),
             heartbeat_timeout_ms=optional_ms(self.heartbeat_timeout, f"step {self.task!r} heartbeat_timeout"),
-            on_exhausted=on_exhausted or self.on_exhausted, compensable=self.compensate is not None)
+            on_exhausted=on_exhausted or self.on_exhausted, compensable=self.compensate is not None,
+            inline=self.inline)
 
 
 def as_step(spec: Any) -> Step:

@@ -110,6 +110,8 @@ class StepCommand:
     on_exhausted: str = FAIL_RUN
     compensable: bool = False
     heartbeat_timeout_ms: int | None = None  # task steps: once started, max time between heartbeats
+    # Run in the decider's invocation, not on a queue: "at_least_once" | "at_most_once" (None: a worker).
+    inline: str | None = None
 
 
 class Command:
@@ -265,6 +267,13 @@ class SetAttributes(Command):
 
 
 @dataclass(frozen=True)
+class DisposeHook(Command):
+    """The code is done with hook `hook_id`: its token resumes nothing any more (404)."""
+
+    hook_id: str
+
+
+@dataclass(frozen=True)
 class CompleteUpdate(Command):
     """A code workflow ran update `update_id`'s handler at durable-call `position`."""
 
@@ -288,8 +297,10 @@ class StartHandler(Command):
 
 @dataclass(frozen=True)
 class CancelUnit(Command):
-    """Withdraw a live unit (a queued task is withdrawn, a running one told, a child cancelled);
-    the DSL cancels the on_signal instances still running when the main flow ends."""
+    """Withdraw a live unit: a queued task is withdrawn, a running one told through its heartbeat,
+    a child cancelled, a timer or wait ended (StepCancelled; nothing for a unit that already ended).
+    The DSL cancels the on_signal instances still running when the main flow ends; code workflows
+    cancel a race's losers, a group's branches still running, a cancelled scope's units."""
 
     unit: str
     reason: str = ""

@@ -237,7 +237,7 @@ class _Run:
                         StepCommand(
                             unit,
                             task,
-                            step.queue or default_queue(task),
+                            "" if getattr(step, "inline", None) else step.queue or default_queue(task),
                             _evaluate(step.input, root, self.now),
                             "task",
                             RetryPolicy.of(step.retry),
@@ -246,6 +246,7 @@ class _Run:
                             on_exhausted,
                             compensable,
                             step.heartbeat_timeout_ms,
+                            inline=getattr(step, "inline", None),
                         )
                     )
                 ]

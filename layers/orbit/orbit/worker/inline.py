@@ -1,0 +1,132 @@
+"""Running inline steps in the decider's process (the `InlineTasks` port of orbit/service/inline.py).
+
+Which function runs an inline attempt, in this order:
+1. a code workflow's `ctx.run(fn, *args)`: the function object the replay remembered for this
+   execution and unit, called as `fn(*args)`;
+2. a task registered with `@orbit.worker.task(name)` in this process (the decider imports the
+   modules named in ORBIT_INLINE_MODULES at cold start; LocalStack serves every registered task),
+   called as `fn(input, ctx)` exactly as a worker would;
+3. for `ctx.run` after a restart (nothing remembered): `module:qualname` imported.
+Nothing found: the step fails with INLINE_TASK_NOT_FOUND (not retryable), naming the task, the
+modules the decider imports and any that failed to import. That is the chosen answer to "an inline
+task the decider cannot import": the definition is accepted where it is registered (that process
+cannot know what the decider's package holds) and the execution fails at that step with the reason.
+
+An attempt runs on its own daemon thread, joined for at most its limit (the step's timeout and the
+invocation's remaining time, from InlineRunner.limit_ms). Past it the attempt fails with TIMEOUT
+(retryable, so the retry policy decides); Python cannot stop the thread, whose late result is
+dropped (it is frozen with the invocation on Lambda).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from orbit.core.history.effects import DispatchTask
+from orbit.core.history.events import TIMEOUT, TaskError
+from orbit.core.history.storable import VALUE_NOT_STORABLE
+from orbit.core.runtime.code_inline import callable_for
+from orbit.worker.sdk import TaskContext, registered_tasks
+
+log = logging.getLogger("orbit.worker.inline")
+NOT_FOUND = "INLINE_TASK_NOT_FOUND"
+
+
+def modules_from_env(value: str | None) -> list[str]:
+    """ORBIT_INLINE_MODULES: module names separated by commas or spaces."""
+    return [m for m in (value or "").replace(",", " ").split() if m]
+
+
+class InlineTasks:
+    def __init__(self, modules: Iterable[str] = (), tasks: Mapping[str, Any] | None = None) -> None:
+        self.modules = list(modules)
+        self._tasks = tasks
+        self.import_errors: dict[str, str] = {}
+        for name in self.modules:  # at cold start, so every step sees the same set of tasks
+            try:
+                importlib.import_module(name)
+            except Exception as e:  # noqa: BLE001 - reported by every step that needed the module
+                self.import_errors[name] = f"{type(e).__name__}: {e}"
+                log.error("inline task module %s failed to import: %s", name, e)
+
+    def run(self, d: DispatchTask, limit_ms: int) -> tuple[Any, TaskError | None]:
+        # The task gets a private copy of its input, and what it returns is copied too: both are
+        # parts of the (cached, in place) state, which a task keeping a reference must not alter.
+        d = replace(d, input=json.loads(json.dumps(d.input)))
+        call = self._resolve(d)
+        if isinstance(call, TaskError):
+            return None, call
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["output"] = call()
+            except TaskError as e:
+                box["error"] = e
+            except Exception as e:  # noqa: BLE001 - the step's failure, retryable like a worker's
+                log.exception("inline task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
+                box["error"] = TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
+            except BaseException as e:  # noqa: BLE001 - SystemExit and the like: raised in the invocation
+                box["fatal"] = e
+
+        thread = threading.Thread(target=target, name=f"inline:{d.unit}", daemon=True)
+        thread.start()
+        thread.join(max(limit_ms, 0) / 1000)
+        if thread.is_alive():
+            return None, TaskError(TIMEOUT, f"attempt {d.attempt} of {d.task!r} did not finish within "
+                                            f"{limit_ms} ms (inline: the step's timeout, bounded by the "
+                                            "time the decider's invocation had left)")
+        if "fatal" in box:  # the process is going down as a worker's would: the lease decides later
+            raise box["fatal"]
+        if "error" in box:
+            return None, box["error"]
+        try:
+            return json.loads(json.dumps(box.get("output"), allow_nan=False)), None
+        except (TypeError, ValueError) as e:
+            return None, TaskError(VALUE_NOT_STORABLE, f"inline task {d.task!r} returned a value that is not "
+                                                       f"JSON data: {e}", retryable=False)
+
+    def _resolve(self, d: DispatchTask) -> Callable[[], Any] | TaskError:
+        fn = callable_for(d.execution_id, d.unit)
+        args = d.input if isinstance(d.input, list) else [d.input]
+        if fn is not None:
+            return lambda: fn(*args)
+        tasks = self._tasks if self._tasks is not None else registered_tasks()
+        task = tasks.get(d.task)
+        if task is not None:
+            ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms)
+            return lambda: task(d.input, ctx)
+        module, sep, qualname = d.task.partition(":")
+        if sep:
+            target = _import(module, qualname)
+            if callable(target):
+                return lambda: target(*args)
+        return TaskError(NOT_FOUND, self._why_not_found(d.task, module if sep else None), retryable=False)
+
+    def _why_not_found(self, task: str, module: str | None) -> str:
+        where = (f"ORBIT_INLINE_MODULES ({', '.join(self.modules)})" if self.modules
+                 else "ORBIT_INLINE_MODULES (empty)")
+        msg = (f"inline task {task!r} is not served by this decider: module {module!r} has no such function"
+               if module else f"inline task {task!r} is not served by this decider: no module in {where} "
+                              "registers it with @orbit.worker.task")
+        if self.import_errors:
+            msg += "; failed to import: " + "; ".join(f"{m} ({e})" for m, e in self.import_errors.items())
+        return msg
+
+
+def _import(module: str, qualname: str) -> Any:
+    try:
+        target: Any = importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - reported as not found, with the module named
+        return None
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return None
+    return target
