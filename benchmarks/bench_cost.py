@@ -9,7 +9,10 @@ Then it measures what one decision reads on a cold cache at 10 and at 10,000
 events of history.
 
     .venv/bin/python benchmarks/bench_cost.py [--workflows 20] [--steps 5] [--long 10000] [--no-dedupe]
-        [--table-steps 1,3,5,10,20 | --no-table]
+        [--table-steps 1,3,5,10,20 | --no-table] [--no-extras]
+
+Last (bench_cost_extras.py), one more run with the archive and two search attributes on prints
+what retention, the archive and the attribute index add per execution.
 
 After the detailed run it prints a compact table over workflow lengths K (one
 full run of N workflows per K, benchmarks/cost_table.py) with the fixed
@@ -130,7 +133,7 @@ class TimedCloud:
                 self.decider_ms += math.ceil(own_cpu * 1000 / CPU_SHARE + waits)  # billed per 1 ms
 
 
-def bench_definition(k: int) -> dict[str, Any]:
+def bench_definition(k: int, attributes: bool = False) -> dict[str, Any]:
     steps = {
         f"s{j}": {"task": "bench.step", "input": {"prev": f"{{% steps.s{j - 1}.output.n %}}" if j > 1 else 0}}
         for j in range(1, k + 1)
@@ -141,11 +144,16 @@ def bench_definition(k: int) -> dict[str, Any]:
         "version": "1",
         "steps": steps,
         "output": f"{{% steps.s{k}.output %}}",
+        # two search attributes: one known at the start, one set when the last step ends
+        **({"attributes": {"customer": "{% execution.id %}", "last": f"{{% steps.s{k}.output.n %}}"}}
+           if attributes else {}),
     }
 
 
-def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detail: bool = True) -> Run:
-    """Run the workflows and return what they cost; with `detail`, print the breakdown."""
+def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detail: bool = True,
+                  extras: Any = None) -> Run:
+    """Run the workflows and return what they cost; with `detail`, print the breakdown. `extras`
+    (benchmarks/bench_cost_extras.py): the optional features on, their costs tagged and printed."""
     from aws_resources import mocked_services
     from harness import Cloud
     from orbit import worker
@@ -155,12 +163,12 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detai
         return {"n": int(input.get("prev") or 0) + 1}
 
     # The harness's own clients (receive/delete) are not counted: modelled per batch.
-    with mocked_services() as (harness_clients, stack, svc):
+    with mocked_services(extras.env if extras is not None else None) as (harness_clients, stack, svc):
         meter = Meter(harness_clients.dynamodb, stack.table)
         for client in (svc.dynamodb, svc.sqs, svc.s3):
             meter.attach(client)
         cloud = Cloud(stack, harness_clients.sqs)
-        cloud.api("POST", "/definitions", bench_definition(k))
+        cloud.api("POST", "/definitions", bench_definition(k, attributes=extras is not None))
         # The engine's per-process state cache (service.Engine._cache, read-only use here): with
         # --cold every decider batch starts without it, as on a fleet of decider instances.
         timed = TimedCloud(cloud, meter, svc.engine._cache.clear if cold else None)
@@ -174,6 +182,8 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detai
                 meter.tag = None
 
         svc.engine._retire = tagged_retire
+        if extras is not None:
+            extras.setup(svc, meter)
         meter.reset()
         cloud.invocations.clear()
         started = time.perf_counter()
@@ -193,6 +203,8 @@ def run_workflows(n: int, k: int, dedupe: bool = True, cold: bool = False, detai
         run = measure(meter, timed, n, k)
         if detail:
             report(meter, timed, n, k, dedupe, elapsed, cold)
+        if extras is not None:
+            extras.report(meter, harness_clients, stack, n)
     return run
 
 
@@ -292,6 +304,8 @@ def main() -> None:
         help="after the detailed run, one run per length of --table-steps and the fitted floor",
     )
     ap.add_argument("--table-steps", default="1,3,5,10,20", help="workflow lengths K of the table")
+    ap.add_argument("--extras", action=argparse.BooleanOptionalAction, default=True,
+                    help="one more run with the archive and two search attributes on: what each adds")
     args = ap.parse_args()
     try:
         lengths = sorted({int(k) for k in args.table_steps.split(",")})
@@ -313,6 +327,10 @@ def main() -> None:
             for k in lengths
         ]
         print_table(runs, TARGET, SFN_PER_MILLION, dedupe=not args.no_dedupe)
+    if args.extras:
+        from bench_cost_extras import Extras
+
+        run_workflows(args.workflows, args.steps, dedupe=not args.no_dedupe, detail=False, extras=Extras())
     if args.long:
         from cold_reads import reads_per_decision
 

@@ -94,18 +94,21 @@ def create_stack(ddb: Any, sqs: Any, s3: Any, suffix: str = "") -> Stack:
 
 
 @contextmanager
-def mocked_services() -> Iterator[tuple[Clients, Stack, Any]]:
+def mocked_services(env: dict[str, str] | None = None) -> Iterator[tuple[Clients, Stack, Any]]:
     """A moto account with the template's resources and `orbit.aws.wiring.services()` built on them, for the
-    benchmarks: (the harness's own clients, the stack, the services); services are reset on exit."""
+    benchmarks: (the harness's own clients, the stack, the services); services are reset on exit.
+    `env`: more settings (e.g. ORBIT_ARCHIVE_DAYS), removed again on exit."""
     from moto import mock_aws
     from orbit.aws import wiring as aws
 
     with mock_aws():
         clients = Clients()
         stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
-        os.environ.update(stack.env())
+        os.environ.update({**stack.env(), **(env or {})})
         aws.reset()
         try:
             yield clients, stack, aws.services()
         finally:
+            for name in env or {}:
+                os.environ.pop(name, None)
             aws.reset()

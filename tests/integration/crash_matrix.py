@@ -90,6 +90,8 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
             problems.append(f"task {key[0]} attempt {key[1]} ran {n} times "
                             f"({allowed[key]} re-run(s) allowed after a worker died mid-task)")
     problems += _check_retention(world, {EXECUTION, *(eid for eid, _ in children)})
+    problems += _check_archive(engine, [EXECUTION, *forks, *(eid for eid, _ in children)])
+    problems += _check_attributes(engine, sc)
     depths = {q: _depth(world, url) for q, url in world.stack.queues.items()}
     if any(depths.values()) or world.parked:
         problems.append(f"messages left: {depths}, parked {len(world.parked)}")
@@ -166,6 +168,32 @@ def _check_retention(world: World, ended: set[str]) -> list[str]:
         if "LastEvaluatedKey" not in page:
             return out
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _check_archive(engine: Any, ended: list[str]) -> list[str]:
+    """The archive survived the crash: every ended execution's object holds exactly its history."""
+    from orbit.service.archive import decode_archive
+
+    out = []
+    for eid in ended:
+        data = engine.archive.get(eid)
+        if data is None:
+            out.append(f"{eid}: ended without an archive")
+        elif [r.to_dict() for r in decode_archive(data, eid).records] != engine.recorded_history(eid):
+            out.append(f"{eid}: its archive is not its history")
+    return out
+
+
+def _check_attributes(engine: Any, sc: Scenario) -> list[str]:
+    """Every search attribute the execution ended with finds it through the index."""
+    block = next((d.get("attributes") for d in sc.definitions if d["name"] == sc.workflow), None)
+    if not block:
+        return []
+    attributes = engine.describe(EXECUTION).get("attributes") or {}
+    if set(attributes) != set(block):
+        return [f"attributes {attributes} lack some of {sorted(block)}"]
+    return [f"--where {k}={v!r} does not list {EXECUTION}" for k, v in attributes.items()
+            if EXECUTION not in [e.execution_id for e in engine.list(where={k: v})[0]]]
 
 
 def _depth(world: World, url: str) -> int:

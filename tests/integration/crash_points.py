@@ -61,7 +61,10 @@ class CrashPoint:
 
 
 def _detail(service: str, params: Any) -> str:
-    """What the request touches, without ids: `EXEC/C` (a commit), `IDEM/IDEM`, `DecisionQueue x2`."""
+    """What the request touches, without ids: `EXEC/C` (a commit), `IDEM/IDEM`, `DecisionQueue x2`,
+    `archive` (an ended execution's archive object; other S3 objects have no detail)."""
+    if service == "s3":
+        return "archive" if "/archive/" in str(params.get("url_path") or params.get("url") or "") else ""
     try:
         body = json.loads(params.get("body") or b"{}")
     except (TypeError, ValueError, AttributeError):

@@ -52,6 +52,8 @@ PARENT = {
                "each": "{% steps.each.output.v2 %}", "by": "{% steps.approve.output.by %}",
                "child": "{% steps.child.output %}"},
     "signals": {"approval": {"schema": {"type": "object", "required": ["by"]}}},
+    # search attributes: rows written with the first index row, and one more once approved
+    "attributes": {"n": "{% input.n %}", "by": "{% steps.approve.output.by %}"},
 }
 
 
@@ -351,7 +353,8 @@ def fresh_world(clients: Clients, recorder: Recorder, scenario: Scenario,
     saved = dict(os.environ)
     with mock_aws():
         stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
-        os.environ.update({**stack.env(), "ORBIT_TIMERS": "table"})
+        # the archive on: its write at each execution's end is one of the crash points
+        os.environ.update({**stack.env(), "ORBIT_TIMERS": "table", "ORBIT_ARCHIVE_DAYS": "365"})
         try:
             yield World(clients, recorder, stack, scenario, crash_at)
         finally:

@@ -80,7 +80,8 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
                      # once it ended (the last commit and the index row are written with theirs)
                      ("decider", "dynamodb", "PutItem", "BLOB/R"),
                      ("decider", "dynamodb", "UpdateItem", "EXEC/C"),
-                     ("decider", "dynamodb", "UpdateItem", "BLOB/R")]:
+                     ("decider", "dynamodb", "UpdateItem", "BLOB/R"),
+                     ("decider", "s3", "PutObject", "archive")]:  # the archive, before the expiries
         assert expected in labels, (expected, sorted(labels))
     # Each task ran once per attempt; the flaky one twice (attempt 1 failed).
     assert dict(reference.runs) == {(f"{EXECUTION}:fetch", 1): 1, (f"{EXECUTION}:flaky", 1): 1,

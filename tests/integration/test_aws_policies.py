@@ -8,8 +8,8 @@ function's role in template.yaml (right action, DynamoDB keys inside the role's
 LeadingKeys condition), and every data action a role grants must be used by the
 run or be on the short list below of paths the run does not take, each with
 the code that needs it. The requests of an inline-step run (the decider runs
-the task code; test_aws_inline_crash_matrix.INLINE) are checked as well. A new call without a grant, or a grant nobody uses,
-fails here.
+the task code; test_aws_inline_crash_matrix.INLINE) are checked as well. A new call without a
+grant, or a grant nobody uses, fails here.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ NOT_IN_RUN = {
     ("DeciderRole", "dynamodb:DeleteItem"): "timers.arm: re-arming a table timer deletes the old one; "
                                             "an execution that ends with a table timer armed (retention)",
     ("ApiRole", "dynamodb:BatchGetItem"): "list_executions by workflow reads the rows' status",
-    ("ApiRole", "dynamodb:GetItem"): "find_hook (resume by token), registry reads on a cold API",
     ("ApiRole", "dynamodb:UpdateItem"): "claim_hook: a hook token is resumed once",
     ("ApiRole", "dynamodb:DeleteItem"): "a start with a workflow timeout arms a table timer (timers.arm)",
     ("ApiRole", "s3:PutObject"): "a start input or signal payload over 32 KB (payload_values)",
@@ -119,3 +118,26 @@ def test_the_check_catches_a_missing_grant(reference: Reference, roles: dict[str
     # (retention), nothing else.
     assert leading_keys(st) == ["IDEM#*", "BLOB#*"]
     assert not fnmatch.fnmatchcase("EXEC#", "IDEM#*")
+
+
+def _s3_resources(statement: dict[str, Any]) -> list[str]:
+    """A statement's S3 object resources as `${PayloadBucket.Arn}/...` patterns."""
+    res = statement.get("Resource")
+    items = res if isinstance(res, list) else [res]
+    return [r["Fn::Sub"] for r in items if isinstance(r, dict) and isinstance(r.get("Fn::Sub"), str)]
+
+
+def test_the_archive_is_written_by_the_decider_and_out_of_the_collectors_reach(
+        reference: Reference, roles: dict[str, Any]) -> None:
+    """The crash matrix's stack keeps an archive: its write is in the run, allowed for
+    `archive/*`; the retention function, which deletes payload objects, cannot touch it."""
+    assert any(c.handler == "decider" and (c.service, c.op, c.detail) == ("s3", "PutObject", "archive")
+               for c in reference.calls)
+    key = "${PayloadBucket.Arn}/archive/crash-1.jsonl.gz"
+    writes = [st for st in grants(roles["DeciderRole"]) if "s3:PutObject" in actions(st)]
+    assert any(fnmatch.fnmatchcase(key, r) for st in writes for r in _s3_resources(st))
+    reads = [st for st in grants(roles["ApiRole"]) if "s3:GetObject" in actions(st)]
+    assert any(fnmatch.fnmatchcase(key, r) for st in reads for r in _s3_resources(st))  # describe/history
+    collector = [r for st in grants(roles["RetentionRole"]) if any(a.startswith("s3:") for a in actions(st))
+                 for r in _s3_resources(st)]
+    assert collector and not any(fnmatch.fnmatchcase(key, r) for r in collector), collector

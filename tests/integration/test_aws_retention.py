@@ -18,6 +18,8 @@ FAILED_ONCE: set[str] = set()
 
 KITCHEN = {  # every feature that writes an item of its own
     "orbit": 1, "name": "kitchen", "version": "1", "retention": "2d",
+    # search attributes: index rows of their own (EXEC#id / A#Q#name), one changing after the start
+    "attributes": {"region": "eu", "big": "{% steps.big.status %}"},
     "steps": {
         "big": {"task": "ret.big", "retry": {"max_attempts": 3, "backoff": "1s"}},
         "nap": {"sleep": "20m"},
@@ -112,7 +114,8 @@ def test_every_item_of_ended_executions_expires_within_its_retention(cloud: Any,
         assert owner in ends, f"item {pk} / {item['sk']['S']} belongs to no known execution"
         kind = pk.split("#", 1)[0]
         if kind == "EXEC":
-            kind += "/" + item["sk"]["S"].split("#", 1)[0]
+            sk = item["sk"]["S"]
+            kind += "/" + ("Q" if sk.startswith("A#Q#") else sk.split("#", 1)[0])
         kinds.add(kind)
         assert "expires_at" in item, f"{pk} / {item['sk']['S']} has no expiry"
         ended_ms, retention_ms = ends[owner]
@@ -123,7 +126,9 @@ def test_every_item_of_ended_executions_expires_within_its_retention(cloud: Any,
         if not pk.startswith("IDEM#") and not item["sk"]["S"].startswith("W#"):
             assert at == latest, f"{pk} / {item['sk']['S']}: {at} != {latest}"
     # Everything the features write was there to check (timers are deleted once the execution ends).
-    assert {"EXEC/C", "EXEC/SNAP", "EXEC/A", "HOOK", "IDEM", "BLOB"} <= kinds, kinds
+    assert {"EXEC/C", "EXEC/SNAP", "EXEC/A", "EXEC/Q", "HOOK", "IDEM", "BLOB"} <= kinds, kinds
+    # ... and the attribute rows find the execution until they expire with it
+    assert [e.execution_id for e in engine.list(where={"big": "SUCCEEDED"})[0]] == ["k-1"]
     assert not any(k.startswith("TIMER") for k in kinds)
 
 

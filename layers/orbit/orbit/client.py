@@ -216,11 +216,25 @@ class Client:
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
+        started_after: str | None = None,
+        started_before: str | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> dict[str, Any]:
-        """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`."""
+        """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`.
+        `started_after` (inclusive) / `started_before` (exclusive): RFC 3339 times such as
+        `2026-03-30T07:00:00Z` (or the `_ms` forms: milliseconds since the epoch). `where`: one
+        search attribute, `{"tier": "gold"}` or the text `tier=gold`."""
+        if isinstance(where, dict):
+            import json
+
+            if len(where) != 1:
+                raise ValueError(f"where takes one search attribute condition, not {len(where)}")
+            ((key, value),) = where.items()
+            where = f"{key}={json.dumps(value)}"
         params = {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor,
-                  "started_after": started_after_ms, "started_before": started_before_ms,
-                  "id_prefix": id_prefix}
+                  "started_after": started_after if started_after is not None else started_after_ms,
+                  "started_before": started_before if started_before is not None else started_before_ms,
+                  "id_prefix": id_prefix, "where": where}
         return self._call("GET", "/executions" + _query(params))
 
     def counts(self, workflow: str | None = None) -> dict[str, Any]:

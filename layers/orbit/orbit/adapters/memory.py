@@ -110,9 +110,15 @@ class MemoryHistoryStore:
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
+        where: dict[str, Any] | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
+        from orbit.core.history.attributes import changed
+
         with self._lock:
             rows = sorted(self._index.values(), key=lambda e: (-e.created_at_ms, e.execution_id))
+        if where:  # every condition holds: the value is the same, type included
+            rows = [e for e in rows if all(k in (e.attributes or {}) for k in where)
+                    and not changed(where, e.attributes or {})]
         rows = [
             e
             for e in rows

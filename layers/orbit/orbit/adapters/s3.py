@@ -155,3 +155,33 @@ def parse_ref(ref: str) -> tuple[str, str]:
         raise ValidationError(f"not an s3 payload reference: {ref!r}", "payload_ref")
     bucket, key = ref[5:].split("/", 1)
     return bucket, key
+
+
+ARCHIVE = "archive/"  # ended executions' histories (orbit/service/archive.py); a lifecycle rule ages them
+
+
+class S3Archive:
+    """Archive port on S3: `archive/<quoted execution id>.jsonl.gz`, one object per execution."""
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self._s3 = client
+        self._bucket = bucket
+
+    @staticmethod
+    def key(execution_id: str) -> str:
+        from urllib.parse import quote
+
+        return f"{ARCHIVE}{quote(execution_id, safe='')}.jsonl.gz"
+
+    def put(self, execution_id: str, data: bytes) -> None:
+        self._s3.put_object(Bucket=self._bucket, Key=self.key(execution_id), Body=data,
+                            ContentType="application/gzip")
+
+    def get(self, execution_id: str) -> bytes | None:
+        try:
+            body: bytes = self._s3.get_object(Bucket=self._bucket, Key=self.key(execution_id))["Body"].read()
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        return body

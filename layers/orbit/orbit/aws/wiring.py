@@ -13,7 +13,9 @@ default: timers up to 15 min ride on SQS DelaySeconds, longer ones go to the
 table; `table`: every timer goes to the table, for a local stack that fires
 them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
 ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S, ORBIT_RETENTION_DAYS (how long an ended
-execution's data is kept when its workflow sets no retention; default 30).
+execution's data is kept when its workflow sets no retention; default 30), ORBIT_ARCHIVE_DAYS (0, the
+default: no archive; N: an ended execution's history is also written to the bucket's `archive/`,
+which the template's lifecycle rule empties after N days).
 Schedules need ORBIT_SCHEDULE_GROUP, ORBIT_SCHEDULER_ROLE_ARN and
 ORBIT_DECISION_QUEUE_ARN (the EventBridge Scheduler group, the role it sends
 with, and its target); without them schedule operations are refused.
@@ -63,6 +65,7 @@ class Settings:
     schedule_group: str = ""
     scheduler_role_arn: str = ""
     decision_arn: str = ""
+    archive_days: int = 0
     hook_secret_arn: str = ""  # the key hook tokens are derived from (adapters/secrets.py)
 
     @classmethod
@@ -89,6 +92,10 @@ class Settings:
                     raise ValueError
             except ValueError:
                 problems.append(Problem(name, f"must be a positive integer, not {env.get(name)!r}"))
+        archive = (env.get("ORBIT_ARCHIVE_DAYS") or "0").strip()
+        if not archive.isdigit():
+            problems.append(Problem("ORBIT_ARCHIVE_DAYS", f"must be 0 (no archive) or a number of days, "
+                                                          f"not {env.get('ORBIT_ARCHIVE_DAYS')!r}"))
         if problems:
             raise ValidationError(problems)
         decision = env["ORBIT_DECISION_QUEUE_URL"]
@@ -106,6 +113,7 @@ class Settings:
             schedule_group=env.get("ORBIT_SCHEDULE_GROUP") or "",
             scheduler_role_arn=env.get("ORBIT_SCHEDULER_ROLE_ARN") or "",
             decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
+            archive_days=int(archive),
             hook_secret_arn=env.get("ORBIT_HOOK_SECRET_ARN") or "",
         )
 
@@ -219,6 +227,7 @@ class Services:
                         self.clock, RandomIds(self.hook_key), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
+        engine.archive = self.archive
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         return engine
@@ -237,6 +246,15 @@ class Services:
             engine.inline = InlineRunner(tasks, session or f"{stream}/{os.getpid()}")
         engine.inline.until(remaining_ms or (lambda: None), session)
         return engine.inline
+
+    @cached_property
+    def archive(self) -> Any:
+        """Ended executions' histories in the bucket's `archive/` (None: the stack keeps none)."""
+        if not self.settings.archive_days:
+            return None
+        from orbit.adapters.s3 import S3Archive
+
+        return S3Archive(self.s3, self.settings.bucket)
 
     @cached_property
     def scheduler(self) -> Any:

@@ -311,7 +311,10 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    res = _client(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor)
+    from orbit.cli.finding import list_filters
+
+    res = _client(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor,
+                             **list_filters(args))
     items = res.get("executions", []) if isinstance(res, dict) else res
     if args.json:
         _print_json(res)
@@ -654,10 +657,14 @@ def build_parser() -> argparse.ArgumentParser:
     api_opts(sp)
     sp.set_defaults(func=cmd_query)
 
+    from orbit.cli.finding import add_list_filters
+
     sp = sub.add_parser(
         "list",
         help="list executions, newest first, with created and ended times (UTC)",
-        epilog=_examples("orbit list --status running", "orbit list --workflow trial-reminder --limit 5"),
+        epilog=_examples("orbit list --status running", "orbit list --workflow trial-reminder --limit 5",
+                         "orbit list --started-after 2026-03-01T00:00:00Z "
+                         "--started-before 2026-03-02T00:00:00Z"),
     )
     sp.add_argument(
         "--status",
@@ -672,6 +679,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit", type=int, help="at most this many (default: the API's page size, 50), e.g. --limit 10"
     )
     sp.add_argument("--cursor", help="the next page, as printed after the previous one")
+    add_list_filters(sp)
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
     from orbit.cli.recovery import add_recovery_commands

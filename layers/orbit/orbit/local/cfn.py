@@ -156,7 +156,7 @@ class Resolver:
             return not self._resolve(arg[0], where)
         if fn == "Equals":
             a, b = self._resolve(arg, where)
-            return a == b
+            return str(a) == str(b)  # CloudFormation compares strings (a Number parameter is one)
         if fn == "And":
             return all(self._resolve(arg, where))
         if fn == "Or":

@@ -105,6 +105,8 @@ def lifecycle_rules(bucket_props: dict[str, Any]) -> list[dict[str, Any]]:
     """A bucket's CloudFormation `LifecycleConfiguration.Rules` in the S3 API's shape."""
     out = []
     for rule in (bucket_props.get("LifecycleConfiguration") or {}).get("Rules") or []:
+        if "Fn::If" in rule:  # a conditional rule the caller did not resolve (no parameters at hand)
+            continue
         api: dict[str, Any] = {"ID": rule.get("Id", ""), "Status": rule.get("Status", "Enabled"),
                                "Filter": {"Prefix": rule.get("Prefix", "")}}
         if "ExpirationInDays" in rule:
@@ -143,7 +145,7 @@ def deploy(
             dep.tables[lid] = _create_table(ddb, refs[lid], resolver.resolve(props, f"Resources.{lid}"))
         elif res.get("Type") == "AWS::S3::Bucket":
             s3.create_bucket(Bucket=refs[lid])
-            rules = lifecycle_rules(props)
+            rules = lifecycle_rules(resolver.resolve(props, f"Resources.{lid}"))  # conditional rules too
             if rules:
                 s3.put_bucket_lifecycle_configuration(Bucket=refs[lid],
                                                       LifecycleConfiguration={"Rules": rules})

@@ -238,10 +238,25 @@ class LocalStack(ScheduleOps):
         return [w.name for w in workflows]
 
     def list(
-        self, workflow: str | None = None, status: str | None = None, limit: int = 50
+        self, workflow: str | None = None, status: str | None = None, limit: int = 50,
+        started_after: str | int | None = None, started_before: str | int | None = None,
+        where: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        entries, _ = self.engine.list(workflow, status, limit)
-        return [e.to_dict() for e in entries]
+        """Newest first; `started_after` (inclusive) / `started_before` (exclusive) are RFC 3339
+        times (or milliseconds since the epoch), `where` one search attribute (`{"tier": "gold"}`).
+        Pages are followed until `limit` entries."""
+        from orbit.service.http import instant
+
+        after, before = instant(started_after, "started_after"), instant(started_before, "started_before")
+        out: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while len(out) < limit:
+            entries, cursor = self.engine.list(workflow, status, limit - len(out), cursor,
+                                               started_after_ms=after, started_before_ms=before, where=where)
+            out += [e.to_dict() for e in entries]
+            if cursor is None:
+                break
+        return out
 
     # ------------------------------------------------------------------ time
     def now_ms(self) -> int:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orbit.core.decider.decide import decide
-from orbit.core.definition.retention import DAY_MS, expires_at_s, retention_of
+from orbit.core.definition.retention import DAY_MS
 from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
@@ -41,7 +41,7 @@ from orbit.core.history.effects import (
     StartChild,
 )
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
-from orbit.core.history.lifecycle import decision_metrics, retirement
+from orbit.core.history.lifecycle import decision_metrics
 from orbit.core.history.messages import (
     CancelMessage,
     Message,
@@ -79,6 +79,7 @@ from orbit.service.ports import (
     Timers,
 )
 from orbit.service.recovery import RecoveryApi
+from orbit.service.retention import NO_EXPIRY_S, RetentionSteps, _redrives
 from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
@@ -88,7 +89,7 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class Engine(RecoveryApi, EngineApi):
+class Engine(RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
@@ -294,6 +295,7 @@ class Engine(RecoveryApi, EngineApi):
         handled: list[str] = []
         resend: dict[int, Commit] = {}
         was = (state.status, state.created)
+        had = dict(state.attributes)  # search attributes: the index row follows them too
         wf: Any = None
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
@@ -366,7 +368,8 @@ class Engine(RecoveryApi, EngineApi):
         # The index row is written after the commit, so it is one of the commit's effects: a
         # redelivered message (resend) writes it again, in case the decider that committed died
         # before it (put_index keeps the newest). A tombstone (never created) is not listed.
-        if state.created and ((events and (state.status, state.created) != was) or resend):
+        if state.created and ((events and ((state.status, state.created) != was or state.attributes != had))
+                              or resend):
             self.store.put_index(
                 IndexEntry(
                     eid,
@@ -376,6 +379,7 @@ class Engine(RecoveryApi, EngineApi):
                     state.created_at_ms,
                     state.updated_at_ms,
                     (state.parent or {}).get("execution_id"),
+                    dict(state.attributes) or None,
                 ),
                 expires,
             )
@@ -394,26 +398,6 @@ class Engine(RecoveryApi, EngineApi):
         # A crash before it redelivers the message, which (a resend) runs it again.
         if expires is not None and (events or resend):
             self._retire(state, expires)
-
-    def _expiry(self, state: ExecutionState) -> int:
-        """When an ended execution's data expires: its end + its workflow's retention (epoch s)."""
-        try:
-            wf = self.registry.get_build(state.workflow, state.version, state.build)
-        except (BuildMismatch, UnknownWorkflow):
-            wf = None  # the stack default applies
-        return expires_at_s(retirement(state).ended_at_ms, retention_of(wf, self.retention_ms))
-
-    def _retire(self, state: ExecutionState, expires: int) -> None:
-        """Everything the execution left expires; what this decision wrote already carries it."""
-        r = retirement(state)
-        self.timers.disarm(state.id)  # nothing is due any more
-        self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys)
-
-    def _unretire(self, state: ExecutionState) -> None:
-        """Push the expiry of everything the execution left out to NO_EXPIRY (retire is idempotent
-        and sets, so the next end's retire writes the real expiry again)."""
-        r = retirement(state)
-        self.store.retire(state.id, r.ended_at_ms, NO_EXPIRY_S, r.hook_tokens, [])
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)
@@ -561,14 +545,5 @@ class _Parker:
         return [Park(TaskError("BUILD_MISMATCH", self.reason, retryable=False))]
 
 
-__all__ = ["Engine", "ExecutionParked"]
+__all__ = ["NO_EXPIRY_S", "Engine", "ExecutionParked"]
 
-
-# An expiry no table will reach: DynamoDB TTL deletes only items whose time has passed.
-NO_EXPIRY_S = 253_402_300_799  # 9999-12-31T23:59:59Z
-
-
-def _redrives(events: list[Any], resend: dict[int, Any]) -> bool:
-    """Did this decision (or the commit a redelivery re-sends) record an ExecutionRedriven?"""
-    recorded = list(events) + [r for c in resend.values() for r in c.events]
-    return any(type(r.event).__name__ == "ExecutionRedriven" for r in recorded)

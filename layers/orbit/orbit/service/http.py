@@ -5,7 +5,8 @@ into a call) and by `orbit dev`'s local server. Routes:
 
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
-             &started_after=&started_before=&id_prefix=        (ms since epoch; a page may be short)
+             &started_after=&started_before=&id_prefix=        (RFC 3339 or ms; a page may be short)
+             &where=name=value                               (one search attribute)
     GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
     GET  /executions/{id}/workflow                             -> 200 the pinned build's source
     GET  /counts?workflow=                                     -> 200 {counts: {status: n}, cap}
@@ -87,6 +88,39 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
     return 201, {"id": eid}
 
 
+def _where(query: Mapping[str, str]) -> dict[str, Any] | None:
+    """`where=name=value`: one search attribute condition (orbit/core/history/attributes.py)."""
+    raw = query.get("where")
+    if not raw:
+        return None
+    from orbit.core.history.attributes import parse_where
+
+    try:
+        key, value = parse_where(raw)
+    except ValueError as e:
+        raise ValidationError(str(e), "query.where") from None
+    return {key: value}
+
+
+def _instant(query: Mapping[str, str], name: str) -> int | None:
+    raw = query.get(name) or ""
+    if not raw or raw.isdigit():
+        return _int(query, name, 0, 0, 2**53) or None
+    return instant(raw, f"query.{name}")
+
+
+def instant(value: str | int | None, where: str) -> int | None:
+    """A start-time bound: RFC 3339 (`2026-03-30T07:00:00Z`) or milliseconds since the epoch."""
+    if value is None or isinstance(value, int) and not isinstance(value, bool):
+        return value
+    from orbit.core.schedule.times import parse_time
+
+    try:
+        return parse_time(value)
+    except ValueError as e:
+        raise ValidationError(str(e), where) from None
+
+
 def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
     limit = _int(query, "limit", 50, 1, 1000)
     status = query.get("status") or None
@@ -100,8 +134,8 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
         raise ValidationError("must be at most 256 characters", "query.id_prefix")
     entries, cursor = engine.list(
         query.get("workflow") or None, status, limit, query.get("cursor"),
-        started_after_ms=_int(query, "started_after", 0, 0, 2**53) or None,
-        started_before_ms=_int(query, "started_before", 0, 0, 2**53) or None, id_prefix=id_prefix,
+        started_after_ms=_instant(query, "started_after"),
+        started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
     )
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 

@@ -23,6 +23,7 @@ from orbit.errors import (
     PayloadRefused,
     ValidationError,
 )
+from orbit.service.archive import read_archived
 from orbit.service.catalog import CatalogApi, signal_schema
 from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queues, Registry
 
@@ -78,7 +79,10 @@ class EngineApi(CatalogApi):
         """The describe shape; with `steps_limit`, `steps` holds at most that many units (after
         the unit `steps_after`, in the order they were created) and `steps_next` names the unit
         to pass as `steps_after` for the next page (None on the last page)."""
-        state = self.load_state(execution_id)
+        try:
+            state = self.load_state(execution_id)
+        except NotFound as gone:  # expired (or deleted by TTL): the archive's copy, if there is one
+            state = read_archived(getattr(self, "archive", None), execution_id, gone).state()
         if steps_limit is None:
             return state.describe()
         page, after = page_units(state.units, steps_after, steps_limit)
@@ -111,17 +115,22 @@ class EngineApi(CatalogApi):
         out: list[dict[str, Any]] = []
         cursor: int | None = after_seq
         lazy = {} if values else {"values": False}  # stores that predate `values` take no keyword
-        while cursor is not None and (limit is None or len(out) < limit):
-            page = self.store.history(
-                execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out)), **lazy
-            )
-            self._check_retained(execution_id, page.expires_at_s)
-            for r in page.records:
-                d = r.to_dict()
-                if r.seq in page.stored:
-                    d["stored_values"] = page.stored[r.seq]
-                out.append(d)
-            cursor = page.next_after_seq
+        try:
+            while cursor is not None and (limit is None or len(out) < limit):
+                page = self.store.history(
+                    execution_id, cursor, 1000 if limit is None else min(1000, limit - len(out)), **lazy
+                )
+                self._check_retained(execution_id, page.expires_at_s)
+                for r in page.records:
+                    d = r.to_dict()
+                    if r.seq in page.stored:
+                        d["stored_values"] = page.stored[r.seq]
+                    out.append(d)
+                cursor = page.next_after_seq
+        except NotFound as gone:  # expired (or deleted by TTL): the archive's copy, if there is one
+            archived = read_archived(getattr(self, "archive", None), execution_id, gone)
+            kept = [r.to_dict() for r in archived.records if r.seq > after_seq]  # values inline
+            return kept if limit is None else kept[:limit]
         return out
 
     def list(
@@ -133,10 +142,12 @@ class EngineApi(CatalogApi):
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
+        where: dict[str, Any] | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
+        extra = {"where": where} if where else {}  # stores without search attributes take no `where`
         return self.store.list_executions(
             workflow, status, limit, cursor, started_after_ms=started_after_ms,
-            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None, **extra,
         )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:

@@ -109,9 +109,13 @@ class IndexEntry:
     created_at_ms: int
     updated_at_ms: int
     parent_id: str | None = None
+    attributes: dict[str, JSON] | None = None  # search attributes (orbit/core/history/attributes.py)
 
     def to_dict(self) -> dict[str, JSON]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        if not d["attributes"]:
+            del d["attributes"]  # listed only for executions that set some
+        return d
 
 
 class HistoryStore(Protocol):
@@ -154,8 +158,10 @@ class HistoryStore(Protocol):
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
+        where: dict[str, JSON] | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        """Newest first. Returns (entries, next cursor or None).
+        """Newest first. Returns (entries, next cursor or None). `where`: search attributes that
+        must all hold (stores may take only one condition: ValidationError for more).
 
         `started_after_ms` <= created < `started_before_ms`; `id_prefix` filters ids. A page may hold
         fewer than `limit` entries (even none) with a cursor: the store reads a bounded number of
@@ -215,6 +221,18 @@ class PayloadStore(Protocol):
     def put(self, data: bytes) -> str: ...
 
     def get(self, ref: str) -> bytes: ...
+
+
+class Archive(Protocol):
+    """Ended executions' histories past their retention (orbit/service/archive.py has the format)."""
+
+    def put(self, execution_id: str, data: bytes) -> None:
+        """Store (or replace) the execution's archive object."""
+        ...
+
+    def get(self, execution_id: str) -> bytes | None:
+        """The archive object's bytes, or None when there is none."""
+        ...
 
 
 class Clock(Protocol):

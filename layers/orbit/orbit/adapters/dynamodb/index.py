@@ -2,6 +2,7 @@
 
     EXEC#<id> / A#INDEX    gsi1 (WF#<workflow>, created#id) projects `fixed` only
                            gsi2 (ST#<status>,   created#id) projects everything
+    EXEC#<id> / A#Q#<name> gsi1 (AT#<name>=<value>, created#id): search attributes (attributes.py)
 
 Listing is newest first on the `created#id` sort key, so a start-time range is a key condition
 (cheap) and the cursor is the last sort key returned. An id prefix is a filter: DynamoDB reads
@@ -15,6 +16,7 @@ import base64
 import json
 from typing import Any
 
+from orbit.adapters.dynamodb.attributes import AttributeRows, attributes_of
 from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
 from orbit.errors import ValidationError
 from orbit.service.ports import COUNT_CAP, IndexEntry
@@ -28,7 +30,7 @@ def exec_pk(execution_id: str) -> dict[str, str]:
     return s(f"EXEC#{execution_id}")
 
 
-class IndexRows:
+class IndexRows(AttributeRows):
     """Mixin of DynamoHistoryStore: `put_index`, `list_executions`, `count_executions`."""
 
     _db: Any
@@ -50,8 +52,11 @@ class IndexRows:
                 "gsi2pk": s(f"ST#{entry.status}"), "gsi2sk": s(order),
                 "status": s(entry.status), "updated": n(entry.updated_at_ms),
                 "fixed": s(json.dumps(fixed, separators=(",", ":")))}
+        if entry.attributes:
+            item["attrs"] = s(json.dumps(entry.attributes, separators=(",", ":"), ensure_ascii=False))
         if expires_at_s is not None:
             item["expires_at"] = n(expires_at_s)
+        self._put_attributes(entry, item["pk"], order, item["fixed"]["S"], expires_at_s)  # before the row
         # Updates may arrive out of order (two deciders, redeliveries): the newest one wins.
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR updated <= :u",
@@ -62,7 +67,8 @@ class IndexRows:
     def list_executions(self, workflow: str | None = None, status: str | None = None, limit: int = 50,
                         cursor: str | None = None, started_after_ms: int | None = None,
                         started_before_ms: int | None = None,
-                        id_prefix: str | None = None) -> tuple[list[IndexEntry], str | None]:
+                        id_prefix: str | None = None,
+                        where: dict[str, Any] | None = None) -> tuple[list[IndexEntry], str | None]:
         """Newest first. The cursor is the index sort key (created#id) below which to carry on.
 
         By status (with or without a workflow): gsi2, whose rows carry everything. By workflow alone:
@@ -74,6 +80,9 @@ class IndexRows:
             upper = f"{max(0, started_before_ms):015d}"  # "<created>#id" < "<before>" iff created < before
             before = upper if before is None else min(before, upper)
         after = None if started_after_ms is None else f"{max(0, started_after_ms):015d}"
+        if where:  # search attributes (adapters/dynamodb/attributes.py)
+            rows, next_at = self._list_where(where, workflow, status, limit, before, after, id_prefix)
+            return [_entry(i) for _, i in rows], (_encode_cursor(next_at) if next_at else None)
         if status is not None:
             parts = [("gsi2", "gsi2pk", f"ST#{status}", "gsi2sk")]
         elif workflow is not None:
@@ -184,7 +193,7 @@ class IndexRows:
 def _entry(row: dict[str, Any]) -> IndexEntry:
     fixed = json.loads(row["fixed"]["S"])
     return IndexEntry(fixed["execution_id"], fixed["workflow"], fixed["version"], row["status"]["S"],
-                      fixed["created_at_ms"], num(row, "updated"), fixed.get("parent_id"))
+                      fixed["created_at_ms"], num(row, "updated"), fixed.get("parent_id"), attributes_of(row))
 
 
 def _encode_cursor(sort_key: str) -> str:

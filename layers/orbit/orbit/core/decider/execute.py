@@ -8,8 +8,10 @@ from orbit.core.decider.context import Ctx
 from orbit.core.decider.parking import park, switch_build
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import cancel_unit, fail, schedule, succeed
+from orbit.core.history.attributes import ATTRIBUTE_INVALID, attributes_problem, changed
 from orbit.core.history.effects import ContinueExecution, RegisterHook, StartChild
 from orbit.core.history.events import (
+    AttributesSet,
     CancelRequested,
     ChildStarted,
     CompensationCompleted,
@@ -51,6 +53,7 @@ from orbit.core.runtime.commands import (
     RecordProgress,
     RecordResult,
     ScheduleStep,
+    SetAttributes,
     SkipStep,
     StartHandler,
     SwitchBuild,
@@ -131,6 +134,8 @@ def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, 
     elif isinstance(c, MarkPatch):
         if c.change_id not in s.patches:
             ctx.emit(PatchMarked(c.change_id, c.position))
+    elif isinstance(c, SetAttributes):
+        set_attributes(ctx, c.values, aborting)
     elif isinstance(c, CompleteUpdate):
         updates.complete(ctx, c)
     elif isinstance(c, StartHandler):
@@ -192,6 +197,19 @@ def finish_cleanup(ctx: Ctx, c: Command) -> None:
         return
     ctx.emit(CompensationCompleted())
     finish(ctx, ctx.state.compensation or "completed")
+
+
+def set_attributes(ctx: Ctx, values: dict[str, object], aborting: bool) -> None:
+    """Record the attributes that changed; values the runtime let through that break the bounds
+    fail the execution with ATTRIBUTE_INVALID (ignored while it winds down)."""
+    problem = attributes_problem(values, ctx.state.attributes)
+    if problem is not None:
+        if not aborting:
+            ctx.emit(FailRequested(TaskError(ATTRIBUTE_INVALID, problem, retryable=False)))
+        return
+    new = changed(values, ctx.state.attributes)
+    if new:
+        ctx.emit(AttributesSet(new))
 
 
 def create_hook(ctx: Ctx, name: str, token: str = "", metadata: object = None) -> None:

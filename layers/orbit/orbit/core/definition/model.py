@@ -92,6 +92,7 @@ class Definition:
     hash: str
     raw: dict[str, Any] = field(repr=False, compare=False)
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
+    attributes: dict[str, Any] | None = None  # search attributes: name -> expression (or constant)
     handlers: dict[str, Handler] = field(default_factory=dict)  # `on_signal`, by signal name
     # `tasks:` contracts, task name -> {input, output} JSON Schemas (checked by `orbit test`/`simulate`)
     tasks: dict[str, Any] = field(default_factory=dict, compare=False)

@@ -65,6 +65,7 @@ def build(raw: dict[str, Any]) -> Definition:
         hash=definition_hash(raw),
         raw=raw,
         retention_ms=parse_duration(retention) if retention is not None else None,
+        attributes=raw.get("attributes") or None,
         handlers=build_handlers(raw, lambda name, body: _step(name, body, defaults, default_retry)),
         tasks=dict(raw.get("tasks") or {}),
     )

@@ -28,7 +28,7 @@ from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
             "output", "output_schema", "signals", "queries", "retention", "on_signal", "updates",
-            "tasks")
+            "tasks", "attributes")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -70,6 +70,9 @@ def validate_definition(document: Any) -> list[Problem]:
         names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
         _check_reads(output, "output", names, None, out, ordering=False)
     _check_queries(document.get("queries"), "queries" in document, out)
+    if "attributes" in document:
+        names = {n for n in steps if isinstance(n, str)} if isinstance(steps, dict) else set()
+        _check_attributes(document["attributes"], names, out)
     if "updates" in document:
         from orbit.core.definition.updates_check import check_updates
 
@@ -79,6 +82,29 @@ def validate_definition(document: Any) -> list[Problem]:
     _check_hooks(document, out)
     _check_roots(document, out)
     return out.items
+
+
+def _check_attributes(block: Any, names: set[str], out: Problems) -> None:
+    """`attributes:` name -> an expression (or a constant) giving a string, number or boolean."""
+    from orbit.core.history.attributes import MAX_ATTRIBUTES, key_problem, value_problem
+
+    if not isinstance(block, dict) or not block:
+        out.add("attributes", f"must be a non-empty mapping of attribute names to expressions, not "
+                              f"{type_name(block)}")
+        return
+    if len(block) > MAX_ATTRIBUTES:
+        out.add("attributes", f"at most {MAX_ATTRIBUTES} attributes, not {len(block)}")
+    for key, value in block.items():
+        path = join("attributes", key)
+        problem = key_problem(key)
+        if problem:
+            out.add(path, problem)
+        elif isinstance(value, str) and expressions.is_expression(value):
+            check_template(value, path, out)
+            _check_reads(value, path, names, None, out, ordering=False)
+            _root_reads(value, path, ROOT_FIELDS, out)
+        elif (problem := value_problem(value)) is not None:
+            out.add(path, f"must be an expression \"{{% ... %}}\" or a constant: {problem}")
 
 
 def _check_queries(queries: Any, present: bool, out: Problems) -> None:

@@ -414,6 +414,14 @@ class ExecutionRedriven(Event):
 
 
 @event
+class AttributesSet(Event):
+    """The execution's search attributes changed (`ctx.set_attributes`, a definition's `attributes:`):
+    `values` holds the keys that changed with their new values (orbit/core/history/attributes.py)."""
+
+    values: dict[str, JSON] = field(default_factory=dict)
+
+
+@event
 class ExecutionForked(Event):
     """This execution is a fork (`orbit fork`): it reuses `units` (key -> recorded unit: kind,
     task, output, ...) that completed in `from_execution` before `from_step`."""

@@ -451,6 +451,13 @@ from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402  
 
 HANDLERS.update(RECOVERY_HANDLERS)
 
+
+def _attributes_set(s: ExecutionState, e: E.AttributesSet, ts: int) -> None:
+    s.attributes.update(e.values)
+
+
+HANDLERS[E.AttributesSet] = _attributes_set
+
 from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
 
 HANDLERS.update(UPDATE_HANDLERS)

@@ -237,6 +237,7 @@ class ExecutionState:
     continued_from: str | None = None
     idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
     patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
+    attributes: dict[str, JSON] = field(default_factory=dict)  # search attributes (history/attributes.py)
     # Updates (docs/updates.md): update id -> {name, input, status ACCEPTED|COMPLETED, position,
     # result, error, step}, in the order they were accepted; left out of snapshots while empty.
     updates: dict[str, dict[str, JSON]] = field(default_factory=dict)
@@ -320,8 +321,9 @@ class ExecutionState:
         return s
 
     def describe(self, units: list[str] | None = None) -> dict[str, JSON]:
-        """DESIGN's describe shape; `steps` holds only `units` when given (one page of them)."""
-        return {
+        """DESIGN's describe shape; `steps` holds only `units` when given (one page of them).
+        `attributes` (search attributes) is there only when the execution set some."""
+        d: dict[str, JSON] = {
             "id": self.id,
             "workflow": self.workflow,
             "version": self.version,
@@ -356,11 +358,14 @@ class ExecutionState:
             "continued_to": self.continued_as,
             "build": self.build,
         }
+        if self.attributes:
+            d["attributes"] = dict(self.attributes)
+        return d
 
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
 _OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches",
-                              "updates"})
+                              "attributes", "updates"})
 
 
 def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:

@@ -38,6 +38,7 @@ from orbit.core.history.events import TaskError
 from orbit.core.history.hook_tokens import identity
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
+from orbit.core.runtime.code_attributes import still_recorded
 from orbit.core.runtime.code_instance import Instance
 from orbit.core.runtime.code_registry import REGISTRY, CodeRegistry, CodeWorkflow
 from orbit.errors import BuildMismatch, UnknownWorkflow
@@ -191,6 +192,8 @@ class CodeRuntime:
         if any(p not in state.patches for p in r.emitted_patches):
             return False
         if getattr(state, "progress_count", r.progress_made) < r.progress_made:
+            return False
+        if not still_recorded(r, state):  # ctx.set_attributes values whose commit was lost
             return False
         if not r.updates.recorded(state):
             return False  # an update handler ran in a decision whose commit was lost

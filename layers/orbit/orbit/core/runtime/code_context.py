@@ -253,6 +253,13 @@ class WorkflowContext:
         """Record progress (shown by describe); recorded once, however often the code replays."""
         self._replay.progress(data)
 
+    def set_attributes(self, values: dict[str, Any]) -> None:
+        """Set search attributes (`orbit list --where key=value`): at most 10 names, values strings
+        (up to 256 characters), numbers or booleans. Recorded once, however often the code replays."""
+        from orbit.core.runtime.code_attributes import set_attributes
+
+        set_attributes(self._replay, values)
+
     def random(self) -> float:
         """A float in [0, 1) that replays to the same value (not for secrets)."""
         return int.from_bytes(self._replay.draw("random")[:8], "big") / 2**64

@@ -259,6 +259,14 @@ class MarkPatch(Command):
 
 
 @dataclass(frozen=True)
+class SetAttributes(Command):
+    """Search attributes (`ctx.set_attributes`, a definition's `attributes:`): the engine records
+    the keys whose value differs from the execution's (orbit/core/history/attributes.py)."""
+
+    values: dict[str, JSON]
+
+
+@dataclass(frozen=True)
 class DisposeHook(Command):
     """The code is done with hook `hook_id`: its token resumes nothing any more (404)."""
 

@@ -46,6 +46,7 @@ from orbit.core.runtime.commands import (
     WaitUntil,
     storable,
 )
+from orbit.core.runtime.dsl_attributes import attribute_commands
 from orbit.core.runtime.dsl_plan import Plan
 from orbit.errors import ExpressionError
 
@@ -177,6 +178,8 @@ class _Run:
         on_signal instances here); `main_done`: every step has ended and nothing else is to do."""
         if main_done:
             out.append(self.finish())
+        if getattr(self.d, "attributes", None):  # first: the final values are set before the end
+            return attribute_commands(self.d.attributes, self.root(), self.now) + out
         return out
 
     def hook_names(self) -> list[str]:
