@@ -109,6 +109,25 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spec_options(sp: argparse.ArgumentParser, update: bool) -> None:
+    """The spec and policy options `create` and `update` share (update's help says what replaces)."""
+    replaces = " (replaces --every)" if update else ""
+    sp.add_argument("--cron", help=f'5-field cron, e.g. "0 9 * * MON"{replaces}')
+    default_zone = "" if update else " (default UTC)"
+    sp.add_argument("--timezone", help=f"IANA zone for the cron, e.g. Europe/Paris{default_zone}")
+    sp.add_argument("--every", help="interval, e.g. 15m" + (" (replaces --cron)" if update else ""))
+    sp.add_argument("--offset", help="offset of the interval from the epoch, e.g. 5m")
+    sp.add_argument("--start", help="RFC 3339 time of the first possible occurrence")
+    sp.add_argument("--end", help="RFC 3339 time after which nothing fires")
+    sp.add_argument("--jitter", help="delay each fire by up to this much, e.g. 30s")
+    sp.add_argument("--exclude", action="append", help=("replaces the exclusions: " if update else "")
+                    + "a local date or a cron expression (repeatable)")
+    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"],
+                    help="what a fire does while a run is still going (default skip)")
+    sp.add_argument("--catchup-window", dest="catchup_window",
+                    help="how far back missed occurrences still fire, e.g. 2h (default 1h)")
+
+
 def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None]) -> None:
     examples = "\n  ".join([
         'orbit schedule create nightly order-fulfilment --cron "30 2 * * *" --timezone Europe/Paris',
@@ -122,21 +141,12 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
                                 help="create, update, describe, list, pause, resume, trigger, backfill or "
                                      "delete")
     sp = ssub.add_parser("create", help="create a schedule (cron in a time zone, or every + offset)")
-    sp.add_argument("id")
-    sp.add_argument("workflow")
+    sp.add_argument("id", help="the schedule id, e.g. nightly (runs are named ID:<occurrence time>)")
+    sp.add_argument("workflow", help="the workflow each occurrence starts")
     sp.add_argument("--input", help="JSON or @file.json: the input of every run")
     sp.add_argument("--version", help="workflow version (default: the latest at each fire)")
-    sp.add_argument("--cron", help='5-field cron, e.g. "0 9 * * MON"')
-    sp.add_argument("--timezone", help="IANA zone for --cron (default UTC)")
-    sp.add_argument("--every", help="interval, e.g. 15m")
-    sp.add_argument("--offset", help="offset of the interval from the epoch, e.g. 5m")
-    sp.add_argument("--start", help="RFC 3339 time of the first possible occurrence")
-    sp.add_argument("--end", help="RFC 3339 time after which nothing fires")
-    sp.add_argument("--jitter", help="delay each fire by up to this much, e.g. 30s")
-    sp.add_argument("--exclude", action="append", help="a local date, a cron expression (repeatable)")
-    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"])
-    sp.add_argument("--catchup-window", dest="catchup_window", help="e.g. 1h (default 1h)")
-    sp.add_argument("--pause-on-failure", action="store_true")
+    _spec_options(sp, update=False)
+    sp.add_argument("--pause-on-failure", action="store_true", help="pause the schedule when a run fails")
     api_opts(sp)
     sp.set_defaults(func=cmd_create)
     update_examples = "\n  ".join([
@@ -151,18 +161,7 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
     sp.add_argument("--workflow", help="start this workflow instead")
     sp.add_argument("--input", help="JSON or @file.json: the input of every run from now on")
     sp.add_argument("--version", help="workflow version to start")
-    sp.add_argument("--cron", help='5-field cron, e.g. "0 9 * * MON" (replaces --every)')
-    sp.add_argument("--timezone", help="IANA zone for the cron, e.g. Europe/Paris")
-    sp.add_argument("--every", help="interval, e.g. 15m (replaces --cron)")
-    sp.add_argument("--offset", help="offset of the interval from the epoch, e.g. 5m")
-    sp.add_argument("--start", help="RFC 3339 time of the first possible occurrence")
-    sp.add_argument("--end", help="RFC 3339 time after which nothing fires")
-    sp.add_argument("--jitter", help="delay each fire by up to this much, e.g. 30s")
-    sp.add_argument("--exclude", action="append", help="replaces the exclusions: a local date or a cron "
-                                                       "(repeatable)")
-    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"],
-                    help="what a fire does while a run is still going")
-    sp.add_argument("--catchup-window", dest="catchup_window", help="e.g. 2h")
+    _spec_options(sp, update=True)
     sp.add_argument("--pause-on-failure", dest="pause_on_failure", action=argparse.BooleanOptionalAction,
                     help="pause the schedule when a run fails (--no-pause-on-failure: do not)")
     api_opts(sp)
