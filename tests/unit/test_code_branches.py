@@ -8,31 +8,15 @@ from __future__ import annotations
 
 import orbit
 import pytest
+from branch_helpers import _clean, echo
 from code_harness import Harness
 from orbit.core.history.events import TaskError
-from orbit.testing.replay import replay as deploy_check
 from orbit.workflow import CodeRegistry
 from test_code_golden import replay
 
 
 def _wf(name, fn, reg=None):
     return orbit.workflow(name, registry=reg or CodeRegistry())(fn)
-
-
-END = {"WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut"}
-
-
-def _clean(h, wf, id="ex-1"):
-    """Cold replay at every prefix asks only for what history records (up to the end event:
-    a late answer to a cancelled step may be recorded after it)."""
-    history = h.history(id)
-    last = max((i for i, e in enumerate(history) if e["type"] in END), default=len(history) - 1)
-    assert replay(wf, history[:last + 1]) == []
-    deploy_check(history[:last + 1], wf)  # one cold replay of the whole history ends as it ended
-
-
-def echo(input, attempt):
-    return input
 
 
 def boom(input, attempt):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import orbit
+from branch_helpers import _clean
 from code_harness import Harness
 from orbit.workflow import CodeRegistry
-from test_code_branches import _clean
 
 
 def _wf(name, fn):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import orbit
 import pytest
+from branch_helpers import _clean
 from code_harness import Harness
 from orbit.errors import HookAlreadyResumed, NotFound
 from orbit.workflow import CodeRegistry
-from test_code_branches import _clean
 
 
 def _wf(name, fn):

@@ -4,9 +4,9 @@ scopes whose work a workflow cancel leaves running."""
 from __future__ import annotations
 
 import orbit
+from branch_helpers import _clean, echo
 from code_harness import Harness
 from orbit.workflow import CodeRegistry
-from test_code_branches import _clean, echo
 
 
 def _wf(name, fn):
