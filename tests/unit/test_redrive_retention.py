@@ -6,7 +6,7 @@ first end's retention passed. The next end writes the real expiry again.
 
 from __future__ import annotations
 
-from orbit.service.engine import NO_EXPIRY_S
+from orbit.service.retention import NO_EXPIRY_S
 from test_redrive import chain
 
 

@@ -79,7 +79,7 @@ from orbit.service.ports import (
     Timers,
 )
 from orbit.service.recovery import RecoveryApi
-from orbit.service.retention import NO_EXPIRY_S, RetentionSteps, _redrives
+from orbit.service.retention import RetentionSteps
 from orbit.service.schedules import is_schedule_message
 
 log = logging.getLogger("orbit.core.decider")
@@ -387,8 +387,8 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         # A redrive brings an ended (retired) execution back: lift the expiry its items got at the
         # first end before anything else runs, or TTL would delete a running execution's history.
         # A crash before this redelivers the redrive message, whose commit (resend) runs it again.
-        if expires is None and state.created and _redrives(events, resend):
-            self._unretire(state)
+        if expires is None and state.created:
+            self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects), fresh=False)
         if resend and state.created:
@@ -545,5 +545,5 @@ class _Parker:
         return [Park(TaskError("BUILD_MISMATCH", self.reason, retryable=False))]
 
 
-__all__ = ["NO_EXPIRY_S", "Engine", "ExecutionParked"]
+__all__ = ["Engine", "ExecutionParked"]
 

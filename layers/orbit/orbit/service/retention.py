@@ -57,9 +57,12 @@ class RetentionSteps:
             after = page.next_after_seq
         self.archive.put(state.id, encode_archive(state, records, expires, ended_at_ms))
 
-    def _unretire(self, state: ExecutionState) -> None:
-        """Push the expiry of everything the execution left out to NO_EXPIRY (retire is idempotent
-        and sets, so the next end's retire writes the real expiry again)."""
+    def _unretire_if_redriven(self, state: ExecutionState, events: list[Any], resend: dict[int, Any]) -> None:
+        """A redrive (recorded now, or in the commit a redelivery re-sends) pushes the expiry of
+        everything the execution left out to NO_EXPIRY (retire is idempotent and sets, so the next
+        end's retire writes the real expiry again)."""
+        if not _redrives(events, resend):
+            return
         r = retirement(state)
         self.store.retire(state.id, r.ended_at_ms, NO_EXPIRY_S, r.hook_tokens, [])
 
