@@ -240,7 +240,9 @@ def test_for_over_a_string_fails_with_an_expression_error_naming_the_step(cli, f
         "run", str(files / "strings.yaml"), "--input", '{"name": "ada"}', "--mode", "inprocess", "--json"
     )
     assert res.returncode == 1
-    err = json.loads(res.stdout)["execution"]["error"]
+    doc = json.loads(res.stdout)
+    assert "history_truncated" not in doc  # a short run's timeline is whole
+    err = doc["execution"]["error"]
     assert err["code"] == "EXPRESSION_ERROR"
     assert 'each.for: must give an array, but gave a string "ada"' in err["message"]
     res = cli("run", str(files / "strings.yaml"), "--mode", "inprocess", "--json")

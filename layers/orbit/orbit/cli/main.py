@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     truncated = len(history) > RUN_TIMELINE_EVENTS
     history = history[:RUN_TIMELINE_EVENTS]
     if args.json:
-        _print_json({"execution": desc, "history": history, **({"history_truncated": True} if cut else {})})
+        _print_json({"execution": desc, "history": history, **({"history_truncated": True} if truncated else {})})
     else:
         print("", file=out)
         print(render(history, None, args.expand, columns), file=out)
