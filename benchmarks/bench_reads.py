@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from dsl_harness import sim_with  # noqa: E402
 from orbit.cli import main as orbit_cli  # noqa: E402
+from orbit.cli.run import RUN_TIMELINE_EVENTS  # noqa: E402
 from orbit.local.timeline import render  # noqa: E402
 from orbit.service.http import handle_request  # noqa: E402
 from test_paged_reads import InProcessClient  # noqa: E402
@@ -60,7 +61,7 @@ def one(size: int) -> None:
     measure("orbit history ID", lambda: orbit_cli.main(["history", eid]))
     measure("orbit describe ID", lambda: orbit_cli.main(["describe", eid]))
     measure("orbit run: timeline after the end",
-            lambda: render(eng.history(eid, 0, orbit_cli.RUN_TIMELINE_EVENTS)))
+            lambda: render(eng.history(eid, 0, RUN_TIMELINE_EVENTS)))
     measure("unpaged: the whole history (client, paged)", lambda: client.history(eid))
     measure("unpaged: describe with every unit", lambda: eng.describe(eid))
 
