@@ -439,8 +439,12 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
     def _carry_out(self, eid: str, effects: list[Effect], fresh: bool = True) -> None:
         header = getattr(self._local, "trace", None)
         trace = {BODY_KEY: header} if header else {}
+        # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
+        resent = {} if fresh else {"resent": True}
         for e in inline.carry_out(self, eid, effects, fresh):
-            if isinstance(e, (DispatchTask, CancelTask)):
+            if isinstance(e, DispatchTask):
+                self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
+            elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms)
