@@ -38,6 +38,8 @@ NOT_IN_RUN = {
     ("ApiRole", "dynamodb:UpdateItem"): "claim_hook: a hook token is resumed once",
     ("ApiRole", "dynamodb:DeleteItem"): "a start with a workflow timeout arms a table timer (timers.arm)",
     ("ApiRole", "s3:PutObject"): "a start input or signal payload over 32 KB (payload_values)",
+    ("ExampleWorkerRole", "dynamodb:Query"): "a possible duplicate delivery reads its execution's history "
+                                             "(worker/dedupe.py; test_aws_worker_dedupe.py)",
 }
 # Used by Lambda's event source mapping with the function's role, not by handler code.
 MAPPING = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
@@ -118,6 +120,10 @@ def test_the_check_catches_a_missing_grant(reference: Reference, roles: dict[str
     # (retention), nothing else.
     assert leading_keys(st) == ["IDEM#*", "BLOB#*"]
     assert not fnmatch.fnmatchcase("EXEC#", "IDEM#*")
+    # It may read a history (a possible duplicate checks its attempt, issue 15), never write one.
+    for worker in ("ExampleWorkerRole", "HttpTaskRole"):
+        on_exec = [st for st in grants(roles[worker]) if "EXEC#*" in (leading_keys(st) or [])]
+        assert [actions(st) for st in on_exec] == [{"dynamodb:Query"}], worker
 
 
 def _s3_resources(statement: dict[str, Any]) -> list[str]:
