@@ -211,6 +211,28 @@ def test_dedupe_false_never_reads_the_history(cloud: Any, clients: Any, monkeypa
     assert RUNS["dd-6:a"] == 2 and loads == [] and idem_items(cloud, clients) == []
 
 
+def test_a_first_delivery_that_waited_checks_the_history_and_never_defers(cloud: Any, clients: Any) -> None:
+    """Sent more than OLD_MESSAGE_MS ago: a queue backlog (open: it runs at once, as it is most likely
+    the only copy) or a late copy SQS hands over as new (answered: acknowledged)."""
+    from orbit.adapters.sqs import decode_body
+
+    start(cloud, "dd-7")
+    svc = aws.services()
+    url = cloud.stack.queues["DefaultTaskQueue"]
+    m = clients.sqs.receive_message(QueueUrl=url)["Messages"][0]
+    body = decode_body(m["Body"], svc.payloads)
+    waited = dedupe.Delivery(1, svc.clock.now_ms() - dedupe.OLD_MESSAGE_MS - 1)
+    svc.worker.process(body, None, None, waited)
+    assert RUNS["dd-7:a"] == 1
+    cloud.pump("DecisionQueue")  # the result is recorded
+    svc.worker.process(body, None, None, waited)  # the same message again: acknowledged
+    assert RUNS["dd-7:a"] == 1
+    clients.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    finish(cloud, "dd-7")
+    assert RUNS == {"dd-7:a": 1, "dd-7:b": 1}
+    assert idem_items(cloud, clients) == []
+
+
 def test_delivery_attributes_are_read_defensively() -> None:
     of, Delivery = dedupe.Delivery.of, dedupe.Delivery
     assert of({"ApproximateReceiveCount": "3", "SentTimestamp": "1700"}) == Delivery(3, 1700)

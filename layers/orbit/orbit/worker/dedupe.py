@@ -19,9 +19,12 @@ result recorded, a newer attempt dispatched, the execution ended or gone) is ack
 running. An open one may have its first run's result still in flight: the message is made visible
 again after `SETTLE_DELAY_S` and fails its record, so it comes back; at `SETTLE_RECEIVES` receives
 (the queues' maxReceiveCount is 5) it runs with the key claimed first, so any copy after it finds
-that claim. A fresh message that waited long in a queue (a backlog) or a retry's attempt (> 1)
-peeks at the record too: a settled duplicate may have run it (and a long attempt 1 leaves its
-result for attempt 2 to reuse, as the dedupe record always did).
+that claim.
+A first delivery sent more than `OLD_MESSAGE_MS` ago (`waited`: a queue backlog, or a late copy
+SQS delivers as new) reads the record and, without one, the history too: answered attempts are
+acknowledged, open ones run at once (it is most likely the only copy, behind a backlog; a settled
+duplicate that ran it left its claim). A retry's attempt (> 1) reads the record only: a long
+attempt 1 leaves its result for attempt 2 to reuse, as the dedupe record always did.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ log = logging.getLogger("orbit.worker")
 
 SETTLE_RECEIVES = 3  # a possible duplicate whose attempt is still open runs at this receive count
 SETTLE_DELAY_S = 30  # until then it comes back after this long (its visibility timeout)
-OLD_MESSAGE_MS = 30_000  # a fresh message older than this peeks at the record (a queue backlog)
+OLD_MESSAGE_MS = 5_000  # a fresh message older than this looks back too (a backlog, a late SQS copy)
 
 Verdict = Literal["ack", "defer", "run"]
 
@@ -75,10 +78,9 @@ def suspect(body: Mapping[str, Any], d: DispatchTask, delivery: Delivery) -> boo
     return delivery.receive_count > 1 or body.get("resent") is True or d.redelivery
 
 
-def looks_back(body: Mapping[str, Any], d: DispatchTask, delivery: Delivery, now_ms: int) -> bool:
-    """Read the dedupe record before running: a possible duplicate, a retry, or a message that waited."""
-    old = delivery.sent_at_ms is not None and now_ms - delivery.sent_at_ms > OLD_MESSAGE_MS
-    return suspect(body, d, delivery) or d.attempt > 1 or old
+def waited(delivery: Delivery, now_ms: int) -> bool:
+    """Was the message sent more than OLD_MESSAGE_MS ago (a queue backlog, or SQS's late copy)?"""
+    return delivery.sent_at_ms is not None and now_ms - delivery.sent_at_ms > OLD_MESSAGE_MS
 
 
 def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
@@ -90,21 +92,25 @@ def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
             and u.attempt == d.attempt and u.tokens.get(d.token) == d.attempt)
 
 
-def verdict(history: Any, d: DispatchTask, receive_count: int) -> Verdict:
-    """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it.
+def is_open(history: Any, d: DispatchTask) -> bool:
+    """Does the execution still wait for this dispatch's answer? `history` has `load(execution_id) ->
+    Loaded` (the decider's store, read-only here); without it, or when the read fails (a worker role
+    without the grant), the attempt counts as open: the caller then behaves as every delivery did
+    before this check existed (settle, then run with the key claimed)."""
+    if history is None:
+        return True
+    try:
+        return attempt_open(history.load(d.execution_id).fold(), d)
+    except NotFound:
+        return False  # the execution is gone (retention): nobody waits for the answer
+    except Exception:  # noqa: BLE001 - cannot know: behave as if it were open
+        log.warning("could not read the history of %s to check a possible duplicate of %s",
+                    d.execution_id, d.unit, exc_info=True)
+        return True
 
-    `history` has `load(execution_id) -> Loaded` (the decider's store, read-only here); without it, or
-    when the read fails (a worker role without the grant), the attempt counts as open: the message
-    settles and then runs with its key claimed, as every delivery did before this check existed."""
-    is_open = True
-    if history is not None:
-        try:
-            is_open = attempt_open(history.load(d.execution_id).fold(), d)
-        except NotFound:
-            is_open = False  # the execution is gone (retention): nobody waits for the answer
-        except Exception:  # noqa: BLE001 - cannot know: behave as if it were open (settle, then claim)
-            log.warning("could not read the history of %s to check a possible duplicate of %s",
-                        d.execution_id, d.unit, exc_info=True)
-    if not is_open:
+
+def verdict(history: Any, d: DispatchTask, receive_count: int) -> Verdict:
+    """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it."""
+    if not is_open(history, d):
         return "ack"
     return "run" if receive_count >= SETTLE_RECEIVES else "defer"

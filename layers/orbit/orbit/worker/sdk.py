@@ -40,7 +40,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from orbit.core.history.effects import DispatchTask, effect_from_dict
@@ -49,6 +48,7 @@ from orbit.core.tracing import BODY_KEY, PassThrough
 from orbit.errors import OrbitError, ValidationError
 from orbit.worker import dedupe
 from orbit.worker.batching import Held, KeepAlive, Once
+from orbit.worker.context import TaskContext
 from orbit.worker.dedupe import Delivery, TaskDeferred
 from orbit.worker.heartbeat import HeartbeatThrottle
 
@@ -88,33 +88,6 @@ def registered_tasks() -> dict[str, TaskFunction]:
 
 class TaskBusy(OrbitError):
     """Another live worker holds this step's idempotency key; the message is retried later."""
-
-
-@dataclass
-class TaskContext:
-    execution_id: str
-    step: str
-    attempt: int
-    idempotency_key: str
-    token: str
-    deadline_ms: int | None = None
-    _beat: Callable[[Any], bool] | None = field(default=None, repr=False)
-    _cancelled: bool = field(default=False, repr=False)
-    # The step's heartbeat_timeout: call `heartbeat` more often than this, or the attempt fails
-    # with HEARTBEAT_TIMEOUT. Nothing heartbeats for the task on its own.
-    heartbeat_timeout_ms: int | None = None
-
-    def heartbeat(self, details: Any = None) -> None:
-        """Tell the engine the task is alive (a StepHeartbeat) and learn whether it was cancelled.
-
-        Throttled (orbit/worker_heartbeat.py): call it as often as convenient."""
-        if self._beat is not None and self._beat(details):
-            self._cancelled = True
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the engine withdrew this attempt (seen at the latest heartbeat); stop early."""
-        return self._cancelled
 
 
 class Worker:
@@ -260,16 +233,19 @@ class Worker:
                    held: Held | None, extend_visibility: Callable[[int], None] | None) -> bool | None:
         """Before running: None (nothing to run: answered from the record, or acknowledged), True (run
         with the key claimed first) or False (run; claim only if it runs long). See worker/dedupe.py."""
-        if not dedupe.looks_back(body, d, delivery, self.clock.now_ms()):
+        suspect = dedupe.suspect(body, d, delivery)
+        waited = dedupe.waited(delivery, self.clock.now_ms())
+        if not (suspect or waited or d.attempt > 1):
             return False  # a fresh delivery: its result message is its record
         claim = idem.peek(d.idempotency_key, d.attempt)
         if claim.outcome == "lost":
             return True  # a long run died holding the key: it never reported, run it again
         if not self._replay(d, claim, held):
             return None
-        if not dedupe.suspect(body, d, delivery):
-            return False  # a retry or a message that waited: nothing ran it before
-        verdict = dedupe.verdict(self.history, d, delivery.receive_count)
+        if not (suspect or waited):
+            return False  # a retry: nothing ran this attempt before
+        count = delivery.receive_count if suspect else dedupe.SETTLE_RECEIVES  # one that waited never defers
+        verdict = dedupe.verdict(self.history, d, count)
         if verdict == "ack":
             log.info("task message for %s/%s attempt %d is a duplicate the execution no longer waits for; "
                      "acknowledged without running", d.execution_id, d.unit, d.attempt)
@@ -280,7 +256,7 @@ class Worker:
             raise TaskDeferred(f"step {d.unit!r} of {d.execution_id!r} (attempt {d.attempt}) may have run "
                                f"already; its answer may be in flight: retried in {dedupe.SETTLE_DELAY_S} s "
                                f"(receive {delivery.receive_count} of {dedupe.SETTLE_RECEIVES})")
-        return True
+        return suspect  # a settled duplicate runs with the key claimed; a message that waited as fresh
 
     def _replay(self, d: DispatchTask, claim: Any, held: Held | None) -> bool:
         """True when `claim` lets the attempt run; else answer from the stored outcome (or raise busy)."""
