@@ -5,8 +5,9 @@ A task message reaches a worker twice in three ways:
   between its send and its ack; `service.outbox.still_due`). Those copies carry `resent: true`;
 - (d2) SQS redelivers a message whose worker invocation failed after the task ran (and, for a
   quick task, after its result left): `ApproximateReceiveCount` > 1;
-- (d3) SQS's rare spurious duplicate of a fresh message (accepted: two deliveries arriving
-  within the same second could both run, with or without a dedupe record).
+- (d3) SQS's rare spurious duplicate, handed over as a first receive. Accepted when it arrives
+  within OLD_MESSAGE_MS of the send while the first answer is unrecorded (with the record, two
+  deliveries within the same second could both run); a later one looks back (`waited`).
 
 A fresh delivery (receive count 1, not re-sent, attempt 1, not waiting in the queue for more than
 `OLD_MESSAGE_MS`) therefore reads and writes no dedupe record when its task ends within the
