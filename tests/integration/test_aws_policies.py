@@ -38,8 +38,6 @@ NOT_IN_RUN = {
     ("ApiRole", "dynamodb:UpdateItem"): "claim_hook: a hook token is resumed once",
     ("ApiRole", "dynamodb:DeleteItem"): "a start with a workflow timeout arms a table timer (timers.arm)",
     ("ApiRole", "s3:PutObject"): "a start input or signal payload over 32 KB (payload_values)",
-    ("ExampleWorkerRole", "dynamodb:Query"): "a possible duplicate delivery reads its execution's history "
-                                             "(worker/dedupe.py; test_aws_worker_dedupe.py)",
 }
 # Used by Lambda's event source mapping with the function's role, not by handler code.
 MAPPING = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}

@@ -233,6 +233,28 @@ def test_a_first_delivery_that_waited_checks_the_history_and_never_defers(cloud:
     assert idem_items(cloud, clients) == []
 
 
+def test_a_worker_that_cannot_read_histories_keeps_the_record_for_every_task(cloud: Any, clients: Any,
+                                                                              monkeypatch: Any) -> None:
+    """A role without the EXEC# Query grant (a custom worker role from before issue 15): the probe at the
+    first task finds out, and every task keeps its dedupe record, as before."""
+    from botocore.exceptions import ClientError
+
+    def denied(eid: str) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "Query")
+
+    svc = aws.services()
+    monkeypatch.setattr(svc.worker, "history", type("Denied", (), {"load": staticmethod(denied)})())
+    svc.worker._history_readable = None
+    start(cloud, "dd-8")
+    deliver(cloud, clients, delete=False)  # a quick task: its record is written all the same
+    assert [(i["pk"]["S"], i["status"]["S"]) for i in idem_items(cloud, clients)] == [
+        ("IDEM#dd-8:a", "COMPLETED")]
+    got, failed = deliver(cloud, clients)  # count 2: answered from the record, no history, no wait
+    assert not failed and RUNS["dd-8:a"] == 1
+    finish(cloud, "dd-8")
+    assert RUNS == {"dd-8:a": 1, "dd-8:b": 1}
+
+
 def test_delivery_attributes_are_read_defensively() -> None:
     of, Delivery = dedupe.Delivery.of, dedupe.Delivery
     assert of({"ApproximateReceiveCount": "3", "SentTimestamp": "1700"}) == Delivery(3, 1700)

@@ -69,3 +69,14 @@ def test_which_deliveries_are_suspect_or_waited() -> None:
     assert not dedupe.waited(Delivery(1, now - dedupe.OLD_MESSAGE_MS), now)
     assert dedupe.waited(Delivery(1, now - dedupe.OLD_MESSAGE_MS - 1), now)
     assert not dedupe.waited(Delivery(1, None), now)
+
+
+def test_the_probe_tells_a_missing_grant_from_a_passing_failure() -> None:
+    class Denied(Exception):
+        response = {"Error": {"Code": "AccessDeniedException"}}
+
+    assert dedupe.readable(History(error=NotFound("no such execution"))) is True
+    assert dedupe.readable(History(state())) is True
+    assert dedupe.readable(History(error=Denied())) is False
+    assert dedupe.readable(History(error=TimeoutError())) is None  # asked again at the next task
+    assert dedupe.readable(None) is False

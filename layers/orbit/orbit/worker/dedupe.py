@@ -110,6 +110,30 @@ def is_open(history: Any, d: DispatchTask) -> bool:
         return True
 
 
+PROBE_EXECUTION = "orbit-worker-history-probe"
+DENIED = frozenset({"AccessDeniedException", "AccessDenied", "UnauthorizedOperation"})
+
+
+def readable(history: Any) -> bool | None:
+    """Can this process read histories? One Query of an execution that (most likely) does not exist:
+    True, False when the role lacks the grant (then every task keeps its dedupe record, the
+    protocol before issue 15), None when the read failed otherwise (ask again later)."""
+    if history is None:
+        return False
+    try:
+        history.load(PROBE_EXECUTION)
+    except NotFound:
+        return True
+    except Exception as e:  # noqa: BLE001 - classified below
+        code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
+        if code in DENIED:
+            log.warning("this worker cannot read execution histories (%s): every task keeps its dedupe "
+                        "record; grant dynamodb:Query on EXEC#* keys to save it (docs/deploying.md)", code)
+            return False
+        return None
+    return True
+
+
 def verdict(history: Any, d: DispatchTask, receive_count: int) -> Verdict:
     """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it."""
     if not is_open(history, d):

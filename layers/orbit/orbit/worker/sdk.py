@@ -104,6 +104,7 @@ class Worker:
         # whether its attempt is still open (worker/dedupe.py). None: such a message settles, then
         # runs with its key claimed.
         self.history = history
+        self._history_readable: bool | None = None  # dedupe.readable, asked at the first task
         self.clock = clock
         self._tasks = tasks
         # The Lambda log stream names one execution environment: a good worker identity.
@@ -181,7 +182,11 @@ class Worker:
             self._send(*held.stale(self.started_grace_s))
         claimed = Once({})  # taken by whoever claims the key: up front, or when the task runs long
         recorded = [False]  # the key is claimed: the outcome is stored (complete/fail)
-        if idem is not None:
+        if idem is not None and not self._by_history():  # no history to check: the record every time
+            if not self._replay(d, idem.peek(d.idempotency_key, d.attempt), held):
+                return
+            recorded[0] = True
+        elif idem is not None:
             claim_first = self._look_back(body, d, idem, delivery, held, extend_visibility)
             if claim_first is None:
                 return  # answered from the record, or acknowledged: nothing to run
@@ -228,6 +233,12 @@ class Worker:
         if self.references is not None:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
+
+    def _by_history(self) -> bool:
+        """May short tasks skip the record? Only if this process can read histories (asked once)."""
+        if self._history_readable is None:
+            self._history_readable = dedupe.readable(self.history)
+        return bool(self._history_readable)
 
     def _look_back(self, body: Mapping[str, Any], d: DispatchTask, idem: Any, delivery: Delivery,
                    held: Held | None, extend_visibility: Callable[[int], None] | None) -> bool | None:
