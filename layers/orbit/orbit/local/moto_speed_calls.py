@@ -1,0 +1,148 @@
+"""Speed fixes for the fixed cost of every request to moto 5.2.5 (the rules are moto_speed.py's).
+
+Measured on `benchmarks/bench_inline.py`'s throughput run (3-step workflows, in-process moto,
+cProfile): a handful of small items per request, yet each DynamoDB or SQS call cost 2-4 ms of CPU,
+most of it outside the emulated service. Three generic parts of moto did much of it:
+
+- The response serializer asks its attribute picker for every member of every output shape, and
+  the picker builds a context object, six alias providers and `xform_name` spellings for each ask:
+  an item of 5 attributes is 50 asks, since a DynamoDB AttributeValue has 10 members. For a
+  plain `dict` value the spellings to try depend only on the member's name and shape (a `dict`
+  has no `Meta`, and its class name is always `dict`), so they are worked out once per
+  (name, shape, parent shape) and tried in the same order; anything else goes to moto's code.
+- Random identifiers (a 52-character request id on every response, a 185-letter receipt handle
+  per received message) are drawn one `random.choice` per character. `choices(pool, k=n)` from the
+  same generator draws the same alphabet, length and distribution in one call (moto's seeding
+  still makes them repeatable; the strings differ from an unpatched moto's, as any two runs do).
+- A DynamoDB condition expression is parsed twice per conditional write (once to check the names
+  it uses, once to evaluate it), though Orbit sends the same few expressions all the time. The
+  parse (the operator tree and the names and values it used) is kept per (expression, names,
+  values): the tree is only ever read, so sharing it gives the same verdicts and the same errors
+  (a failed parse raises as before and is not kept).
+
+Each replaced function keeps moto's as `.original`; tests/e2e/test_local_moto_speed_calls.py runs
+the same requests through both and compares the answers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, values); values that change each time miss
+
+
+def install() -> None:
+    _patch_serializer()
+    _patch_random()
+    _patch_condition_parser()
+
+
+def _patch_serializer() -> None:
+    import moto.core.serialize as ser
+    from moto.core.utils import MISSING, get_value
+
+    cls = ser.ResponseSerializer
+    original = getattr(cls.get_value, "original", cls.get_value)
+    no_parent = object()
+    keys_for: dict[tuple[str, Any, Any], tuple[str, ...] | None] = {}
+
+    def dict_keys(picker: Any, key: str, shape: Any) -> tuple[str, ...] | None:
+        parent = getattr(shape, "parent", no_parent)
+        cache_key = (key, shape, parent)
+        try:
+            return keys_for[cache_key]
+        except KeyError:
+            pass
+        # The picker's own answer, for a dict (its providers read nothing else of it). moto asks
+        # lazily and stops at the first spelling found; if asking them all raised, keep moto's way.
+        try:
+            keys: tuple[str, ...] | None = tuple(
+                picker.get_possible_keys(ser.AttributePickerContext(obj={}, key=key, shape=shape)))
+        except Exception:  # noqa: BLE001
+            keys = None
+        keys_for[cache_key] = keys
+        return keys
+
+    def fast_get_value(self: Any, value: Any, key: str, shape: Any) -> Any:
+        picker = self._value_picker
+        if (type(value) is not dict or type(picker) is not ser.XFormedAttributePicker
+                or picker.alias_providers is not ser.DEFAULT_ALIAS_PROVIDERS):
+            return original(self, value, key, shape)
+        keys = dict_keys(picker, key, shape)
+        if keys is None:
+            return original(self, value, key, shape)
+        for possible_key in keys:
+            found = get_value(value, possible_key, MISSING)
+            if found is not MISSING:
+                break
+        else:
+            found = None
+        if picker.response_transformers:  # AttributePicker.__call__'s transform, same key path
+            key_path = f"{'.'.join(self.path)}.{key}"
+            for transform_path, transform in picker.response_transformers.items():
+                if key_path.endswith(transform_path):
+                    return transform(found)
+        return found
+
+    fast_get_value.original = original  # type: ignore[attr-defined]
+    cls.get_value = fast_get_value  # type: ignore[method-assign]
+
+
+def _patch_random() -> None:
+    import string
+
+    import moto.sqs.models as sqs_models
+    import moto.sqs.utils as sqs_utils
+    from moto.moto_api._internal import mock_random
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    original = getattr(MotoRandom.get_random_string, "original", MotoRandom.get_random_string)
+
+    def get_random_string(self: Any, length: int = 20, include_digits: bool = True,
+                          lower_case: bool = False) -> str:
+        pool = string.ascii_letters + (string.digits if include_digits else "")
+        random_str = "".join(self.choices(pool, k=length))
+        return random_str.lower() if lower_case else random_str
+
+    get_random_string.original = original  # type: ignore[attr-defined]
+    MotoRandom.get_random_string = get_random_string  # type: ignore[method-assign]
+
+    receipt = sqs_utils.generate_receipt_handle
+    receipt_original = getattr(receipt, "original", receipt)
+
+    def generate_receipt_handle() -> str:
+        return "".join(mock_random.choices(string.ascii_lowercase, k=185))
+
+    generate_receipt_handle.original = receipt_original  # type: ignore[attr-defined]
+    sqs_utils.generate_receipt_handle = generate_receipt_handle
+    sqs_models.generate_receipt_handle = generate_receipt_handle  # the name models.py imported
+
+
+def _patch_condition_parser() -> None:
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    original = getattr(ConditionExpressionParser.parse, "original", ConditionExpressionParser.parse)
+    parsed: dict[tuple[Any, str, str], tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+
+    def parse(self: Any) -> Any:
+        try:
+            key = (self.condition_expression,
+                   json.dumps(self.expression_attribute_names, sort_keys=True),
+                   json.dumps(self.expression_attribute_values, sort_keys=True))
+        except (TypeError, ValueError):  # not JSON data: moto's parse, uncached
+            return original(self)
+        hit = parsed.get(key)
+        if hit is None:
+            op = original(self)
+            if len(parsed) >= CONDITION_CACHE_SIZE:
+                parsed.clear()
+            parsed[key] = (op, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
+            return op
+        op, names_found, values_found = hit
+        self.expr_attr_names_found.extend(names_found)
+        self.expr_attr_values_found.extend(values_found)
+        return op
+
+    parse.original = original  # type: ignore[attr-defined]
+    ConditionExpressionParser.parse = parse  # type: ignore[method-assign]
