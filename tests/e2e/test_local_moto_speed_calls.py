@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import moto
+import moto.core.botocore_stubber as stubber
 import moto.core.serialize as ser
 import moto.sqs.models as sqs_models
 import moto.sqs.utils as sqs_utils
@@ -48,6 +49,10 @@ ITEM = {"pk": {"S": "EXEC#a"}, "sk": {"S": "C#1"}, "g": {"S": "x"}, "n": {"N": "
         "b": {"B": b"\x00zz"}, "ss": {"SS": ["b", "a"]}, "ns": {"NS": ["1", "2"]}, "t": {"BOOL": False},
         "nil": {"NULL": True},
         "m": {"M": {"inner": {"L": [{"S": "x"}, {"N": "1"}, {"M": {}}]}, "e": {"S": ""}}}}
+
+
+def original_routing() -> Any:
+    return stubber.BotocoreStubber.process_request.original
 
 
 def dynamodb_answers(db: Any, run: int) -> list[Any]:
@@ -118,6 +123,7 @@ def test_dynamodb_answers_the_same_with_and_without_the_fixes(aws: Any,
     fixed = [dynamodb_answers(db, run) for run in (1, 2)]  # the second run hits the caches
     monkeypatch.setattr(ser.ResponseSerializer, "get_value", ser.ResponseSerializer.get_value.original)
     monkeypatch.setattr(ConditionExpressionParser, "parse", ConditionExpressionParser.parse.original)
+    monkeypatch.setattr(stubber.BotocoreStubber, "process_request", original_routing())
     original = [dynamodb_answers(db, run) for run in (3, 4)]
 
     def same_shape(answers: list[Any], run: int) -> Any:
@@ -159,7 +165,30 @@ def test_sqs_answers_the_same_with_and_without_the_fixes(aws: Any, monkeypatch: 
     monkeypatch.setattr(ser.ResponseSerializer, "get_value", ser.ResponseSerializer.get_value.original)
     monkeypatch.setattr(sqs_models, "generate_receipt_handle", sqs_utils.generate_receipt_handle.original)
     monkeypatch.setattr(MotoRandom, "get_random_string", MotoRandom.get_random_string.original)
+    monkeypatch.setattr(stubber.BotocoreStubber, "process_request", original_routing())
     assert sqs_answers(sqs, "original") == fixed
+
+
+@pytest.mark.parametrize("url", [
+    "https://dynamodb.us-east-1.amazonaws.com/",
+    "https://sqs.us-east-1.amazonaws.com/123456789012/q",
+    "https://notaservice.us-east-1.amazonaws.com/x",  # moto's 404
+    "https://example.com/elsewhere",  # not AWS: not answered
+])
+def test_routing_picks_what_moto_s_routing_picks(aws: Any, url: str) -> None:
+    from botocore.awsrequest import AWSPreparedRequest
+
+    def answer(process: Any) -> Any:
+        req = AWSPreparedRequest("POST", url, {"Content-Type": "application/x-amz-json-1.0",
+                                               "X-Amz-Target": "DynamoDB_20120810.ListTables"}, b"{}", False)
+        try:
+            out = process(stubber.BotocoreStubber(), req)
+        except Exception as e:  # noqa: BLE001 - the same failure is the same answer
+            return type(e).__name__
+        return out if out is None else (out[0], out[2] if out[0] == 404 else "answered")
+
+    fast, slow = stubber.BotocoreStubber.process_request, stubber.BotocoreStubber.process_request.original
+    assert [answer(fast) for _ in range(2)] == [answer(slow)] * 2  # the second from the kept routes
 
 
 def test_random_strings_keep_moto_s_alphabet_length_and_seeding() -> None:

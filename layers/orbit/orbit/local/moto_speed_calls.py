@@ -14,6 +14,12 @@ most of it outside the emulated service. Three generic parts of moto did much of
   per received message) are drawn one `random.choice` per character. `choices(pool, k=n)` from the
   same generator draws the same alphabet, length and distribution in one call (moto's seeding
   still makes them repeatable; the strings differ from an unpatched moto's, as any two runs do).
+- Routing a request to its service scans about 100 URL patterns, then rebuilds the service's
+  URL table (a `str.format` and an `re.sub` per path) to scan it too. Which patterns match a
+  URL, and which handler a service's table gives it, are fixed by moto's modules, so both answers
+  are kept per URL; every other step of moto's routing (passthrough and allow-list checks, the
+  backend lookup, the 404 for an unknown amazonaws.com URL) still runs on each request, in order.
+  S3, whose URL table depends on settings, is routed by moto's code as before.
 - A DynamoDB condition expression is parsed twice per conditional write (once to check the names
   it uses, once to evaluate it), though Orbit sends the same few expressions all the time. The
   parse (the operator tree and the names and values it used) is kept per (expression, names,
@@ -33,9 +39,92 @@ CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, values); values that
 
 
 def install() -> None:
+    _patch_routing()
     _patch_serializer()
     _patch_random()
     _patch_condition_parser()
+
+
+def _patch_routing() -> None:
+    import re
+
+    import moto.backend_index as backend_index
+    import moto.core.botocore_stubber as stubber
+    from moto.core.base_backend import BackendDict, BaseBackend
+    from moto.core.exceptions import HTTPException
+
+    cls = stubber.BotocoreStubber
+    original = getattr(cls.process_request, "original", cls.process_request)
+    services_for: dict[str, tuple[str, ...]] = {}
+    handler_for: dict[tuple[type, str, bool], Any] = {}
+    no_handler = object()
+    aws_url = re.compile(r"https?://.+\.amazonaws.com/.*")
+
+    def handler(backend: Any, clean_url: str) -> Any:
+        """The first handler of the backend's URL table whose pattern matches, as moto's loop finds."""
+        from moto.settings import enable_iso_regions
+
+        kind = type(backend)
+        if kind.urls is not BaseBackend.urls or kind._url_module is not BaseBackend._url_module:
+            return None  # a table of its own (S3): not kept
+        key = (kind, clean_url, enable_iso_regions())
+        found = handler_for.get(key)
+        if found is None:
+            urls = backend.urls.items()
+            found = next((h for url, h in urls if re.compile(url).match(clean_url)), no_handler)
+            handler_for[key] = found
+        return found
+
+    def process_request(self: Any, request: Any) -> Any:
+        import moto.backends as backends
+        from moto.core import DEFAULT_ACCOUNT_ID
+
+        parsed_url, _ = stubber.get_equivalent_url_in_aws_domain(request.url)
+        clean_url = f"{parsed_url.scheme}://{parsed_url.netloc}{parsed_url.path}"
+        if parsed_url.netloc.startswith("s3") or ".s3" in parsed_url.netloc:
+            return original(self, request)
+        if stubber.passthrough_url(clean_url):
+            return None
+        services = services_for.get(clean_url)
+        if services is None:
+            if len(services_for) >= 1024:
+                services_for.clear()
+            patterns = backend_index.backend_url_patterns
+            services = services_for[clean_url] = tuple(s for s, p in patterns if p.match(clean_url))
+        for service in services:  # moto's loop from here, with the two scans answered from memory
+            if stubber.passthrough_service(service):
+                return None
+            if not stubber.service_whitelisted(service):
+                raise stubber.ServiceNotWhitelisted(service)
+            backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
+            if isinstance(backend_dict, BackendDict):
+                if "us-east-1" in backend_dict[DEFAULT_ACCOUNT_ID]:
+                    backend = backend_dict[DEFAULT_ACCOUNT_ID]["us-east-1"]
+                else:
+                    backend = backend_dict[DEFAULT_ACCOUNT_ID]["aws"]
+            else:
+                backend = backend_dict["global"]
+            method_to_execute = handler(backend, clean_url)
+            if method_to_execute is None:
+                return original(self, request)
+            if method_to_execute is no_handler:
+                continue
+            from moto.moto_api import recorder
+
+            normalized_request = stubber.normalize_request(request)
+            try:
+                recorder._record_request(normalized_request)
+                status, headers, body = method_to_execute(
+                    normalized_request, normalized_request.raw_url, normalized_request.headers)
+            except HTTPException as e:
+                status, headers, body = e.code, e.get_headers(), e.get_body()
+            return status, headers, body
+        if aws_url.match(clean_url):
+            return 404, {}, "Not yet implemented"
+        return None
+
+    process_request.original = original  # type: ignore[attr-defined]
+    cls.process_request = process_request  # type: ignore[method-assign]
 
 
 def _patch_serializer() -> None:
