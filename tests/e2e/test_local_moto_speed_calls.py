@@ -207,3 +207,15 @@ def test_random_strings_keep_moto_s_alphabet_length_and_seeding() -> None:
     seeded = [MotoRandom(7), MotoRandom(7)]
     assert fast(seeded[0], length=40) == fast(seeded[1], length=40)  # moto's seeding still repeats ids
     assert len(sqs_utils.generate_receipt_handle()) == 185
+
+
+def test_an_open_stack_keeps_what_it_started_with_out_of_full_collections_and_hands_it_back() -> None:
+    import gc
+
+    from orbit.local import LocalStack
+
+    gc.unfreeze()
+    with LocalStack(mode="inprocess") as stack:
+        assert gc.get_freeze_count() > 0  # the stack's long-lived objects (botocore models, moto)
+        stack.register({"orbit": 1, "name": "one", "steps": {"a": {"task": "none.such"}}})
+    assert gc.get_freeze_count() == 0  # nothing outlives the stack
