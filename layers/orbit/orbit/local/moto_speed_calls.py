@@ -32,7 +32,6 @@ the same requests through both and compares the answers.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, values); values that change each time miss
@@ -208,6 +207,28 @@ def _patch_random() -> None:
     sqs_models.generate_receipt_handle = generate_receipt_handle  # the name models.py imported
 
 
+def _json_data(value: Any) -> bool:
+    """None or a dict of JSON values (str, bool, None, lists and dicts of them), as a request carries:
+    two such values with the same repr are equal."""
+    if value is None:
+        return True
+    if type(value) is not dict:
+        return False
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        t = type(v)
+        if t is dict:
+            if not all(type(k) is str for k in v):
+                return False
+            todo.extend(v.values())
+        elif t is list:
+            todo.extend(v)
+        elif t is not str and t is not bool and v is not None:
+            return False
+    return True
+
+
 def _patch_condition_parser() -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
 
@@ -215,12 +236,10 @@ def _patch_condition_parser() -> None:
     parsed: dict[tuple[Any, str, str], tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
 
     def parse(self: Any) -> Any:
-        try:
-            key = (self.condition_expression,
-                   json.dumps(self.expression_attribute_names, sort_keys=True),
-                   json.dumps(self.expression_attribute_values, sort_keys=True))
-        except (TypeError, ValueError):  # not JSON data: moto's parse, uncached
-            return original(self)
+        names, values = self.expression_attribute_names, self.expression_attribute_values
+        if not (_json_data(names) and _json_data(values)):
+            return original(self)  # kept only for request data, whose repr names it exactly
+        key = (self.condition_expression, repr(names), repr(values))
         hit = parsed.get(key)
         if hit is None:
             op = original(self)
