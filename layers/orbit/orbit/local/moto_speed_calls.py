@@ -19,7 +19,9 @@ most of it outside the emulated service. Three generic parts of moto did much of
   URL, and which handler a service's table gives it, are fixed by moto's modules, so both answers
   are kept per URL; every other step of moto's routing (passthrough and allow-list checks, the
   backend lookup, the 404 for an unknown amazonaws.com URL) still runs on each request, in order.
-  S3, whose URL table depends on settings, is routed by moto's code as before.
+  S3, whose URL table depends on settings, is routed by moto's code as before. The action name's
+  conversion to a method name (a pure function of the name) is kept per name, as clock.py does
+  for SQS's attribute names.
 - A DynamoDB condition expression is parsed twice per conditional write (once to check the names
   it uses, once to evaluate it), though Orbit sends the same few expressions all the time. The
   parse (the operator tree and the names and values it used) is kept per (expression, names,
@@ -124,6 +126,14 @@ def _patch_routing() -> None:
 
     process_request.original = original  # type: ignore[attr-defined]
     cls.process_request = process_request  # type: ignore[method-assign]
+
+    import functools
+
+    import moto.core.responses as responses
+
+    if not hasattr(responses.camelcase_to_underscores, "cache_info"):
+        responses.camelcase_to_underscores = functools.lru_cache(maxsize=1024)(  # type: ignore[assignment]
+            responses.camelcase_to_underscores)
 
 
 def _patch_serializer() -> None:
