@@ -219,3 +219,50 @@ def test_an_open_stack_keeps_what_it_started_with_out_of_full_collections_and_ha
         assert gc.get_freeze_count() > 0  # the stack's long-lived objects (botocore models, moto)
         stack.register({"orbit": 1, "name": "one", "steps": {"a": {"task": "none.such"}}})
     assert gc.get_freeze_count() == 0  # nothing outlives the stack
+
+
+CONDITIONS: list[tuple[str, dict[str, str] | None, list[dict[str, Any]]]] = [
+    ("attribute_not_exists(pk)", None, [{}]),
+    ("attribute_not_exists(pk) OR updated <= :u", None, [{":u": {"N": str(v)}} for v in (1, 5, 9)]),
+    ("#st <> :done OR attribute_not_exists(#st)", {"#st": "st"}, [{":done": {"S": s}} for s in ("x", "y")]),
+    ("size(#b) < :n AND (n BETWEEN :lo AND :hi OR begins_with(sk, :p))", {"#b": "b"},
+     [{":n": {"N": "10"}, ":lo": {"N": str(lo)}, ":hi": {"N": "20"}, ":p": {"S": p}}
+      for lo, p in ((1, "C#"), (15, "C#"), (15, "A#"))]),
+    ("n IN (:a, :b) AND attribute_type(m, :t)", None,
+     [{":a": {"N": "12.5"}, ":b": {"N": "3"}, ":t": {"S": t}} for t in ("M", "S")]),
+    ("NOT contains(ss, :v)", None, [{":v": {"S": v}} for v in ("a", "z")]),
+    ("attribute_not_exists(pk) OR updated <= :u", None, [{}]),  # a missing value: moto's KeyError
+    ("#missing = :v", {"#other": "x"}, [{":v": {"S": "a"}}]),  # a missing name
+    ("pk = = :v", None, [{":v": {"S": "a"}}]),  # malformed
+]
+
+
+def test_kept_condition_trees_give_moto_s_verdicts_names_and_errors_for_changing_values() -> None:
+    from moto.dynamodb.models.dynamo_type import Item
+
+    fast, slow = ConditionExpressionParser.parse, ConditionExpressionParser.parse.original
+    items = [None, Item(ITEM["pk"], ITEM["sk"], ITEM), Item(ITEM["pk"], ITEM["sk"], {**ITEM, "st": {"S": "x"},
+                                                                                    "updated": {"N": "5"}})]
+
+    def verdict(op: Any, item: Any) -> Any:
+        try:
+            return op.expr(item)
+        except Exception as e:  # noqa: BLE001 - the same failure is the same answer
+            return type(e).__name__, str(e)
+
+    def outcome(parse: Any, expr: str, names: Any, values: Any) -> Any:
+        parser = ConditionExpressionParser(expr, names, values)
+        try:
+            op = parse(parser)
+        except Exception as e:  # noqa: BLE001 - the same failure is the same answer
+            return type(e).__name__, str(e)
+        return [verdict(op, i) for i in items], parser.expr_attr_names_found, parser.expr_attr_values_found
+
+    for expr, names, value_sets in CONDITIONS:
+        for _ in range(2):  # the second time from the kept tree
+            for values in value_sets:
+                got, want = outcome(fast, expr, names, values), outcome(slow, expr, names, values)
+                assert got == want, (expr, values)
+    # the items: none, one without "updated", one with updated = 5
+    verdicts = [outcome(fast, CONDITIONS[1][0], None, v)[0] for v in CONDITIONS[1][2]]
+    assert verdicts == [[True, False, False], [True, False, True], [True, False, True]]

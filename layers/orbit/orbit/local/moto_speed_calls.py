@@ -23,10 +23,14 @@ most of it outside the emulated service. Three generic parts of moto did much of
   conversion to a method name (a pure function of the name) is kept per name, as clock.py does
   for SQS's attribute names.
 - A DynamoDB condition expression is parsed twice per conditional write (once to check the names
-  it uses, once to evaluate it), though Orbit sends the same few expressions all the time. The
-  parse (the operator tree and the names and values it used) is kept per (expression, names,
-  values): the tree is only ever read, so sharing it gives the same verdicts and the same errors
-  (a failed parse raises as before and is not kept).
+  it uses, once to evaluate it), 125-250 us each, though Orbit sends the same few expressions all
+  the time. moto's syntax tree depends on the expression, the names and which values exist (the
+  lexer looks each one up); the values themselves only sit in its leaves and are read when the
+  operators are made. So the tree (and the names and values it uses) is kept per (expression,
+  names, value names), and each parse puts the request's values into its leaves and makes the
+  operators with moto's own `_make_op_condition`: the same verdicts and errors (a parse that fails
+  raises as before and is not kept). Only plain JSON names and values (what a request carries) are
+  kept, keyed by their repr.
 
 Each replaced function keeps moto's as `.original`; tests/e2e/test_local_moto_speed_calls.py runs
 the same requests through both and compares the answers.
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
-CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, values); values that change each time miss
+CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, value names) kept
 
 
 def install() -> None:
@@ -240,27 +244,51 @@ def _json_data(value: Any) -> bool:
 
 
 def _patch_condition_parser() -> None:
-    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.comparisons import ConditionExpressionParser as Parser
 
-    original = getattr(ConditionExpressionParser.parse, "original", ConditionExpressionParser.parse)
-    parsed: dict[tuple[Any, str, str], tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+    original = getattr(Parser.parse, "original", Parser.parse)
+    value_kind = Parser.Kind.EXPRESSION_ATTRIBUTE_VALUE
+    trees: dict[tuple[str, str, tuple[str, ...] | None], tuple[Any, list[str], list[str]]] = {}
+
+    def syntax_tree(self: Any) -> Any:
+        """moto 5.2.5's ConditionExpressionParser.parse up to the tree it makes its operators from."""
+        nodes = self._lex_condition_expression()
+        nodes = self._parse_paths(nodes)
+        nodes = self._apply_functions(nodes)
+        nodes = self._apply_comparator(nodes)
+        nodes = self._apply_in(nodes)
+        nodes = self._apply_between(nodes)
+        nodes = self._apply_parens_and_booleans(nodes)
+        node = nodes[0]
+        self._assert_no_redundant_parentheses(node)
+        return node
+
+    def with_values(node: Any, values: dict[str, Any]) -> Any:
+        if node.kind == value_kind:
+            return node._replace(value=values[node.text])
+        if not node.children:
+            return node
+        return node._replace(children=[with_values(child, values) for child in node.children])
 
     def parse(self: Any) -> Any:
         names, values = self.expression_attribute_names, self.expression_attribute_values
-        if not (_json_data(names) and _json_data(values)):
-            return original(self)  # kept only for request data, whose repr names it exactly
-        key = (self.condition_expression, repr(names), repr(values))
-        hit = parsed.get(key)
-        if hit is None:
-            op = original(self)
-            if len(parsed) >= CONDITION_CACHE_SIZE:
-                parsed.clear()
-            parsed[key] = (op, tuple(self.expr_attr_names_found), tuple(self.expr_attr_values_found))
-            return op
-        op, names_found, values_found = hit
-        self.expr_attr_names_found.extend(names_found)
-        self.expr_attr_values_found.extend(values_found)
-        return op
+        if not self.condition_expression or not (_json_data(names) and _json_data(values)):
+            return original(self)
+        # The tree depends on the expression, the names and which values exist (a missing one fails
+        # the parse); the values themselves only sit in its leaves, so they are put in afresh.
+        key = (self.condition_expression, repr(names), None if values is None else tuple(values))
+        kept = trees.get(key)
+        if kept is None:
+            node = syntax_tree(self)  # a parse that fails raises here, as moto's does, and is not kept
+            kept = (node, self._find_literals(node), self._find_expr_attr_values(node))
+            if len(trees) >= CONDITION_CACHE_SIZE:
+                trees.clear()
+            trees[key] = kept
+        else:
+            node = with_values(kept[0], values or {})
+        self.expr_attr_names_found.extend(kept[1])
+        self.expr_attr_values_found.extend(kept[2])
+        return self._make_op_condition(node)
 
     parse.original = original  # type: ignore[attr-defined]
-    ConditionExpressionParser.parse = parse  # type: ignore[method-assign]
+    Parser.parse = parse  # type: ignore[method-assign]
