@@ -2,7 +2,7 @@
 
 Measured on `benchmarks/bench_inline.py`'s throughput run (3-step workflows, in-process moto,
 cProfile): a handful of small items per request, yet each DynamoDB or SQS call cost 2-4 ms of CPU,
-most of it outside the emulated service. Three generic parts of moto did much of it:
+most of it outside the emulated service. Four generic parts of moto did much of it:
 
 - The response serializer asks its attribute picker for every member of every output shape, and
   the picker builds a context object, six alias providers and `xform_name` spellings for each ask:
@@ -75,6 +75,8 @@ def _patch_routing() -> None:
         key = (kind, clean_url, enable_iso_regions())
         found = handler_for.get(key)
         if found is None:
+            if len(handler_for) >= 1024:
+                handler_for.clear()
             urls = backend.urls.items()
             found = next((h for url, h in urls if re.compile(url).match(clean_url)), no_handler)
             handler_for[key] = found
@@ -163,6 +165,8 @@ def _patch_serializer() -> None:
                 picker.get_possible_keys(ser.AttributePickerContext(obj={}, key=key, shape=shape)))
         except Exception:  # noqa: BLE001
             keys = None
+        if len(keys_for) >= 4096:  # shapes are cached by botocore's models: a guard, not expected
+            keys_for.clear()
         keys_for[cache_key] = keys
         return keys
 
