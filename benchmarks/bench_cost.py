@@ -20,9 +20,11 @@ per-step floor and the per-execution overhead fitted to those runs.
 
 What is counted as orchestration (the issue's "decider, queues, table"): the
 table's items (commits, snapshots, index rows, timers, definitions), the worker
-SDK's dedupe records (shown on their own line: `@task(dedupe=False)` drops
-them), every SQS request (our sends, and the Lambda event source mapping's
-ReceiveMessage + DeleteMessageBatch, one each per batch it delivers: those are
+SDK's dedupe records (shown on their own line, near $0 here: since issue 15 a
+short task on a first delivery reads and writes none, only long tasks, retries
+and possible duplicates do; `@task(dedupe=False)` drops them all), every SQS
+request (our sends, and the Lambda event source mapping's ReceiveMessage +
+DeleteMessageBatch, one each per batch it delivers: those are
 billed to the queue owner like any other request), S3, and the decider
 Lambda. Not counted: the worker Lambda (the user's task code, billed with
 Step Functions too), the API (one start request per execution; Step Functions

@@ -259,11 +259,12 @@ def local_rows(rates: dict[str, float], calls: dict[str, float], dbos: float | N
     row("  (AWS requests per workflow in that set-up: inline / worker steps)",
         f"{calls['inline']:.1f} / {calls['worker']:.1f}", "", None)
     # A worker step's critical path: the decider's commit, SendMessage to the task queue, the event
-    # source mapping's receive, the worker's dedupe peek, its dedupe write, SendMessage of the
-    # answer, the mapping's receive for the decider (deletes happen after the handlers return).
-    worker_path = ["commit PutItem", "task SendMessage", "ESM ReceiveMessage", "dedupe GetItem",
-                   "dedupe PutItem", "result SendMessage", "ESM ReceiveMessage"]
-    lat_ms = {"commit PutItem": 6, "dedupe GetItem": 6, "dedupe PutItem": 6}
+    # source mapping's receive, SendMessage of the answer, the mapping's receive for the decider
+    # (deletes happen after the handlers return). A short task on a first delivery reads and writes
+    # no dedupe record (worker/dedupe.py); before issue 15 it added a GetItem and a PutItem.
+    worker_path = ["commit PutItem", "task SendMessage", "ESM ReceiveMessage", "result SendMessage",
+                   "ESM ReceiveMessage"]
+    lat_ms = {"commit PutItem": 6}
     worker_ms = sum(lat_ms.get(s, 12) for s in worker_path)
     row("step latency model: sequential AWS round trips per step, worker",
         f"{len(worker_path)} (~{worker_ms} ms)", "printed", None)

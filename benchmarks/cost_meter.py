@@ -45,6 +45,8 @@ def item_size(item: dict[str, Any] | None) -> int:
 def kind_of(item: dict[str, Any] | None) -> str:
     """Which item family (adapters/dynamodb) an item belongs to: commit, snapshot, index row, ..."""
     pk, sk = (item or {}).get("pk", {}).get("S", ""), (item or {}).get("sk", {}).get("S", "")
+    if pk == "EXEC#orbit-worker-history-probe":  # worker/dedupe.readable: once per worker process
+        return "worker dedupe"
     if pk.startswith("EXEC#"):
         return {"C#": "commit", "SN": "snapshot", "A#": "index row"}.get(sk[:2], "history (none yet)")
     if pk.startswith("IDEM#"):

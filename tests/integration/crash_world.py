@@ -192,6 +192,10 @@ class World:
             # slowly the machine runs it (the crash points of two runs must line up).
             svc.__dict__["registry"] = DynamoRegistry(self.clients.dynamodb, self.stack.table, svc.payloads,
                                                       self.clock, monotonic=lambda: self.clock.now / 1000)
+            # The worker's grace period is wall-clock time: a loaded machine must not turn a quick task
+            # into a long one (a claim, an early flush of the batch's answers) and shift the calls.
+            # The long task says so itself, with a heartbeat.
+            svc.worker.started_grace_s = 30.0
             if function:
                 self.containers[function] = svc
         return svc

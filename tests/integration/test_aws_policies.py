@@ -118,6 +118,10 @@ def test_the_check_catches_a_missing_grant(reference: Reference, roles: dict[str
     # (retention), nothing else.
     assert leading_keys(st) == ["IDEM#*", "BLOB#*"]
     assert not fnmatch.fnmatchcase("EXEC#", "IDEM#*")
+    # It may read a history (a possible duplicate checks its attempt, issue 15), never write one.
+    for worker in ("ExampleWorkerRole", "HttpTaskRole"):
+        on_exec = [st for st in grants(roles[worker]) if "EXEC#*" in (leading_keys(st) or [])]
+        assert [actions(st) for st in on_exec] == [{"dynamodb:Query"}], worker
 
 
 def _s3_resources(statement: dict[str, Any]) -> list[str]:

@@ -40,6 +40,9 @@ def big(input: Any, ctx: worker.TaskContext) -> str:
     if ctx.execution_id not in FAILED_ONCE:  # a retry: its dedupe record and second attempt
         FAILED_ONCE.add(ctx.execution_id)
         raise TaskError("FLAKY", "first attempt fails", retryable=True)
+    # A heartbeat makes it a long task: it claims its dedupe key and stores its result (a quick
+    # task on a first delivery keeps no record since issue 15), so the record's expiry is checked.
+    ctx.heartbeat()
     return BIG
 
 

@@ -369,3 +369,24 @@ def test_the_same_message_twice_in_one_batch_is_decided_once() -> None:
     assert a.handle_batch([result, dict(result)]) == []
     types = [e["type"] for e in a.history(eid)]
     assert types.count("StepSucceeded") == 1 and "StaleResultIgnored" not in types
+
+
+def test_a_no_op_on_a_stale_cached_state_is_decided_again_on_the_stored_one() -> None:
+    """Engine `a` caches the state; `b` records attempt 1's failure and dispatches attempt 2 (no
+    backoff). `a` then gets attempt 2's `started`: on its cached state the token is unknown, which
+    changes nothing and so would meet no conflicting write; it is decided again on the stored state."""
+    from orbit.core.definition import parse_definition
+
+    a, b, _ = engine_pair()
+    a.registry.register(parse_definition(definition(
+        {"r": {"task": "t.r", "retry": {"max_attempts": 2, "backoff": "0s"}}}, name="retried")))
+    eid = a.start("retried", input={}, execution_id="e-stale")
+    first = _token(b, eid, "r")
+    b.handle({"kind": "result", "execution_id": eid, "id": "r-1", "unit": "r", "token": first,
+              "error": {"code": "X", "message": "no", "retryable": True}})
+    second = _token(b, eid, "r")
+    assert second != first and a._cache[eid][0].units["r"].token == first  # a's copy is stale
+    a.handle({"kind": "started", "execution_id": eid, "id": "s-2", "unit": "r", "token": second,
+              "worker_id": "w", "worker_session": "s"})
+    state = b.load_state(eid)
+    assert state.units["r"].status == "DISPATCHED" and state.units["r"].worker_id == "w"

@@ -299,8 +299,11 @@ class Services:
         from orbit.adapters.dynamodb.retention import ResultReferences
         from orbit.worker.sdk import Worker
 
+        # `history`: read by a possible duplicate delivery only (worker/dedupe.py; the worker roles may
+        # Query EXEC# partitions for it, never write them)
         return Worker(self.queues, self.idempotency, self.clock, lease_ms=self.settings.worker_lease_s * 1000,
-                      tracer=self.tracer, references=ResultReferences(self.blobs, self.payloads))
+                      tracer=self.tracer, references=ResultReferences(self.blobs, self.payloads),
+                      history=self.store)
 
 
 def build_services(env: Mapping[str, str] | None = None, clock: Any = None) -> Services:

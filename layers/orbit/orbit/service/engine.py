@@ -89,6 +89,10 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
+class _StaleNoop(Exception):  # noqa: N818 - a signal inside `_process`, never raised out of it
+    """A decision on a cached state changed nothing: decide it again on the stored state."""
+
+
 class Engine(RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
@@ -262,6 +266,10 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             try:
                 self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
                 return
+            except _StaleNoop:
+                # Nothing changed on the cached state: another process (the API's redrive) may have
+                # committed since, so the message is decided once more on the stored state.
+                self._cache.pop(eid, None)
             except ConflictError:
                 self._cache.pop(eid, None)  # somebody else committed: reload and decide again
                 if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
@@ -281,6 +289,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
     ) -> None:
         # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
         # write to an execution that does not exist yet; anything else is NotFound.
+        cached = eid in self._cache
         state, since_snapshot = self._state(
             eid,
             create=any(
@@ -348,6 +357,10 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
+        if cached and handled and not (events or effects or resend):
+            # A decision that changes nothing meets no conflicting write, so a stale cached state
+            # would drop the message for good (a child's notice after the API redrove the parent).
+            raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
             inline.run_before_commit(self, state, wf, events, effects, handled)
@@ -439,8 +452,12 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
     def _carry_out(self, eid: str, effects: list[Effect], fresh: bool = True) -> None:
         header = getattr(self._local, "trace", None)
         trace = {BODY_KEY: header} if header else {}
+        # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
+        resent = {} if fresh else {"resent": True}
         for e in inline.carry_out(self, eid, effects, fresh):
-            if isinstance(e, (DispatchTask, CancelTask)):
+            if isinstance(e, DispatchTask):
+                self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
+            elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from orbit.worker.dedupe import Delivery, TaskDeferred
 from orbit.worker.sdk import Worker
 
 log = logging.getLogger("orbit.worker")
@@ -66,7 +67,8 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.append_keys(execution_id=body.get("execution_id"), step=body.get("unit"),
                            attempt=body.get("attempt"))
         try:
-            worker.process(body, extend, lease_ms)
+            # the receive count and send time tell a possible duplicate (worker/dedupe.py)
+            worker.process(body, extend, lease_ms, Delivery.of(record.raw_event.get("attributes")))
             logger.info("task message handled", kind=body.get("kind"), task=body.get("task"))
         finally:
             logger.remove_keys(["execution_id", "step", "attempt"])
@@ -100,6 +102,7 @@ def poll(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s
         polls += 1
         got = svc.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=max_messages, WaitTimeSeconds=wait_s,
                                       VisibilityTimeout=visibility_s,
+                                      AttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
                                       MessageAttributeNames=["All"]).get("Messages", [])
         for m in got:
             def extend(seconds: int, handle: str = m["ReceiptHandle"]) -> None:
@@ -109,7 +112,11 @@ def poll(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s
             try:
                 body = decode_body(m["Body"], svc.payloads)
                 trace = trace_of(m)
-                worker.process({**body, BODY_KEY: trace} if trace else body, extend, visibility_s * 1000)
+                worker.process({**body, BODY_KEY: trace} if trace else body, extend, visibility_s * 1000,
+                               Delivery.of(m.get("Attributes")))
+            except TaskDeferred as e:  # a possible duplicate: it comes back once its answer had time
+                log.info("%s", e)
+                continue
             except Exception:  # left on the queue: SQS redelivers it, then moves it to the DLQ
                 log.exception("task message %s failed; it will be redelivered", m.get("MessageId"))
                 continue

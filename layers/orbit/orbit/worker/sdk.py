@@ -2,27 +2,32 @@
 
 A task message is a `DispatchTask` effect (`kind: dispatch_task`). For each one
 the worker:
-1. reads the step's idempotency key (adapters/dynamodb/idempotency.py). A key
-   already COMPLETED answers with the stored result without running the
-   function again: a redelivered message, or a dispatch re-sent from the
-   commit log after a decider crash, costs no second side effect. A key
-   claimed by a live worker fails the record so SQS redelivers it later. A
-   task still running after `started_grace_s` claims the key with a lease;
+1. decides whether the delivery can be a duplicate (worker/dedupe.py). A fresh
+   one (first receive, not re-sent by the decider) reads no record at all. A
+   possible duplicate reads the step's idempotency key
+   (adapters/dynamodb/idempotency.py): a stored result or failure answers
+   without running the function again, a key claimed by a live worker fails
+   the record so SQS redelivers it later; with no record, the execution's
+   history tells whether the attempt is still open (else it is acknowledged
+   without running); an open one comes back later and, once settled, runs
+   with the key claimed first;
 2. reports `started` (which records StepDispatched; the session id is new for
    every delivery, so the decider can tell a redelivery after a lost worker).
    A task that ends within `started_grace_s` sends `started` together with its
    result, in one SQS request that usually lands in one decider batch (one
-   commit instead of two); a longer task sends it when the grace runs out. A
-   dispatch with `heartbeat_timeout_ms` sends `started` (and claims the lease)
-   before the function runs: the engine's heartbeat clock starts there, and the
-   function must call `ctx.heartbeat` within each heartbeat timeout (see
-   orbit/worker_heartbeat.py for the throttle);
+   commit instead of two), and writes no record: its result message is its
+   record. A longer task claims the key with a lease and sends `started` when
+   the grace runs out (with whatever its batch held: see worker/batching.py).
+   A dispatch with `heartbeat_timeout_ms` sends `started` (and claims the
+   lease) before the function runs: the engine's heartbeat clock starts there,
+   and the function must call `ctx.heartbeat` within each heartbeat timeout
+   (see worker/heartbeat.py for the throttle);
 3. runs the function with a `TaskContext`, extending the message's visibility
-   and the claim's lease in the background while it runs;
-4. stores a success, or the failure with its attempt number (a redelivery of
-   that attempt answers the stored error instead of running again; the next
-   attempt runs), and reports a `result` echoing the dispatch token, so the
-   decider can tell a current answer from a stale one.
+   (and a claim's lease) in the background while it runs;
+4. if it claimed the key, stores the success, or the failure with its attempt
+   number (a redelivery of that attempt answers the stored error instead of
+   running again; the next attempt runs), and reports a `result` echoing the
+   dispatch token, so the decider can tell a current answer from a stale one.
 `raise orbit.TaskError(code, message, retryable=False)` fails the step for good;
 any other exception is reported as a retryable `TASK_FAILED`.
 """
@@ -35,13 +40,16 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from orbit.core.history.effects import DispatchTask, effect_from_dict
 from orbit.core.history.events import TaskError
 from orbit.core.tracing import BODY_KEY, PassThrough
 from orbit.errors import OrbitError, ValidationError
+from orbit.worker import dedupe
+from orbit.worker.batching import Held, KeepAlive, Once
+from orbit.worker.context import TaskContext
+from orbit.worker.dedupe import Delivery, TaskDeferred
 from orbit.worker.heartbeat import HeartbeatThrottle
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
@@ -82,65 +90,21 @@ class TaskBusy(OrbitError):
     """Another live worker holds this step's idempotency key; the message is retried later."""
 
 
-@dataclass
-class TaskContext:
-    execution_id: str
-    step: str
-    attempt: int
-    idempotency_key: str
-    token: str
-    deadline_ms: int | None = None
-    _beat: Callable[[Any], bool] | None = field(default=None, repr=False)
-    _cancelled: bool = field(default=False, repr=False)
-    # The step's heartbeat_timeout: call `heartbeat` more often than this, or the attempt fails
-    # with HEARTBEAT_TIMEOUT. Nothing heartbeats for the task on its own.
-    heartbeat_timeout_ms: int | None = None
-
-    def heartbeat(self, details: Any = None) -> None:
-        """Tell the engine the task is alive (a StepHeartbeat) and learn whether it was cancelled.
-
-        Throttled (orbit/worker_heartbeat.py): call it as often as convenient."""
-        if self._beat is not None and self._beat(details):
-            self._cancelled = True
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the engine withdrew this attempt (seen at the latest heartbeat); stop early."""
-        return self._cancelled
-
-
-class _KeepAlive:
-    """While a task runs, extend its message visibility and its claim every `period_s`."""
-
-    def __init__(self, period_s: float, extend: Callable[[], None]) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, args=(period_s, extend), daemon=True)
-
-    def _loop(self, period_s: float, extend: Callable[[], None]) -> None:
-        while not self._stop.wait(period_s):
-            try:
-                extend()
-            except Exception:  # a failed extension must never kill the task; the next one may work
-                log.warning("could not extend the task's visibility/lease", exc_info=True)
-
-    def __enter__(self) -> _KeepAlive:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-
 class Worker:
     """Processes task messages with ports: `queues` (send_decision), `idempotency` (or None), `clock`."""
 
     def __init__(self, queues: Any, idempotency: Any, clock: Any,
                  tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
                  lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0,
-                 started_grace_s: float = 1.0, tracer: Any = None, references: Any = None) -> None:
+                 started_grace_s: float = 1.0, tracer: Any = None, references: Any = None,
+                 history: Any = None) -> None:
         self.queues = queues
         self.idempotency = idempotency
+        # Read-only `load(execution_id)` of the executions' histories: tells a possible duplicate
+        # whether its attempt is still open (worker/dedupe.py). None: such a message settles, then
+        # runs with its key claimed.
+        self.history = history
+        self._history_readable: bool | None = None  # dedupe.readable, asked at the first task
         self.clock = clock
         self._tasks = tasks
         # The Lambda log stream names one execution environment: a good worker identity.
@@ -165,7 +129,7 @@ class Worker:
         by more than the grace period. Records are reported done only after the
         flush, so a failed send fails the batch and SQS redelivers it.
         """
-        held = _Held()
+        held = Held()
         self._local.held = held
         try:
             yield
@@ -177,8 +141,11 @@ class Worker:
         return self._tasks if self._tasks is not None else registered_tasks()
 
     def process(self, body: Mapping[str, Any], extend_visibility: Callable[[int], None] | None = None,
-                lease_ms: int | None = None) -> None:
+                lease_ms: int | None = None, delivery: Delivery | None = None) -> None:
         """Handle one task message; raises (so the message is retried) only when it must be redelivered.
+
+        `delivery`: what SQS says about this receive (its receive count, when it was sent); without
+        it the message counts as a first, fresh delivery (worker/dedupe.py).
 
         The attempt runs in a span of its execution's trace (the header the dispatch carried); every
         message it sends (started, heartbeats, the result) carries that span on."""
@@ -191,12 +158,12 @@ class Worker:
             if span.header and token:
                 self._traces[token] = span.header
             try:
-                self._process(body, extend_visibility, lease_ms)
+                self._process(body, extend_visibility, lease_ms, delivery or Delivery())
             finally:
                 self._traces.pop(token, None)
 
     def _process(self, body: Mapping[str, Any], extend_visibility: Callable[[int], None] | None,
-                 lease_ms: int | None) -> None:
+                 lease_ms: int | None, delivery: Delivery) -> None:
         kind = body.get("kind")
         if kind == "cancel_task":
             if self.idempotency is not None:
@@ -210,31 +177,37 @@ class Worker:
         d = effect
         with _TASKS_LOCK:
             idem = None if d.task in _NO_DEDUPE else self.idempotency
-        if idem is not None:
-            claim = idem.peek(d.idempotency_key, d.attempt)
-            if claim.outcome == "done":
-                self._answer(getattr(self._local, "held", None),
-                             self._result(d, (claim.result or {}).get("output"), None))
+        held: Held | None = getattr(self._local, "held", None)  # this batch's, even from the timer thread
+        if held is not None:
+            self._send(*held.stale(self.started_grace_s))
+        claimed = Once({})  # taken by whoever claims the key: up front, or when the task runs long
+        recorded = [False]  # the key is claimed: the outcome is stored (complete/fail)
+        if idem is not None and not self._by_history():  # no history to check: the record every time
+            if not self._replay(d, idem.peek(d.idempotency_key, d.attempt), held):
                 return
-            if claim.outcome == "failed":  # this attempt failed already: the same answer, no second run
-                self._answer(getattr(self._local, "held", None),
-                             self._result(d, None, TaskError.from_dict((claim.result or {}).get("error"))))
-                return
-            if claim.outcome == "busy":
-                raise TaskBusy(f"step {d.unit!r} of {d.execution_id!r} is running on another worker")
+            recorded[0] = True
+        elif idem is not None:
+            claim_first = self._look_back(body, d, idem, delivery, held, extend_visibility)
+            if claim_first is None:
+                return  # answered from the record, or acknowledged: nothing to run
+            if claim_first:
+                claimed.take()
+                if not self._replay(d, idem.claim(d.idempotency_key, d.token, lease, d.attempt), held):
+                    return
+                recorded[0] = True
         session = uuid.uuid4().hex
-        started = _Once({"kind": "started", "execution_id": d.execution_id,
-                         "id": f"started:{d.token}:{session}", "unit": d.unit, "token": d.token,
-                         "worker_id": self.worker_id, "worker_session": session})
-        claimed = _Once({})
-        held: _Held | None = getattr(self._local, "held", None)  # this batch's, even from the timer thread
+        started = Once({"kind": "started", "execution_id": d.execution_id,
+                        "id": f"started:{d.token}:{session}", "unit": d.unit, "token": d.token,
+                        "worker_id": self.worker_id, "worker_session": session})
 
         def running_long() -> None:
-            """Past the grace period (or at the first heartbeat): take the lease, report `started`."""
+            """Past the grace period (or at the first heartbeat): take the lease, report `started`,
+            and send what the batch holds (it holds no more from now on: see batching.Held)."""
             if claimed.take() and idem is not None:
                 # A rival claim would mean a concurrent duplicate; `complete` decides whose result counts.
                 idem.claim(d.idempotency_key, d.token, lease, d.attempt)
-            self._send(*(held.drain() if held is not None else ()), *started.take())
+                recorded[0] = True
+            self._send(*(held.open() if held is not None else ()), *started.take())
 
         # With a heartbeat timeout the engine's clock starts at `started`: report it now, or the
         # grace period would eat into the first heartbeat's window unseen.
@@ -246,11 +219,12 @@ class Worker:
             timer.daemon = True
             timer.start()
         try:
-            output, error = self._run(d, idem, running_long, session, lease, extend_visibility)
+            output, error = self._run(d, idem, running_long, session, lease, extend_visibility, recorded)
         finally:
             if timer is not None:
                 timer.cancel()
-        if idem is not None:
+                timer.join()  # a grace timer that fired just now has claimed before we read `recorded`
+        if idem is not None and recorded[0]:
             if error is None:
                 output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]
             else:
@@ -260,8 +234,56 @@ class Worker:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
 
+    def _by_history(self) -> bool:
+        """May short tasks skip the record? Only if this process can read histories (asked once)."""
+        if self._history_readable is None:
+            self._history_readable = dedupe.readable(self.history)
+        return bool(self._history_readable)
+
+    def _look_back(self, body: Mapping[str, Any], d: DispatchTask, idem: Any, delivery: Delivery,
+                   held: Held | None, extend_visibility: Callable[[int], None] | None) -> bool | None:
+        """Before running: None (nothing to run: answered from the record, or acknowledged), True (run
+        with the key claimed first) or False (run; claim only if it runs long). See worker/dedupe.py."""
+        suspect = dedupe.suspect(body, d, delivery)
+        waited = dedupe.waited(delivery, self.clock.now_ms())
+        if not (suspect or waited or d.attempt > 1):
+            return False  # a fresh delivery: its result message is its record
+        claim = idem.peek(d.idempotency_key, d.attempt)
+        if claim.outcome == "lost":
+            return True  # a long run died holding the key: it never reported, run it again
+        if not self._replay(d, claim, held):
+            return None
+        if not (suspect or waited):
+            return False  # a retry: nothing ran this attempt before
+        count = delivery.receive_count if suspect else dedupe.SETTLE_RECEIVES  # one that waited never defers
+        verdict = dedupe.verdict(self.history, d, count)
+        if verdict == "ack":
+            log.info("task message for %s/%s attempt %d is a duplicate the execution no longer waits for; "
+                     "acknowledged without running", d.execution_id, d.unit, d.attempt)
+            return None
+        if verdict == "defer":
+            if extend_visibility is not None:
+                extend_visibility(dedupe.SETTLE_DELAY_S)
+            raise TaskDeferred(f"step {d.unit!r} of {d.execution_id!r} (attempt {d.attempt}) may have run "
+                               f"already; its answer may be in flight: retried in {dedupe.SETTLE_DELAY_S} s "
+                               f"(receive {delivery.receive_count} of {dedupe.SETTLE_RECEIVES})")
+        return suspect  # a settled duplicate runs with the key claimed; a message that waited as fresh
+
+    def _replay(self, d: DispatchTask, claim: Any, held: Held | None) -> bool:
+        """True when `claim` lets the attempt run; else answer from the stored outcome (or raise busy)."""
+        if claim.outcome == "done":
+            self._answer(held, self._result(d, (claim.result or {}).get("output"), None))
+            return False
+        if claim.outcome == "failed":  # this attempt failed already: the same answer, no second run
+            self._answer(held, self._result(d, None, TaskError.from_dict((claim.result or {}).get("error"))))
+            return False
+        if claim.outcome == "busy":
+            raise TaskBusy(f"step {d.unit!r} of {d.execution_id!r} is running on another worker")
+        return True
+
     def _run(self, d: DispatchTask, idem: Any, running_long: Callable[[], None], session: str, lease_ms: int,
-             extend_visibility: Callable[[int], None] | None) -> tuple[Any, TaskError | None]:
+             extend_visibility: Callable[[int], None] | None,
+             recorded: list[bool]) -> tuple[Any, TaskError | None]:
         fn = self.tasks().get(d.task)
         if fn is None:
             # "in this worker", not "on this queue": run locally, one process serves every queue
@@ -274,7 +296,7 @@ class Worker:
         def extend() -> None:
             if extend_visibility is not None:
                 extend_visibility(max(1, lease_ms // 1000))
-            if idem is not None:
+            if idem is not None and recorded[0]:  # only a claimed key has a lease to extend
                 idem.extend(d.idempotency_key, d.token, lease_ms)
 
         def send_beat(details: Any) -> bool:
@@ -292,7 +314,7 @@ class Worker:
         ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms,
                           throttle.beat, heartbeat_timeout_ms=d.heartbeat_timeout_ms)
         try:
-            with _KeepAlive(max(1.0, lease_ms / 3000), extend):
+            with KeepAlive(max(1.0, lease_ms / 3000), extend):
                 return fn(d.input, ctx), None
         except TaskError as e:
             return None, e
@@ -316,11 +338,9 @@ class Worker:
             msg["error"] = error.to_dict()
         return msg
 
-    def _answer(self, held: _Held | None, *messages: dict[str, Any]) -> None:
+    def _answer(self, held: Held | None, *messages: dict[str, Any]) -> None:
         messages = tuple(self._traced(m) for m in messages)
-        if held is not None:
-            held.add(messages)
-        else:
+        if held is None or not held.add(messages):
             self._send(*messages)
 
     def _send(self, *messages: dict[str, Any]) -> None:
@@ -341,31 +361,3 @@ class Worker:
         return {**m, BODY_KEY: header} if header and BODY_KEY not in m else m
 
 
-class _Held:
-    """Answers waiting for the end of a batch; drained by the batch's thread or a task's timer."""
-
-    def __init__(self) -> None:
-        self._items: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    def add(self, messages: tuple[dict[str, Any], ...]) -> None:
-        with self._lock:
-            self._items.extend(messages)
-
-    def drain(self) -> list[dict[str, Any]]:
-        with self._lock:
-            items, self._items = self._items, []
-        return items
-
-
-class _Once:
-    """A message that must be sent exactly once, by whichever thread gets to it first."""
-
-    def __init__(self, message: dict[str, Any]) -> None:
-        self._message: dict[str, Any] | None = message
-        self._lock = threading.Lock()
-
-    def take(self) -> tuple[dict[str, Any], ...]:
-        with self._lock:
-            message, self._message = self._message, None
-        return (message,) if message is not None else ()

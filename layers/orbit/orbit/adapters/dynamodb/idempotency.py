@@ -4,14 +4,13 @@
                                            or FAILED (the attempt that failed and its error)
     IDEM#cancel#<dispatch token> / IDEM    a CancelTask arrived for that token
 
-A short task (done within the worker's grace period) costs one eventually
-consistent read (`peek`, half a read unit) and one conditional write
-(`complete`, the floor: a later duplicate can only find what was written);
-only a task
-that runs longer takes an IN_PROGRESS claim with a lease, so a duplicate
-delivery waits instead of running it a second time. (Two deliveries of the
-same short task arriving within the same second could both run; the first
-stored result is the one both report.)
+Who writes one (orbit/worker/dedupe.py): a task that runs longer than the worker's
+grace period takes an IN_PROGRESS claim with a lease, so a duplicate delivery waits
+instead of running it a second time, and stores its outcome; a possible duplicate
+that settles claims the key before it runs. A short task on a fresh delivery writes
+nothing: its result message, folded into the history, is what a later duplicate
+checks. Only possible duplicates, retries and messages that waited in a queue read
+the key (`peek`, an eventually consistent read, half a read unit).
 
 The same scheme as powertools' idempotency utility (one conditional PutItem,
 `ReturnValuesOnConditionCheckFailure=ALL_OLD` so the blocking record comes back
@@ -19,7 +18,7 @@ in the same round trip, an in-progress expiry so a crashed worker does not
 block the key forever), written here because Orbit needs what the utility does
 not give: results of any size (spilled to S3 with the same codec as commits),
 a lease a heartbeat extends, and a cancellation flag the running task can see.
-The worker role may touch only `IDEM#*` keys (template.yaml).
+The worker role may write only `IDEM#*` (and `BLOB#*`) keys (template.yaml).
 
 Why a failure is stored, not just the claim dropped: the key is the same for every attempt,
 and a dispatch can come back after its attempt failed (the worker died after reporting, or
@@ -43,7 +42,8 @@ RESULT_TTL_S = 7 * 24 * 3600
 
 @dataclass(frozen=True)
 class Claim:
-    outcome: Literal["run", "done", "failed", "busy"]
+    # "lost" (peek only): an expired claim, its worker died mid-run without reporting: run it again
+    outcome: Literal["run", "done", "failed", "busy", "lost"]
     result: dict[str, Any] | None = None  # for "done": {"output": ...}; for "failed": {"error": ...}
 
 
@@ -60,7 +60,7 @@ class IdempotencyStore:
 
     def peek(self, key: str, attempt: int = 1) -> Claim:
         """Read the key: its cached result, the failure of this `attempt` or a later one, a live
-        claim ("busy"), or nothing.
+        claim ("busy"), an expired one ("lost"), or nothing.
 
         Eventually consistent (half the price): a duplicate that matters comes after a visibility
         timeout (a redelivery) or after a decision was redelivered (a re-sent dispatch), tens of
@@ -78,8 +78,8 @@ class IdempotencyStore:
             return Claim("done", decode(item, self._payloads))
         if text(item, "status") == FAILED and num(item, "attempt", 0) >= attempt:
             return Claim("failed", decode(item, self._payloads))
-        if text(item, "status") == IN_PROGRESS and num(item, "lease_until") >= self._clock.now_ms():
-            return Claim("busy")
+        if text(item, "status") == IN_PROGRESS:
+            return Claim("busy" if num(item, "lease_until") >= self._clock.now_ms() else "lost")
         return Claim("run")
 
     def claim(self, key: str, token: str, lease_ms: int, attempt: int = 1) -> Claim:

@@ -1,0 +1,141 @@
+"""Which deliveries of a task message can be duplicates, and what the worker does about one.
+
+A task message reaches a worker twice in three ways:
+- (d1) the decider re-sends the dispatches of a commit whose sends it may have missed (it crashed
+  between its send and its ack; `service.outbox.still_due`). Those copies carry `resent: true`;
+- (d2) SQS redelivers a message whose worker invocation failed after the task ran (and, for a
+  quick task, after its result left): `ApproximateReceiveCount` > 1;
+- (d3) SQS's rare spurious duplicate, handed over as a first receive. Accepted when it arrives
+  within OLD_MESSAGE_MS of the send while the first answer is unrecorded (with the record, two
+  deliveries within the same second could both run); a later one looks back (`waited`).
+
+A fresh delivery (receive count 1, not re-sent, attempt 1, not waiting in the queue for more than
+`OLD_MESSAGE_MS`) therefore reads and writes no dedupe record when its task ends within the
+worker's grace period: its result message is its record (the decider folds it into the history).
+A task that runs past the grace claims the key with a lease, as before, and stores its outcome.
+
+A possible duplicate (`suspect`) reads the dedupe record first (a long first run left one), then,
+if there is none, the execution's history (`verdict`): an attempt that is no longer open (its
+result recorded, a newer attempt dispatched, the execution ended or gone) is acknowledged without
+running. An open one may have its first run's result still in flight: the message is made visible
+again after `SETTLE_DELAY_S` and fails its record, so it comes back; at `SETTLE_RECEIVES` receives
+(the queues' maxReceiveCount is 5) it runs with the key claimed first, so any copy after it finds
+that claim.
+A first delivery sent more than `OLD_MESSAGE_MS` ago (`waited`: a queue backlog, or a late copy
+SQS delivers as new) reads the record and, without one, the history too: answered attempts are
+acknowledged, open ones run at once (it is most likely the only copy, behind a backlog; a settled
+duplicate that ran it left its claim). A retry's attempt (> 1) reads the record only: a long
+attempt 1 leaves its result for attempt 2 to reuse, as the dedupe record always did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orbit.core.history.effects import DispatchTask
+from orbit.core.history.state import DISPATCHED, SCHEDULED, TERMINAL_WORKFLOW, ExecutionState
+from orbit.errors import NotFound, OrbitError
+
+log = logging.getLogger("orbit.worker")
+
+SETTLE_RECEIVES = 3  # a possible duplicate whose attempt is still open runs at this receive count
+SETTLE_DELAY_S = 30  # until then it comes back after this long (its visibility timeout)
+OLD_MESSAGE_MS = 5_000  # a fresh message older than this looks back too (a backlog, a late SQS copy)
+
+Verdict = Literal["ack", "defer", "run"]
+
+
+class TaskDeferred(OrbitError):
+    """A possible duplicate whose first delivery may still be reporting: retried after SETTLE_DELAY_S."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What SQS says about one delivery of a message (Lambda's record attributes, or ReceiveMessage's)."""
+
+    receive_count: int = 1
+    sent_at_ms: int | None = None
+
+    @classmethod
+    def of(cls, attributes: Mapping[str, Any] | None) -> Delivery:
+        """From `ApproximateReceiveCount` and `SentTimestamp`; a missing or unreadable value counts as
+        a first, fresh delivery (the shape a caller without SQS passes)."""
+        attrs = attributes if isinstance(attributes, Mapping) else {}
+        return cls(max(1, _int(attrs.get("ApproximateReceiveCount")) or 1), _int(attrs.get("SentTimestamp")))
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def suspect(body: Mapping[str, Any], d: DispatchTask, delivery: Delivery) -> bool:
+    """Could another delivery of this attempt have run it already?"""
+    return delivery.receive_count > 1 or body.get("resent") is True or d.redelivery
+
+
+def waited(delivery: Delivery, now_ms: int) -> bool:
+    """Was the message sent more than OLD_MESSAGE_MS ago (a queue backlog, or SQS's late copy)?"""
+    return delivery.sent_at_ms is not None and now_ms - delivery.sent_at_ms > OLD_MESSAGE_MS
+
+
+def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
+    """Does the execution still wait for this dispatch's answer (same attempt, same token)?"""
+    if not state.created or state.status in TERMINAL_WORKFLOW:
+        return False
+    u = state.units.get(d.unit)
+    return (u is not None and not u.terminal and u.status in (SCHEDULED, DISPATCHED)
+            and u.attempt == d.attempt and u.tokens.get(d.token) == d.attempt)
+
+
+def is_open(history: Any, d: DispatchTask) -> bool:
+    """Does the execution still wait for this dispatch's answer? `history` has `load(execution_id) ->
+    Loaded` (the decider's store, read-only here); without it, or when the read fails (a worker role
+    without the grant), the attempt counts as open: the caller then behaves as every delivery did
+    before this check existed (settle, then run with the key claimed)."""
+    if history is None:
+        return True
+    try:
+        return attempt_open(history.load(d.execution_id).fold(), d)
+    except NotFound:
+        return False  # the execution is gone (retention): nobody waits for the answer
+    except Exception:  # noqa: BLE001 - cannot know: behave as if it were open
+        log.warning("could not read the history of %s to check a possible duplicate of %s",
+                    d.execution_id, d.unit, exc_info=True)
+        return True
+
+
+PROBE_EXECUTION = "orbit-worker-history-probe"
+DENIED = frozenset({"AccessDeniedException", "AccessDenied", "UnauthorizedOperation"})
+
+
+def readable(history: Any) -> bool | None:
+    """Can this process read histories? One Query of an execution that (most likely) does not exist:
+    True, False when the role lacks the grant (then every task keeps its dedupe record, the
+    protocol before issue 15), None when the read failed otherwise (ask again later)."""
+    if history is None:
+        return False
+    try:
+        history.load(PROBE_EXECUTION)
+    except NotFound:
+        return True
+    except Exception as e:  # noqa: BLE001 - classified below
+        code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
+        if code in DENIED:
+            log.warning("this worker cannot read execution histories (%s): every task keeps its dedupe "
+                        "record; grant dynamodb:Query on EXEC#* keys to save it (docs/deploying.md)", code)
+            return False
+        return None
+    return True
+
+
+def verdict(history: Any, d: DispatchTask, receive_count: int) -> Verdict:
+    """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it."""
+    if not is_open(history, d):
+        return "ack"
+    return "run" if receive_count >= SETTLE_RECEIVES else "defer"

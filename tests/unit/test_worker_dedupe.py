@@ -1,0 +1,82 @@
+"""Which delivery may be a duplicate, and the history's verdict on one (worker/dedupe.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orbit.core.history.effects import DispatchTask
+from orbit.core.history.state import ExecutionState, UnitState
+from orbit.errors import NotFound
+from orbit.worker import dedupe
+from orbit.worker.dedupe import Delivery
+
+D = DispatchTask("e", "a", "t", "q", {}, 2, "tok2", "e:a")
+
+
+class Loaded:
+    def __init__(self, state: ExecutionState) -> None:
+        self.state = state
+
+    def fold(self) -> ExecutionState:
+        return self.state
+
+
+class History:
+    def __init__(self, state: ExecutionState | None = None, error: Exception | None = None) -> None:
+        self.state, self.error = state, error
+
+    def load(self, eid: str) -> Any:
+        if self.error is not None:
+            raise self.error
+        return Loaded(self.state or ExecutionState(eid))
+
+
+def state(status: str = "SCHEDULED", attempt: int = 2, tokens: dict[str, int] | None = None,
+          workflow: str = "RUNNING") -> ExecutionState:
+    s = ExecutionState("e", created=True, status=workflow)
+    s.units["a"] = UnitState(status=status, attempt=attempt, token="tok2",
+                             tokens=tokens if tokens is not None else {"tok1": 1, "tok2": 2})
+    return s
+
+
+def test_open_only_while_the_execution_waits_for_this_token_and_attempt() -> None:
+    assert dedupe.attempt_open(state(), D)
+    assert dedupe.attempt_open(state("DISPATCHED"), D)
+    assert not dedupe.attempt_open(state("SUCCEEDED"), D)  # answered
+    assert not dedupe.attempt_open(state("RETRY_WAIT"), D)  # failed, a retry is due
+    assert not dedupe.attempt_open(state(attempt=3, tokens={"tok2": 2, "tok3": 3}), D)  # superseded
+    assert not dedupe.attempt_open(state(workflow="CANCELLED"), D)  # the execution ended
+    assert not dedupe.attempt_open(ExecutionState("e"), D)  # never created (a tombstone)
+
+
+def test_the_verdict_settles_an_open_attempt_and_acknowledges_an_answered_one() -> None:
+    assert dedupe.verdict(History(state()), D, 1) == "defer"
+    assert dedupe.verdict(History(state()), D, 2) == "defer"
+    assert dedupe.verdict(History(state()), D, dedupe.SETTLE_RECEIVES) == "run"
+    assert dedupe.verdict(History(state("SUCCEEDED")), D, 1) == "ack"
+    assert dedupe.verdict(History(error=NotFound("gone")), D, 1) == "ack"  # deleted by retention
+    # no read access (or any failure): counts as open, so it settles and runs with the key claimed
+    assert dedupe.verdict(History(error=PermissionError("AccessDenied")), D, 1) == "defer"
+    assert dedupe.verdict(None, D, dedupe.SETTLE_RECEIVES) == "run"
+
+
+def test_which_deliveries_are_suspect_or_waited() -> None:
+    assert not dedupe.suspect({}, D, Delivery())
+    assert dedupe.suspect({}, D, Delivery(2))
+    assert dedupe.suspect({"resent": True}, D, Delivery())
+    assert not dedupe.suspect({"resent": "yes"}, D, Delivery())  # only the decider's own mark counts
+    now = 1_000_000
+    assert not dedupe.waited(Delivery(1, now - dedupe.OLD_MESSAGE_MS), now)
+    assert dedupe.waited(Delivery(1, now - dedupe.OLD_MESSAGE_MS - 1), now)
+    assert not dedupe.waited(Delivery(1, None), now)
+
+
+def test_the_probe_tells_a_missing_grant_from_a_passing_failure() -> None:
+    class Denied(Exception):
+        response = {"Error": {"Code": "AccessDeniedException"}}
+
+    assert dedupe.readable(History(error=NotFound("no such execution"))) is True
+    assert dedupe.readable(History(state())) is True
+    assert dedupe.readable(History(error=Denied())) is False
+    assert dedupe.readable(History(error=TimeoutError())) is None  # asked again at the next task
+    assert dedupe.readable(None) is False
