@@ -163,7 +163,7 @@ class Meter:
         if op in ("Query", "GetItem"):
             items = parsed.get("Items") or ([parsed["Item"]] if parsed.get("Item") else [])
             key = params.get("Key") or {"pk": params.get("ExpressionAttributeValues", {}).get(":pk", {})}
-            kind = kind_of(items[0] if items else {**key, "sk": {"S": "?"}})
+            kind = kind_of({**key, **items[0]} if items else {**key, "sk": {"S": "?"}})  # (projected: no keys)
             self.requests[f"dynamodb:{op} {kind}"] += 1
             self.rru_by[kind] += max(1, math.ceil(sum(item_size(i) for i in items) / 4096)) * factor
         elif op == "BatchGetItem":
