@@ -147,8 +147,8 @@ def _check_retention(world: World, ended: set[str]) -> list[str]:
     """Retention survived the crash: the recovery gave every item of the ended executions its expiry,
     the same second on each of an execution's own items (commits, snapshot, index rows, payload
     references, hooks: readers judge by the newest commit), never NO_EXPIRY (a young end keeps the
-    provisional expiry its items were written with, service/retention.py). Dedupe records and a worker's hold expire on
-    their own clocks, no later than the retention."""
+    provisional expiry its items were written with, service/retention.py). Dedupe records and a
+    worker's hold expire on their own clocks, no later than the retention."""
     from orbit.service.retention import NO_EXPIRY_S
 
     out = []
