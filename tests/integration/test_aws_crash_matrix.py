@@ -85,7 +85,8 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
         assert expected in labels, (expected, sorted(labels))
     # An execution that ends young (within its first hour) writes no expiry at its end (it was
     # written with its items: write-time expiry); this one used to update every older item here.
-    assert not {(h, op, d) for h, _, op, d in labels if op == "UpdateItem" and d.startswith(("EXEC", "BLOB/R"))}
+    assert not {(h, op, d) for h, _, op, d in labels
+                if op == "UpdateItem" and d.startswith(("EXEC", "BLOB/R"))}
     # Each task ran once per attempt; the flaky one twice (attempt 1 failed).
     assert dict(reference.runs) == {(f"{EXECUTION}:fetch", 1): 1, (f"{EXECUTION}:flaky", 1): 1,
                                     (f"{EXECUTION}:flaky", 2): 1, (f"{EXECUTION}/child:double", 1): 1,

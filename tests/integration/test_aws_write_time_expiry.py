@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-
 from harness import load_event
 from orbit import worker
 from orbit.aws import wiring as aws
