@@ -169,7 +169,8 @@ class MemoryHistoryStore:
                dedupe_keys: list[str], written: bool = False) -> None:
         with self._lock:  # nothing here deletes: the expiry is recorded for the reads (and tests)
             self.expiry[execution_id] = expires_at_s
-            self.provisional.pop(execution_id, None)
+            if not written:  # the walk drops the marks; a young end leaves its earlier items marked
+                self.provisional.pop(execution_id, None)
             for token in hook_tokens:
                 if hook_key(token) in self._hooks:
                     self.hook_expiry[token] = expires_at_s
