@@ -237,3 +237,46 @@ def test_a_sweeper_that_dies_mid_batch_pins_everything_on_its_next_tick(
     ended = items_of(clients, stack.table, "c-1")
     assert set(expiries(ended).values()) == {expires_at_s(state.finished_at_ms, DAY_MS)}
     assert not any("prov" in i for i in ended)
+
+
+def test_the_timers_role_allows_every_request_of_a_sweep_that_pins(cloud: Any, clients: Any, stack: Any,
+                                                                     clock: Any) -> None:
+    """The policies test's run never reaches a pin: check the sweeper's own requests against
+    TimersRole here (action, and the key against LeadingKeys, or the index it queries)."""
+    import fnmatch
+    from pathlib import Path
+
+    from orbit.local.cfn import load_template
+    from test_aws_policies import actions, grants, leading_keys
+
+    cloud.api("POST", "/definitions", LONG)
+    cloud.api("POST", "/executions", {"workflow": "lasting", "id": "p-1", "input": {}})
+    cloud.run_until_idle()
+    clock.advance(SWEEP_AFTER_MS + 60_000)
+    calls: list[tuple[str, str, str]] = []
+
+    def record(model: Any, params: Any, **_: Any) -> None:
+        body = json.loads(params.get("body") or b"{}")
+        values = body.get("ExpressionAttributeValues") or {}
+        pk = ((body.get("Key") or body.get("Item") or {}).get("pk") or values.get(":pk") or {}).get("S", "")
+        calls.append((model.name, pk, body.get("IndexName") or ""))
+
+    events = aws.services().dynamodb.meta.events
+    events.register("before-call.dynamodb", record, unique_id="wte-record")
+    try:
+        tick(cloud)
+    finally:
+        events.unregister("before-call.dynamodb", unique_id="wte-record")
+    assert {op for op, _, _ in calls} >= {"Query", "GetItem", "UpdateItem", "PutItem"}, calls
+    role = load_template(Path(__file__).resolve().parents[2] / "template.yaml")["Resources"]["TimersRole"]
+    refused = []
+    for op, pk, index in calls:
+        allowed = [st for st in grants(role) if f"dynamodb:{op}" in actions(st)]
+        if index:  # a statement on that index
+            allowed = [st for st in allowed if f"/index/{index}" in str(st["Resource"])]
+        else:  # a statement on the table, whose LeadingKeys (if any) take the key
+            allowed = [st for st in allowed if "/index/" not in str(st["Resource"]) and (
+                leading_keys(st) is None or any(fnmatch.fnmatchcase(pk, k) for k in leading_keys(st) or []))]
+        if not allowed:
+            refused.append((op, pk, index))
+    assert not refused, refused
