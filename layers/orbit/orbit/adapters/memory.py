@@ -17,13 +17,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from orbit.adapters.memory_retention import MemoryRetention
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
 from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded, hook_key
 
 
-class MemoryHistoryStore:
+class MemoryHistoryStore(MemoryRetention):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._commits: dict[str, dict[int, Commit]] = {}  # execution -> first_seq -> commit
@@ -65,15 +66,6 @@ class MemoryHistoryStore:
             self._order.setdefault(execution_id, []).append(commit.first_seq)
             self._last[execution_id] = commit.last_seq
             self._written(execution_id, expires_at_s, provisional)
-
-    def _written(self, execution_id: str, expires_at_s: int | None, provisional: bool) -> None:
-        """An item of the execution was written with this expiry (reads judge by the newest)."""
-        if expires_at_s is None:
-            return
-        if provisional:
-            self.provisional[execution_id] = expires_at_s
-        else:
-            self.expiry[execution_id] = expires_at_s
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None:
         with self._lock:
@@ -164,36 +156,6 @@ class MemoryHistoryStore:
             self._hooks[hook_key(token)] = (execution_id, name)
             if expires_at_s is not None and not provisional:
                 self.hook_expiry[token] = expires_at_s
-
-    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
-               dedupe_keys: list[str], written: bool = False) -> None:
-        with self._lock:  # nothing here deletes: the expiry is recorded for the reads (and tests)
-            self.expiry[execution_id] = expires_at_s
-            if not written:  # the walk drops the marks; a young end leaves its earlier items marked
-                self.provisional.pop(execution_id, None)
-            for token in hook_tokens:
-                if hook_key(token) in self._hooks:
-                    self.hook_expiry[token] = expires_at_s
-
-    def aging(self, after: str | None, created_before_ms: int, limit: int) -> list[tuple[str, str]]:
-        with self._lock:
-            rows = [(f"{e.created_at_ms:015d}#{e.execution_id}", e.execution_id) for e in self._index.values()
-                    if e.status in ("RUNNING", "COMPENSATING") and e.created_at_ms < created_before_ms]
-        return sorted(r for r in rows if after is None or r[0] > after)[:limit]
-
-    def pin(self, execution_id: str, hook_tokens: list[str], until_s: int) -> int:
-        with self._lock:
-            if self.provisional.pop(execution_id, None) is None:
-                return 0
-            self.expiry[execution_id] = until_s
-            return 1
-
-    def sweep_cursor(self) -> str | None:
-        return self.cursor
-
-    def advance_sweep(self, cursor: str) -> None:
-        with self._lock:
-            self.cursor = max(self.cursor or "", cursor)
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         with self._lock:
