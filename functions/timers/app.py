@@ -23,6 +23,7 @@ tracer = Tracer()
 
 SKEW_MS = 1_000
 BATCH = 100
+SWEEP_BATCH = 25
 
 
 @logger.inject_lambda_context
@@ -38,9 +39,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
             break
     swept = 0
     while context.get_remaining_time_in_millis() >= 10_000:  # a batch at a time, oldest first
-        n = svc.engine.sweep_young(limit=BATCH)
+        n = svc.engine.sweep_young(limit=SWEEP_BATCH)  # each execution: a state load and its pins
         swept += n
-        if n < BATCH:
+        if n < SWEEP_BATCH:
             break
     metrics.add_metric(name="TimersFired", unit=MetricUnit.Count, value=fired)
     logger.info("timers fired", fired=fired, swept=swept, scheduled_time=event.get("time"))

@@ -57,3 +57,21 @@ def test_an_execution_that_ends_young_keeps_its_provisional_expiry_and_one_that_
     sim.run_until_idle()
     state = sim.engine.load_state(old)
     assert store.expiry[old] == expires_at_s(state.finished_at_ms, R)  # exact, once it ended old
+
+
+def test_an_execution_whose_state_cannot_be_read_is_still_pinned_and_the_sweep_goes_on() -> None:
+    sim = sim_with({"w": {"wait_for": "go"}}, retention="2d")
+    store = sim.engine.store
+    broken, fine = sim.start("wf", {}, id="broken"), sim.start("wf", {}, id="fine")
+    sim.run_until_idle()
+    load = store.load
+
+    def unreadable(eid: str) -> object:
+        if eid == broken:
+            raise ValueError("a damaged snapshot")
+        return load(eid)
+
+    store.load = unreadable  # type: ignore[method-assign]
+    sim.clock.advance(SWEEP_AFTER_MS + 1)
+    assert sim.engine.sweep_young() == 2
+    assert store.expiry[broken] == store.expiry[fine] == NO_EXPIRY_S and not store.provisional

@@ -17,6 +17,7 @@ writes nothing provisionally: its items were pinned by the redrive.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from orbit.core.definition.retention import (
@@ -32,6 +33,8 @@ from orbit.core.history.lifecycle import retirement
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import BuildMismatch, NotFound, UnknownWorkflow
 from orbit.service.archive import encode_archive
+
+log = logging.getLogger("orbit.retention")
 
 # An expiry no table will reach: DynamoDB TTL deletes only items whose time has passed.
 NO_EXPIRY_S = 253_402_300_799  # 9999-12-31T23:59:59Z
@@ -135,6 +138,12 @@ class RetentionSweeper:
                 state = self._load(eid)
             except NotFound:
                 continue  # listed but gone: nothing to pin
+            except Exception:  # noqa: BLE001 - one unreadable execution must not stop the sweep
+                # Pin what can be found without its state (everything but its hook rows) rather
+                # than let TTL take a running execution's history, or retry it forever.
+                log.exception("retention sweep: execution %s could not be loaded; pinned without hooks", eid)
+                self.store.pin(eid, [], NO_EXPIRY_S)
+                continue
             # An ended one (its index row not yet updated) has its final expiry; a redriven one
             # wrote nothing provisionally.
             if state.status in TERMINAL_WORKFLOW or state.redrive_count:
