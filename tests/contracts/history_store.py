@@ -229,6 +229,7 @@ class HistoryStoreContract:
         assert store.aging(None, 3000, 1) == listed[:1]
         assert store.aging(listed[0][0], 3000, 10) == listed[1:]
         assert store.aging(listed[1][0], 3000, 10) == []
+        assert store.aging(listed[1][0], 1000, 10) == []  # a clock behind the cursor: nothing
         assert store.sweep_cursor() is None
         store.advance_sweep(listed[1][0])
         store.advance_sweep(listed[0][0])  # never backwards

@@ -34,6 +34,8 @@ class SweepRows:
         `created_before_ms`, oldest first, at most `limit` (the smallest keys of both partitions)."""
         found: list[tuple[str, str]] = []
         upper = f"{max(0, created_before_ms):015d}"
+        if after is not None and after >= upper:
+            return []  # (a clock behind the last sweep's: BETWEEN would refuse the bounds)
         for status in AGING_STATUSES:
             values: dict[str, Any] = {":pk": s(f"ST#{status}"), ":hi": s(upper)}
             cond = "gsi2pk = :pk AND gsi2sk < :hi"
