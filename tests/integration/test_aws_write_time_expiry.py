@@ -280,3 +280,24 @@ def test_the_timers_role_allows_every_request_of_a_sweep_that_pins(cloud: Any, c
         if not allowed:
             refused.append((op, pk, index))
     assert not refused, refused
+
+
+def test_a_workers_hold_follows_the_young_executions_expiry_and_a_later_result_does_not_extend_it(
+        cloud: Any, clients: Any, stack: Any, clock: Any) -> None:
+    from orbit.adapters.dynamodb.retention import BlobRefs, ResultReferences
+
+    cloud.api("POST", "/definitions", LONG)
+    cloud.api("POST", "/executions", {"workflow": "lasting", "id": "w-1", "input": {}})
+    cloud.run_until_idle()
+    p = provisional_expiry_s(aws.services().engine.load_state("w-1").created_at_ms, DAY_MS)
+
+    def holds() -> list[dict[str, Any]]:
+        return [i for i in clients.dynamodb.scan(TableName=stack.table)["Items"] if i["sk"]["S"] == "W#w-1"]
+
+    assert [(int(i["expires_at"]["N"]), "rec" in i) for i in holds()] == [(p, True)]
+    # The same result again (a duplicate attempt), from a worker process that never saw it: the
+    # execution's own reference holds the object, the hold is not renewed for 15 days.
+    payloads = aws.services().payloads
+    fresh = ResultReferences(BlobRefs(clients.dynamodb, stack.table, payloads, clock), payloads)
+    fresh.hold_value("w-1", {"output": BIG})
+    assert [int(i["expires_at"]["N"]) for i in holds()] == [p]

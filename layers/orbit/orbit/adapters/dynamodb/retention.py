@@ -7,7 +7,8 @@
                           retention is shorter
     BLOB#<sha256> / R#id  "execution id references payload object sha256" (no TTL while it runs)
     BLOB#<sha256> / W#id  a worker's result for execution id carries the object: held for
-                          WORKER_HOLD_S, until the decider has recorded it (its own R#)
+                          WORKER_HOLD_S, until the decider has recorded it (its own R#); then
+                          shortened to the R#'s expiry and marked `rec` (a later hold leaves it)
     BLOB#<sha256> / GC    a collector's short lease while it decides to delete the object
 
 Why references and not per-execution key prefixes: payload objects are content-addressed and one
@@ -49,6 +50,7 @@ WAIT_FOR_LEASE_S = 5.0
 # it, a result nobody recorded (a stale attempt's) no longer holds its object.
 WORKER_HOLD_S = 15 * 24 * 3600
 HELD_MEMORY = 100_000  # (kind, execution, object) registrations a process remembers
+RECORDED = "rec"  # on a worker's hold (W#): the execution's own reference (R#) holds the object now
 _OBJECT_PREFIX = "payloads/"
 
 
@@ -105,18 +107,31 @@ class BlobRefs:
             digest = digest_of(ref)
             if digest is None or (kind, execution_id, digest) in self._held:
                 continue
-            # A plain put: it also clears the expiry an earlier retire gave this reference.
             item = {**self.key(digest, f"{kind}#{execution_id}"), "execution_id": s(execution_id)}
             if ttl_s is not None:
                 item["expires_at"] = n(self._clock.now_ms() // 1000 + ttl_s)
+                # ... unless the execution's own reference already holds the object (`rec`, below):
+                # then a hold is not needed, and a put would undo the shorter expiry it was given.
+                try:
+                    put_if(self._db, self.table, item, f"attribute_not_exists({RECORDED})")
+                except ConditionFailed:
+                    pass
             else:
+                # A plain put: it also clears the expiry an earlier retire gave this reference.
                 item.update(expiry_attrs(expires_at_s, provisional))
-            self._db.put_item(TableName=self.table, Item=item)
+                self._db.put_item(TableName=self.table, Item=item)
             if kind == "R" and expires_at_s is not None:
                 # The execution's own reference now holds the object: a worker's hold on it needs
                 # to last no longer (an execution that ends young is never released one by one).
-                _set_if(self._db, self.table, self.key(digest, f"W#{execution_id}"), n(expires_at_s),
-                        "attribute_exists(pk) AND expires_at > :t")
+                try:
+                    self._db.update_item(
+                        TableName=self.table, Key=self.key(digest, f"W#{execution_id}"),
+                        UpdateExpression=f"SET expires_at = :t, {RECORDED} = :y",
+                        ConditionExpression="attribute_exists(pk) AND expires_at > :t",
+                        ExpressionAttributeValues={":t": n(expires_at_s), ":y": {"BOOL": True}})
+                except ClientError as e:
+                    if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                        raise
             self._wait_for_collector(digest)
             self._payloads.put(data, verify=True)
             self._held[(kind, execution_id, digest)] = None
