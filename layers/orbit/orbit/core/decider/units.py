@@ -346,6 +346,6 @@ def _wake_unit(ctx: Ctx, key: str, u: UnitState) -> None:
 
 def _past_deadline(ctx: Ctx, u: UnitState) -> bool:
     """Was this wake-up the attempt's own `timeout` rather than the heartbeat's? The wake-up is
-    the earlier of the two (evolve._attempt_wake); a tie counts as the attempt timeout."""
+    the earlier of the two (evolve_steps._attempt_wake); a tie counts as the attempt timeout."""
     wake = u.wake_at_ms if u.wake_at_ms is not None else ctx.now
     return u.deadline_ms is not None and u.deadline_ms <= wake
