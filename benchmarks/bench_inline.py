@@ -19,7 +19,9 @@ Throughput: 200 executions of the 3-step workflow of bench_local.py on the local
 in-process moto, inline and worker steps, next to DBOS on SQLite (benchmarks/peers, installed
 into /tmp/orbit-bench-peers). Latency: p50/p99 of a 10-step inline workflow on the local stack,
 from the start call to a describe that reads COMPLETED, one execution at a time (the local stack,
-like a decider, runs the inline chain inside the call that decided the start).
+like a decider, runs the inline chain inside the call that decided the start). The AWS requests per
+workflow of the throughput set-up are counted in runs of their own; the load average printed beside
+the figures says how busy the machine was (throughput is wall time).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import contextlib
 import io
 import logging
+import os
 import statistics
 import sys
 import time
@@ -121,14 +124,43 @@ def local_latencies(n: int, k: int) -> list[float]:
     return out
 
 
+def three_steps(inline: bool) -> dict[str, Any]:
+    d = bench_local.DEFINITION
+    return {**d, "steps": {s: {**b, **({"inline": True} if inline else {})} for s, b in d["steps"].items()}}
+
+
 def throughput(n: int, inline: bool) -> float:
     d = bench_local.DEFINITION
-    bench_local.DEFINITION = {**d, "steps": {s: {**b, **({"inline": True} if inline else {})}
-                                             for s, b in d["steps"].items()}}
+    bench_local.DEFINITION = three_steps(inline)
     try:
         return n / bench_local.run_orbit(n, "inprocess")
     finally:
         bench_local.DEFINITION = d
+
+
+def calls_per_workflow(n: int, inline: bool) -> float:
+    """AWS requests per workflow of the throughput run's set-up (the pump's receives and deletes
+    included), counted in a run of its own so that counting costs the timed runs nothing."""
+    import botocore.client
+    from orbit.local import LocalStack
+
+    real = botocore.client.BaseClient._make_api_call
+    count = [0]
+
+    def counting(client: Any, operation: str, params: Any) -> Any:
+        count[0] += 1
+        return real(client, operation, params)
+
+    with LocalStack(mode="inprocess") as stack:
+        stack.register(three_steps(inline))
+        botocore.client.BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        try:
+            for i in range(n):
+                stack.start("bench-three-steps", {"x": i})
+            stack.run_until_idle(wall_timeout_s=600)
+        finally:
+            botocore.client.BaseClient._make_api_call = real  # type: ignore[method-assign]
+    return count[0] / n
 
 
 def row(label: str, value: str, target: str, ok: bool | None) -> None:
@@ -156,7 +188,9 @@ def main() -> None:
         worker10, worker20 = counted(n, 10, False), counted(n, 20, False)
 
     bench_local.register_tasks()
+    load_before = os.getloadavg()
     rates = {"inline": throughput(args.n, True), "worker": throughput(args.n, False)}
+    calls = {"inline": calls_per_workflow(args.n, True), "worker": calls_per_workflow(args.n, False)}
     dbos: float | None = None
     why = "skipped (--no-peers)"
     if not args.no_peers:
@@ -166,15 +200,17 @@ def main() -> None:
             dbos = out["n"] / out["seconds"]
         else:
             why = str(out)
+    load_after = os.getloadavg()
     lat = sorted(local_latencies(args.n, 10))
     p50, p99 = statistics.median(lat), lat[min(len(lat) - 1, int(0.99 * len(lat)))]
 
     print(f"\nissue 15 targets: {n} workflows per cost run on moto (handlers counted), decider "
-          f"{args.memory} MB, us-east-1 list prices\n")
+          f"{args.memory} MB, us-east-1 list prices; load average (1 min) {load_before[0]:.2f} before the "
+          f"throughput runs, {load_after[0]:.2f} after them ({os.cpu_count()} CPUs)\n")
     print(f"  {'figure':<70} {'measured':>14}  {'target':<26}")
     if not args.no_costs:
         cost_rows(inline10, inline20, worker5, worker10, worker20)
-    local_rows(rates, dbos, why, lat, p50, p99)
+    local_rows(rates, calls, dbos, why, lat, p50, p99)
 
 
 def cost_rows(inline10: Counted, inline20: Counted, worker5: Counted, worker10: Counted,
@@ -206,8 +242,8 @@ def cost_rows(inline10: Counted, inline20: Counted, worker5: Counted, worker10: 
         f"{inline_trips:.2f} (~{6 * inline_trips:.0f} ms)", "printed", None)
 
 
-def local_rows(rates: dict[str, float], dbos: float | None, why: str, lat: list[float], p50: float,
-               p99: float) -> None:
+def local_rows(rates: dict[str, float], calls: dict[str, float], dbos: float | None, why: str,
+               lat: list[float], p50: float, p99: float) -> None:
     if dbos is not None:
         row("local throughput, 3-step x 200, in-process moto, inline (wf/s vs DBOS)",
             f"{rates['inline']:.0f} = {rates['inline'] / dbos:.2f}x", f">= 2x DBOS ({dbos:.0f}/s)",
@@ -220,6 +256,8 @@ def local_rows(rates: dict[str, float], dbos: float | None, why: str, lat: list[
             f">= 2x DBOS: {why}", None)
         row("local throughput, same set-up, worker steps (wf/s)", f"{rates['worker']:.0f}",
             f">= 1x DBOS: {why}", None)
+    row("  (AWS requests per workflow in that set-up: inline / worker steps)",
+        f"{calls['inline']:.1f} / {calls['worker']:.1f}", "", None)
     # A worker step's critical path: the decider's commit, SendMessage to the task queue, the event
     # source mapping's receive, the worker's dedupe peek, its dedupe write, SendMessage of the
     # answer, the mapping's receive for the decider (deletes happen after the handlers return).

@@ -40,9 +40,11 @@ def install() -> bool:
         return False
     _patch_sqs_queue()
     _patch_dispatch()
+    from . import moto_speed_calls
     from .moto_speed_dynamodb import patch_query
 
     patch_query()
+    moto_speed_calls.install()
     _installed = True
     return True
 
