@@ -39,9 +39,10 @@ class SlowStore(MemoryHistoryStore):
         time.sleep(LATENCY_S)
         return super().load(execution_id)
 
-    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
+    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None,
+               provisional: bool = False) -> None:
         time.sleep(LATENCY_S)
-        super().commit(execution_id, commit, expires_at_s)
+        super().commit(execution_id, commit, expires_at_s, provisional)
 
 
 class Clock:

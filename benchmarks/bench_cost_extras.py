@@ -4,7 +4,8 @@ Used by bench_cost.py (last section; `--no-extras` leaves it out): one more run 
 workflows with ORBIT_ARCHIVE_DAYS set and two search attributes in the definition (one known at
 the start, one set by the last step), every request of each feature tagged by the cost meter:
 
-- retention: the expiry every item of an ended execution gets (`Engine._retire`, archive apart);
+- retention: what the end of an execution does for its expiry (`Engine._retire`, archive apart;
+  an execution that ends young wrote its expiry with its items, its end only checks it);
 - archive: the history read and the S3 PUT of the gzipped JSON lines (`Engine._archive`), and
   what the objects cost to keep (S3 Standard, $0.023 per GB-month);
 - attribute index: the attribute rows (`_put_attributes`: a consistent GetItem of the index row's

@@ -165,7 +165,8 @@ class Meter:
         if op in ("Query", "GetItem"):
             items = parsed.get("Items") or ([parsed["Item"]] if parsed.get("Item") else [])
             key = params.get("Key") or {"pk": params.get("ExpressionAttributeValues", {}).get(":pk", {})}
-            kind = kind_of(items[0] if items else {**key, "sk": {"S": "?"}})
+            # (a projected read returns no keys: the request's name the item)
+            kind = kind_of({**key, **items[0]} if items else {**key, "sk": {"S": "?"}})
             self.requests[f"dynamodb:{op} {kind}"] += 1
             self.rru_by[kind] += max(1, math.ceil(sum(item_size(i) for i in items) / 4096)) * factor
         elif op == "BatchGetItem":

@@ -4,6 +4,9 @@ Timers up to 15 minutes ride on SQS DelaySeconds and never reach this
 function; the longer ones (sleeps, step and queue deadlines, workflow
 timeouts) are items in the table. Timers are fired a little after their time
 (`SKEW_MS`) so a decider whose clock runs slightly behind still finds them due.
+
+Each tick also runs the retention sweeper (orbit/service/retention.py): the items of executions
+that outlived their first hour lose their provisional expiry before it can come.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ tracer = Tracer()
 
 SKEW_MS = 1_000
 BATCH = 100
+SWEEP_BATCH = 25
 
 
 @logger.inject_lambda_context
@@ -33,6 +37,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
         fired += n
         if n < BATCH or context.get_remaining_time_in_millis() < 10_000:
             break
+    swept = 0
+    while context.get_remaining_time_in_millis() >= 10_000:  # a batch at a time, oldest first
+        n = svc.engine.sweep_young(limit=SWEEP_BATCH)  # each execution: a state load and its pins
+        swept += n
+        if n < SWEEP_BATCH:
+            break
     metrics.add_metric(name="TimersFired", unit=MetricUnit.Count, value=fired)
-    logger.info("timers fired", fired=fired, scheduled_time=event.get("time"))
+    logger.info("timers fired", fired=fired, swept=swept, scheduled_time=event.get("time"))
     return {"fired": fired}

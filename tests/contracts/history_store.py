@@ -219,3 +219,28 @@ class HistoryStoreContract:
         )
         store.commit("e", Commit(1, 1, None, [created(1), Recorded(2, 1, ev)], []))
         assert store.history("e").records[1].event == ev
+
+    def test_the_sweeper_lists_aging_executions_and_pins_only_provisional_items(self, store: Any) -> None:
+        for eid, status, at in [("e1", "RUNNING", 1000), ("e2", "COMPENSATING", 2000),
+                                ("e3", "COMPLETED", 1500), ("e4", "RUNNING", 5000)]:
+            store.put_index(IndexEntry(eid, "wf", "1", status, at, at))
+        listed = store.aging(None, 3000, 10)
+        assert [eid for _, eid in listed] == ["e1", "e2"] and listed == sorted(listed)
+        assert store.aging(None, 3000, 1) == listed[:1]
+        assert store.aging(listed[0][0], 3000, 10) == listed[1:]
+        assert store.aging(listed[1][0], 3000, 10) == []
+        assert store.aging(listed[1][0], 1000, 10) == []  # a clock behind the cursor: nothing
+        assert store.sweep_cursor() is None
+        store.advance_sweep(listed[1][0])
+        store.advance_sweep(listed[0][0])  # never backwards
+        assert store.sweep_cursor() == listed[1][0]
+        store.commit("e1", commit_of(1, 2), 7_000, True)  # young: the provisional expiry
+        store.put_hook("h" * 32, "e1", "approval", 7_000, True)
+        assert store.pin("e1", ["h" * 32], 9_000) > 0
+        assert store.pin("e1", ["h" * 32], 9_000) == 0  # nothing is marked any more
+        assert store.load("e1").expires_at_s == 9_000
+        store.commit("e1", commit_of(3, 1), 8_000)  # it ended: the exact expiry, unmarked
+        store.retire("e1", 3_000, 8_000, ["h" * 32], [])
+        assert store.pin("e1", ["h" * 32], 9_000) == 0 and store.load("e1").expires_at_s == 8_000
+        # (a young end leaves its earlier items marked: the sweeper skips ended executions by
+        # their state, service/retention.py)

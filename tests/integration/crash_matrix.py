@@ -144,8 +144,15 @@ def _check_history(eid: str, steps: list[str], events: list[dict[str, Any]]) -> 
 
 
 def _check_retention(world: World, ended: set[str]) -> list[str]:
-    """Retention survived the crash: the recovery gave every item of the ended executions its expiry."""
+    """Retention survived the crash: the recovery gave every item of the ended executions its expiry,
+    the same second on each of an execution's own items (commits, snapshot, index rows, payload
+    references, hooks: readers judge by the newest commit), never NO_EXPIRY (a young end keeps the
+    provisional expiry its items were written with, service/retention.py). Dedupe records and a
+    worker's hold expire on their own clocks, no later than the retention."""
+    from orbit.service.retention import NO_EXPIRY_S
+
     out = []
+    seconds: dict[str, set[int]] = {}
     kw: dict[str, Any] = {"TableName": world.stack.table}
     while True:
         page = world.clients.dynamodb.scan(**kw)
@@ -165,9 +172,15 @@ def _check_retention(world: World, ended: set[str]) -> list[str]:
                 out.append(f"{owner}: timer item {pk} / {sk} left after the execution ended")
             elif "expires_at" not in item:
                 out.append(f"{owner}: {pk} / {sk} has no expiry")
+            elif not pk.startswith("IDEM#") and not sk.startswith("W#"):
+                seconds.setdefault(owner, set()).add(int(item["expires_at"]["N"]))
         if "LastEvaluatedKey" not in page:
-            return out
+            break
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    for owner, found in sorted(seconds.items()):
+        if len(found) != 1 or NO_EXPIRY_S in found:
+            out.append(f"{owner}: its items expire at {sorted(found)}, not at one second before NO_EXPIRY")
+    return out
 
 
 def _check_archive(engine: Any, ended: list[str]) -> list[str]:

@@ -13,9 +13,12 @@ from harness import LambdaContext, load_app
 from orbit import worker
 from orbit.adapters.s3 import S3Archive
 from orbit.aws import wiring as aws
+from orbit.core.definition.retention import YOUNG_MS
 from orbit.local.ttl import expire, matches_retention_filter
 
 DAY_MS = 24 * 3600 * 1000
+# These executions end young: their items expire at the close of their first hour + the retention.
+PAST_EXPIRY_MS = DAY_MS + YOUNG_MS + 1_000
 BIG = "z" * 100_000  # above the per-value limit: an S3 payload object, collected after the expiry
 
 ARCHIVED = {
@@ -82,7 +85,7 @@ def test_history_describe_and_replay_read_the_archive_after_expiry(archiving: An
     assert lines[0]["orbit_archive"] == 1 and lines[0]["status"] == "COMPLETED"
     assert any(e.get("output") == BIG for e in lines[1:])
 
-    clock.advance(DAY_MS + 1_000)  # past the retention: the table's copy is expired, then deleted
+    clock.advance(PAST_EXPIRY_MS)  # past the retention: the table's copy is expired, then deleted
     _expire_all(clients, stack, clock.now_ms())
     left = clients.dynamodb.scan(TableName=stack.table, FilterExpression="begins_with(pk, :p)",
                                  ExpressionAttributeValues={":p": {"S": "EXEC#"}})["Items"]
@@ -113,7 +116,7 @@ def test_without_an_archive_an_expired_execution_is_gone(cloud: Any, clients: An
     cloud.api("POST", "/definitions", ARCHIVED)
     _run(cloud, "a-2")
     assert not clients.s3.list_objects_v2(Bucket=stack.bucket, Prefix="archive/").get("Contents")
-    clock.advance(DAY_MS + 1_000)
+    clock.advance(PAST_EXPIRY_MS)
     status, body = cloud.api("GET", "/executions/a-2/history")
     assert status == 404 and "expired" in body["error"]["message"]
     _expire_all(clients, stack, clock.now_ms())
@@ -147,7 +150,7 @@ def test_a_crash_before_the_archive_landed_writes_it_on_redelivery(archiving: An
     assert cloud.api("GET", "/executions/a-3")[1]["status"] == "COMPLETED"
     assert real.get("a-3") is not None
     history = cloud.api("GET", "/executions/a-3/history")[1]
-    clock.advance(DAY_MS + 1_000)
+    clock.advance(PAST_EXPIRY_MS)
     _expire_all(clients, stack, clock.now_ms())
     assert cloud.api("GET", "/executions/a-3/history")[1] == history
 

@@ -76,13 +76,17 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
                      ("example_worker", "sqs", "SendMessage", "DecisionQueue: started,result"),
                      ("timers", "sqs", "SendMessage", "DecisionQueue: wake"),
                      ("timers", "dynamodb", "DeleteItem", "TIMERPTR/PTR"),
-                     # retention: the commit's payload reference, then the older items' expiries
-                     # once it ended (the last commit and the index row are written with theirs)
+                     # retention: the commit's payload reference, written with the provisional
+                     # expiry like every item of this young execution (its end checks the first
+                     # commit's and updates nothing)
                      ("decider", "dynamodb", "PutItem", "BLOB/R"),
-                     ("decider", "dynamodb", "UpdateItem", "EXEC/C"),
-                     ("decider", "dynamodb", "UpdateItem", "BLOB/R"),
+                     ("decider", "dynamodb", "GetItem", "EXEC/C"),
                      ("decider", "s3", "PutObject", "archive")]:  # the archive, before the expiries
         assert expected in labels, (expected, sorted(labels))
+    # An execution that ends young (within its first hour) writes no expiry at its end (it was
+    # written with its items: write-time expiry); this one used to update every older item here.
+    assert not {(h, op, d) for h, _, op, d in labels
+                if op == "UpdateItem" and d.startswith(("EXEC", "BLOB/R"))}
     # Each task ran once per attempt; the flaky one twice (attempt 1 failed).
     assert dict(reference.runs) == {(f"{EXECUTION}:fetch", 1): 1, (f"{EXECUTION}:flaky", 1): 1,
                                     (f"{EXECUTION}:flaky", 2): 1, (f"{EXECUTION}/child:double", 1): 1,
@@ -121,6 +125,24 @@ def test_a_crash_between_the_final_commit_and_its_index_row_is_repaired(clients:
     assert ref.calls[final + 1] == Call("decider", "dynamodb", "PutItem", "EXEC/A#INDEX")
     point = CrashPoint(final, "after") if variant == "after" else CrashPoint(final + 1, "before")
     outcome = run_point(clients, ref, point)
+    assert outcome.ok, str(outcome)
+
+
+@pytest.mark.parametrize("variant", ["before", "after"])
+@pytest.mark.parametrize("call", ["final commit", "retire"])
+def test_a_crash_around_a_young_end_leaves_every_item_with_one_expiry(clients: Any, call: str,
+                                                                      variant: str) -> None:
+    """Write-time expiry: the execution ends young, so its final commit carries the expiry its
+    earlier items were written with, and retire only reads the first commit to confirm it. A crash
+    before or after either: the redelivered result is recognised, and every item of the execution
+    still ends with that one expiry (crash_matrix._check_retention), none pinned to NO_EXPIRY."""
+    ref = reference_run(clients, ONE_STEP)
+    if call == "final commit":
+        index = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/C"))
+    else:
+        index = last(ref.calls, Call("decider", "dynamodb", "GetItem", "EXEC/C"))
+        assert index > last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/A#INDEX"))
+    outcome = run_point(clients, ref, CrashPoint(index, variant))
     assert outcome.ok, str(outcome)
 
 

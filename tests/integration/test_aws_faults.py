@@ -162,11 +162,11 @@ def test_two_deciders_on_one_execution(cloud: Any, clients: Any, clock: Any,
     real_commit = store_a.commit
     raced: list[int] = []
 
-    def commit_after_b(execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
+    def commit_after_b(execution_id: str, commit: Any, *expiry: Any) -> None:
         if not raced:  # B decides and commits while A is between its load and its write
             raced.append(commit.first_seq)
             engine_b.handle(bodies["started"])
-        real_commit(execution_id, commit, expires_at_s)
+        real_commit(execution_id, commit, *expiry)
 
     monkeypatch.setattr(store_a, "commit", commit_after_b)
     METER.drain()

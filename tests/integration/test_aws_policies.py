@@ -38,6 +38,11 @@ NOT_IN_RUN = {
     ("ApiRole", "dynamodb:UpdateItem"): "claim_hook: a hook token is resumed once",
     ("ApiRole", "dynamodb:DeleteItem"): "a start with a workflow timeout arms a table timer (timers.arm)",
     ("ApiRole", "s3:PutObject"): "a start input or signal payload over 32 KB (payload_values)",
+    # the retention sweeper (service/retention.py) acts on executions running past 1 h 20 min;
+    # the run's executions end sooner (test_aws_write_time_expiry.py pins through the handler)
+    ("TimersRole", "dynamodb:UpdateItem"): "RetentionSweeper: pin the provisional items (sweep.pin)",
+    ("TimersRole", "dynamodb:PutItem"): "RetentionSweeper: advance its cursor (sweep.advance_sweep)",
+    ("TimersRole", "s3:GetObject"): "RetentionSweeper: load a state whose values are in S3",
 }
 # Used by Lambda's event source mapping with the function's role, not by handler code.
 MAPPING = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}

@@ -10,6 +10,7 @@ from orbit import TaskError, worker
 from orbit.adapters.dynamodb.registry import CATALOG
 from orbit.adapters.s3 import S3PayloadStore
 from orbit.aws import wiring as aws
+from orbit.core.definition.retention import YOUNG_MS
 from orbit.local.ttl import expire, matches_retention_filter
 
 DAY_MS = 24 * 3600 * 1000
@@ -107,12 +108,16 @@ def test_every_item_of_ended_executions_expires_within_its_retention(cloud: Any,
     assert parent.status == "COMPLETED", engine.describe("k-1")
     child_id = next(iter(parent.children))
     child = engine.load_state(child_id)
-    ends = {"k-1": (parent.finished_at_ms, 2 * DAY_MS), child_id: (child.finished_at_ms, 30 * DAY_MS)}
+    # Both end young (within an hour of their start): every item keeps the provisional expiry it
+    # was written with, their first hour's close + the retention (write-time expiry).
+    ends = {"k-1": (parent.created_at_ms + YOUNG_MS, 2 * DAY_MS),
+            child_id: (child.created_at_ms + YOUNG_MS, 30 * DAY_MS)}
+    assert parent.finished_at_ms < parent.created_at_ms + YOUNG_MS
     kinds: set[str] = set()
     for item in _items(clients, stack.table):
         pk = item["pk"]["S"]
-        if pk.startswith("DEF#") or pk == CATALOG:
-            continue  # definitions (and the catalog of them) belong to the stack, not to an execution
+        if pk.startswith("DEF#") or pk in (CATALOG, "SWEEP"):
+            continue  # definitions (and their catalog, the sweeper's cursor) belong to the stack
         owner = _owner(item, list(ends))
         assert owner in ends, f"item {pk} / {item['sk']['S']} belongs to no known execution"
         kind = pk.split("#", 1)[0]
@@ -168,7 +173,9 @@ def test_a_shared_object_outlives_the_first_execution_and_goes_after_the_second(
     # Each execution's reference, and each worker result's hold until the decider recorded it.
     assert sorted(r["sk"]["S"] for r in refs) == ["R#s-1", "R#s-2", "W#s-1", "W#s-2"]
 
-    clock.advance(DAY_MS - 12 * 3600_000 + 1_000)  # s-1 expired, s-2 has half a day left
+    # s-1 expired, s-2 has half a day left (both ended young: each expires at its first hour's
+    # close + the retention)
+    clock.advance(DAY_MS - 12 * 3600_000 + YOUNG_MS + 1_000)
     status, body = cloud.api("GET", "/executions/s-1")
     assert status == 404 and "expired" in body["error"]["message"], body
     assert cloud.api("GET", "/executions/s-1/history")[0] == 404

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_aws_archive import DAY_MS, _expire_all
+from test_aws_archive import PAST_EXPIRY_MS, _expire_all
 
 
 def test_search_attributes_are_listed_from_the_table_and_expire_with_the_execution(
@@ -40,6 +40,6 @@ def test_search_attributes_are_listed_from_the_table_and_expire_with_the_executi
     status, body = cloud.api("GET", "/executions",
                              query={"where": "tier=gold", "limit": "1", "cursor": body["next_cursor"]})
     assert [e["execution_id"] for e in body["executions"]] == ["t-0"]
-    clock.advance(DAY_MS + 1_000)
+    clock.advance(PAST_EXPIRY_MS)
     _expire_all(clients, stack, clock.now_ms())
     assert listed(where="tier=gold") == []

@@ -42,13 +42,13 @@ class CrashingStore(MemoryHistoryStore):
         self.commits = 0
         self.crash_at: tuple[int, str] | None = None  # (n, "before" | "after")
 
-    def commit(self, eid: str, commit: Any, expires: Any = None) -> None:
+    def commit(self, eid: str, commit: Any, expires: Any = None, provisional: bool = False) -> None:
         self.commits += 1
         if self.crash_at == (self.commits, "before"):
             self.crash_at = None
             self.commits -= 1
             raise Crash(f"before commit {self.commits + 1}")
-        super().commit(eid, commit, expires)
+        super().commit(eid, commit, expires, provisional)
         if self.crash_at == (self.commits, "after"):
             self.crash_at = None
             raise Crash(f"after commit {self.commits}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from orbit.adapters.memory_archive import MemoryArchive
+from orbit.core.definition.retention import YOUNG_MS
 from orbit.errors import ExecutionExpired, ValidationError
 from orbit.service.archive import decode_archive
 
@@ -24,7 +25,7 @@ def test_an_expired_execution_is_read_from_the_archive_and_refused_for_changes()
     before, desc = sim.engine.history(eid), sim.describe(eid)
     assert archive.puts == 1 and [r.to_dict() for r in decode_archive(archive.objects[eid], eid).records] \
         == sim.engine.recorded_history(eid)
-    sim.clock.advance(DAY_MS + 1000)
+    sim.clock.advance(DAY_MS + YOUNG_MS + 1000)  # it ended young: its expiry is its first hour's + 1d
     sim.engine._cache.clear()
     assert sim.engine.history(eid) == before and sim.describe(eid) == desc
     with pytest.raises(ExecutionExpired):

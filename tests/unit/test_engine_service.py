@@ -147,7 +147,7 @@ def test_effects_are_not_sent_when_the_commit_fails() -> None:
     eid = a.start("wf", input={}, execution_id="e1")
     sent = len(queues.tasks["t"])
 
-    def refuse(execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
+    def refuse(execution_id: str, commit: Commit, *expiry: Any) -> None:
         raise ConflictError(execution_id, commit.first_seq)
 
     a.store.commit = refuse  # type: ignore[method-assign]

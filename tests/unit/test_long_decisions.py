@@ -105,7 +105,7 @@ def test_the_engine_waits_between_conflict_retries_then_gives_up() -> None:
     waits: list[int] = []
     sim.engine.backoff = waits.append
 
-    def always_conflict(execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
+    def always_conflict(execution_id: str, commit: Any, *expiry: Any) -> None:
         raise ConflictError(execution_id, commit.first_seq)
 
     sim.store.commit = always_conflict  # type: ignore[method-assign]

@@ -6,6 +6,7 @@ first end's retention passed. The next end writes the real expiry again.
 
 from __future__ import annotations
 
+from orbit.core.definition.retention import expires_at_s, provisional_expiry_s
 from orbit.service.retention import NO_EXPIRY_S
 from test_redrive import chain
 
@@ -24,8 +25,14 @@ def test_redrive_lifts_the_expiry_and_the_next_end_sets_it_again() -> None:
     sim.redrive(eid)
     sim.run_until_idle()
     assert sim.describe(eid)["status"] == "FAILED"
-    assert set_to == [NO_EXPIRY_S, first]  # lifted at the redrive, the real expiry at the next end
-    assert store.expiry[eid] == first  # (the simulator's clock stood still: the same end time)
+    # The first end was young: its items kept the provisional expiry they were written with (an
+    # hour past the end's); after a redrive the next end writes the exact one, end + retention.
+    state = sim.engine.load_state(eid)
+    retention = sim.engine.retention_ms
+    assert first == provisional_expiry_s(state.created_at_ms, retention)
+    exact = expires_at_s(state.finished_at_ms, retention)
+    assert set_to == [NO_EXPIRY_S, exact]  # lifted at the redrive, the real expiry at the next end
+    assert store.expiry[eid] == exact
 
 
 def test_a_running_redriven_execution_has_no_expiry() -> None:

@@ -17,13 +17,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from orbit.adapters.memory_retention import MemoryRetention
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
 from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
 from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded, hook_key
 
 
-class MemoryHistoryStore:
+class MemoryHistoryStore(MemoryRetention):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._commits: dict[str, dict[int, Commit]] = {}  # execution -> first_seq -> commit
@@ -35,6 +36,10 @@ class MemoryHistoryStore:
         self._hook_claims: dict[str, str] = {}  # hook_key(token) -> digest of the claiming payload
         self.expiry: dict[str, int] = {}  # execution -> expires_at_s (what DynamoDB's TTL would read)
         self.hook_expiry: dict[str, int] = {}  # hook token -> expires_at_s
+        # execution -> the provisional expiry its items were written with while young (not what
+        # reads report: nothing deletes here, so the sweeper's pin is never late; `pin` lifts it)
+        self.provisional: dict[str, int] = {}
+        self.cursor: str | None = None  # the retention sweeper's (adapters/dynamodb/sweep.py)
 
     def load(self, execution_id: str) -> Loaded:
         with self._lock:
@@ -47,7 +52,8 @@ class MemoryHistoryStore:
             ]  # commits are whole: a snapshot always ends on a commit boundary
             return Loaded(state, seq, commits, self.expiry.get(execution_id))
 
-    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None,
+               provisional: bool = False) -> None:
         with self._lock:
             last = self._last.get(execution_id, 0)
             if commit.first_seq <= last:
@@ -59,6 +65,7 @@ class MemoryHistoryStore:
             self._commits.setdefault(execution_id, {})[commit.first_seq] = commit
             self._order.setdefault(execution_id, []).append(commit.first_seq)
             self._last[execution_id] = commit.last_seq
+            self._written(execution_id, expires_at_s, provisional)
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None:
         with self._lock:
@@ -91,15 +98,18 @@ class MemoryHistoryStore:
             return HistoryPage(out, out[-1].seq if more else None, self.expiry.get(execution_id))
 
     def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,
-                      expires_at_s: int | None = None) -> None:
+                      expires_at_s: int | None = None, provisional: bool = False) -> None:
         with self._lock:
+            self._written(execution_id, expires_at_s, provisional)
             old = self._snapshots.get(execution_id)
             if old is None or old[0] < seq:
                 self._snapshots[execution_id] = (seq, copy.deepcopy(state))
 
-    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None,
+                  provisional: bool = False) -> None:
         with self._lock:
             self._index[entry.execution_id] = entry
+            self._written(entry.execution_id, expires_at_s, provisional)
 
     def list_executions(
         self,
@@ -140,17 +150,12 @@ class MemoryHistoryStore:
                 counts[e.status] = min(cap, counts.get(e.status, 0) + 1)
         return counts
 
-    def put_hook(self, token: str, execution_id: str, name: str) -> None:
+    def put_hook(self, token: str, execution_id: str, name: str, expires_at_s: int | None = None,
+                 provisional: bool = False) -> None:
         with self._lock:
             self._hooks[hook_key(token)] = (execution_id, name)
-
-    def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
-               dedupe_keys: list[str]) -> None:
-        with self._lock:  # nothing here deletes: the expiry is recorded for the reads (and tests)
-            self.expiry[execution_id] = expires_at_s
-            for token in hook_tokens:
-                if hook_key(token) in self._hooks:
-                    self.hook_expiry[token] = expires_at_s
+            if expires_at_s is not None and not provisional:
+                self.hook_expiry[token] = expires_at_s
 
     def find_hook(self, token: str) -> tuple[str, str] | None:
         with self._lock:

@@ -65,9 +65,10 @@ class MeteredStore:
         self._store = store
         self._meter = meter
 
-    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None) -> None:
+    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None,
+               provisional: bool = False) -> None:
         try:
-            self._store.commit(execution_id, commit, expires_at_s)
+            self._store.commit(execution_id, commit, expires_at_s, provisional)
         except ConflictError:
             self._meter.count("Conflicts")
             raise

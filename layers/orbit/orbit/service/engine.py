@@ -365,10 +365,14 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
             inline.run_before_commit(self, state, wf, events, effects, handled)
             inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
-        expires = self._expiry(state) if state.created and state.status in TERMINAL_WORKFLOW else None
+        # What this decision writes expires with the execution: when it ended, or provisionally
+        # while it is young (service/retention.py); None: no expiry (yet).
+        expires, provisional = self._write_expiry(state, now)
+        self._local.expiry = (eid, expires, provisional)  # the hooks _carry_out registers get it too
+        ended = state.created and state.status in TERMINAL_WORKFLOW
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
-            self.store.commit(eid, commit, expires)
+            self.store.commit(eid, commit, expires, provisional)
             # exactly what `Loaded.fold` (model.apply_commit) does
             remember_inbound(state, handled, first_seq, now, signal_ids(events))
             since_snapshot += 1
@@ -376,7 +380,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
                 self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
                 self.meter.count(name)  # stack-wide: what the template's alarms watch
             if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
-                self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires)
+                self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires, provisional)
                 since_snapshot = 0
         # The index row is written after the commit, so it is one of the commit's effects: a
         # redelivered message (resend) writes it again, in case the decider that committed died
@@ -395,12 +399,13 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
                     dict(state.attributes) or None,
                 ),
                 expires,
+                provisional,
             )
         self._remember(eid, state, since_snapshot)
         # A redrive brings an ended (retired) execution back: lift the expiry its items got at the
         # first end before anything else runs, or TTL would delete a running execution's history.
         # A crash before this redelivers the redrive message, whose commit (resend) runs it again.
-        if expires is None and state.created:
+        if not ended and state.created:
             self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects), fresh=False)
@@ -409,7 +414,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         self._carry_out(eid, effects)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
-        if expires is not None and (events or resend):
+        if ended and expires is not None and (events or resend):
             self._retire(state, expires)
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
@@ -462,7 +467,9 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms)
             elif isinstance(e, RegisterHook):
-                self.store.put_hook(e.token, e.execution_id, e.name)
+                held = getattr(self._local, "expiry", None)  # (execution, expiry, provisional)
+                expiry = held[1:] if held is not None and held[0] == e.execution_id else (None, False)
+                self.store.put_hook(e.token, e.execution_id, e.name, *expiry)
             elif isinstance(e, StartChild):
                 self.queues.send_decision(
                     self._start_body(

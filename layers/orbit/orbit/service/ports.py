@@ -123,9 +123,12 @@ class HistoryStore(Protocol):
         """Latest snapshot + commits after it. Raises NotFound when nothing was ever committed."""
         ...
 
-    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None,
+               provisional: bool = False) -> None:
         """Append atomically, conditional on `commit.first_seq` not existing -> ConflictError.
-        `expires_at_s`: the execution has ended; the item expires then (as after `retire`)."""
+        `expires_at_s`: the item expires then: the execution has ended (as after `retire`), or it
+        is young and `provisional` (service/retention.py: `pin` may lift it). The same two
+        arguments on save_snapshot, put_index and put_hook mean the same."""
         ...
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
@@ -143,11 +146,13 @@ class HistoryStore(Protocol):
         ...
 
     def save_snapshot(self, execution_id: str, state: dict[str, JSON], seq: int,
-                      expires_at_s: int | None = None) -> None:
+                      expires_at_s: int | None = None, provisional: bool = False) -> None:
         """Keep `state` (ExecutionState.to_dict()) as of `seq`; an older one never replaces a newer one."""
         ...
 
-    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None: ...
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None,
+                  provisional: bool = False) -> None:
+        ...
 
     def list_executions(
         self,
@@ -172,16 +177,38 @@ class HistoryStore(Protocol):
         """Executions per status (statuses with none may be left out), each counted up to `cap`."""
         ...
 
-    def put_hook(self, token: str, execution_id: str, name: str) -> None:
+    def put_hook(self, token: str, execution_id: str, name: str, expires_at_s: int | None = None,
+                 provisional: bool = False) -> None:
         """Index a hook by `hook_key(token)`: the lookup item never holds the token itself."""
         ...
 
     def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
-               dedupe_keys: list[str]) -> None:
+               dedupe_keys: list[str], written: bool = False) -> None:
         """The execution ended: every item it left (commits, snapshot, index row, hooks, payload
-        references) expires at `expires_at_s` (epoch seconds); worker dedupe records (keys as in
-        DispatchTask.idempotency_key, `cancel#<token>`) expire no later. Idempotent; a later write
-        to an ended execution is followed by another call."""
+        references) expires at `expires_at_s` (epoch seconds), provisional marks dropped; worker
+        dedupe records (keys as in DispatchTask.idempotency_key, `cancel#<token>`) expire no later.
+        `written`: it ended young, its items were all written with this expiry (a store may check
+        that cheaply and then skip them). Idempotent; a later write to an ended execution is
+        followed by another call."""
+        ...
+
+    def aging(self, after: str | None, created_before_ms: int, limit: int) -> list[tuple[str, str]]:
+        """(sort key, execution id) of RUNNING or COMPENSATING executions created before
+        `created_before_ms` whose sort key (`created#id`, as listing orders them) is above `after`:
+        oldest first, at most `limit`. The retention sweeper's work list."""
+        ...
+
+    def pin(self, execution_id: str, hook_tokens: list[str], until_s: int) -> int:
+        """Every item of the execution still marked provisional (payload references and hooks
+        included) expires at `until_s` instead, unmarked; conditional on the mark. Returns how many."""
+        ...
+
+    def sweep_cursor(self) -> str | None:
+        """The sort key up to which the sweeper has pinned (None: from the start)."""
+        ...
+
+    def advance_sweep(self, cursor: str) -> None:
+        """Move the sweeper's cursor forward (never back)."""
         ...
 
     def find_hook(self, token: str) -> tuple[str, str] | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orbit.adapters.dynamodb.codec import ConditionFailed, n, put_if, s
+from orbit.adapters.dynamodb.codec import ConditionFailed, expiry_attrs, n, put_if, s
 from orbit.core.history.attributes import changed, index_value
 from orbit.errors import ValidationError
 from orbit.service.ports import IndexEntry
@@ -37,7 +37,7 @@ class AttributeRows:
     table: str
 
     def _put_attributes(self, entry: IndexEntry, pk: dict[str, str], order: str, fixed: str,
-                        expires_at_s: int | None) -> None:
+                        expires_at_s: int | None, provisional: bool = False) -> None:
         if not entry.attributes:
             return
         row = self._db.get_item(TableName=self.table, ConsistentRead=True, Key={"pk": pk, "sk": s("A#INDEX")},
@@ -46,8 +46,7 @@ class AttributeRows:
         for key, value in changed(entry.attributes, old).items():
             item = {"pk": pk, "sk": s(ATTRIBUTE_SK + key), "gsi1pk": s(index_value(key, value)),
                     "gsi1sk": s(order), "fixed": s(fixed), "updated": n(entry.updated_at_ms)}
-            if expires_at_s is not None:
-                item["expires_at"] = n(expires_at_s)
+            item.update(expiry_attrs(expires_at_s, provisional))
             try:
                 put_if(self._db, self.table, item, "attribute_not_exists(pk) OR updated <= :u",
                        ExpressionAttributeValues={":u": n(entry.updated_at_ms)})

@@ -152,3 +152,15 @@ def num(item: dict[str, Any], name: str, default: int = 0) -> int:
 
 def text(item: dict[str, Any], name: str, default: str | None = None) -> str | None:
     return item[name]["S"] if name in item else default
+
+
+# Marks an item written with a young execution's provisional expiry (service/retention.py): the
+# sweeper pins what still has it once the execution is no longer young; `retire` drops it.
+PROVISIONAL = "prov"
+
+
+def expiry_attrs(expires_at_s: int | None, provisional: bool = False) -> dict[str, Any]:
+    """The attributes an item of an execution is written with: its expiry, and the provisional mark."""
+    if expires_at_s is None:
+        return {}
+    return {"expires_at": n(expires_at_s), **({PROVISIONAL: {"BOOL": True}} if provisional else {})}

@@ -34,6 +34,7 @@ from orbit.adapters.dynamodb.codec import (
     decode,
     decode_parts,
     encode,
+    expiry_attrs,
     n,
     num,
     owner,
@@ -45,6 +46,7 @@ from orbit.adapters.dynamodb.codec import (
 from orbit.adapters.dynamodb.idempotency import RESULT_TTL_S
 from orbit.adapters.dynamodb.index import INDEX, STATUSES, IndexRows, exec_pk
 from orbit.adapters.dynamodb.retention import BlobRefs, Recorder, retire
+from orbit.adapters.dynamodb.sweep import SweepRows
 from orbit.adapters.payload_values import resolve
 from orbit.core.history.events import recorded_from_dict
 from orbit.core.history.state import ExecutionState
@@ -61,7 +63,7 @@ def commit_sk(first_seq: int) -> str:
     return f"C#{first_seq:012d}"
 
 
-class DynamoHistoryStore(IndexRows):
+class DynamoHistoryStore(IndexRows, SweepRows):
     def __init__(self, client: Any, table: str, payloads: Any, page_size: int = 64,
                  blobs: BlobRefs | None = None) -> None:
         self._db = client
@@ -70,33 +72,35 @@ class DynamoHistoryStore(IndexRows):
         self._page = page_size
         self._blobs = blobs  # payload reference tracking (adapters/dynamodb/retention.py)
 
-    def _encode(self, execution_id: str, body: Any) -> dict[str, Any]:
+    def _encode(self, execution_id: str, body: Any, expires_at_s: int | None = None,
+                provisional: bool = False) -> dict[str, Any]:
         """Item attributes for `body`; objects it references are registered to the execution first
-        and listed in `dig`, which `retire` reads."""
+        (with the item's expiry) and listed in `dig`, which `retire` and the sweeper read."""
         if self._blobs is None:
             return encode(body, self._payloads)
         recorder = Recorder(self._payloads)
         attrs = encode(body, recorder)
         if recorder.puts:
-            self._blobs.hold(execution_id, recorder.puts)
+            self._blobs.hold(execution_id, recorder.puts, expires_at_s=expires_at_s, provisional=provisional)
             digests = recorder.digests()
             if digests:
                 attrs["dig"] = {"SS": digests}
         return attrs
 
     # ---------------------------------------------------------------- commits
-    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None) -> None:
+    def commit(self, execution_id: str, commit: Commit, expires_at_s: int | None = None,
+               provisional: bool = False) -> None:
         if not commit.events:
             raise ValidationError("a commit needs at least one event", "commit.events")
         body = {"events": [r.to_dict() for r in commit.events],
                 "effects": [e.to_dict() for e in commit.effects], "inbound_ids": list(commit.inbound_ids)}
         item = {"pk": exec_pk(execution_id), "sk": s(commit_sk(commit.first_seq)),
                 "first": n(commit.first_seq), "last": n(commit.last_seq), "ts": n(commit.timestamp_ms),
-                **self._encode(execution_id, body)}
+                **self._encode(execution_id, body, expires_at_s, provisional)}
         if commit.inbound_id is not None:
             item["inbound"] = s(commit.inbound_id)
-        if expires_at_s is not None:  # the execution ended in this commit (or before): no update later
-            item["expires_at"] = n(expires_at_s)
+        # the execution ended in this commit (or before), or is young: see service/retention.py
+        item.update(expiry_attrs(expires_at_s, provisional))
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk)")
         except ConditionFailed as e:
@@ -165,11 +169,10 @@ class DynamoHistoryStore(IndexRows):
         return Loaded(state, seq, [self._commit(i) for i in reversed(newest_first)], expires or None)
 
     def save_snapshot(self, execution_id: str, state: dict[str, Any], seq: int,
-                      expires_at_s: int | None = None) -> None:
+                      expires_at_s: int | None = None, provisional: bool = False) -> None:
         item = {"pk": exec_pk(execution_id), "sk": s(SNAP), "seq": n(seq),
-                **self._encode(execution_id, state)}
-        if expires_at_s is not None:
-            item["expires_at"] = n(expires_at_s)
+                **self._encode(execution_id, state, expires_at_s, provisional),
+                **expiry_attrs(expires_at_s, provisional)}
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR seq < :seq",
                    ExpressionAttributeValues={":seq": n(seq)})
@@ -252,14 +255,16 @@ class DynamoHistoryStore(IndexRows):
 
     # ---------------------------------------------------------------- retention
     def retire(self, execution_id: str, ended_at_ms: int, expires_at_s: int, hook_tokens: list[str],
-               dedupe_keys: list[str]) -> None:
+               dedupe_keys: list[str], written: bool = False) -> None:
         retire(self._db, self.table, execution_id, ended_at_ms, expires_at_s, hook_tokens, dedupe_keys,
-               self._blobs, RESULT_TTL_S)
+               self._blobs, RESULT_TTL_S, written)
 
     # ---------------------------------------------------------------- hooks
-    def put_hook(self, token: str, execution_id: str, name: str) -> None:
+    def put_hook(self, token: str, execution_id: str, name: str, expires_at_s: int | None = None,
+                 provisional: bool = False) -> None:
         self._db.put_item(TableName=self.table, Item={"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK"),
-                                                      "execution_id": s(execution_id), "name": s(name)})
+                                                      "execution_id": s(execution_id), "name": s(name),
+                                                      **expiry_attrs(expires_at_s, provisional)})
 
     def claim_hook(self, token: str, payload: Any) -> bool:
         """Resume-once, atomically: the first payload to claim the token wins; the same payload again

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from orbit.adapters.dynamodb.attributes import AttributeRows, attributes_of
-from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
+from orbit.adapters.dynamodb.codec import ConditionFailed, expiry_attrs, n, num, put_if, s
 from orbit.errors import ValidationError
 from orbit.service.ports import COUNT_CAP, IndexEntry
 
@@ -36,7 +36,8 @@ class IndexRows(AttributeRows):
     _db: Any
     table: str
 
-    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None,
+                  provisional: bool = False) -> None:
         """Write the execution's index row (the service calls it only when the status changes).
 
         Cost, why it is shaped this way: a row write is 1 WRU plus one per GSI it touches, and a GSI
@@ -54,9 +55,9 @@ class IndexRows(AttributeRows):
                 "fixed": s(json.dumps(fixed, separators=(",", ":")))}
         if entry.attributes:
             item["attrs"] = s(json.dumps(entry.attributes, separators=(",", ":"), ensure_ascii=False))
-        if expires_at_s is not None:
-            item["expires_at"] = n(expires_at_s)
-        self._put_attributes(entry, item["pk"], order, item["fixed"]["S"], expires_at_s)  # before the row
+        item.update(expiry_attrs(expires_at_s, provisional))
+        # before the row
+        self._put_attributes(entry, item["pk"], order, item["fixed"]["S"], expires_at_s, provisional)
         # Updates may arrive out of order (two deciders, redeliveries): the newest one wins.
         try:
             put_if(self._db, self.table, item, "attribute_not_exists(pk) OR updated <= :u",

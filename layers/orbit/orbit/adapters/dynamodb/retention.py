@@ -1,12 +1,14 @@
 """Retention on DynamoDB: TTL on every item an ended execution left, and safe deletion of payloads.
 
-    EXEC#id / *           commits, snapshot, index row: `expires_at` set by `retire`
+    EXEC#id / *           commits, snapshot, index rows: `expires_at` written with them while the
+                          execution is young (`prov`), else set by `retire` (see service/retention.py)
     HOOK#sha256(token) / HOOK  the execution's hooks: the same `expires_at`
     IDEM#key / IDEM       worker dedupe records: already carry a TTL (7 days); shortened when the
                           retention is shorter
     BLOB#<sha256> / R#id  "execution id references payload object sha256" (no TTL while it runs)
     BLOB#<sha256> / W#id  a worker's result for execution id carries the object: held for
-                          WORKER_HOLD_S, until the decider has recorded it (its own R#)
+                          WORKER_HOLD_S, until the decider has recorded it (its own R#); then
+                          shortened to the R#'s expiry and marked `rec` (a later hold leaves it)
     BLOB#<sha256> / GC    a collector's short lease while it decides to delete the object
 
 Why references and not per-execution key prefixes: payload objects are content-addressed and one
@@ -39,7 +41,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from orbit.adapters.dynamodb.codec import ConditionFailed, n, num, put_if, s
+from orbit.adapters.dynamodb.codec import PROVISIONAL, ConditionFailed, expiry_attrs, n, num, put_if, s
 from orbit.service.ports import hook_key
 
 GC_LEASE_S = 60
@@ -48,6 +50,7 @@ WAIT_FOR_LEASE_S = 5.0
 # it, a result nobody recorded (a stale attempt's) no longer holds its object.
 WORKER_HOLD_S = 15 * 24 * 3600
 HELD_MEMORY = 100_000  # (kind, execution, object) registrations a process remembers
+RECORDED = "rec"  # on a worker's hold (W#): the execution's own reference (R#) holds the object now
 _OBJECT_PREFIX = "payloads/"
 
 
@@ -93,19 +96,42 @@ class BlobRefs:
     def key(digest: str, sk: str) -> dict[str, Any]:
         return {"pk": s(f"BLOB#{digest}"), "sk": s(sk)}
 
-    def hold(self, execution_id: str, puts: dict[str, bytes], ttl_s: int | None = None) -> None:
+    def hold(self, execution_id: str, puts: dict[str, bytes], ttl_s: int | None = None,
+             expires_at_s: int | None = None, provisional: bool = False) -> None:
         """Register `execution_id` as a reader of these objects and make sure each exists.
-        Without `ttl_s` the reference lasts until `release`; with it (a worker's result), `ttl_s`."""
+        Without `ttl_s` the reference lasts until `release` (or `expires_at_s`, the expiry the
+        execution's items are written with: `provisional` marks a young execution's, see
+        `retire`); with `ttl_s` (a worker's result), `ttl_s`."""
         kind = "R" if ttl_s is None else "W"
         for ref, data in puts.items():
             digest = digest_of(ref)
             if digest is None or (kind, execution_id, digest) in self._held:
                 continue
-            # A plain put: it also clears the expiry an earlier retire gave this reference.
             item = {**self.key(digest, f"{kind}#{execution_id}"), "execution_id": s(execution_id)}
             if ttl_s is not None:
                 item["expires_at"] = n(self._clock.now_ms() // 1000 + ttl_s)
-            self._db.put_item(TableName=self.table, Item=item)
+                # ... unless the execution's own reference already holds the object (`rec`, below):
+                # then a hold is not needed, and a put would undo the shorter expiry it was given.
+                try:
+                    put_if(self._db, self.table, item, f"attribute_not_exists({RECORDED})")
+                except ConditionFailed:
+                    pass
+            else:
+                # A plain put: it also clears the expiry an earlier retire gave this reference.
+                item.update(expiry_attrs(expires_at_s, provisional))
+                self._db.put_item(TableName=self.table, Item=item)
+            if kind == "R" and expires_at_s is not None:
+                # The execution's own reference now holds the object: a worker's hold on it needs
+                # to last no longer (an execution that ends young is never released one by one).
+                try:
+                    self._db.update_item(
+                        TableName=self.table, Key=self.key(digest, f"W#{execution_id}"),
+                        UpdateExpression=f"SET expires_at = :t, {RECORDED} = :y",
+                        ConditionExpression="attribute_exists(pk) AND expires_at > :t",
+                        ExpressionAttributeValues={":t": n(expires_at_s), ":y": {"BOOL": True}})
+                except ClientError as e:
+                    if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                        raise
             self._wait_for_collector(digest)
             self._payloads.put(data, verify=True)
             self._held[(kind, execution_id, digest)] = None
@@ -129,14 +155,7 @@ class BlobRefs:
         for digest in sorted(digests):
             for sk, condition in ((f"R#{execution_id}", "attribute_exists(pk)"),
                                   (f"W#{execution_id}", "attribute_exists(pk) AND expires_at > :t")):
-                try:
-                    self._db.update_item(TableName=self.table, Key=self.key(digest, sk),
-                                         UpdateExpression="SET expires_at = :t",
-                                         ConditionExpression=condition,
-                                         ExpressionAttributeValues={":t": n(expires_at_s)})
-                except ClientError as e:
-                    if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                        raise
+                _set_if(self._db, self.table, self.key(digest, sk), n(expires_at_s), condition)
             self._held.pop(("R", execution_id, digest), None)
 
     def collect(self, digest: str, delete_object: Callable[[str], None]) -> bool:
@@ -200,39 +219,63 @@ class ResultReferences:
 
 def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_s: int,
            hook_tokens: list[str], dedupe_keys: list[str], blobs: BlobRefs | None,
-           dedupe_ttl_s: int) -> None:
-    """Give every item the execution left `expires_at` (see the module docstring); idempotent."""
+           dedupe_ttl_s: int, written: bool = False) -> None:
+    """Give every item the execution left `expires_at` (see the module docstring); idempotent.
+
+    `written`: the execution ended young, every item of it was written with this expiry (the
+    engine's write-time expiry, docs/architecture.md). One GetItem of its first commit confirms it
+    (an execution started before write-time expiry existed, or started by a skewed clock, has none:
+    it gets the full walk below); then only the dedupe records may need shortening."""
     t = n(expires_at_s)
-    digests: set[str] = set()
-    kw: dict[str, Any] = {"TableName": table, "ConsistentRead": True,
-                          "ProjectionExpression": "pk, sk, dig, expires_at",
-                          "KeyConditionExpression": "pk = :pk",
-                          "ExpressionAttributeValues": {":pk": s(f"EXEC#{execution_id}")}}
-    while True:
-        page = db.query(**kw)
-        for item in page["Items"]:
-            digests.update(item.get("dig", {}).get("SS", []))
-            if num(item, "expires_at", 0) != expires_at_s:  # a second retire costs only this read
-                db.update_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]},
-                               UpdateExpression="SET expires_at = :t", ExpressionAttributeValues={":t": t})
-        if "LastEvaluatedKey" not in page:
-            break
-        kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    for token in hook_tokens:
-        _set_if(db, table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}, t, "attribute_exists(pk)")
+    if not (written and _written_with(db, table, execution_id, expires_at_s)):
+        digests = _expire_partition(db, table, execution_id, expires_at_s)
+        for token in hook_tokens:
+            _set_if(db, table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}, t,
+                    "attribute_exists(pk)")
+        if blobs is not None:
+            blobs.release(execution_id, digests, expires_at_s)
     # Dedupe records were written before the end and live dedupe_ttl_s: with a retention at least
     # that long they expire in time on their own, and shortening them would cost a write each.
     if expires_at_s * 1000 - ended_at_ms < dedupe_ttl_s * 1000:
         for key in dedupe_keys:
             _set_if(db, table, {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}, t,
                     "attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at > :t)")
-    if blobs is not None:
-        blobs.release(execution_id, digests, expires_at_s)
+
+
+def _written_with(db: Any, table: str, execution_id: str, expires_at_s: int) -> bool:
+    # Eventually consistent (half the price): a stale answer can only send retire the long way.
+    first = db.get_item(TableName=table, ProjectionExpression="expires_at",
+                        Key={"pk": s(f"EXEC#{execution_id}"), "sk": s(f"C#{1:012d}")}).get("Item")
+    return first is not None and num(first, "expires_at", 0) == expires_at_s
+
+
+def _expire_partition(db: Any, table: str, execution_id: str, expires_at_s: int) -> set[str]:
+    """Every EXEC#id item gets `expires_at_s` (its provisional mark goes); returns the payload
+    digests the items reference."""
+    digests: set[str] = set()
+    kw: dict[str, Any] = {"TableName": table, "ConsistentRead": True,
+                          "ProjectionExpression": "pk, sk, dig, expires_at, #p",
+                          "ExpressionAttributeNames": {"#p": PROVISIONAL},
+                          "KeyConditionExpression": "pk = :pk",
+                          "ExpressionAttributeValues": {":pk": s(f"EXEC#{execution_id}")}}
+    while True:
+        page = db.query(**kw)
+        for item in page["Items"]:
+            digests.update(item.get("dig", {}).get("SS", []))
+            # a second retire costs only this read
+            if num(item, "expires_at", 0) != expires_at_s or PROVISIONAL in item:
+                db.update_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]},
+                               UpdateExpression=f"SET expires_at = :t REMOVE {PROVISIONAL}",
+                               ExpressionAttributeValues={":t": n(expires_at_s)})
+        if "LastEvaluatedKey" not in page:
+            return digests
+        kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _set_if(db: Any, table: str, key: dict[str, Any], t: dict[str, str], condition: str) -> None:
+    """Set `expires_at` (and drop the provisional mark) when `condition` holds."""
     try:
-        db.update_item(TableName=table, Key=key, UpdateExpression="SET expires_at = :t",
+        db.update_item(TableName=table, Key=key, UpdateExpression=f"SET expires_at = :t REMOVE {PROVISIONAL}",
                        ConditionExpression=condition, ExpressionAttributeValues={":t": t})
     except ClientError as e:
         if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":

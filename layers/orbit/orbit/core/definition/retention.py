@@ -33,3 +33,32 @@ def expires_at_s(finished_at_ms: int, retention_ms: int) -> int:
     """Epoch seconds (DynamoDB TTL's unit) at which the data of an execution ended at `finished_at_ms`
     expires; rounded up, so nothing expires a fraction of a second early."""
     return -(-(finished_at_ms + retention_ms) // 1000)
+
+
+# Write-time expiry (docs/architecture.md, "Write-time expiry"): most executions end within an hour of their
+# start. While young, every item written for an execution already carries the expiry it would get
+# if it ended at the close of its first hour (`provisional_expiry_s`), so an execution that does
+# end young needs no write at its end. One that lives longer is pinned (NO_EXPIRY) by the
+# sweeper in time and gets its exact expiry at its end, as before.
+YOUNG_MS = 60 * 60 * 1000
+# How far apart the clocks of Orbit's functions may be: a decision up to this late still writes
+# provisionally, so an item written without expiry always belongs to an execution that ends old.
+CLOCK_SKEW_MS = 60 * 1000
+# The sweeper pins executions this long after their creation: young + skew + the longest decision
+# (a Lambda runs at most 15 minutes) + margin. It must stay below YOUNG_MS + MIN_RETENTION_MS.
+SWEEP_AFTER_MS = YOUNG_MS + 20 * 60 * 1000
+
+
+def provisional_expiry_s(created_at_ms: int, retention_ms: int) -> int:
+    """The expiry a young execution's items carry: that of an end at the close of its first hour."""
+    return expires_at_s(created_at_ms + YOUNG_MS, retention_ms)
+
+
+def writes_provisionally(created_at_ms: int, now_ms: int) -> bool:
+    """Does a write at `now_ms` for an unended execution carry the provisional expiry?"""
+    return now_ms < created_at_ms + YOUNG_MS + CLOCK_SKEW_MS
+
+
+def ended_young(created_at_ms: int, finished_at_ms: int) -> bool:
+    """Did the execution end while every write for it was provisional (its end keeps that expiry)?"""
+    return finished_at_ms < created_at_ms + YOUNG_MS
