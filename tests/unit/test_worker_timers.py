@@ -85,3 +85,20 @@ def test_many_cancelled_handles_are_compacted():
     for _ in range(500):
         t.cancel(t.after(100, lambda: None))
     assert len(t._heap) < 200
+
+
+def test_a_callback_that_finds_no_thread_runs_a_little_later(monkeypatch):
+    t = Timers()
+    fired = threading.Event()
+    real = threading.Thread.start
+    failures = [1]
+
+    def start(self):
+        if self.name == "orbit-task-timer" and failures[0]:
+            failures[0] -= 1
+            raise RuntimeError("can't start new thread")
+        return real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    t.after(0.0, fired.set)
+    assert fired.wait(2) and failures == [0]

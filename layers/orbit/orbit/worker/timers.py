@@ -95,8 +95,14 @@ class Timers:
                 handle = heapq.heappop(self._heap)[2]
                 handle.running = True
                 handle.idle.clear()
-                threading.Thread(target=self._run, args=(handle,), name="orbit-task-timer",
-                                 daemon=True).start()
+                try:
+                    threading.Thread(target=self._run, args=(handle,), name="orbit-task-timer",
+                                     daemon=True).start()
+                except RuntimeError:  # no thread to be had right now: try again shortly
+                    log.warning("could not start a thread for a task's timed callback; retrying")
+                    handle.running = False
+                    handle.idle.set()
+                    self._push(self._monotonic() + 0.05, handle)
 
     def _run(self, handle: Handle) -> None:
         try:
