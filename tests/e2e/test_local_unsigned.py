@@ -1,9 +1,8 @@
-"""In-process moto: the local stack's DynamoDB and SQS requests go unsigned; S3, presigned URLs and server mode do not."""
+"""In-process moto: DynamoDB and SQS requests go unsigned; S3, presigned URLs and server mode do not."""
 
 from __future__ import annotations
 
 import boto3
-
 from orbit.local import emulator
 from orbit.local.emulator import Emulator
 
