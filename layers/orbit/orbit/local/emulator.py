@@ -17,6 +17,8 @@ import logging
 import os
 from typing import Literal
 
+from botocore import UNSIGNED
+from botocore.handlers import BUILTIN_HANDLERS
 from moto.core.models import BackendDict
 
 from . import clock, moto_speed
@@ -80,12 +82,15 @@ class Emulator:
 
             self._mock = mock_aws()
             self._mock.start(reset=True)
+            _unsigned_in_process(+1)
+
 
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
             self._server = None
         if self._mock is not None:
+            _unsigned_in_process(-1)
             self._mock.stop()
             self._mock = None
         for key, value in self._saved_env.items():
@@ -94,3 +99,28 @@ class Emulator:
             else:
                 os.environ[key] = value
         self._saved_env.clear()
+
+
+# In-process mode: DynamoDB and SQS requests go unsigned (botocore's UNSIGNED signature version).
+# The credentials are fake and moto's DynamoDB and SQS never read the Authorization header (their
+# region comes from the URL, the account from MOTO_ACCOUNT_ID or the default), so what reaches the
+# backends is the same; SigV4 signing was ~0.6 ms of CPU per request. S3 stays signed (moto treats an
+# unsigned S3 request as anonymous and checks bucket policies), presigned URLs too, and server mode,
+# whose requests cross HTTP like AWS's, is untouched. Deployed clients never see this hook: it is
+# registered only when an in-process emulator starts, and answers only while one runs.
+_UNSIGNED_SERVICES = frozenset({"dynamodb", "sqs"})
+_in_process = 0
+
+
+def _choose_unsigned(signing_name: str = "", signature_version: object = None, **_: object) -> object:
+    if _in_process > 0 and signing_name in _UNSIGNED_SERVICES and signature_version == "v4":
+        return UNSIGNED
+    return None
+
+
+def _unsigned_in_process(delta: int) -> None:
+    """Count running in-process emulators; the first start registers the hook for new botocore sessions."""
+    global _in_process
+    _in_process = max(0, _in_process + delta)
+    if ("choose-signer", _choose_unsigned) not in BUILTIN_HANDLERS:
+        BUILTIN_HANDLERS.insert(0, ("choose-signer", _choose_unsigned))  # before botocore's own choice

@@ -1,4 +1,4 @@
-"""Threads and buffers around a running task: the keep-alive, a batch's held answers, a one-time message.
+"""Timers and buffers around a running task: the keep-alive, a batch's held answers, a one-time message.
 
 A Lambda batch holds the answers of its quick tasks and sends them in one request at its end
 (`Held`). A quick task's answer is its only record (worker/dedupe.py), so holding is bounded:
@@ -17,30 +17,28 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from orbit.worker.timers import Handle, timers
+
 log = logging.getLogger("orbit.worker")
 
 
 class KeepAlive:
-    """While a task runs, extend its message visibility and its claim every `period_s`."""
+    """While a task runs, extend its message visibility and its claim every `period_s`.
+
+    No thread of its own: the process's scheduler (worker/timers.py) runs `extend` when it is due."""
 
     def __init__(self, period_s: float, extend: Callable[[], None]) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, args=(period_s, extend), daemon=True)
-
-    def _loop(self, period_s: float, extend: Callable[[], None]) -> None:
-        while not self._stop.wait(period_s):
-            try:
-                extend()
-            except Exception:  # a failed extension must never kill the task; the next one may work
-                log.warning("could not extend the task's visibility/lease", exc_info=True)
+        self._period_s = period_s
+        self._extend = extend
+        self._handle: Handle | None = None
 
     def __enter__(self) -> KeepAlive:
-        self._thread.start()
+        self._handle = timers().after(self._period_s, self._extend, period_s=self._period_s)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        if self._handle is not None:
+            timers().cancel(self._handle, timeout=5)  # an extension in progress may end first
 
 
 class Held:

@@ -51,6 +51,7 @@ from orbit.worker.batching import Held, KeepAlive, Once
 from orbit.worker.context import TaskContext
 from orbit.worker.dedupe import Delivery, TaskDeferred
 from orbit.worker.heartbeat import HeartbeatThrottle
+from orbit.worker.timers import Handle, timers
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
 log = logging.getLogger("orbit.worker")
@@ -211,19 +212,18 @@ class Worker:
 
         # With a heartbeat timeout the engine's clock starts at `started`: report it now, or the
         # grace period would eat into the first heartbeat's window unseen.
-        timer: threading.Timer | None = None
+        # The grace period is a due time on the process's scheduler (worker/timers.py), not a thread.
+        grace: Handle | None = None
         if d.heartbeat_timeout_ms is not None:
             running_long()
         else:
-            timer = threading.Timer(self.started_grace_s, running_long)
-            timer.daemon = True
-            timer.start()
+            grace = timers().after(self.started_grace_s, running_long)
         try:
             output, error = self._run(d, idem, running_long, session, lease, extend_visibility, recorded)
         finally:
-            if timer is not None:
-                timer.cancel()
-                timer.join()  # a grace timer that fired just now has claimed before we read `recorded`
+            if grace is not None:
+                # waits for a grace callback that fired just now: it has claimed before we read `recorded`
+                timers().cancel(grace)
         if idem is not None and recorded[0]:
             if error is None:
                 output = idem.complete(d.idempotency_key, d.token, {"output": output})["output"]

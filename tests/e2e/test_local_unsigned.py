@@ -1,0 +1,41 @@
+"""In-process moto: DynamoDB and SQS requests go unsigned; S3, presigned URLs and server mode do not."""
+
+from __future__ import annotations
+
+import boto3
+from orbit.local import emulator
+from orbit.local.emulator import Emulator
+
+
+def _authorization(client, call) -> list:
+    seen: list = []
+    client.meta.events.register("before-send", lambda request, **_: seen.append(
+        request.headers.get("Authorization")), unique_id="test-auth")
+    call()
+    return seen
+
+
+def test_in_process_dynamodb_and_sqs_are_unsigned_and_behave_the_same():
+    e = Emulator("inprocess")
+    e.start()
+    try:
+        session = boto3.session.Session()
+        ddb, sqs, s3 = (session.client(s, region_name="us-east-1") for s in ("dynamodb", "sqs", "s3"))
+        ddb.create_table(TableName="t", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                         BillingMode="PAY_PER_REQUEST")
+        put = _authorization(ddb, lambda: ddb.put_item(
+            TableName="t", Item={"pk": {"S": "a"}}, ConditionExpression="attribute_not_exists(pk)"))
+        assert put == [None]
+        assert ddb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"] == {"pk": {"S": "a"}}
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        assert _authorization(sqs, lambda: sqs.send_message(QueueUrl=url, MessageBody="m")) == [None]
+        assert sqs.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "m"
+        s3.create_bucket(Bucket="orbit-unsigned-test")
+        signed = _authorization(s3, lambda: s3.put_object(Bucket="orbit-unsigned-test", Key="k", Body=b"1"))
+        assert signed and signed[0] is not None  # S3 stays signed: moto would treat it as anonymous
+        assert "Signature=" in s3.generate_presigned_url(
+            "get_object", Params={"Bucket": "orbit-unsigned-test", "Key": "k"})
+    finally:
+        e.stop()
+    assert emulator._choose_unsigned(signing_name="dynamodb", signature_version="v4") is None
