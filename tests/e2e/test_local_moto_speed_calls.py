@@ -17,32 +17,16 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.moto_api._internal.moto_random import MotoRandom
-from orbit.local import clock, moto_speed
-from orbit.local.emulator import Emulator
+from moto_speed_table import inprocess_table
+from orbit.local import moto_speed
 
 pytestmark = pytest.mark.skipif(moto.__version__ != moto_speed.MOTO_VERSION, reason="fixes not applied")
 
 
 @pytest.fixture
 def aws() -> Any:
-    clock.reset()
-    emulator = Emulator("inprocess")
-    emulator.start()
-    try:
-        db = boto3.client("dynamodb", region_name="us-east-1")
-        db.create_table(
-            TableName="t", BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in ("pk", "sk", "g")],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                       {"AttributeName": "sk", "KeyType": "RANGE"}],
-            GlobalSecondaryIndexes=[{"IndexName": "gsi", "Projection": {"ProjectionType": "ALL"},
-                                     "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"},
-                                                   {"AttributeName": "sk", "KeyType": "RANGE"}]}],
-        )
+    with inprocess_table() as db:
         yield db, boto3.client("sqs", region_name="us-east-1")
-    finally:
-        emulator.stop()
-        clock.reset()
 
 
 ITEM = {"pk": {"S": "EXEC#a"}, "sk": {"S": "C#1"}, "g": {"S": "x"}, "n": {"N": "12.50"},

@@ -5,42 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import moto
 import moto.dynamodb.models.table as table_model
 import pytest
-from orbit.local import clock, moto_speed
-from orbit.local.emulator import Emulator
+from moto_speed_table import inprocess_table
+from orbit.local import moto_speed
 
 pytestmark = pytest.mark.skipif(moto.__version__ != moto_speed.MOTO_VERSION, reason="fix not applied")
 
 
 @pytest.fixture
 def ddb() -> Any:
-    clock.reset()
-    emulator = Emulator("inprocess")
-    emulator.start()
-    try:
-        db = boto3.client("dynamodb", region_name="us-east-1")
-        db.create_table(
-            TableName="t",
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in ("pk", "sk", "g")],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            GlobalSecondaryIndexes=[
-                {
-                    "IndexName": "gsi",
-                    "Projection": {"ProjectionType": "ALL"},
-                    "KeySchema": [
-                        {"AttributeName": "g", "KeyType": "HASH"},
-                        {"AttributeName": "sk", "KeyType": "RANGE"},
-                    ],
-                }
-            ],
-        )
+    with inprocess_table() as db:
         for p in ("EXEC#a", "EXEC#b", "EXEC#c"):
             # written out of order, with bodies of different sizes (the size cap counts them)
             for i in (7, 3, 12, 1, 9, 30, 2, 15, 4, 22, 5):
@@ -57,9 +33,6 @@ def ddb() -> Any:
             db.put_item(TableName="t", Item={"pk": {"S": p}, "sk": {"S": "SNAP"}, "n": {"N": "0"}})
             db.put_item(TableName="t", Item={"pk": {"S": p}, "sk": {"S": "A#INDEX"}, "n": {"N": "-1"}})
         yield db
-    finally:
-        emulator.stop()
-        clock.reset()
 
 
 QUERIES: list[dict[str, Any]] = [
