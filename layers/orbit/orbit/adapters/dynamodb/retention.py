@@ -36,12 +36,19 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from orbit.adapters.dynamodb.codec import PROVISIONAL, ConditionFailed, expiry_attrs, n, num, put_if, s
+from orbit.adapters.dynamodb.codec import (
+    PROVISIONAL,
+    ConditionFailed,
+    expiry_attrs,
+    n,
+    num,
+    put_if,
+    s,
+    update_if,
+)
 from orbit.service.ports import hook_key
 
 GC_LEASE_S = 60
@@ -124,14 +131,12 @@ class BlobRefs:
                 # The execution's own reference now holds the object: a worker's hold on it needs
                 # to last no longer (an execution that ends young is never released one by one).
                 try:
-                    self._db.update_item(
-                        TableName=self.table, Key=self.key(digest, f"W#{execution_id}"),
-                        UpdateExpression=f"SET expires_at = :t, {RECORDED} = :y",
-                        ConditionExpression="attribute_exists(pk) AND expires_at > :t",
-                        ExpressionAttributeValues={":t": n(expires_at_s), ":y": {"BOOL": True}})
-                except ClientError as e:
-                    if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                        raise
+                    update_if(self._db, self.table, self.key(digest, f"W#{execution_id}"),
+                              f"SET expires_at = :t, {RECORDED} = :y",
+                              "attribute_exists(pk) AND expires_at > :t",
+                              ExpressionAttributeValues={":t": n(expires_at_s), ":y": {"BOOL": True}})
+                except ConditionFailed:
+                    pass
             self._wait_for_collector(digest)
             self._payloads.put(data, verify=True)
             self._held[(kind, execution_id, digest)] = None
@@ -253,33 +258,38 @@ def _expire_partition(db: Any, table: str, execution_id: str, expires_at_s: int)
     """Every EXEC#id item gets `expires_at_s` (its provisional mark goes); returns the payload
     digests the items reference."""
     digests: set[str] = set()
-    kw: dict[str, Any] = {"TableName": table, "ConsistentRead": True,
-                          "ProjectionExpression": "pk, sk, dig, expires_at, #p",
+    for item in execution_items(db, table, execution_id, "pk, sk, dig, expires_at, #p"):
+        digests.update(item.get("dig", {}).get("SS", []))
+        # a second retire costs only this read
+        if num(item, "expires_at", 0) != expires_at_s or PROVISIONAL in item:
+            db.update_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]},
+                           UpdateExpression=f"SET expires_at = :t REMOVE {PROVISIONAL}",
+                           ExpressionAttributeValues={":t": n(expires_at_s)})
+    return digests
+
+
+def execution_items(db: Any, table: str, execution_id: str, projection: str) -> Iterator[dict[str, Any]]:
+    """Every item of the execution's partition (EXEC#id), consistent, with `projection` (`#p`
+    names the provisional mark)."""
+    kw: dict[str, Any] = {"TableName": table, "ConsistentRead": True, "ProjectionExpression": projection,
                           "ExpressionAttributeNames": {"#p": PROVISIONAL},
                           "KeyConditionExpression": "pk = :pk",
                           "ExpressionAttributeValues": {":pk": s(f"EXEC#{execution_id}")}}
     while True:
         page = db.query(**kw)
-        for item in page["Items"]:
-            digests.update(item.get("dig", {}).get("SS", []))
-            # a second retire costs only this read
-            if num(item, "expires_at", 0) != expires_at_s or PROVISIONAL in item:
-                db.update_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]},
-                               UpdateExpression=f"SET expires_at = :t REMOVE {PROVISIONAL}",
-                               ExpressionAttributeValues={":t": n(expires_at_s)})
+        yield from page["Items"]
         if "LastEvaluatedKey" not in page:
-            return digests
+            return
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _set_if(db: Any, table: str, key: dict[str, Any], t: dict[str, str], condition: str) -> None:
     """Set `expires_at` (and drop the provisional mark) when `condition` holds."""
     try:
-        db.update_item(TableName=table, Key=key, UpdateExpression=f"SET expires_at = :t REMOVE {PROVISIONAL}",
-                       ConditionExpression=condition, ExpressionAttributeValues={":t": t})
-    except ClientError as e:
-        if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-            raise
+        update_if(db, table, key, f"SET expires_at = :t REMOVE {PROVISIONAL}", condition,
+                  ExpressionAttributeValues={":t": t})
+    except ConditionFailed:
+        pass
 
 
 def collect_removed(records: list[dict[str, Any]], blobs: BlobRefs,

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from orbit.adapters.dynamodb.codec import PROVISIONAL, ConditionFailed, n, put_if, s, text
+from orbit.adapters.dynamodb.codec import PROVISIONAL, ConditionFailed, n, put_if, s, text, update_if
+from orbit.adapters.dynamodb.retention import execution_items
 from orbit.service.ports import hook_key
 
 SWEEP_KEY = {"pk": s("SWEEP"), "sk": s("RETENTION")}
@@ -60,33 +59,20 @@ class SweepRows:
         commits, snapshot, index rows, payload references, hooks); returns how many were changed."""
         digests: set[str] = set()
         marked: list[dict[str, Any]] = []
-        kw: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True,
-                              "ProjectionExpression": "pk, sk, dig, #p",
-                              "ExpressionAttributeNames": {"#p": PROVISIONAL},
-                              "KeyConditionExpression": "pk = :pk",
-                              "ExpressionAttributeValues": {":pk": s(f"EXEC#{execution_id}")}}
-        while True:
-            page = self._db.query(**kw)
-            for item in page["Items"]:
-                digests.update(item.get("dig", {}).get("SS", []))
-                if PROVISIONAL in item:
-                    marked.append({"pk": item["pk"], "sk": item["sk"]})
-            if "LastEvaluatedKey" not in page:
-                break
-            kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for item in execution_items(self._db, self.table, execution_id, "pk, sk, dig, #p"):
+            digests.update(item.get("dig", {}).get("SS", []))
+            if PROVISIONAL in item:
+                marked.append({"pk": item["pk"], "sk": item["sk"]})
         marked += [{"pk": s(f"BLOB#{d}"), "sk": s(f"R#{execution_id}")} for d in sorted(digests)]
         marked += [{"pk": s(f"HOOK#{hook_key(t)}"), "sk": s("HOOK")} for t in hook_tokens]
         pinned = 0
         for key in marked:
             try:
-                self._db.update_item(TableName=self.table, Key=key,
-                                     UpdateExpression=f"SET expires_at = :t REMOVE {PROVISIONAL}",
-                                     ConditionExpression=f"attribute_exists({PROVISIONAL})",
-                                     ExpressionAttributeValues={":t": n(until_s)})
+                update_if(self._db, self.table, key, f"SET expires_at = :t REMOVE {PROVISIONAL}",
+                          f"attribute_exists({PROVISIONAL})", ExpressionAttributeValues={":t": n(until_s)})
                 pinned += 1
-            except ClientError as e:
-                if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                    raise
+            except ConditionFailed:
+                pass
         return pinned
 
     def sweep_cursor(self) -> str | None:
