@@ -8,6 +8,7 @@ or the units whose wake-up is due.
 from __future__ import annotations
 
 from orbit.core.decider.context import Ctx, jitter_fraction
+from orbit.core.decider.contracts import violation
 from orbit.core.decider.inline import lease_expired
 from orbit.core.definition.inline import inline_timeout
 from orbit.core.history.effects import CancelChild, CancelTask, DispatchTask
@@ -62,6 +63,10 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
     redrive reset (PENDING again) goes on numbering its attempts (see UnitState.attempt_base)."""
     u = ctx.state.units.get(cmd.unit)
     if u is not None and u.status != "PENDING":
+        return
+    refused = violation(ctx, cmd.task, cmd.unit, "input", cmd.input)
+    if refused is not None:  # recorded instead of the dispatch: no worker or inline function sees it
+        fail(ctx, cmd.unit, refused, cmd.on_exhausted == CONTINUE_WORKFLOW)
         return
     deadline = None
     if cmd.inline is not None:
@@ -213,6 +218,8 @@ def result(ctx: Ctx, unit: str, token: str, output: object, error: TaskError | N
         ctx.emit(StaleResultIgnored(unit, token, outcome))
         return
     assert u is not None
+    if error is None:
+        error = violation(ctx, u.task, unit, "output", output)
     if error is None:
         ctx.emit(StepSucceeded(unit, u.attempt, output))
     else:

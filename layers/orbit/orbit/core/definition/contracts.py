@@ -89,11 +89,30 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
         return None
     root = label or _ROOT_LABEL.get(code, "value")
     try:
-        validator = _validator(_key(schema))
+        validator = compile_schema(schema)
+    except Exception as exc:  # a schema that slipped past validation
+        return _unusable(code, root, exc)
+    return check_compiled(validator, value, code, root)
+
+
+def compile_schema(schema: Any) -> Any:
+    """The validator for ``schema`` (shared through a cache keyed by its canonical JSON), or None
+    for a schema every value satisfies. Callers that check the same schema often keep the
+    validator (`task_contracts.TaskContracts`) and call :func:`check_compiled`."""
+    if schema is None or schema is True or schema == {}:
+        return None
+    return _validator(_key(schema))
+
+
+def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskError | None:
+    """:func:`check_schema` with a validator from :func:`compile_schema`; ``root`` names the value
+    in messages (``output`` gives ``output.items[0].sku: ...``)."""
+    if validator is None:
+        return None
+    try:
         errors = list(validator.iter_errors(value))
-    except Exception as exc:  # a schema that slipped past validation, an unresolvable $ref...
-        return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
-                         retryable=False, details={"errors": []})
+    except Exception as exc:  # an unresolvable $ref, a schema that cannot be applied
+        return _unusable(code, root, exc)
     if not errors:
         return None
     errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
@@ -104,6 +123,11 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more)"
     return TaskError(code, message, retryable=False, details={"errors": listed, "count": len(errors)})
+
+
+def _unusable(code: str, root: str, exc: Exception) -> TaskError:
+    return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
+                     retryable=False, details={"errors": []})
 
 
 def _key(schema: Any) -> str:
