@@ -190,7 +190,8 @@ def test_a_for_element_breaking_the_contract_fails_alone_and_names_its_unit() ->
     eid = sim.start("wf", {"amounts": [1, "two", 3]}, id="e1")
     sim.run()
     d = sim.describe(eid)
-    assert d["status"] == "COMPLETED" and d["output"] == {"charge": [{"charge_id": "c"}, None, {"charge_id": "c"}]}
+    assert d["status"] == "COMPLETED"
+    assert d["output"] == {"charge": [{"charge_id": "c"}, None, {"charge_id": "c"}]}
     assert d["steps"]["charge[1]"]["error"]["message"].startswith("task 'pay.charge' at step 'charge[1]': ")
     assert [b["input"]["amount"] for b in sim.scripts["pay.charge"].seen] == [1, 3]
 
@@ -235,8 +236,8 @@ def test_an_inline_step_is_checked_like_a_worker_step() -> None:
 
     INLINE_RUNS.clear()
     w = World({"pay.charge": bad_charge})
-    w.register(definition({"charge": {"task": "pay.charge", "inline": True, "input": {"amount": "{% input.a %}"}}},
-                          name="inl", tasks=TASKS))
+    step = {"task": "pay.charge", "inline": True, "input": {"amount": "{% input.a %}"}}
+    w.register(definition({"charge": step}, name="inl", tasks=TASKS))
     eid = w.decider.start("inl", None, {"a": 1}, "e1")
     w.settle()
     d = w.api.describe(eid)
