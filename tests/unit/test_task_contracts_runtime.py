@@ -249,3 +249,55 @@ def test_an_inline_step_is_checked_like_a_worker_step() -> None:
     w.settle()
     assert w.api.describe(eid)["error"]["code"] == "INPUT_CONTRACT_VIOLATION"
     assert INLINE_RUNS == [{"amount": 1}]
+
+
+# -- retry_on: a policy that names the code retries it ----------------------------------------------
+
+def test_retry_on_output_contract_violation_retries_until_an_output_keeps_the_contract() -> None:
+    sim = sim_with({"charge": {"task": "pay.charge", "input": {"amount": 1}, "retry": {
+        "max_attempts": 3, "backoff": "1s", "retry_on": ["OUTPUT_CONTRACT_VIOLATION"]}}}, tasks=TASKS)
+    sim.worker("pay.charge", succeed({"charge_id": None}), succeed({"charge_id": "c2"}))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    d = sim.describe(eid)
+    assert d["status"] == "COMPLETED" and d["steps"]["charge"]["attempt"] == 2
+    assert unit_types(sim, eid, "charge") == ["StepScheduled", "StepDispatched", "StepAttemptFailed",
+                                              "RetryScheduled", "StepScheduled", "StepDispatched",
+                                              "StepSucceeded"]
+    scheduled = events(sim, eid, "StepScheduled")[0]
+    assert scheduled["retry"]["retry_on"] == ["OUTPUT_CONTRACT_VIOLATION"]  # recorded with the attempt
+
+
+def test_retry_on_also_retries_a_code_the_worker_marked_not_retryable() -> None:
+    sim = sim_with({"a": {"task": "t.a", "retry": {"max_attempts": 2, "backoff": "0s",
+                                                    "retry_on": ["RATE_LIMITED"]}}})
+    sim.worker("t.a", fail("RATE_LIMITED", retryable=False), succeed("ok"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    assert sim.describe(eid)["status"] == "COMPLETED"
+
+
+def test_a_policy_without_retry_on_records_the_same_shape_as_before() -> None:
+    sim = sim_with({"a": {"task": "t.a", "retry": {"max_attempts": 2}}})
+    sim.worker("t.a", succeed("ok"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    assert "retry_on" not in events(sim, eid, "StepScheduled")[0]["retry"]
+
+
+def test_retry_on_naming_a_code_that_can_never_be_retried_is_refused() -> None:
+    doc = definition({"a": {"task": "t.a", "retry": {"retry_on": ["INPUT_CONTRACT_VIOLATION", "BUSY"],
+                                                     "non_retryable": ["BUSY"]}}})
+    assert [str(p) for p in validate_definition(doc)] == [
+        "steps.a.retry.retry_on: INPUT_CONTRACT_VIOLATION is never retried: it is decided before an attempt "
+        "runs or ends the execution",
+        "steps.a.retry.retry_on: BUSY also in non_retryable: a code is either retried or not"]
+    not_a_list = definition({"a": {"task": "t.a", "retry": {"retry_on": "X"}}})
+    assert [str(p) for p in validate_definition(not_a_list)] == [
+        "steps.a.retry.retry_on: must be a list of error codes (strings)"]
+    from orbit.core.runtime.code_specs import retry_policy
+
+    with pytest.raises(TypeError, match="retry.retry_on: EXPRESSION_ERROR is never retried"):
+        retry_policy({"retry_on": ["EXPRESSION_ERROR"]})
+    policy = retry_policy({"retry_on": ["OUTPUT_CONTRACT_VIOLATION"]})
+    assert policy.retry_on == ("OUTPUT_CONTRACT_VIOLATION",)

@@ -13,7 +13,6 @@ from orbit.core.decider.inline import lease_expired
 from orbit.core.definition.inline import inline_timeout
 from orbit.core.history.effects import CancelChild, CancelTask, DispatchTask
 from orbit.core.history.events import (
-    EXPRESSION_ERROR,
     HEARTBEAT_TIMEOUT,
     QUEUE_TIMEOUT,
     TIMEOUT,
@@ -43,19 +42,8 @@ from orbit.core.history.state import (
     UnitState,
     parse_key,
 )
+from orbit.core.history.task_error import retried
 from orbit.core.runtime.commands import CONTINUE_WORKFLOW, RetryPolicy, StepCommand
-
-# Codes the engine never retries, whatever the policy says.
-NEVER_RETRIED = frozenset(
-    {
-        EXPRESSION_ERROR,
-        "INPUT_CONTRACT_VIOLATION",
-        "OUTPUT_CONTRACT_VIOLATION",
-        "CANCELLED",
-        "WORKFLOW_TIMEOUT",
-        "ADAPTER_DISABLED",
-    }
-)
 
 
 def schedule(ctx: Ctx, cmd: StepCommand) -> None:
@@ -232,9 +220,7 @@ def attempt_failed(ctx: Ctx, unit: str, error: TaskError) -> None:
     ctx.emit(StepAttemptFailed(unit, u.attempt, error))
     policy = RetryPolicy.of(u.retry)
     retry = (
-        error.retryable
-        and error.code not in NEVER_RETRIED
-        and error.code not in policy.non_retryable
+        retried(error.code, error.retryable, policy.non_retryable, policy.retry_on)
         and u.attempt - u.attempt_base < policy.max_attempts
         and ctx.state.abort is None
         and u.kind in ("task", "http")

@@ -29,6 +29,8 @@ class RetryPolicy:
     max_backoff_ms: int | None = None
     jitter: Literal["none", "full"] = "none"
     non_retryable: tuple[str, ...] = ()
+    # Codes retried even though the error says it is not retryable (OUTPUT_CONTRACT_VIOLATION, ...)
+    retry_on: tuple[str, ...] = ()
 
     def delay_ms(self, failed_attempt: int) -> int:
         """Delay (before jitter) after attempt number ``failed_attempt`` (1-based) failed."""
