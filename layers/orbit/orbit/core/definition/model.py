@@ -84,6 +84,15 @@ class Handler:
     concurrency: int = 1
 
 
+def compiled_contracts(tasks: dict[str, Any]) -> TaskContracts | None:
+    """`TaskContracts` for a `tasks` mapping, or None (without importing jsonschema) when empty."""
+    if not tasks:
+        return None
+    from orbit.core.definition.task_contracts import TaskContracts
+
+    return TaskContracts.of(tasks)
+
+
 @dataclass(frozen=True)
 class Definition:
     name: str
@@ -106,11 +115,7 @@ class Definition:
     @cached_property
     def task_contracts(self) -> TaskContracts | None:
         """The compiled `tasks:` contracts (None without any): built once per definition."""
-        if not self.tasks:
-            return None
-        from orbit.core.definition.task_contracts import TaskContracts
-
-        return TaskContracts.of(self.tasks)
+        return compiled_contracts(self.tasks)
 
     def signal_names(self) -> list[str]:
         """Every signal the workflow accepts: declared, waited for by a step, or handled."""

@@ -37,6 +37,19 @@ def called_tasks(steps: Any, handlers: Any = None) -> dict[str, str]:
     return out
 
 
+def check_contract(name: str, body: Any, path: str, out: Problems) -> None:
+    """One task's contract `{input, output, description}` (schemas valid, references local)."""
+    if not isinstance(body, dict):
+        out.add(path, f"must be a mapping with `input` and/or `output` schemas, not {type_name(body)}")
+        return
+    check_keys(body, TASK_KEYS, path, out, "a task contract")
+    for key in ("input", "output"):
+        if key in body:
+            check_schema_doc(body[key], join(path, key), out)
+    if "description" in body and not isinstance(body["description"], str):
+        out.add(join(path, "description"), f"must be a string, not {type_name(body['description'])}")
+
+
 def check_tasks(document: dict[str, Any], out: Problems) -> None:
     if "tasks" not in document:
         return
@@ -51,15 +64,7 @@ def check_tasks(document: dict[str, Any], out: Problems) -> None:
         if name not in called:
             listed = ", ".join(sorted(called)) or "none"
             out.add(path, f"no step calls task {name!r}{suggest(str(name), called)} (tasks called: {listed})")
-        if not isinstance(body, dict):
-            out.add(path, f"must be a mapping with `input` and/or `output` schemas, not {type_name(body)}")
-            continue
-        check_keys(body, TASK_KEYS, path, out, "a task contract")
-        for key in ("input", "output"):
-            if key in body:
-                check_schema_doc(body[key], join(path, key), out)
-        if "description" in body and not isinstance(body["description"], str):
-            out.add(join(path, "description"), f"must be a string, not {type_name(body['description'])}")
+        check_contract(str(name), body, path, out)
 
 
 _CODES = {"input": INPUT_CONTRACT_VIOLATION, "output": OUTPUT_CONTRACT_VIOLATION}
