@@ -124,3 +124,32 @@ def test_a_definition_whose_contract_is_not_a_valid_schema_is_refused_naming_the
     assert status == 400, body
     paths = sorted(p["path"] for p in body["error"]["problems"])
     assert paths == ["tasks.test.audit.input", "tasks.test.charge.output"]
+
+
+BIG = {
+    "orbit": 1, "name": "contracts-big", "version": "1",
+    "steps": {"make": {"task": "test.big", "input": {"text": "{% input.text %}"}},
+              "echo": {"task": "test.big", "input": {"text": "{% steps.make.output.text %}"}}},
+    "output": {"n": "{% $length(steps.echo.output.text) %}"},
+    "tasks": {"test.big": {"input": {"type": "object", "required": ["text"],
+                                     "properties": {"text": {"type": "string", "minLength": 40000}}},
+                           "output": {"type": "object", "required": ["text"],
+                                      "properties": {"text": {"type": "string", "pattern": "^a+b$"}}}}},
+}
+
+
+@worker.task("test.big")
+def big(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
+    return {"text": input["text"]}
+
+
+def test_values_held_in_s3_are_checked_as_the_values_themselves(cloud: Any) -> None:
+    """Inputs and outputs over 32 KB travel as payload references; the contract sees the value."""
+    assert cloud.api("POST", "/definitions", BIG)[0] in (200, 201)
+    text = "a" * 50_000 + "b"
+    status, body = cloud.api("POST", "/executions", {"workflow": "contracts-big", "input": {"text": text},
+                                                     "id": "tc-big"})
+    assert status == 201, body
+    cloud.run_until_idle()
+    desc = cloud.api("GET", "/executions/tc-big")[1]
+    assert desc["status"] == "COMPLETED" and desc["output"] == {"n": 50_001}, desc.get("error")
