@@ -108,7 +108,11 @@ def test_validators_are_compiled_once_per_definition(monkeypatch: pytest.MonkeyP
 
     compiled: list[Any] = []
     real = contracts.compile_schema
-    monkeypatch.setattr(contracts, "compile_schema", lambda schema: compiled.append(schema) or real(schema))
+    def counted(schema: Any, **options: Any) -> Any:
+        compiled.append(schema)
+        return real(schema, **options)
+
+    monkeypatch.setattr(contracts, "compile_schema", counted)
     c = TaskContracts.of({"t": {"input": {"type": "object"}, "output": {"type": "string"}}})
     assert c is not None
     for i in range(50):
@@ -301,3 +305,37 @@ def test_retry_on_naming_a_code_that_can_never_be_retried_is_refused() -> None:
         retry_policy({"retry_on": ["EXPRESSION_ERROR"]})
     policy = retry_policy({"retry_on": ["OUTPUT_CONTRACT_VIOLATION"]})
     assert policy.retry_on == ("OUTPUT_CONTRACT_VIOLATION",)
+
+
+# -- bounded: a contract's regular expressions run on RE2 -------------------------------------------
+
+def test_contract_patterns_never_run_on_pythons_backtracking_re(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    def backtracking(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a task contract's pattern ran on Python's re")
+
+    monkeypatch.setattr(re, "search", backtracking)  # what jsonschema's own keywords call
+    c = TaskContracts.of({"t": {"output": {
+        "type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+        "patternProperties": {"^(x+)+$": {"type": "integer"}}, "additionalProperties": False}}})
+    assert c is not None
+    err = c.check("t", "u", "output", {"s": "a" * 50_000 + "b"})  # catastrophic on a backtracking engine
+    assert err is not None and err.details["errors"][0]["path"] == "output.s"
+    assert "does not match '^(a+)+$'" in err.message
+    err = c.check("t", "u", "output", {"s": "a", "x" * 40 + "y": 1})
+    assert err is not None and "does not match any of the regexes: '^(x+)+$'" in err.message
+    err = c.check("t", "u", "output", {"s": "a", "xx": "1"})
+    assert err is not None and err.details["errors"][0]["path"] == "output.xx"
+    assert c.check("t", "u", "output", {"s": "aaa", "xxx": 1}) is None
+
+
+def test_a_pattern_re2_cannot_run_fails_the_step_naming_it() -> None:
+    sim = sim_with({"a": {"task": "t.a"}}, tasks={"t.a": {"output": {"type": "string", "pattern": "(?=x)x"}}})
+    sim.worker("t.a", succeed("x"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    error = sim.describe(eid)["steps"]["a"]["error"]
+    assert error["code"] == "OUTPUT_CONTRACT_VIOLATION" and not error["retryable"]
+    assert "regular expression /(?=x)x/ is not supported" in error["message"]
+    assert error["message"].startswith("task 't.a' at step 'a': output: the schema cannot be applied")

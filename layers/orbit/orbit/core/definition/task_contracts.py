@@ -102,7 +102,7 @@ class TaskContracts:
         code = _CODES[side]
         try:
             if key not in self._compiled:
-                self._compiled[key] = compile_schema(self._schemas[key])
+                self._compiled[key] = compile_schema(self._schemas[key], linear=True)
         except Exception as exc:  # a schema that slipped past validation: fail the step, never the decider
             return TaskError(code, f"task {task!r} at step {unit!r}: tasks.{task}.{side} cannot be applied: "
                                    f"{type(exc).__name__}: {exc}", retryable=False)
