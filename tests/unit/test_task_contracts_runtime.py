@@ -142,6 +142,13 @@ def test_an_unresolvable_reference_that_slipped_past_validation_fails_the_step_n
     assert c is not None
     err = c.check("t", "u", "output", {})
     assert err is not None and err.code == "OUTPUT_CONTRACT_VIOLATION" and not err.retryable
+    assert err.details["contract"] == "tasks.t.output" and err.details["step"] == "u"
+    c = TaskContracts.of({"t": {"input": {"unevaluatedProperties": False, "patternProperties": {"a": {}}}}})
+    assert c is not None
+    err = c.check("t", "u", "input", {})
+    assert err is not None
+    assert err.message.startswith("task 't' at step 'u': tasks.t.input cannot be applied: ")
+    assert err.details["task"] == "t" and err.details["errors"] == []
 
 
 # -- scenarios -------------------------------------------------------------------------------------

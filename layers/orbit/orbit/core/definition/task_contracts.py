@@ -100,20 +100,22 @@ class TaskContracts:
         from orbit.core.definition.contracts import check_compiled, compile_schema
 
         code = _CODES[side]
+        contract = f"tasks.{task}.{side}"
+        where = {"task": task, "step": unit, "contract": contract}
         try:
             if key not in self._compiled:
                 self._compiled[key] = compile_schema(self._schemas[key], linear=True)
         except Exception as exc:  # a schema that slipped past validation: fail the step, never the decider
-            return TaskError(code, f"task {task!r} at step {unit!r}: tasks.{task}.{side} cannot be applied: "
-                                   f"{type(exc).__name__}: {exc}", retryable=False)
+            why = f"{type(exc).__name__}: {exc}"
+            message = f"task {task!r} at step {unit!r}: {contract} cannot be applied: {why}"
+            return TaskError(code, message, retryable=False, details={**where, "errors": []})
         err = check_compiled(self._compiled[key], value, code, side)
         if err is None:
             return None
-        contract = f"tasks.{task}.{side}"
         when = "; not dispatched" if side == "input" else ""
         message = f"task {task!r} at step {unit!r}: {err.message} (contract {contract}{when})"
         message = message.replace("\r", " ").replace("\n", " ")
         if len(message) > MAX_MESSAGE:
             message = message[:MAX_MESSAGE - 3] + "..."
-        details = {"task": task, "step": unit, "contract": contract, **(err.details or {})}
+        details = {**where, **(err.details or {})}
         return TaskError(code, message, retryable=False, details=details)
