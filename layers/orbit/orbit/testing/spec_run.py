@@ -15,6 +15,7 @@ from orbit.core.definition.contracts import check_schema
 from orbit.core.definition.expressions import evaluate
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import COMPENSATE_PREFIX
+from orbit.core.history.task_error import INPUT_CONTRACT_VIOLATION, broken_contract
 from orbit.errors import ExpressionError, OrbitError
 from orbit.testing.expect import Mismatch, compare, includes, subsequence
 from orbit.testing.simulator import Behaviour, Simulator, call, crash, fail, hang, succeed
@@ -164,10 +165,8 @@ def _task_problems(sim: Simulator, case: Case, eid: str) -> list[Mismatch]:
 
 def refused_task_input(error: dict[str, Any]) -> str | None:
     """The task whose `tasks.NAME.input` contract a StepFailed's error says was broken, else None."""
-    details = error.get("details") if error.get("code") == "INPUT_CONTRACT_VIOLATION" else None
-    if isinstance(details, dict) and str(details.get("contract", "")).startswith("tasks."):
-        return str(details.get("task"))
-    return None
+    code = str(error.get("code"))
+    return broken_contract(code, error.get("details")) if code == INPUT_CONTRACT_VIOLATION else None
 
 
 def compensation_order(history: list[dict[str, Any]]) -> list[str]:

@@ -80,6 +80,15 @@ def retry_on_problems(retry_on: object, non_retryable: object) -> list[str]:
     return out
 
 
+def broken_contract(code: str, details: object) -> str | None:
+    """The task whose `tasks:` contract an error (code, details) reports broken, else None (the
+    same codes also report the execution's own `input` and `output_schema`)."""
+    if code in (INPUT_CONTRACT_VIOLATION, OUTPUT_CONTRACT_VIOLATION) and isinstance(details, dict) \
+            and str(details.get("contract", "")).startswith("tasks."):
+        return str(details.get("task"))
+    return None
+
+
 class TaskError(OrbitError):
     """A step's structured failure: a value stored in events *and* an exception.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.task_error import broken_contract
 from orbit.errors import NonDeterminismError, OrbitError
 
 
@@ -72,9 +73,7 @@ class ContractViolation(StepFailed):
 def step_failed(step: str, error: TaskError) -> StepFailed:
     """What workflow code catches for a failed step: a ContractViolation when a task contract
     refused it, a StepFailed otherwise."""
-    details = error.details if isinstance(error.details, dict) else {}
-    if error.code in ("INPUT_CONTRACT_VIOLATION", "OUTPUT_CONTRACT_VIOLATION") and \
-            str(details.get("contract", "")).startswith("tasks."):
+    if broken_contract(error.code, error.details) is not None:
         return ContractViolation(step, error)
     return StepFailed(step, error)
 
