@@ -109,3 +109,25 @@ def test_ctx_run_is_checked_under_its_task_name() -> None:
     eid = w.api.start("code-run", None, 4, "e2")
     w.settle()
     assert w.api.describe(eid)["output"] == {"half": 2.0}
+
+
+def test_a_history_recorded_without_the_contract_replays_cleanly_under_it() -> None:
+    """The bad output was recorded as a success before `tasks=` existed: replaying that history on
+    the code that now declares the contract finds no divergence (replay never checks again)."""
+    from orbit.testing import replay
+
+    old = CodeRegistry()
+
+    @orbit.workflow("code-replay", build="b1", registry=old)
+    def before(ctx: Any, input: Any) -> Any:
+        return ctx.step("pay.charge", {"amount": input["amount"]})
+
+    sim, eid = _run(before, 5, {"charge_id": 9})  # recorded: StepSucceeded with a number
+    assert sim.describe(eid)["status"] == "COMPLETED"
+    history = sim.history(eid)
+
+    @orbit.workflow("code-replay", build="b1", registry=CodeRegistry(), tasks={"pay.charge": CHARGE})
+    def after(ctx: Any, input: Any) -> Any:
+        return ctx.step("pay.charge", {"amount": input["amount"]})
+
+    assert replay(history, after) is None
