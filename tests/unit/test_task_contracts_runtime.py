@@ -346,3 +346,18 @@ def test_a_pattern_re2_cannot_run_fails_the_step_naming_it() -> None:
     assert error["code"] == "OUTPUT_CONTRACT_VIOLATION" and not error["retryable"]
     assert "regular expression /(?=x)x/ is not supported" in error["message"]
     assert error["message"].startswith("task 't.a' at step 'a': output: the schema cannot be applied")
+
+
+def test_an_on_signal_handler_step_is_checked_too() -> None:
+    sim = sim_with({"nap": {"sleep": "1h"}}, on_signal={"addr": {
+        "steps": {"update": {"task": "crm.update", "input": {"address": "{% event.address %}"}}}}},
+        tasks={"crm.update": {"input": {"type": "object", "properties": {"address": {"type": "string"}}}}})
+    sim.worker("crm.update", succeed({}))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    sim.signal(eid, "addr", {"address": 42})
+    sim.run_until_idle()
+    failed = [e for e in events(sim, eid, "StepFailed") if e["step"].endswith(":update")]
+    assert len(failed) == 1 and failed[0]["error"]["code"] == "INPUT_CONTRACT_VIOLATION"
+    assert "input.address: 42 is not of type 'string'" in failed[0]["error"]["message"]
+    assert sim.scripts["crm.update"].seen == []
