@@ -367,8 +367,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
         # What this decision writes expires with the execution: when it ended, or provisionally
         # while it is young (service/retention.py); None: no expiry (yet).
-        expires, provisional = self._write_expiry(state, now)
-        self._local.expiry = (eid, expires, provisional)  # the hooks _carry_out registers get it too
+        expires, provisional = self._write_expiry(state, now)  # the hooks _carry_out registers too
         ended = state.created and state.status in TERMINAL_WORKFLOW
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
@@ -408,10 +407,10 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         if not ended and state.created:
             self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
-            self._carry_out(eid, still_due(state, c.effects), fresh=False)
+            self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False)
         if resend and state.created:
             inline.recover(self, eid, state)  # the invocation that handled it may have died mid-chain
-        self._carry_out(eid, effects)
+        self._carry_out(eid, effects, (expires, provisional))
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
         if ended and expires is not None and (events or resend):
@@ -454,7 +453,10 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             return _Parker(str(e))
 
     # ---------------------------------------------------------------- effects
-    def _carry_out(self, eid: str, effects: list[Effect], fresh: bool = True) -> None:
+    def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
+                   fresh: bool = True) -> None:
+        """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
+        `_write_expiry` gives for the execution's current state) goes on the hook rows it writes."""
         header = getattr(self._local, "trace", None)
         trace = {BODY_KEY: header} if header else {}
         # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
@@ -467,8 +469,6 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms)
             elif isinstance(e, RegisterHook):
-                held = getattr(self._local, "expiry", None)  # (execution, expiry, provisional)
-                expiry = held[1:] if held is not None and held[0] == e.execution_id else (None, False)
                 self.store.put_hook(e.token, e.execution_id, e.name, *expiry)
             elif isinstance(e, StartChild):
                 self.queues.send_decision(
