@@ -361,3 +361,15 @@ def test_an_on_signal_handler_step_is_checked_too() -> None:
     assert len(failed) == 1 and failed[0]["error"]["code"] == "INPUT_CONTRACT_VIOLATION"
     assert "input.address: 42 is not of type 'string'" in failed[0]["error"]["message"]
     assert sim.scripts["crm.update"].seen == []
+
+
+def test_retry_on_of_non_strings_is_reported_not_crashed() -> None:
+    """Found by test_definition_fuzz: `retry_on: [[]]` once raised TypeError (unhashable list)."""
+    from orbit.core.definition.validate import validate_definition
+
+    for bad in ([[]], [{}], [1], "X"):
+        doc = {"orbit": 1, "name": "w", "steps": {"a": {"task": "t", "retry": {"retry_on": bad,
+                                                                              "non_retryable": [[]]}}}}
+        problems = validate_definition(doc)
+        text = str(problems)
+        assert "retry_on" in text and "must be a list of error codes" in text, text

@@ -68,12 +68,13 @@ def retried(code: str, retryable: bool, non_retryable: tuple[str, ...], retry_on
 
 
 def retry_on_problems(retry_on: object, non_retryable: object) -> list[str]:
-    """What is wrong with a policy's `retry_on` list (each problem one sentence)."""
-    if not isinstance(retry_on, list):
+    """What is wrong with a policy's `retry_on` list (each problem one sentence); a list that is
+    not one of strings is reported by the shape check, not here."""
+    if not isinstance(retry_on, list) or not all(isinstance(c, str) for c in retry_on):
         return []
     out = [f"{code} is never retried: it is decided before an attempt runs or ends the execution"
            for code in retry_on if code in NEVER_RETRIED - RETRY_ON_ALLOWED]
-    never = set(map(str, non_retryable)) if isinstance(non_retryable, list) else set()
+    never = {c for c in non_retryable if isinstance(c, str)} if isinstance(non_retryable, list) else set()
     both = sorted(set(map(str, retry_on)) & never)
     if both:
         out.append(f"{', '.join(both)} also in non_retryable: a code is either retried or not")
