@@ -344,7 +344,7 @@ def test_a_pattern_re2_cannot_run_fails_the_step_naming_it() -> None:
 
     lookahead = {"output": {"type": "string", "pattern": "(?=x)x"}}
     doc = definition({"a": {"task": "t.a"}}, tasks={"t.a": lookahead})
-    with pytest.raises(ValidationError, match=r"tasks\.t\.a\.output\.pattern: regular expression /\(\?=x\)x/"):
+    with pytest.raises(ValidationError, match=r"tasks\.t\.a\.output\.pattern: regular expression /\(\?="):
         parse_definition(doc)
     sim = Simulator(start_ms=T0)
     sim.register(parse_definition(doc, stored=True))
