@@ -65,6 +65,19 @@ def test_the_validators_report_the_same_error(items: list[Any]) -> None:
         assert not list(re2_class(cls)({"uniqueItems": False}).iter_errors(items))
 
 
+@settings(max_examples=600, deadline=None)
+@given(JSON, st.lists(JSON, max_size=5))
+def test_enum_gives_jsonschemas_answer_and_message(value: Any, members: list[Any]) -> None:
+    schema = {"enum": members}
+    ours = [e.message for e in re2_class(Draft202012Validator)(schema).iter_errors(value)]
+    theirs = [e.message for e in Draft202012Validator(schema).iter_errors(value)]
+    assert len(ours) == len(theirs)
+    if len(repr(members)) <= 200:
+        assert ours == theirs
+    else:
+        assert ours == [m[:len(f"{value!r} is not one of ") + 197] + "..." for m in theirs]
+
+
 @pytest.mark.parametrize(("items", "unique"), [
     ([1, True], True), ([0, False], True), ([True, True], False), ([False, False], False),
     ([1, 1.0], False), ([0, -0.0], False), ([2**53 + 1, float(2**53)], True),
@@ -136,3 +149,19 @@ def test_50000_objects_and_one_duplicate_are_answered_at_the_start() -> None:
     assert described["error"]["message"].startswith('input.rows: [{"i": 0}, {"i": 1}, ')
     assert described["error"]["message"].endswith("... has non-unique elements")
     assert distinct is True
+
+
+def test_a_large_enum_against_many_items_is_answered_with_a_bounded_message() -> None:
+    error = _in_child("""
+        from orbit.core.definition.contracts import check_schema
+        members = [{"k": "y" * 20, "n": i} for i in range(2_000)]
+        SCHEMA = {"type": "array", "items": {"enum": members}}
+        value = list(range(20_000)) + [{"n": 5.0, "k": "y" * 20}]  # the last one is a member
+        error = check_schema(SCHEMA, value, "OUTPUT_CONTRACT_VIOLATION")
+        emit([error.message, error.details["count"]])
+    """)
+    message, count = error
+    assert count == 20_000
+    assert message.startswith("output[")
+    assert " is not one of [{'k': 'yyyyyyyyyyyyyyyyyyyy', 'n': 0}, " in message
+    assert message.endswith("... (and 19999 more)") and len(message) < 300

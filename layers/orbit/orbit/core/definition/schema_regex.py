@@ -24,7 +24,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
 from orbit.core.definition.schema_budget import counted
-from orbit.core.definition.schema_unique import unique_items
+from orbit.core.definition.schema_unique import enum, unique_items
 from orbit.errors import ExpressionError
 
 DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # values, not subschemas
@@ -94,10 +94,10 @@ def _join(base: str, key: str) -> str:
 @lru_cache(maxsize=16)
 def re2_class(cls: Any) -> Any:
     """jsonschema's validator class `cls` with its regex keywords searching on RE2,
-    `uniqueItems` linear in the array (`schema_unique`), and every keyword spending a step of
-    the check's budget (`schema_budget`)."""
+    `uniqueItems` and `enum` linear in the value (`schema_unique`), and every keyword spending a
+    step of the check's budget (`schema_budget`)."""
     own = {"pattern": _pattern, "patternProperties": _pattern_properties,
-           "additionalProperties": _additional_properties, "uniqueItems": unique_items}
+           "additionalProperties": _additional_properties, "uniqueItems": unique_items, "enum": enum}
     keywords = {k: counted(own.get(k, v)) for k, v in cls.VALIDATORS.items()}
     return validators.extend(cls, keywords)
 

@@ -14,6 +14,11 @@ keys, one per item, equal exactly when jsonschema's `equal` says the items are:
 
 An item that is not JSON data (only Python code can pass one: a code workflow's own value)
 falls back to jsonschema's comparison.
+
+`enum` uses the same keys: jsonschema compares the value with every member (a definition's
+enum of 2,000 objects against 20,000 items made 40 million comparisons and 1.6 GB of
+messages, each repeating the whole enum); :func:`enum` looks the value's key up in the
+members' keys, and writes the members in its message cut to 200 characters.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Mapping
 from numbers import Number
 from typing import Any
 
+from jsonschema import _keywords as js_keywords
 from jsonschema import exceptions as js_exceptions
 from jsonschema._utils import equal, unbool  # the helpers jsonschema's own uniqueItems uses
 from jsonschema._utils import uniq as _pairwise_uniq
@@ -55,6 +61,34 @@ def is_unique(items: Any) -> bool:
     except _NotJson:
         return bool(_pairwise_uniq(items))
     return True
+
+
+_ENUM_SHOWN = 200  # characters of an enum's members written in a message
+_enum_keys: dict[int, tuple[Any, frozenset[Any], str]] = {}  # id(enum list) -> (list, keys, shown)
+
+
+def enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Any:
+    """jsonschema's `enum` keyword (same answer) with hashed membership and a bounded message."""
+    known = _enum_keys.get(id(enums))
+    if known is None or known[0] is not enums:
+        try:
+            keys = frozenset(json_key(member) for member in enums)
+        except (_NotJson, TypeError):
+            yield from js_keywords.enum(validator, enums, instance, schema)
+            return
+        shown = repr(enums)
+        if len(shown) > _ENUM_SHOWN:
+            shown = f"{shown[:_ENUM_SHOWN - 3]}..."
+        if len(_enum_keys) >= 1024:  # the enums of the cached validators, and no more
+            _enum_keys.clear()
+        known = _enum_keys[id(enums)] = (enums, keys, shown)
+    try:
+        found = json_key(instance) in known[1]
+    except (_NotJson, TypeError):
+        yield from js_keywords.enum(validator, enums, instance, schema)
+        return
+    if not found:
+        yield js_exceptions.ValidationError(f"{instance!r} is not one of {known[2]}")
 
 
 def json_key(value: Any) -> Any:
