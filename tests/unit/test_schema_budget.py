@@ -35,6 +35,9 @@ def _nested(depth: int) -> Any:
 def test_the_budget_counts_every_value() -> None:
     assert steps_for(0) == BASE_STEPS + STEPS_PER_VALUE
     assert steps_for({"a": [1, "x", None], "b": {}}) == BASE_STEPS + 6 * STEPS_PER_VALUE
+    cycle: list[Any] = [1]
+    cycle.append(cycle)  # only Python code can pass one: counted, not walked for ever
+    assert steps_for(cycle) == BASE_STEPS + 3 * STEPS_PER_VALUE
 
 
 def test_a_recursive_schema_on_a_shallow_value_is_checked_as_before() -> None:

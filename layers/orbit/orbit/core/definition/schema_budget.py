@@ -38,13 +38,15 @@ def steps_for(value: Any) -> int:
     """The budget of a check of `value`: :data:`BASE_STEPS` + :data:`STEPS_PER_VALUE` per value in it."""
     count = 0
     stack = [value]
+    seen: set[int] = set()  # a Python value (a code workflow's) may hold itself: count it once
     while stack:
         node = stack.pop()
         count += 1
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
+        if isinstance(node, (dict, list, tuple)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(node.values() if isinstance(node, dict) else node)
     return BASE_STEPS + STEPS_PER_VALUE * count
 
 
