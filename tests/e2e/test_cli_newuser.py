@@ -1,0 +1,21 @@
+"""What a brand-new user met while trying every README and docs/cli.md step with wrong input (the
+newuser pass): each message is one line on stderr that names what is wrong, never a traceback."""
+
+from __future__ import annotations
+
+import time
+
+
+
+def test_real_time_run_with_a_week_long_sleep_says_why_it_stops_at_once(cli):
+    t0 = time.monotonic()
+    res = cli(
+        "run", "examples/trial_reminder.yaml", "--input", '{"email": "a@b.c"}', "--workers",
+        "examples/workers/misc.py", "--real-time", "--mode", "inprocess", "--quiet",
+    )
+    assert time.monotonic() - t0 < 120  # not 300 s of waiting for a timer 7 days away
+    assert res.returncode == 1 and "Traceback" not in res.stdout + res.stderr
+    assert "wait_a_week" in res.stdout and "waiting: timer until" in res.stdout
+    last = res.stderr.splitlines()[-1]
+    assert "cannot end within --timeout 300 s of wall time: nothing is due before " in last, last
+    assert ", 7d from now" in last and "had not ended after" not in last
