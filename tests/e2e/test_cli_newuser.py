@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from tests.e2e.test_cli_first_hour import one_clear_line
 
 
 def test_real_time_run_with_a_week_long_sleep_says_why_it_stops_at_once(cli):
@@ -19,3 +20,13 @@ def test_real_time_run_with_a_week_long_sleep_says_why_it_stops_at_once(cli):
     last = res.stderr.splitlines()[-1]
     assert "cannot end within --timeout 300 s of wall time: nothing is due before " in last, last
     assert ", 7d from now" in last and "had not ended after" not in last
+
+
+def test_input_nested_too_deeply_is_one_line(cli, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    res = cli("start", "order-fulfilment", "--input", f"@{deep}", "--url", "http://127.0.0.1:9")
+    one_clear_line(res, 2, f"orbit start: --input: @{deep} nests arrays or objects too deeply to read")
+    res = cli("run", "examples/trial_reminder.yaml", "--input", f"@{deep}")
+    one_clear_line(res, 2, "orbit run: --input: @")
+

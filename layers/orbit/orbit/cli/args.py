@@ -37,6 +37,9 @@ def parse_json_arg(value: str | None, flag: str, example: str | None = None) -> 
         text = path.read_text()
     try:
         return json.loads(text)
+    except RecursionError:
+        where = value if value.startswith("@") else "the value"
+        raise UsageError(f"{flag}: {where} nests arrays or objects too deeply to read") from None
     except ValueError as exc:
         where = value if value.startswith("@") else "the value"
         example = example or f"{flag} '{{\"a\": 1}}'"
