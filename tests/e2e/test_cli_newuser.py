@@ -30,3 +30,9 @@ def test_input_nested_too_deeply_is_one_line(cli, tmp_path):
     res = cli("run", "examples/trial_reminder.yaml", "--input", f"@{deep}")
     one_clear_line(res, 2, "orbit run: --input: @")
 
+
+def test_a_port_out_of_range_is_bad_usage(cli):
+    for command in ("dev", "ui"):
+        for value in ("99999", "-1", "http"):
+            res = cli(command, "--port", value)
+            one_clear_line(res, 2, f"orbit {command}: argument --port: '{value}' is not a port; use 1-65535")

@@ -5,6 +5,7 @@ Every problem is a UsageError whose message names the flag or file and how to fi
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,17 @@ def require_file(path: str, flag: str = "") -> Path:
         hint = " (it is a directory)" if found.is_dir() else ""
         raise UsageError(f"{flag + ' ' if flag else ''}{path}: file not found{hint}")
     return found
+
+
+def port(value: str) -> int:
+    """An argparse type: a TCP port, 0 (a free one) to 65535."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port; use 1-65535 (0 picks a free one)")
+    return number
 
 
 def parse_json_arg(value: str | None, flag: str, example: str | None = None) -> Any:
