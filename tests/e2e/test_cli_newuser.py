@@ -36,3 +36,16 @@ def test_a_port_out_of_range_is_bad_usage(cli):
         for value in ("99999", "-1", "http"):
             res = cli(command, "--port", value)
             one_clear_line(res, 2, f"orbit {command}: argument --port: '{value}' is not a port; use 1-65535")
+
+
+def test_a_body_over_the_api_limit_is_refused_before_sending(cli, tmp_path):
+    from orbit.client import MAX_REQUEST_BYTES
+    from orbit.service.http import MAX_BODY_BYTES
+
+    assert MAX_REQUEST_BYTES == MAX_BODY_BYTES  # the client checks the API's own limit
+    big = tmp_path / "big.json"
+    big.write_text('{"blob": "' + "x" * (MAX_BODY_BYTES + 1) + '"}')
+    # port 9 has no server: the message proves nothing was sent (not "cannot reach the Orbit API")
+    res = cli("start", "order-fulfilment", "--input", f"@{big}", "--url", "http://127.0.0.1:9")
+    one_clear_line(res, 1, "orbit start: POST /executions: the request body is 6,291,")
+    assert res.stderr.strip().endswith("more than the 6,291,456 the Orbit API accepts; nothing was sent")

@@ -29,6 +29,9 @@ from orbit.errors import OrbitError
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+"""The API refuses a larger body (`orbit.service.http.MAX_BODY_BYTES`, Lambda's own limit), and
+`orbit dev` closes the connection on it before reading it: checked here, before sending."""
 
 
 class ApiError(OrbitError):
@@ -39,6 +42,10 @@ class ApiError(OrbitError):
         err = body.get("error") if isinstance(body, dict) else None
         detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else body
         super().__init__(f"{method} {path}: HTTP {status}: {detail}")
+
+
+class RequestTooLarge(OrbitError):
+    """The request body is larger than the API accepts: nothing was sent."""
 
 
 class Unreachable(OrbitError):
@@ -310,6 +317,9 @@ class Client:
     def _once(self, method: str, path: str, body: Any) -> Any:
         url = self.url + path
         data = json.dumps(body).encode() if body is not None else None
+        if data is not None and len(data) > MAX_REQUEST_BYTES:
+            raise RequestTooLarge(f"{method} {path}: the request body is {len(data):,} bytes, more than the "
+                                  f"{MAX_REQUEST_BYTES:,} the Orbit API accepts; nothing was sent")
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self.sign:  # signed per attempt: a signature is only valid for a few minutes
             headers = self._signed_headers(method, url, data, headers)
