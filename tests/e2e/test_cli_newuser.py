@@ -49,3 +49,9 @@ def test_a_body_over_the_api_limit_is_refused_before_sending(cli, tmp_path):
     res = cli("start", "order-fulfilment", "--input", f"@{big}", "--url", "http://127.0.0.1:9")
     one_clear_line(res, 1, "orbit start: POST /executions: the request body is 6,291,")
     assert res.stderr.strip().endswith("more than the 6,291,456 the Orbit API accepts; nothing was sent")
+
+
+def test_simulate_refuses_more_runs_than_it_can_keep(cli):
+    res = cli("simulate", "examples/order_fulfilment.yaml", "--runs", "100000000000")
+    one_clear_line(res, 2, "orbit simulate: --runs 100000000000: at most 10000 in one call; run it again "
+                   "with another --seed for more")
