@@ -55,3 +55,20 @@ def test_simulate_refuses_more_runs_than_it_can_keep(cli):
     res = cli("simulate", "examples/order_fulfilment.yaml", "--runs", "100000000000")
     one_clear_line(res, 2, "orbit simulate: --runs 100000000000: at most 10000 in one call; run it again "
                    "with another --seed for more")
+
+
+def test_start_wait_names_the_execution_before_waiting(monkeypatch, capsys):
+    from orbit.cli import main as orbit_cli
+
+    class Stub:  # started, then Ctrl-C while waiting for the end
+        def start(self, name, inp, **kw):
+            return {"id": "w-9", "status": "RUNNING"}
+
+        def describe(self, eid, **paging):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())
+    assert orbit_cli.main(["start", "trial-reminder", "--wait"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout keeps only results
+    assert captured.err.startswith("started trial-reminder as w-9; waiting for its end (Ctrl-C stops waiting")
