@@ -72,3 +72,19 @@ def test_start_wait_names_the_execution_before_waiting(monkeypatch, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""  # stdout keeps only results
     assert captured.err.startswith("started trial-reminder as w-9; waiting for its end (Ctrl-C stops waiting")
+
+
+def test_make_demo_prints_only_the_timeline_and_output_on_stdout():
+    """README: "Live progress and logs go to stderr, so `make demo > out.txt` keeps just this"."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    venv = Path(sys.executable).parent.parent  # this test's venv; STAMP= skips the install step
+    res = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={venv}", "STAMP="], cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = [line for line in res.stdout.splitlines() if line.strip()]
+    assert lines[0].split() == ["at", "step", "try", "took", "outcome"], res.stdout  # not the recipe
+    assert "status: COMPLETED" in res.stdout and "orbit run" not in res.stdout
