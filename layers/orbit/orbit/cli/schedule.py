@@ -132,7 +132,7 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
     examples = "\n  ".join([
         'orbit schedule create nightly order-fulfilment --cron "30 2 * * *" --timezone Europe/Paris',
         "orbit schedule describe nightly",
-        "orbit schedule backfill nightly --start 2027-01-01T00:00:00Z --end 2027-01-08T00:00:00Z",
+        "orbit schedule backfill nightly --start 2026-11-01T00:00:00Z --end 2026-11-08T00:00:00Z",
     ])
     sched = sub.add_parser("schedule", help="cron and interval schedules that start workflows",
                            epilog=f"examples:\n  {examples}",
