@@ -88,3 +88,12 @@ def test_make_demo_prints_only_the_timeline_and_output_on_stdout():
     lines = [line for line in res.stdout.splitlines() if line.strip()]
     assert lines[0].split() == ["at", "step", "try", "took", "outcome"], res.stdout  # not the recipe
     assert "status: COMPLETED" in res.stdout and "orbit run" not in res.stdout
+
+
+def test_dev_names_a_missing_file_as_run_does(cli):
+    for args, text in ((("nope.yaml",), "nope.yaml: file not found"),
+                       (("examples",), "examples: file not found (it is a directory)"),
+                       (("--register", "nope.yaml"), "--register nope.yaml: file not found"),
+                       (("--workers", "nope.py"), "--workers nope.py: file not found")):
+        res = cli("dev", *args, "--port", "0")
+        one_clear_line(res, 2, f"orbit dev: {text}")

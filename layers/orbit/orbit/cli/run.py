@@ -139,6 +139,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from orbit.local.devserver import serve
 
     parameters = local_parameters(args.parameter, args.template)
+    for f in args.files or []:
+        require_file(f)
+    for f in args.register or []:
+        require_file(f, "--register")
+    for spec in args.workers or []:
+        import_user_file(spec, "--workers")  # as `orbit run` does: a missing or broken file, before serving
     files = list(args.files or []) + list(args.register or [])
     for f in files:
         if f.endswith(".py"):  # importing registers its @orbit.workflow functions process-wide
