@@ -97,3 +97,11 @@ def test_dev_names_a_missing_file_as_run_does(cli):
                        (("--workers", "nope.py"), "--workers nope.py: file not found")):
         res = cli("dev", *args, "--port", "0")
         one_clear_line(res, 2, f"orbit dev: {text}")
+
+
+def test_validate_names_a_misspelled_function(cli, tmp_path):
+    flow = tmp_path / "typo.yaml"
+    flow.write_text('orbit: 1\nname: typo\nsteps:\n  a: {compute: "{% $sting(input.x) %}"}\n')
+    res = cli("validate", str(flow))
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"{flow}: steps.a.compute: unknown function $sting in '$sting(input.x)'" in res.stdout + res.stderr
