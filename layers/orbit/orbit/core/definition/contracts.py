@@ -89,11 +89,37 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
         return None
     root = label or _ROOT_LABEL.get(code, "value")
     try:
-        validator = _validator(_key(schema))
+        validator = compile_schema(schema)
+    except Exception as exc:  # a schema that slipped past validation
+        return _unusable(code, root, exc)
+    return check_compiled(validator, value, code, root)
+
+
+def compile_schema(schema: Any, linear: bool = False) -> Any:
+    """The validator for ``schema`` (shared through a cache keyed by its canonical JSON), or None
+    for a schema every value satisfies. Callers that check the same schema often keep the
+    validator (`task_contracts.TaskContracts`) and call :func:`check_compiled`.
+
+    ``linear``: `pattern`, `patternProperties` and `additionalProperties` match on RE2 (time linear
+    in the input, see `expression_budget.linear_regex`) instead of Python's backtracking `re`, so
+    a pattern such as ``^(a+)+$`` cannot hold the decider; a pattern RE2 does not support
+    (backreferences, lookaround) makes the check fail as "cannot be applied", naming it. Task
+    contracts use it: they are checked in the decider. A schema with `unevaluatedProperties` and
+    `patternProperties` together is refused there (jsonschema would match them with `re`)."""
+    if schema is None or schema is True or schema == {}:
+        return None
+    return _linear_validator(_key(schema)) if linear else _validator(_key(schema))
+
+
+def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskError | None:
+    """:func:`check_schema` with a validator from :func:`compile_schema`; ``root`` names the value
+    in messages (``output`` gives ``output.items[0].sku: ...``)."""
+    if validator is None:
+        return None
+    try:
         errors = list(validator.iter_errors(value))
-    except Exception as exc:  # a schema that slipped past validation, an unresolvable $ref...
-        return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
-                         retryable=False, details={"errors": []})
+    except Exception as exc:  # an unresolvable $ref, a schema that cannot be applied
+        return _unusable(code, root, exc)
     if not errors:
         return None
     errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
@@ -104,6 +130,11 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more)"
     return TaskError(code, message, retryable=False, details={"errors": listed, "count": len(errors)})
+
+
+def _unusable(code: str, root: str, exc: Exception) -> TaskError:
+    return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
+                     retryable=False, details={"errors": []})
 
 
 def _key(schema: Any) -> str:
@@ -117,6 +148,86 @@ def _validator(key: str) -> Any:
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     # Local references resolve inside `schema`; anything else is Unresolvable, never retrieved.
     return cls(schema, registry=_NOTHING_TO_RETRIEVE)
+
+
+@lru_cache(maxsize=512)
+def _linear_validator(key: str) -> Any:
+    schema = json.loads(key)
+    if _uses_together(schema, "unevaluatedProperties", "patternProperties"):
+        raise ValueError("`unevaluatedProperties` with `patternProperties` is not supported in task "
+                         "contracts (their patterns could not run on RE2); use `additionalProperties`")
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    return _linear_class(cls)(schema, registry=_NOTHING_TO_RETRIEVE)
+
+
+@lru_cache(maxsize=16)
+def _linear_class(cls: Any) -> Any:
+    own = {"pattern": _pattern, "patternProperties": _pattern_properties,
+           "additionalProperties": _additional_properties}
+    return validators.extend(cls, {k: v for k, v in own.items() if k in cls.VALIDATORS})
+
+
+def _uses_together(schema: Any, *keywords: str) -> bool:
+    seen: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            seen.update(k for k in keywords if k in node)
+            stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return len(seen) == len(keywords)
+
+
+def _search(pattern: str, text: str) -> bool:
+    return _regex(pattern).search(text) is not None
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> Any:
+    from orbit.core.definition.expression_budget import linear_regex
+
+    return linear_regex(pattern)
+
+
+# jsonschema's own `pattern`, `patternProperties` and `additionalProperties`, with the regex search
+# on RE2 (jsonschema/_keywords.py calls re.search).
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield js_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    known = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = sorted((k for k in instance if k not in known and not any(_search(p, k) for p in patterns)),
+                    key=str)
+    if validator.is_type(extra_schema, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], extra_schema, path=extra)
+    elif not extra_schema and extras:
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            listed = ", ".join(repr(p) for p in sorted(patterns))
+            yield js_exceptions.ValidationError(
+                f"{', '.join(repr(e) for e in extras)} {verb} not match any of the regexes: {listed}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            listed = ", ".join(repr(e) for e in extras)
+            message = f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            yield js_exceptions.ValidationError(message)
 
 
 def _message(err: js_exceptions.ValidationError) -> str:

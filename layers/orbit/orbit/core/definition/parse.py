@@ -149,4 +149,5 @@ def _retry(spec: dict[str, Any]) -> RetryPolicy:
         max_backoff_ms=parse_duration(spec["max_backoff"]) if "max_backoff" in spec else None,
         jitter=spec.get("jitter", base.jitter),
         non_retryable=tuple(spec.get("non_retryable", ())),
+        retry_on=tuple(spec.get("retry_on", ())),
     )
