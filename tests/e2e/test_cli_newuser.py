@@ -105,3 +105,24 @@ def test_validate_names_a_misspelled_function(cli, tmp_path):
     res = cli("validate", str(flow))
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert f"{flow}: steps.a.compute: unknown function $sting in '$sting(input.x)'" in res.stdout + res.stderr
+
+
+def test_every_schedule_action_argument_has_help_and_ids_read_id():
+    """test_cli_first_hour checks each command's own arguments; this walks `orbit schedule ACTION` too."""
+    import argparse
+
+    from orbit.cli.main import build_parser
+
+    def walk(parser, words):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*words, name])
+            elif action.dest != "help":
+                yield words, action
+
+    for words, action in walk(build_parser(), ["orbit"]):
+        where = f"{' '.join(words)} {action.option_strings or action.dest}"
+        assert action.help, f"{where}: no help"
+        if action.dest == "id" and not action.option_strings:
+            assert action.metavar == "ID", f"{where}: shown as {action.metavar!r}, not ID"

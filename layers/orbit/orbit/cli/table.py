@@ -213,8 +213,8 @@ API = (
         "query", "ask a running or ended execution a query it declares (records nothing)",
         ("orbit query ID stage", "orbit query ID line --input '{\"index\": 0}'"),
         cmd_query,
-        (arg("id", help="the execution id, e.g. order-1"),
-         arg("name", help="a query its workflow declares, e.g. stage"),
+        (arg("id", metavar="ID", help="the execution id, e.g. order-1"),
+         arg("name", metavar="NAME", help="a query its workflow declares, e.g. stage"),
          arg("--input", help="JSON or @file.json: the query's input")),
         opts="api"),
     Command(
