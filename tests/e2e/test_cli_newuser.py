@@ -126,3 +126,11 @@ def test_every_schedule_action_argument_has_help_and_ids_read_id():
         assert action.help, f"{where}: no help"
         if action.dest == "id" and not action.option_strings:
             assert action.metavar == "ID", f"{where}: shown as {action.metavar!r}, not ID"
+
+
+def test_an_unusable_api_url_is_one_line_naming_where_it_came_from(cli):
+    for url in ("http://[::1", "http://127.0.0.1:99999"):
+        res = cli("list", "--url", url)
+        one_clear_line(res, 1, f"orbit list: '{url}' is not an http(s) URL of an Orbit API")
+    res = cli("list", env={"ORBIT_URL": "garbage"})
+    one_clear_line(res, 1, "orbit list: 'garbage' ($ORBIT_URL) is not an http(s) URL of an Orbit API")

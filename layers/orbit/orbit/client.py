@@ -98,11 +98,15 @@ class Client:
         if url is None and stack is not None:
             url = stack_api_url(stack, region)
         self.url = (url or os.environ.get("ORBIT_URL") or DEFAULT_LOCAL_URL).rstrip("/")
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            # else it is taken for a deployed stack and fails later on credentials
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # "http://[::1" (an unclosed bracket), "http://h:99999" (port out of range)
+            usable = False
+        if not usable:  # else it is taken for a deployed stack and fails later on credentials
+            source = "" if url or not os.environ.get("ORBIT_URL") else " ($ORBIT_URL)"
             raise OrbitError(
-                f"{self.url!r} is not an http(s) URL of an Orbit API; e.g. --url http://127.0.0.1:8765"
+                f"{self.url!r}{source} is not an http(s) URL of an Orbit API; e.g. --url http://127.0.0.1:8765"
             )
         self.region = region
         self.timeout_s = timeout_s
