@@ -40,11 +40,13 @@ def install() -> bool:
         return False
     _patch_sqs_queue()
     _patch_dispatch()
-    from . import moto_speed_calls
-    from .moto_speed_dynamodb import patch_query
+    from . import moto_speed_calls, moto_speed_requests
+    from .moto_speed_dynamodb import patch_item, patch_query
 
     patch_query()
+    patch_item()
     moto_speed_calls.install()
+    moto_speed_requests.install()
     _installed = True
     return True
 

@@ -13,12 +13,40 @@ own loop unchanged: the same start-key skipping, limits, size cap, key compariso
 filter and projection, so the answer is the same. Queries on an index, with legacy
 `KeyConditions` filters or a multi-attribute key, go to moto's code as before, with one fix:
 their sort computes each item's key once (`sorted_items`).
+
+Every item moto builds (each PutItem, each key of a GetItem) fills a `LimitedSizeDict`, whose
+`__setitem__` re-sums the sizes of all the attributes already in it to check the 400 KB limit: an
+item of n attributes costs n*(n+1)/2 size computations. `Item.__init__` here keeps the running sum
+instead: the same sizes, the same check at the same attribute (ItemSizeTooLarge as before), the
+same dict.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+
+def patch_item() -> None:
+    from moto.dynamodb.models import dynamo_type as d
+
+    original = getattr(d.Item.__init__, "original", d.Item.__init__)
+
+    def __init__(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        self.hash_key = hash_key
+        self.range_key = range_key
+        self.attrs = d.LimitedSizeDict()
+        held = 0  # what LimitedSizeDict.__setitem__ sums over the keys and values already in
+        for key, value in attrs.items():
+            typed = d.DynamoType(value)
+            value_size = typed.size()
+            if held + d.bytesize(key) + value_size > 405000:
+                raise d.ItemSizeTooLarge
+            dict.__setitem__(self.attrs, key, typed)
+            held += d.bytesize(str(key)) + value_size
+
+    __init__.original = original  # type: ignore[attr-defined]
+    d.Item.__init__ = __init__  # type: ignore[method-assign]
 
 
 def patch_query() -> None:
