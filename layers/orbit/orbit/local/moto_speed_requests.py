@@ -75,7 +75,7 @@ def _patch_request_building() -> None:
         return found
 
     def environ(method: str, url: str, header_items: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
-        """`EnvironBuilder(..., data=body, headers=header_items).get_environ()`, for a non-empty bytes body."""
+        """`EnvironBuilder(..., data=body, headers=header_items).get_environ()` for a non-empty bytes body."""
         headers = Headers(header_items)  # werkzeug's checks of the values (no newlines), as the builder's
         # The builder drops the sent Content-Length and sets its own from the body; the environ carries
         # the content type and length as CONTENT_* and every other header as HTTP_*.
