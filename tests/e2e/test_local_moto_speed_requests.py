@@ -79,6 +79,9 @@ def test_whole_answers_match_moto_s_with_the_request_fixes_off(monkeypatch: pyte
         monkeypatch.setattr(BaseJSONParser, "_parse_structure", BaseJSONParser._parse_structure.original)
         monkeypatch.setattr(BaseJSONParser, "_parse_shape", BaseJSONParser._parse_shape.original)
         monkeypatch.setattr(dynamo_type.Item, "__init__", dynamo_type.Item.__init__.original)
+        import moto.dynamodb.responses as r
+
+        monkeypatch.setattr(r, "validate_put_has_empty_attrs", r.validate_put_has_empty_attrs.original)
         original = [dynamodb_answers(db, run) for run in (3, 4)]
         assert sqs_answers(sqs, "original") == fixed_sqs
 
@@ -162,3 +165,26 @@ def test_items_are_sized_and_refused_as_moto_sizes_them() -> None:
         assert make(fast, attrs) == make(slow, attrs)
     assert make(fast, {**big, "b": {"S": "y" * 204_999}}) == "ItemSizeTooLarge"
     assert make(fast, {**big, "b": {"S": "y" * 204_990}})[2] > 400_000  # just under moto's limit: kept
+
+
+def test_empty_sets_are_refused_as_moto_refuses_them() -> None:
+    import moto.dynamodb.responses as r
+
+    fast, slow = r.validate_put_has_empty_attrs, r.validate_put_has_empty_attrs.original
+    with inprocess_table() as db:
+        from moto.dynamodb.models import dynamodb_backends
+
+        db.put_item(TableName="t", Item={"pk": {"S": "a"}, "sk": {"S": "b"}})
+        table = dynamodb_backends["123456789012"]["us-east-1"].get_table("t")
+
+        def outcome(check: Any, item: dict[str, Any]) -> Any:
+            try:
+                return check(item, table)
+            except Exception as e:  # noqa: BLE001 - the same failure is the same answer
+                return type(e).__name__, str(e)
+
+        for item in (ITEM, {"pk": {"SS": []}}, {"x": {"NS": []}}, {"x": {"SS": []}, "y": {"NS": []}},
+                     {"m": {"M": {"deep": {"M": {"s": {"SS": []}}}}}}, {"l": {"L": [{"NS": []}]}}, {}):
+            assert outcome(fast, item) == outcome(slow, item)
+        assert "string set  may not be empty" in outcome(fast, {"x": {"SS": []}})[1]
+        assert fast({"x": {"SS": []}}, None) is None  # no table: nothing checked, as moto

@@ -41,10 +41,11 @@ def install() -> bool:
     _patch_sqs_queue()
     _patch_dispatch()
     from . import moto_speed_calls, moto_speed_requests
-    from .moto_speed_dynamodb import patch_item, patch_query
+    from .moto_speed_dynamodb import patch_item, patch_put_validation, patch_query
 
     patch_query()
     patch_item()
+    patch_put_validation()
     moto_speed_calls.install()
     moto_speed_requests.install()
     _installed = True
