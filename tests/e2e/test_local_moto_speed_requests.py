@@ -14,6 +14,7 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest
 from moto.core.parse import BaseJSONParser, JSONParser
 from moto.core.request import Request
+from moto.core.serialize import ResponseSerializer
 from moto.dynamodb.models import dynamo_type
 from moto_speed_table import inprocess_table
 from orbit.local import moto_speed
@@ -78,6 +79,8 @@ def test_whole_answers_match_moto_s_with_the_request_fixes_off(monkeypatch: pyte
                             staticmethod(responses.BaseResponse._enrich_response.original))
         monkeypatch.setattr(BaseJSONParser, "_parse_structure", BaseJSONParser._parse_structure.original)
         monkeypatch.setattr(BaseJSONParser, "_parse_shape", BaseJSONParser._parse_shape.original)
+        monkeypatch.setattr(ResponseSerializer, "_serialize_type_structure",
+                            ResponseSerializer._serialize_type_structure.original)
         monkeypatch.setattr(dynamo_type.Item, "__init__", dynamo_type.Item.__init__.original)
         import moto.dynamodb.responses as r
 

@@ -23,6 +23,12 @@ werkzeug and moto. This file takes the parts that do the same work on every requ
   formatting its name. The (member, wire name, shape) list of a structure, and the method for a
   type, are fixed by botocore's model, so they are kept per shape and per parser class; the walk,
   its order and its results are moto's.
+- moto's response serializer asks for every member of every structure it writes (an AttributeValue's
+  10, for each attribute of each item returned). For a plain `dict` the spellings it tries are the
+  ones moto_speed_calls.py keeps per member; a member none of whose spellings is in the dict is
+  None to moto, which then writes nothing for it, so it is passed over without the call. Members
+  found are serialised by moto's code, in member order; any other value, picker or transformer
+  goes to moto's loop.
 
 Each replaced function keeps moto's as `.original`; tests/e2e/test_local_moto_speed_requests.py runs
 the same requests through both and compares what comes out.
@@ -44,6 +50,7 @@ def install() -> None:
     _patch_request_building()
     _patch_response_headers()
     _patch_json_parser()
+    _patch_serializer_structures()
 
 
 def _patch_request_building() -> None:
@@ -207,3 +214,48 @@ def _patch_json_parser() -> None:
     _parse_shape.original = original_shape  # type: ignore[attr-defined]
     cls._parse_structure = _parse_structure  # type: ignore[method-assign]
     cls._parse_shape = _parse_shape  # type: ignore[method-assign]
+
+
+def _patch_serializer_structures() -> None:
+    import moto.core.serialize as ser
+    from moto.core.utils import MISSING, get_value
+
+    cls = ser.ResponseSerializer
+    original = getattr(cls._serialize_type_structure, "original", cls._serialize_type_structure)
+    fast_get_value = cls.get_value
+    dict_keys = getattr(fast_get_value, "dict_keys", None)
+    if dict_keys is None:
+        return  # moto_speed_calls' serializer fix is not in: nothing to share
+    member_of_base = cls._serialize_structure_member
+
+    def _serialize_type_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        picker = self._value_picker
+        kind = type(self)
+        if (type(value) is not dict or type(picker) is not ser.XFormedAttributePicker
+                or picker.alias_providers is not ser.DEFAULT_ALIAS_PROVIDERS or picker.response_transformers
+                or kind.get_value is not fast_get_value
+                or kind._serialize_structure_member is not member_of_base):
+            return original(self, serialized, value, shape, key)  # type: ignore[no-any-return]
+        # moto 5.2.5's ResponseSerializer._serialize_type_structure, each member asked as get_value would
+        wrapper: Any = self.MAP_TYPE() if key else serialized
+        for member_key, member_shape in shape.members.items():
+            member_shape.parent = shape
+            keys = dict_keys(picker, member_key, member_shape)
+            if keys is None:
+                self._serialize_structure_member(wrapper, value, member_shape, member_key)
+                continue
+            found = None
+            for possible_key in keys:
+                got = get_value(value, possible_key, MISSING) if "." in possible_key else value.get(
+                    possible_key, MISSING)
+                if got is not MISSING:
+                    found = got
+                    break
+            if found is not None:
+                self._serialize(wrapper, found, member_shape, member_key)
+        if key:
+            self._default_serialize(serialized, wrapper, shape, key)
+        return None
+
+    _serialize_type_structure.original = original  # type: ignore[attr-defined]
+    cls._serialize_type_structure = _serialize_type_structure  # type: ignore[method-assign]
