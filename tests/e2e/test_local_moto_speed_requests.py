@@ -191,3 +191,34 @@ def test_empty_sets_are_refused_as_moto_refuses_them() -> None:
             assert outcome(fast, item) == outcome(slow, item)
         assert "string set  may not be empty" in outcome(fast, {"x": {"SS": []}})[1]
         assert fast({"x": {"SS": []}}, None) is None  # no table: nothing checked, as moto
+
+
+def test_sends_read_content_based_deduplication_as_the_queue_attributes_give_it() -> None:
+    import boto3
+    import moto.sqs.models as m
+
+    fast = m.SQSBackend.send_message
+    with inprocess_table():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        queues = {"plain": {}, "f1.fifo": {"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+                  "f2.fifo": {"FifoQueue": "true", "ContentBasedDeduplication": "false"}}
+        backend = m.sqs_backends["123456789012"]["us-east-1"]
+        for name, attrs in queues.items():
+            sqs.create_queue(QueueName=name, Attributes=attrs)
+            queue = backend.get_queue(name)
+            spelled = queue.attributes.get("ContentBasedDeduplication")
+            assert fast.content_based_deduplication(queue) == spelled
+            fifo = {"f1.fifo": {"group_id": "g"}, "f2.fifo": {"group_id": "g", "deduplication_id": "d"}}
+            group = fifo.get(name, {})
+            sent = [send(backend, name, "same body", **group) for send in (fast, fast.original)]
+            assert [(s.deduplication_id, s.group_id, s.body) for s in sent] == [
+                (sent[1].deduplication_id, sent[1].group_id, "same body")] * 2
+        assert backend.get_queue("f1.fifo").messages[0].deduplication_id is not None  # the body's sha256
+        for bad in ({"delay_seconds": 901}, {"delay_seconds": "x"}):
+            outcomes = []
+            for send in (fast, fast.original):
+                try:
+                    send(backend, "plain", "b", **bad)
+                except Exception as e:  # noqa: BLE001 - the same failure is the same answer
+                    outcomes.append((type(e).__name__, str(e)))
+            assert outcomes[0] == outcomes[1] and len(outcomes) == 2
