@@ -9,7 +9,7 @@ werkzeug and moto. This file takes the parts that do the same work on every requ
   IRI-quoted and WSGI-encoded) depends only on the method and URL, so it is built once per
   (method, URL) by the builder itself and kept; the per-request half (the body stream, the content
   type and length, the headers folded into `HTTP_*` keys) is done as `EnvironBuilder.get_environ`
-  does it, with werkzeug's own `Headers` for the header values' checks. The result is the same
+  does it, with werkzeug's own check of each header value (`_str_header_value`). The result is the same
   environ, key for key and in the same order. A body that is not plain bytes (a stream, a chunked
   upload, none) goes to moto's code. werkzeug's `url_root` (scheme, host and root path, computed
   lazily and kept on the request) is worked out once per (method, URL) too, and put in the
@@ -55,7 +55,7 @@ def install() -> None:
 
 def _patch_request_building() -> None:
     from moto.core import request as r
-    from werkzeug.datastructures import Headers
+    from werkzeug.datastructures.headers import _str_header_value as str_header_value
     from werkzeug.test import EnvironBuilder
 
     cls = r.Request
@@ -83,12 +83,14 @@ def _patch_request_building() -> None:
 
     def environ(method: str, url: str, header_items: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
         """`EnvironBuilder(..., data=body, headers=header_items).get_environ()` for a non-empty bytes body."""
-        headers = Headers(header_items)  # werkzeug's checks of the values (no newlines), as the builder's
-        # The builder drops the sent Content-Length and sets its own from the body; the environ carries
-        # the content type and length as CONTENT_* and every other header as HTTP_*.
-        content_type = headers.get("Content-Type")
-        headers.remove("Content-Type")
-        headers.remove("Content-Length")
+        # werkzeug's Headers(header_items): each value through its `_str_header_value` (str, no newlines),
+        # in order; then the builder's first Content-Type, and every Content-Type and Content-Length
+        # (any case) dropped: the builder sets its own length from the body; the environ carries the
+        # content type and length as CONTENT_* and every other header as HTTP_*.
+        items = [(key, str_header_value(value)) for key, value in header_items]
+        content_type = next((value for key, value in items if key.lower() == "content-type"), None)
+        dropped = ("content-type", "content-length")
+        headers = [(key, value) for key, value in items if key.lower() not in dropped]
         result = dict(url_part(method, url)[0])
         result["wsgi.input"] = BytesIO(body)
         result["wsgi.errors"] = sys.stderr
@@ -96,7 +98,7 @@ def _patch_request_building() -> None:
             result["CONTENT_TYPE"] = content_type
         result["CONTENT_LENGTH"] = str(len(body))
         combined: dict[str, list[str]] = {}
-        for key, value in headers.to_wsgi_list():
+        for key, value in headers:
             combined.setdefault(f"HTTP_{key.upper().replace('-', '_')}", []).append(value)
         for key, values in combined.items():
             result[key] = ", ".join(values)
