@@ -136,16 +136,16 @@ def _patch_response_headers() -> None:
     import moto.core.responses as responses
 
     original_date = getattr(responses.http_date, "original", responses.http_date)
-    last: list[Any] = [None, None]
+    last: list[tuple[Any, str]] = [(None, "")]  # (second, its text), replaced whole: threads may share it
 
     def http_date(timestamp: Any = None) -> str:
         if type(timestamp) is not datetime.datetime or timestamp.tzinfo is not None:
             return original_date(timestamp)  # type: ignore[no-any-return]
         second = timestamp.replace(microsecond=0)
-        if last[0] != second:
-            last[1] = original_date(second)  # the text has no fraction of a second
-            last[0] = second
-        return last[1]  # type: ignore[no-any-return]
+        kept = last[0]
+        if kept[0] != second:
+            kept = last[0] = (second, original_date(second))  # the text has no fraction of a second
+        return kept[1]
 
     http_date.original = original_date  # type: ignore[attr-defined]
     responses.http_date = http_date  # the name setup_class calls
