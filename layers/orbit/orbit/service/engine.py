@@ -9,6 +9,10 @@ its last few commits (`state.inbound`); an older redelivery is found in the
 commit log, read newest first back to the message's send time (`outbox.find_handled`),
 so neither the state nor a snapshot grows with the messages an execution handled.
 
+The engine's other parts are mixins, one module each: starting an execution (`starts`), carrying
+out effects (`effects`), retention (`retention`), redrive and fork (`recovery`), the read and
+control operations (`operations`).
+
 States are cached per process and advanced in place by `decide`; a cached
 state is trusted optimistically (its next seq would conflict if another
 process had committed), and dropped on any failure.
@@ -25,21 +29,7 @@ from typing import Any
 
 from orbit.core.decider.decide import decide
 from orbit.core.definition.retention import DAY_MS
-from orbit.core.history.effects import (
-    ArmTimer,
-    CancelChild,
-    CancelTask,
-    ContinueDecision,
-    ContinueExecution,
-    DispatchTask,
-    Effect,
-    ForwardSignal,
-    LinkFork,
-    NotifyParent,
-    RedriveChild,
-    RegisterHook,
-    StartChild,
-)
+from orbit.core.history.effects import Effect, NotifyParent
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
 from orbit.core.history.lifecycle import decision_metrics
 from orbit.core.history.messages import (
@@ -51,21 +41,12 @@ from orbit.core.history.messages import (
 )
 from orbit.core.history.model import signal_ids
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
-from orbit.core.history.storable import execution_id_problem
-from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
 from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
-from orbit.errors import (
-    BuildMismatch,
-    ConflictError,
-    ExecutionExists,
-    NotFound,
-    OrbitError,
-    UnknownWorkflow,
-    ValidationError,
-)
+from orbit.errors import BuildMismatch, ConflictError, NotFound, OrbitError, UnknownWorkflow
 from orbit.service import inline
 from orbit.service.conflict_backoff import sleep_after_conflict
-from orbit.service.operations import EngineApi, check_json
+from orbit.service.effects import EffectSteps
+from orbit.service.operations import EngineApi
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
     Clock,
@@ -81,6 +62,7 @@ from orbit.service.ports import (
 from orbit.service.recovery import RecoveryApi
 from orbit.service.retention import RetentionSteps
 from orbit.service.schedules import is_schedule_message
+from orbit.service.starts import StartSteps
 
 log = logging.getLogger("orbit.core.decider")
 
@@ -93,7 +75,7 @@ class _StaleNoop(Exception):  # noqa: N818 - a signal inside `_process`, never r
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
 
-class Engine(RetentionSteps, RecoveryApi, EngineApi):
+class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
@@ -125,68 +107,6 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
-
-    # ------------------------------------------------------------------ start
-    def start(
-        self,
-        workflow: str,
-        version: str | None = None,
-        input: Any = None,
-        execution_id: str | None = None,
-        parent: dict[str, str] | None = None,
-    ) -> str:
-        """Start an execution now and return its id.
-
-        Same id and same workflow/input: returns the existing execution.
-        Same id, different workflow or input, or another explicit version: ExecutionExists.
-        """
-        check_json(input, "input")
-        if execution_id is not None and parent is None:
-            problem = execution_id_problem(execution_id)
-            if problem:
-                raise ValidationError(problem, "id")
-            if execution_id.startswith(SCHEDULE_PREFIX):
-                raise ValidationError(
-                    f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
-        wf = self.registry.get(workflow, version)
-        eid = execution_id or f"{wf.name}-{self.ids.token()}"
-        # The message carries a version only when the caller chose one: without it, a repeated
-        # start returns the existing execution even if a newer version was registered since.
-        pinned = None if version is None else str(wf.version)
-        msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
-        self._traced(eid, [msg], {}, self.tracer.current_header())
-        return eid
-
-    def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
-        if m.version is not None and state.workflow == m.workflow and str(m.version) != state.version:
-            raise ExecutionExists(
-                state.id,
-                f"execution {state.id!r} already exists with version {state.version}; "
-                f"you asked for version {m.version} ({state.workflow})",
-            )
-        if state.workflow != m.workflow or state.input != m.input:
-            raise ExecutionExists(
-                state.id,
-                f"execution {state.id!r} already exists "
-                f"({state.workflow} v{state.version}) with a different "
-                f"{'workflow' if state.workflow != m.workflow else 'input'}",
-            )
-
-    @staticmethod
-    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
-        """A start whose parent link differs from the existing execution's: never adopted.
-
-        Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution
-        created before that rule, or a store written by hand. The parent's step fails with
-        CHILD_ID_TAKEN instead of waiting for a child that will never report back; a caller's
-        start of a child's id is refused (ExecutionExists).
-        """
-        if not m.parent:
-            raise ExecutionExists(state.id, f"execution {state.id!r} is a child of another execution")
-        message = (f"execution id {state.id!r} is already taken by an execution that is not this "
-                   f"step's child ({'no parent' if not state.parent else 'another parent'})")
-        return [NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), state.id, "FAILED",
-                             None, TaskError("CHILD_ID_TAKEN", message, False))]
 
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
@@ -367,8 +287,7 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
         # What this decision writes expires with the execution: when it ended, or provisionally
         # while it is young (service/retention.py); None: no expiry (yet).
-        expires, provisional = self._write_expiry(state, now)
-        self._local.expiry = (eid, expires, provisional)  # the hooks _carry_out registers get it too
+        expires, provisional = self._write_expiry(state, now)  # the hooks _carry_out registers too
         ended = state.created and state.status in TERMINAL_WORKFLOW
         if events:
             commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
@@ -408,10 +327,10 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
         if not ended and state.created:
             self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
-            self._carry_out(eid, still_due(state, c.effects), fresh=False)
+            self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False)
         if resend and state.created:
             inline.recover(self, eid, state)  # the invocation that handled it may have died mid-chain
-        self._carry_out(eid, effects)
+        self._carry_out(eid, effects, (expires, provisional))
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
         if ended and expires is not None and (events or resend):
@@ -452,108 +371,6 @@ class Engine(RetentionSteps, RecoveryApi, EngineApi):
             if getattr(deployed, "kind", None) == "code":
                 return deployed
             return _Parker(str(e))
-
-    # ---------------------------------------------------------------- effects
-    def _carry_out(self, eid: str, effects: list[Effect], fresh: bool = True) -> None:
-        header = getattr(self._local, "trace", None)
-        trace = {BODY_KEY: header} if header else {}
-        # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
-        resent = {} if fresh else {"resent": True}
-        for e in inline.carry_out(self, eid, effects, fresh):
-            if isinstance(e, DispatchTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
-            elif isinstance(e, CancelTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace})
-            elif isinstance(e, ArmTimer):
-                self.timers.arm(e.execution_id, e.fire_at_ms)
-            elif isinstance(e, RegisterHook):
-                held = getattr(self._local, "expiry", None)  # (execution, expiry, provisional)
-                expiry = held[1:] if held is not None and held[0] == e.execution_id else (None, False)
-                self.store.put_hook(e.token, e.execution_id, e.name, *expiry)
-            elif isinstance(e, StartChild):
-                self.queues.send_decision(
-                    self._start_body(
-                        e.child_id,
-                        e.workflow,
-                        e.version,
-                        e.input,
-                        {"execution_id": e.parent_id, "step": e.unit},
-                    )
-                    | trace
-                )
-            elif isinstance(e, ContinueExecution):
-                body = self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
-                body["continued_from"] = e.execution_id
-                if e.signals:
-                    body["signals"] = e.signals
-                if e.idle_hops:
-                    body["idle_hops"] = e.idle_hops
-                self.queues.send_decision(body | trace)
-            elif isinstance(e, ForwardSignal):
-                self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
-                                           "id": e.message_id, "name": e.name, "payload": e.payload} | trace)
-            elif isinstance(e, CancelChild):
-                self.queues.send_decision(
-                    {
-                        "kind": "cancel",
-                        "execution_id": e.child_id,
-                        "id": f"cancel:{e.child_id}",
-                        "reason": e.reason,
-                        "force": False,
-                        "parent_id": eid,
-                    }
-                    | trace
-                )
-            elif isinstance(e, ContinueDecision):
-                self.queues.send_decision(
-                    {"kind": "wake", "execution_id": e.execution_id, "id": e.message_id}
-                )
-            elif isinstance(e, NotifyParent):
-                self.queues.send_decision(
-                    {
-                        "kind": "child_done",
-                        "execution_id": e.parent_id,
-                        "id": e.message_id,
-                        "unit": e.unit,
-                        "child_id": e.child_id,
-                        "status": e.status,
-                        "output": e.output,
-                        "error": e.error.to_dict() if e.error else None,
-                    }
-                    | trace
-                )
-
-            elif isinstance(e, RedriveChild):
-                self.queues.send_decision({"kind": "redrive", "execution_id": e.child_id, "id": e.request_id,
-                                           "parent_id": e.parent_id, "unit": e.unit})
-            elif isinstance(e, LinkFork):
-                self.queues.send_decision({"kind": "fork_created", "execution_id": e.execution_id,
-                                           "id": f"fork_created:{e.fork_id}", "fork_id": e.fork_id,
-                                           "from_step": e.from_step})
-
-    @staticmethod
-    def _start_body(
-        eid: str, workflow: str, version: str | None, input: Any, parent: dict[str, str] | None
-    ) -> dict[str, Any]:
-        return {
-            "kind": "start",
-            "execution_id": eid,
-            "id": f"start:{eid}",
-            "workflow": workflow,
-            "version": version,
-            "input": input,
-            "parent": parent,
-        }
-
-    # ----------------------------------------------------------------- timers
-    def fire_timers(self, now_ms: int | None = None, limit: int = 100) -> int:
-        """Turn due timers into `wake` messages; returns how many fired."""
-        now = self.clock.now_ms() if now_ms is None else now_ms
-        due = self.timers.due(now, limit)
-        for eid, at in due:
-            self.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{at}"})
-            self.timers.disarm(eid, at)
-        return len(due)
 
 
 class _Parker:

@@ -302,9 +302,11 @@ def recover(engine: Any, eid: str, state: ExecutionState) -> None:
     # commit handled the chain's own result message, which no queue will redeliver: re-send them.
     last = max(state.inbound.values(), default=None)
     commit = engine.store.read_commit(eid, last) if last is not None else None
-    if commit is not None and any(_inline_unit(state, getattr(r.event, "step", None)) for r in commit.events):
-        engine._carry_out(eid, still_due(state, commit.effects), fresh=False)
     now = engine.clock.now_ms()
+    if commit is not None and any(_inline_unit(state, getattr(r.event, "step", None)) for r in commit.events):
+        # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
+        expiry = engine._write_expiry(state, now)
+        engine._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False)
     for key in list(state.active):
         u = state.units.get(key)
         if u is None or u.inline is None or u.deadline_ms is None:

@@ -1,0 +1,207 @@
+"""What the `orbit` command's own commands do: `validate` and `graph` on this machine, and the
+API commands (start, describe, history, signal, cancel, query, list, advance).
+
+The table in cli/table.py says which arguments each takes; an API command gets `connect`
+(cli.main's `_client`, looked up when called: args -> orbit.Client).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from orbit.cli.args import UsageError, UserCodeError, load_code_workflows, parse_json_arg, require_file
+from orbit.cli.recovery import Clients
+from orbit.cli.watch import TERMINAL
+from orbit.errors import ValidationError
+from orbit.local.text import cut, utc, value_lines, width
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+# ---------------------------------------------------------------------- local commands
+def cmd_validate(args: argparse.Namespace) -> int:
+    from orbit.core.definition import validate_file
+
+    path = require_file(args.file)
+    if path.suffix == ".py":  # code workflows: valid when the file imports and defines some
+        try:
+            found = load_code_workflows(str(path))
+        except UserCodeError as exc:
+            if not args.json:
+                raise
+            _print_json({"file": str(path), "valid": False, "problems": [str(exc)]})
+            return 1
+        names = [f"{n} v{wf.version}" for n, wf in sorted(found.items())]
+        if args.json:
+            _print_json({"file": str(path), "valid": True, "problems": [], "workflows": names})
+        else:
+            print(f"{path}: valid ({', '.join(names)})")
+        return 0
+    problems = validate_file(path)
+    if args.json:
+        _print_json({"file": str(path), "valid": not problems, "problems": problems})
+    elif problems:
+        for p in problems:  # each already reads "FILE: path.in.file: what is wrong"
+            print(p, file=sys.stderr)
+        print(
+            f"{path}: {len(problems)} problem(s); fix them and run `orbit validate {path}` again",
+            file=sys.stderr,
+        )
+    else:
+        print(f"{path}: valid")
+    return 1 if problems else 0
+
+
+# ---------------------------------------------------------------------- API commands
+def cmd_start(args: argparse.Namespace, connect: Clients) -> int:
+    from orbit.cli.watch import ended_line, wait_for_end
+
+    inp = parse_json_arg(args.input, "--input") if args.input else {}
+    client = connect(args)
+    res = client.start(args.name, inp, id=args.id, version=args.version)
+    eid = res.get("id") if isinstance(res, dict) else res
+    # a start decides at once: an input that broke the contract has already failed the execution
+    desc = wait_for_end(client, eid, args.timeout) if args.wait else client.describe(eid)
+    if args.json:
+        _print_json(desc if args.wait else res)
+    else:
+        print(eid)
+    if desc.get("status") in TERMINAL and desc.get("status") != "COMPLETED":
+        print(f"orbit start: {ended_line(desc)}", file=sys.stderr)
+        return 1
+    if args.wait and not args.json:
+        for line in value_lines("output", desc.get("output"), width()):
+            print(line)
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace, connect: Clients) -> int:
+    paging = {k: v for k, v in (("steps_after", args.steps_after), ("steps_limit", args.steps_limit)) if v}
+    desc = connect(args).describe(args.id, **paging)
+    if args.json:
+        _print_json(desc)
+        return 0
+    columns = width()
+    print(f"{desc['id']}  {desc['workflow']} v{desc['version']}  {desc['status']}")
+    print(f"created: {utc(desc.get('created_at_ms'))}   ended: {utc(desc.get('finished_at_ms'))}")
+    for unit, st in (desc.get("steps") or {}).items():
+        err = f"  {st['error'].get('code')}" if st.get("error") else ""
+        print(cut(f"  {unit:<24} {st['status']:<12} attempt {st.get('attempt') or '-'}{err}", columns))
+    if desc.get("parked"):  # RUNNING but not deciding until someone acts: say why
+        print(cut(f"parked: {json.dumps(desc['parked'])}", columns))
+    if desc.get("progress") is not None:
+        print(cut(f"progress: {json.dumps(desc['progress'])}", columns))
+    if desc.get("error"):
+        print(cut(f"error:  {json.dumps(desc['error'])}", columns))
+    if desc.get("output") is not None:
+        for line in value_lines("output", desc["output"], columns):
+            print(line)
+    if desc.get("steps_next"):  # one page of a large fan-out's units: say how to see the rest
+        print(f"(more steps: orbit describe {args.id} --steps-after '{desc['steps_next']}')")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace, connect: Clients) -> int:
+    from orbit.cli.watch import follow_history, raw_lines
+    from orbit.local.timeline import render
+
+    client = connect(args)
+    if args.follow:
+        if args.json or args.raw:
+            raise UsageError("--follow prints the timeline as it grows; leave out --json and --raw")
+        follow_history(client, args.id, args.expand, args.timeout)
+        return 0
+    # the state (read first, so the history is at least as new) says which steps are unfinished
+    desc = None if args.json or args.raw else client.describe(args.id)
+    # One page by default: a 200,000-element fan-out's history would take minutes to fetch and print.
+    if args.limit < 1 or args.after_seq < 0:
+        raise ValidationError("--limit must be at least 1 and --after-seq at least 0", "history")
+    events = client.history(args.id, after_seq=args.after_seq, limit=args.limit)
+    if len(events) >= args.limit > 0:
+        print(f"(first {len(events)} events; more: orbit history {args.id} --after-seq {events[-1]['seq']})",
+              file=sys.stderr)
+    if args.json:
+        _print_json(events)
+    elif args.raw:
+        for line in raw_lines(events):
+            print(line)
+    else:
+        print(render(events, desc, args.expand, width()))  # ends with what each unfinished step waits for
+        if desc and desc.get("parked"):  # RUNNING but deciding nothing until someone acts
+            print(f"parked: {json.dumps(desc['parked'])}")
+    return 0
+
+
+def cmd_signal(args: argparse.Namespace, connect: Clients) -> int:
+    res = connect(args).signal(args.id, args.name, parse_json_arg(args.payload, "--payload"))
+    _print_json(res) if args.json else print(f"signal {args.name} sent to {args.id}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace, connect: Clients) -> int:
+    res = connect(args).cancel(args.id, reason=args.reason, force=args.force)
+    _print_json(res) if args.json else print(f"cancel requested for {args.id}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace, connect: Clients) -> int:
+    inp = parse_json_arg(args.input, "--input") if args.input else None
+    _print_json(connect(args).query(args.id, args.name, inp))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, connect: Clients) -> int:
+    from orbit.cli.finding import list_filters
+
+    res = connect(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor,
+                             **list_filters(args))
+    items = res.get("executions", []) if isinstance(res, dict) else res
+    if args.json:
+        _print_json(res)
+        return 0
+    columns = width()
+    for e in items:
+        eid = e.get("execution_id") or e.get("id")
+        ended = utc(e.get("updated_at_ms")) if e.get("status") in TERMINAL else "-"
+        print(
+            cut(
+                f"{eid}  {e.get('workflow')} v{e.get('version')}  {e.get('status'):<10}  "
+                f"created {utc(e.get('created_at_ms'))}  ended {ended}",
+                columns,
+            )
+        )
+    if not items:
+        print("(no executions)")
+    cursor = res.get("next_cursor") if isinstance(res, dict) else None
+    if cursor:  # a page is not the whole list: say how to get the rest
+        print(f"(more: add --cursor {cursor})")
+    return 0
+
+
+def cmd_advance(args: argparse.Namespace, connect: Clients) -> int:
+    from orbit.cli.watch import advance
+
+    res = advance(connect(args), args.duration)
+    if args.json:
+        _print_json(res)
+    else:
+        print(f"orbit dev's clock moved on by {args.duration}: now {utc(res.get('now_ms'))} (virtual)")
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from orbit.core.definition import load_definition
+    from orbit.core.definition.mermaid import to_mermaid
+
+    require_file(args.file)
+    if args.file.endswith(".py"):
+        raise UsageError(
+            f"{args.file}: `orbit graph` draws definitions (.yaml/.json); code workflows have no static graph"
+        )
+    print(to_mermaid(load_definition(args.file)))
+    return 0

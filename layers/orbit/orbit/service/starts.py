@@ -1,0 +1,94 @@
+"""Starting an execution (a mixin of `Engine`), and what a start of an id that exists means.
+
+A start is a message like any other (`StartMessage`, decided by the engine); these are the checks
+around it: the caller's id, and a repeated start (same workflow and input: the existing execution;
+anything else: `ExecutionExists`, or for a child whose id is taken a failed parent step).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orbit.core.history.effects import Effect, NotifyParent
+from orbit.core.history.events import TaskError
+from orbit.core.history.messages import Message, StartMessage
+from orbit.core.history.state import ExecutionState
+from orbit.core.history.storable import execution_id_problem
+from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
+from orbit.core.tracing import Tracer
+from orbit.errors import ExecutionExists, ValidationError
+from orbit.service.operations import check_json
+
+
+class StartSteps:
+    """Mixin of Engine: `registry`, `ids`, `tracer` and `_traced` come from the engine."""
+
+    registry: Any
+    ids: Any
+    tracer: Tracer
+
+    if TYPE_CHECKING:  # provided by Engine
+
+        def _traced(self, eid: str, msgs: list[Message], delivery: dict[str, Any],
+                    trace: str | None) -> None: ...
+
+    def start(
+        self,
+        workflow: str,
+        version: str | None = None,
+        input: Any = None,
+        execution_id: str | None = None,
+        parent: dict[str, str] | None = None,
+    ) -> str:
+        """Start an execution now and return its id.
+
+        Same id and same workflow/input: returns the existing execution.
+        Same id, different workflow or input, or another explicit version: ExecutionExists.
+        """
+        check_json(input, "input")
+        if execution_id is not None and parent is None:
+            problem = execution_id_problem(execution_id)
+            if problem:
+                raise ValidationError(problem, "id")
+            if execution_id.startswith(SCHEDULE_PREFIX):
+                raise ValidationError(
+                    f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
+        wf = self.registry.get(workflow, version)
+        eid = execution_id or f"{wf.name}-{self.ids.token()}"
+        # The message carries a version only when the caller chose one: without it, a repeated
+        # start returns the existing execution even if a newer version was registered since.
+        pinned = None if version is None else str(wf.version)
+        msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
+        self._traced(eid, [msg], {}, self.tracer.current_header())
+        return eid
+
+    def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
+        if m.version is not None and state.workflow == m.workflow and str(m.version) != state.version:
+            raise ExecutionExists(
+                state.id,
+                f"execution {state.id!r} already exists with version {state.version}; "
+                f"you asked for version {m.version} ({state.workflow})",
+            )
+        if state.workflow != m.workflow or state.input != m.input:
+            raise ExecutionExists(
+                state.id,
+                f"execution {state.id!r} already exists "
+                f"({state.workflow} v{state.version}) with a different "
+                f"{'workflow' if state.workflow != m.workflow else 'input'}",
+            )
+
+    @staticmethod
+    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
+        """A start whose parent link differs from the existing execution's: never adopted.
+
+        Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution
+        created before that rule, or a store written by hand. The parent's step fails with
+        CHILD_ID_TAKEN instead of waiting for a child that will never report back; a caller's
+        start of a child's id is refused (ExecutionExists).
+        """
+        if not m.parent:
+            raise ExecutionExists(state.id, f"execution {state.id!r} is a child of another execution")
+        message = (f"execution id {state.id!r} is already taken by an execution that is not this "
+                   f"step's child ({'no parent' if not state.parent else 'another parent'})")
+        return [NotifyParent(m.parent.get("execution_id", ""), m.parent.get("step", ""), state.id, "FAILED",
+                             None, TaskError("CHILD_ID_TAKEN", message, False))]
