@@ -279,8 +279,8 @@ def report(meter: Meter, timed: TimedCloud, n: int, k: int, dedupe: bool, elapse
         print(f"  ${dollars:6.2f}  {label}: {verdict} the ${TARGET:.2f} target, {dollars / sfn:.0%} of SFN")
     wru, rru = meter.tagged_wru["retention"], meter.tagged_rru["retention"]
     print(
-        f"  of which retention at the end (young ends: their items were written with their expiry; "
-        f"the end checks it and disarms timers), per execution: "
+        f"  of which retention at the end (young ends: their items were written with the expiry their "
+        f"start recorded; a timer is disarmed only if one may have been armed), per execution: "
         f"{meter.tagged_requests['retention'] / n:.1f} requests, {wru / n:.2f} WRU, {rru / n:.2f} RRU = "
         f"${(wru * PRICE['wru'] + rru * PRICE['rru']) / n:.2f} per million executions "
         f"(${(wru * PRICE['wru'] + rru * PRICE['rru']) / steps:.2f} per million steps)"

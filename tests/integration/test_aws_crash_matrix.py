@@ -32,6 +32,13 @@ RETRY_LATER = Scenario(({"orbit": 1, "name": "crashmx-retry", "version": "1",
                                             "retry": {"max_attempts": 2, "backoff": "20m"}}},
                          "output": "{% steps.only.output %}"},), {"v": 1})
 
+# A step whose 30-minute timeout is armed as a table timer (beyond SQS's 15-minute delay): the
+# young end must disarm it (the pointer read, then both deletes).
+TIMED = Scenario(({"orbit": 1, "name": "crashmx-timed", "version": "1",
+                   "steps": {"only": {"task": "crashmx.double", "input": {"v": "{% input.v %}"},
+                                      "timeout": "30m"}},
+                   "output": "{% steps.only.output %}"},), {"v": 1})
+
 CHAIN = Scenario(({"orbit": 1, "name": "crashmx-chain", "version": "1",
                    "steps": {"c0": {"compute": "{% input.v %}"},
                              **{f"c{i}": {"compute": f"{{% steps.c{i - 1}.output + 1 %}}"}
@@ -77,12 +84,15 @@ def test_the_reference_run_is_repeatable_and_writes_through_every_service(client
                      ("timers", "sqs", "SendMessage", "DecisionQueue: wake"),
                      ("timers", "dynamodb", "DeleteItem", "TIMERPTR/PTR"),
                      # retention: the commit's payload reference, written with the provisional
-                     # expiry like every item of this young execution (its end checks the first
-                     # commit's and updates nothing)
+                     # expiry like every item of this young execution (its end updates nothing)
                      ("decider", "dynamodb", "PutItem", "BLOB/R"),
-                     ("decider", "dynamodb", "GetItem", "EXEC/C"),
+                     # the retry's timer was armed: the end reads the pointer to disarm it
+                     ("decider", "dynamodb", "GetItem", "TIMERPTR/PTR"),
                      ("decider", "s3", "PutObject", "archive")]:  # the archive, before the expiries
         assert expected in labels, (expected, sorted(labels))
+    # The start recorded the expiry its items are written with: the young end reads no commit to
+    # confirm it (it used to read the first one).
+    assert ("decider", "dynamodb", "GetItem", "EXEC/C") not in labels
     # An execution that ends young (within its first hour) writes no expiry at its end (it was
     # written with its items: write-time expiry); this one used to update every older item here.
     assert not {(h, op, d) for h, _, op, d in labels
@@ -128,22 +138,47 @@ def test_a_crash_between_the_final_commit_and_its_index_row_is_repaired(clients:
     assert outcome.ok, str(outcome)
 
 
+def _end_of(ref: Reference) -> list[Call]:
+    """The decider's DynamoDB calls from the final commit on (the end of the execution)."""
+    final = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/C"))
+    return [c for c in ref.calls[final:] if c.handler == "decider" and c.service == "dynamodb"]
+
+
 @pytest.mark.parametrize("variant", ["before", "after"])
-@pytest.mark.parametrize("call", ["final commit", "retire"])
+@pytest.mark.parametrize("call", ["final commit", "index row"])
 def test_a_crash_around_a_young_end_leaves_every_item_with_one_expiry(clients: Any, call: str,
                                                                       variant: str) -> None:
     """Write-time expiry: the execution ends young, so its final commit carries the expiry its
-    earlier items were written with, and retire only reads the first commit to confirm it. A crash
-    before or after either: the redelivered result is recognised, and every item of the execution
-    still ends with that one expiry (crash_matrix._check_retention), none pinned to NO_EXPIRY."""
+    earlier items were written with (the start recorded it), and it never armed a timer: the end
+    is the final commit and the index row, nothing read or written after them. A crash before or
+    after either: the redelivered result is recognised, and every item of the execution still
+    ends with that one expiry (crash_matrix._check_retention), none pinned to NO_EXPIRY."""
     ref = reference_run(clients, ONE_STEP)
-    if call == "final commit":
-        index = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/C"))
-    else:
-        index = last(ref.calls, Call("decider", "dynamodb", "GetItem", "EXEC/C"))
-        assert index > last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/A#INDEX"))
+    end = [(c.op, c.detail) for c in _end_of(ref)]  # the archive reads the history (Query) too
+    assert [c for c in end if c[0] != "Query"] == [("PutItem", "EXEC/C"), ("PutItem", "EXEC/A#INDEX")], end
+    detail = "EXEC/C" if call == "final commit" else "EXEC/A#INDEX"
+    index = last(ref.calls, Call("decider", "dynamodb", "PutItem", detail))
     outcome = run_point(clients, ref, CrashPoint(index, variant))
     assert outcome.ok, str(outcome)
+
+
+def test_a_crash_around_a_young_end_that_armed_a_timer_disarms_it(clients: Any) -> None:
+    """The step's 30-minute timeout armed a table timer, so the young end disarms it: it reads the
+    pointer and deletes it and the timer item (after the final commit and index row, which still
+    need no read). A crash before or after each of these calls: nothing runs twice, every item
+    keeps one expiry and no timer item is left (crash_matrix._check_retention)."""
+    ref = reference_run(clients, TIMED)
+    assert any(c.op == "PutItem" and c.detail == "TIMERPTR/PTR" for c in ref.calls)  # armed at the start
+    end = [(c.op, c.detail.split("/")[0]) for c in _end_of(ref) if c.op != "Query"]
+    assert end == [("PutItem", "EXEC"), ("PutItem", "EXEC"), ("GetItem", "TIMERPTR"),
+                   ("DeleteItem", "TIMERPTR"), ("DeleteItem", "TIMER")], end
+    final = last(ref.calls, Call("decider", "dynamodb", "PutItem", "EXEC/C"))
+    indexes = [i for i in range(final, len(ref.calls))
+               if ref.calls[i].handler == "decider" and ref.calls[i].service == "dynamodb"]
+    points = [CrashPoint(i, v) for i in indexes for v in ("before", "after")
+              if not (v == "after" and ref.calls[i].op == "GetItem")]
+    failed = [o for o in (run_point(clients, ref, p) for p in points) if not o.ok]
+    assert not failed, "\n".join(str(o) for o in failed)
 
 
 def test_a_crash_around_a_decision_continuation_loses_nothing(clients: Any, monkeypatch: Any) -> None:

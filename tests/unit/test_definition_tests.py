@@ -201,3 +201,24 @@ def test_child_workflows_run_when_registered_and_their_tasks_can_be_mocked(tmp_p
     assert any(p.startswith("register[0]: ") and p.endswith("nope.yaml: file not found")
                for p in found), found
     assert any(p.startswith("tests.t.mocks.billing.draft_invoice: the workflow never calls") for p in found)
+
+
+def test_a_step_the_engine_refuses_for_its_task_input_contract_fails_the_test_unless_expected(tmp_path):
+    pay = {"orbit": 1, "name": "pay", "steps": {"charge": {"task": "pay.charge",
+                                                           "input": {"amount": "{% input.amount %}"}}},
+           "tasks": {"pay.charge": {"input": {"type": "object",
+                                              "properties": {"amount": {"type": "number"}}}}}}
+    (tmp_path / "pay.yaml").write_text(yaml.safe_dump(pay))
+    mocks = {"pay.charge": [{"output": {}}]}
+    (tmp_path / "pay.test.yaml").write_text(yaml.safe_dump({"definition": "pay.yaml", "tests": {
+        "unexpected": {"input": {"amount": "ten"}, "mocks": mocks, "expect": {"status": "FAILED"}},
+        "expected": {"input": {"amount": "ten"}, "mocks": mocks,
+                     "expect": {"status": "FAILED", "error": {"code": "INPUT_CONTRACT_VIOLATION"}}},
+    }}))
+    results = {r.case.name: r for r in run_paths([str(tmp_path)]).results}
+    assert results["expected"].passed
+    [problem] = results["unexpected"].mismatches
+    assert problem.path == "steps.charge"
+    assert problem.message.startswith(
+        "would send task pay.charge an input that breaks tasks.pay.charge.input: "
+        "task 'pay.charge' at step 'charge': input.amount: \"ten\" is not of type")

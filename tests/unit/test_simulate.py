@@ -80,7 +80,7 @@ def test_a_task_input_breaking_its_contract_is_reported():
                                       "properties": {"id": {"type": "string"}}}}},
     })
     found = [v for r in simulate(d, 20, 2, Rates(failure=0, timeout=0)).runs for v in r.violations]
-    assert any(v.startswith("TASK_CONTRACT: step b sent t.two an input that breaks tasks.t.two.input")
+    assert any(v.startswith("TASK_CONTRACT: step b would send t.two an input that breaks tasks.t.two.input")
                for v in found)
 
 

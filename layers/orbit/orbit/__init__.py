@@ -31,6 +31,7 @@ _LAZY = {
     "Client": "orbit.client",
     "Step": "orbit.core.runtime.code_specs",
     "StepFailed": "orbit.core.runtime.code_errors",
+    "ContractViolation": "orbit.core.runtime.code_errors",
     "Cancelled": "orbit.core.runtime.code_errors",
     "BranchesFailed": "orbit.core.runtime.code_branch_policy",
     "ConditionNotMet": "orbit.core.runtime.code_condition",

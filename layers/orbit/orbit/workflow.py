@@ -35,7 +35,8 @@ from orbit.errors import ValidationError
 def workflow(name: str, version: str = "1", build: str | None = None,
              timeout: str | int | None = None, signals: dict[str, Any] | None = None,
              registry: CodeRegistry | None = None,
-             retention: str | int | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
+             retention: str | int | None = None,
+             tasks: dict[str, Any] | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
     """Register `fn(ctx, input) -> output` as build `build` (default: source hash) of `name`/`version`.
 
     `timeout` bounds the whole execution (`30m`, `7d`, or ms): when it passes,
@@ -43,6 +44,9 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     pending durable call and the execution ends TIMED_OUT after any cleanup.
     `retention` (`7d`, `90d`, or ms; 1h..3650d) is how long an ended execution's data is kept
     (docs/operations.md); without it the stack's `RetentionDays` applies.
+    `tasks` declares task contracts as a definition's `tasks:` key does: `{TASK: {input, output}}`
+    JSON Schemas, checked when a step (or `ctx.run`) of that task is scheduled and when its result
+    is recorded; a violation fails the step with `orbit.ContractViolation` (docs/definitions.md).
     """
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("workflow name must be a non-empty string", "workflow.name")
@@ -60,12 +64,13 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     retention_ms = _retention_ms(retention)
 
     _check_signal_schemas(signals or {})
+    _check_task_contracts(tasks)
 
     def register(fn: WorkflowFunction) -> CodeWorkflow:
         if not callable(fn) or len(inspect.signature(fn).parameters) != 2:
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
         wf = CodeWorkflow(name, version, build or source_build_id(fn), fn, timeout_ms, dict(signals or {}),
-                          retention_ms)
+                          retention_ms, dict(tasks or {}))
         return (registry or REGISTRY).register(wf)
 
     return register
@@ -100,6 +105,22 @@ def _check_signal_schemas(signals: dict[str, Any]) -> None:
                          for message in validate_schema(schema)]
     if problems:
         raise ValidationError(problems)
+
+
+def _check_task_contracts(tasks: dict[str, Any] | None) -> None:
+    from orbit.core.definition.checks import Problems
+    from orbit.core.definition.task_contracts import check_contract
+
+    if tasks is None:
+        return
+    if not isinstance(tasks, dict):
+        raise ValidationError("tasks must be a dict of task names to {'input': schema, 'output': schema}",
+                              "workflow.tasks")
+    out = Problems()
+    for name, body in tasks.items():
+        check_contract(str(name), body, f"workflow.tasks.{name}", out)
+    if out.items:
+        raise ValidationError(out.items)
 
 
 __all__ = ["REGISTRY", "CodeRegistry", "CodeWorkflow", "WorkflowFunction", "source_build_id", "workflow"]

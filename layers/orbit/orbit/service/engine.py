@@ -273,7 +273,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                     continue
                 raise
             # A parked execution still records results, signals and cancels; its runtime is not run.
-            d = decide(wf, state, m, now, self.ids)
+            d = decide(wf, state, m, now, self.ids, self.retention_ms)  # a start records its expiry
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)

@@ -187,9 +187,9 @@ class HistoryStore(Protocol):
         """The execution ended: every item it left (commits, snapshot, index row, hooks, payload
         references) expires at `expires_at_s` (epoch seconds), provisional marks dropped; worker
         dedupe records (keys as in DispatchTask.idempotency_key, `cancel#<token>`) expire no later.
-        `written`: it ended young, its items were all written with this expiry (a store may check
-        that cheaply and then skip them). Idempotent; a later write to an ended execution is
-        followed by another call."""
+        `written`: it ended young and its items were all written with this expiry (its start
+        recorded it: WorkflowCreated.provisional_expiry_s), so a store may skip them. Idempotent;
+        a later write to an ended execution is followed by another call."""
         ...
 
     def aging(self, after: str | None, created_before_ms: int, limit: int) -> list[tuple[str, str]]:

@@ -8,8 +8,10 @@ the stack keeps an archive, `_retire` writes the history to it before the expiri
 
 Write-time expiry (docs/architecture.md, "Write-time expiry"): while an execution is young (its first
 hour, orbit.core.definition.retention), every item written for it already carries the expiry P it
-would get if it ended at the close of that hour, marked provisional. One that ends young keeps P on
-every item, so its end writes nothing more: `_retire` skips the walk over its items. One that
+would get if it ended at the close of that hour, marked provisional. The start records P in its
+own commit (WorkflowCreated.provisional_expiry_s) and every later write uses that P. One that ends
+young keeps P on every item, so its end writes nothing more: `_retire` skips the walk over its
+items (an execution whose start did not record P, started before this, takes the walk). One that
 lives longer is pinned by `RetentionSweeper` (its provisional items get NO_EXPIRY) before P can
 come, and gets its exact expiry (end + retention) at its end, as before. A redriven execution
 writes nothing provisionally: its items were pinned by the redrive.
@@ -62,14 +64,20 @@ class RetentionSteps:
         """Ended while young and never redriven: every item it left carries the provisional expiry."""
         return state.redrive_count == 0 and ended_young(state.created_at_ms, retirement(state).ended_at_ms)
 
+    def _provisional(self, state: ExecutionState) -> int:
+        """The provisional expiry: the one the start recorded (and its commit carries), else (an
+        execution started before starts recorded it) computed as that start did."""
+        if state.provisional_expiry_s is not None:
+            return state.provisional_expiry_s
+        return provisional_expiry_s(state.created_at_ms, self._retention_ms(state))
+
     def _expiry(self, state: ExecutionState) -> int:
         """When an ended execution's data expires (epoch s): its end + its workflow's retention, or
         for one that ended young the provisional expiry its items were written with (at most an
         hour later: every item of an execution expires at the same second)."""
-        retention = self._retention_ms(state)
         if self._ends_young(state):
-            return provisional_expiry_s(state.created_at_ms, retention)
-        return expires_at_s(retirement(state).ended_at_ms, retention)
+            return self._provisional(state)
+        return expires_at_s(retirement(state).ended_at_ms, self._retention_ms(state))
 
     def _write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
         """(expiry, provisional) of the items a decision at `now_ms` writes for the execution."""
@@ -78,19 +86,23 @@ class RetentionSteps:
         if state.status in TERMINAL_WORKFLOW:
             return self._expiry(state), False
         if state.redrive_count == 0 and writes_provisionally(state.created_at_ms, now_ms):
-            return provisional_expiry_s(state.created_at_ms, self._retention_ms(state)), True
+            return self._provisional(state), True
         return None, False
 
     def _retire(self, state: ExecutionState, expires: int) -> None:
         """Everything the execution left expires; what this decision wrote already carries it, and
-        for one that ended young so does everything else (only the store's own check remains).
-        With an archive, the history is written to it first (orbit/service/archive.py says why)."""
+        for one that ended young so does everything else, when its start recorded the expiry all
+        were written with (`written`: the store skips the walk). The timer is disarmed unless the
+        history shows none was ever armed (ExecutionState.timer_free). With an archive, the
+        history is written to it first (orbit/service/archive.py says why)."""
         r = retirement(state)
-        self.timers.disarm(state.id)  # nothing is due any more
+        if not state.timer_free:
+            self.timers.disarm(state.id)  # nothing is due any more
         if self.archive is not None:
             self._archive(state, expires, r.ended_at_ms)
-        self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys,
-                          self._ends_young(state))
+        written = (self._ends_young(state) and state.provisional_expiry_s is not None
+                   and expires == state.provisional_expiry_s)
+        self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys, written)
 
     def _archive(self, state: ExecutionState, expires: int, ended_at_ms: int) -> None:
         records: list[Any] = []

@@ -227,12 +227,13 @@ def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_
            dedupe_ttl_s: int, written: bool = False) -> None:
     """Give every item the execution left `expires_at` (see the module docstring); idempotent.
 
-    `written`: the execution ended young, every item of it was written with this expiry (the
-    engine's write-time expiry, docs/architecture.md). One GetItem of its first commit confirms it
-    (an execution started before write-time expiry existed, or started by a skewed clock, has none:
-    it gets the full walk below); then only the dedupe records may need shortening."""
+    `written`: the execution ended young and every item of it was written with this expiry (the
+    engine's write-time expiry, docs/architecture.md: its start recorded the expiry, in the same
+    item as the first commit's `expires_at`, and every later write used it); then only the dedupe
+    records may need shortening. Otherwise (an execution that ended old, was redriven, or started
+    before starts recorded the expiry) every item is walked."""
     t = n(expires_at_s)
-    if not (written and _written_with(db, table, execution_id, expires_at_s)):
+    if not written:
         digests = _expire_partition(db, table, execution_id, expires_at_s)
         for token in hook_tokens:
             _set_if(db, table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}, t,
@@ -245,13 +246,6 @@ def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_
         for key in dedupe_keys:
             _set_if(db, table, {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}, t,
                     "attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at > :t)")
-
-
-def _written_with(db: Any, table: str, execution_id: str, expires_at_s: int) -> bool:
-    # Eventually consistent (half the price): a stale answer can only send retire the long way.
-    first = db.get_item(TableName=table, ProjectionExpression="expires_at",
-                        Key={"pk": s(f"EXEC#{execution_id}"), "sk": s(f"C#{1:012d}")}).get("Item")
-    return first is not None and num(first, "expires_at", 0) == expires_at_s
 
 
 def _expire_partition(db: Any, table: str, execution_id: str, expires_at_s: int) -> set[str]:

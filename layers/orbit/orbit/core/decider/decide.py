@@ -27,6 +27,7 @@ from orbit.core.decider.recovery import answer_unstarted_child, record_fork, red
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
 from orbit.core.definition.expression_budget import spent_steps
+from orbit.core.definition.retention import provisional_expiry_s, retention_of
 from orbit.core.history.effects import ArmTimer, ContinueDecision, ForwardSignal
 from orbit.core.history.events import (
     CANCELLED,
@@ -74,19 +75,23 @@ MAX_DECISION_STEPS = 500_000
 RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rather than spin
 
 
-def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource) -> Decision:
+def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource,
+           retention_ms: int | None = None) -> Decision:
+    """`retention_ms`: the stack's default retention (a workflow's own wins); with it, a start
+    records the provisional expiry its items are written with (WorkflowCreated)."""
     with keys_from(ids):  # expressions reading hooks.NAME.token derive it with the stack key
-        return _decide(workflow, state, inbound, now_ms, ids)
+        return _decide(workflow, state, inbound, now_ms, ids, retention_ms)
 
 
-def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource) -> Decision:
+def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource,
+            retention_ms: int | None) -> Decision:
     ctx = Ctx(workflow, state, now_ms, ids)
     wake_before = state.next_wake_ms()
     was_terminal = state.terminal
     if isinstance(inbound, StartMessage):
         if state.created:
             return ctx.decision  # idempotent start is the service's business
-        _start(ctx, inbound)
+        _start(ctx, inbound, retention_ms)
     elif not state.created:
         if isinstance(inbound, CancelMessage) and inbound.parent_id and state.abort is None:
             # A parent's cancel that overtook its child's start. It is recorded as the child's
@@ -132,10 +137,15 @@ def _pushed_back_by_heartbeat(inbound: Message, before: int | None, wake: int, n
     return isinstance(inbound, HeartbeatMessage) and before is not None and now_ms < before <= wake
 
 
-def _start(ctx: Ctx, m: StartMessage) -> None:
+def _start(ctx: Ctx, m: StartMessage, retention_ms: int | None) -> None:
     wf = ctx.workflow
     build = workflow_build(wf)
     timeout = getattr(wf, "timeout_ms", None)
+    # What the engine writes the start's commit (and every item while young) with; only a start
+    # that is the execution's first commit can say so (a tombstone's commit has no expiry).
+    expiry = None
+    if retention_ms is not None and ctx.state.last_seq == 0:
+        expiry = provisional_expiry_s(ctx.now, retention_of(wf, retention_ms))
     ctx.emit(
         WorkflowCreated(
             workflow=wf.name,
@@ -147,6 +157,7 @@ def _start(ctx: Ctx, m: StartMessage) -> None:
             execution_id=ctx.state.id,
             continued_from=m.continued_from,
             idle_hops=m.idle_hops,
+            provisional_expiry_s=expiry,
         )
     )
     ctx.emit(WorkflowStarted(ctx.now + timeout if timeout is not None else None))

@@ -8,11 +8,11 @@ or the units whose wake-up is due.
 from __future__ import annotations
 
 from orbit.core.decider.context import Ctx, jitter_fraction
+from orbit.core.decider.contracts import violation
 from orbit.core.decider.inline import lease_expired
 from orbit.core.definition.inline import inline_timeout
 from orbit.core.history.effects import CancelChild, CancelTask, DispatchTask
 from orbit.core.history.events import (
-    EXPRESSION_ERROR,
     HEARTBEAT_TIMEOUT,
     QUEUE_TIMEOUT,
     TIMEOUT,
@@ -42,19 +42,8 @@ from orbit.core.history.state import (
     UnitState,
     parse_key,
 )
+from orbit.core.history.task_error import retried
 from orbit.core.runtime.commands import CONTINUE_WORKFLOW, RetryPolicy, StepCommand
-
-# Codes the engine never retries, whatever the policy says.
-NEVER_RETRIED = frozenset(
-    {
-        EXPRESSION_ERROR,
-        "INPUT_CONTRACT_VIOLATION",
-        "OUTPUT_CONTRACT_VIOLATION",
-        "CANCELLED",
-        "WORKFLOW_TIMEOUT",
-        "ADAPTER_DISABLED",
-    }
-)
 
 
 def schedule(ctx: Ctx, cmd: StepCommand) -> None:
@@ -62,6 +51,10 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
     redrive reset (PENDING again) goes on numbering its attempts (see UnitState.attempt_base)."""
     u = ctx.state.units.get(cmd.unit)
     if u is not None and u.status != "PENDING":
+        return
+    refused = violation(ctx, cmd.task, cmd.unit, "input", cmd.input)
+    if refused is not None:  # recorded instead of the dispatch: no worker or inline function sees it
+        fail(ctx, cmd.unit, refused, cmd.on_exhausted == CONTINUE_WORKFLOW)
         return
     deadline = None
     if cmd.inline is not None:
@@ -214,6 +207,8 @@ def result(ctx: Ctx, unit: str, token: str, output: object, error: TaskError | N
         return
     assert u is not None
     if error is None:
+        error = violation(ctx, u.task, unit, "output", output)
+    if error is None:
         ctx.emit(StepSucceeded(unit, u.attempt, output))
     else:
         attempt_failed(ctx, unit, error)
@@ -225,9 +220,7 @@ def attempt_failed(ctx: Ctx, unit: str, error: TaskError) -> None:
     ctx.emit(StepAttemptFailed(unit, u.attempt, error))
     policy = RetryPolicy.of(u.retry)
     retry = (
-        error.retryable
-        and error.code not in NEVER_RETRIED
-        and error.code not in policy.non_retryable
+        retried(error.code, error.retryable, policy.non_retryable, policy.retry_on)
         and u.attempt - u.attempt_base < policy.max_attempts
         and ctx.state.abort is None
         and u.kind in ("task", "http")

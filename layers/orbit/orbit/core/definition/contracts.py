@@ -9,6 +9,9 @@ A schema never reaches the network or the disk: a ``$ref`` (or ``$dynamicRef``,
 ``#anchor``); anything else is a validation problem naming where it is. Evaluation
 uses an empty registry that retrieves nothing,
 so a schema that slipped past validation fails to apply instead of fetching.
+
+Every schema is bounded the same way, whoever evaluates it (the decider, the API, the console,
+`orbit test`): its regular expressions run on RE2 (`schema_regex`), never on Python's `re`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from referencing import Registry
 
+from orbit.core.definition.schema_regex import DATA_KEYWORDS, UnsupportedPattern, pattern_problems, re2_class
 from orbit.core.history.events import TaskError
 
 # Where the checked value sits, for messages like "input.items: ...".
@@ -45,7 +49,6 @@ def validate_schema(schema: Any) -> list[str]:
 
 
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # values, not subschemas
 
 
 def reference_problems(schema: Any) -> list[str]:
@@ -62,7 +65,7 @@ def reference_problems(schema: Any) -> list[str]:
                 if key in _REF_KEYWORDS and isinstance(value, str) and not value.startswith("#"):
                     out.append(f"{where}: {value!r} points outside this schema; only local references "
                                "such as '#/$defs/NAME' are allowed (schemas never fetch URLs or files)")
-                elif key not in _DATA_KEYWORDS:
+                elif key not in DATA_KEYWORDS:
                     stack.append((value, where))
     return sorted(out)
 
@@ -81,19 +84,53 @@ def _schema_problems(key: str) -> tuple[str, ...]:
     return tuple(sorted(problems))
 
 
-def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -> TaskError | None:
+def check_schema(schema: Any, value: Any, code: str, label: str | None = None,
+                 schema_path: str = "") -> TaskError | None:
     """``None`` when ``value`` satisfies ``schema``; otherwise a non-retryable
     :class:`TaskError` with ``code`` whose message names the first failing path
-    and whose ``details.errors`` lists every failure (up to 20)."""
+    and whose ``details.errors`` lists every failure (up to 20). ``schema_path`` (`input`,
+    `signals.approve.schema`) names the schema in the message of one that cannot be applied."""
     if schema is None or schema is True or schema == {}:
         return None
     root = label or _ROOT_LABEL.get(code, "value")
     try:
-        validator = _validator(_key(schema))
+        validator = compile_schema(schema)
+    except Exception as exc:  # a schema that slipped past validation (or was stored before a rule)
+        return _unusable(code, root, unusable_reason(exc, schema_path))
+    return check_compiled(validator, value, code, root)
+
+
+def compile_schema(schema: Any) -> Any:
+    """The validator for ``schema`` (shared through a cache keyed by its canonical JSON), or None
+    for a schema every value satisfies. Callers that check the same schema often keep the
+    validator (`task_contracts.TaskContracts`) and call :func:`check_compiled`.
+
+    Every schema's `pattern`, `patternProperties` and `additionalProperties` match on RE2 (time
+    linear in the input, `schema_regex`) instead of Python's backtracking `re`, so a pattern such
+    as ``^(a+)+$`` cannot hold the decider or the API. A schema with a pattern RE2 does not
+    support (backreferences, lookaround), or with `unevaluatedProperties` and `patternProperties`
+    together, raises :class:`UnsupportedPattern` naming where it is."""
+    if schema is None or schema is True or schema == {}:
+        return None
+    return _validator(_key(schema))
+
+
+def unusable_reason(exc: Exception, schema_path: str = "") -> str:
+    """Why a schema cannot be applied, one line: `input.properties.s.pattern: regular expression ...`."""
+    if isinstance(exc, UnsupportedPattern):
+        return exc.at(schema_path)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskError | None:
+    """:func:`check_schema` with a validator from :func:`compile_schema`; ``root`` names the value
+    in messages (``output`` gives ``output.items[0].sku: ...``)."""
+    if validator is None:
+        return None
+    try:
         errors = list(validator.iter_errors(value))
-    except Exception as exc:  # a schema that slipped past validation, an unresolvable $ref...
-        return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
-                         retryable=False, details={"errors": []})
+    except Exception as exc:  # an unresolvable $ref, a schema that cannot be applied
+        return _unusable(code, root, unusable_reason(exc))
     if not errors:
         return None
     errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
@@ -106,6 +143,11 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -
     return TaskError(code, message, retryable=False, details={"errors": listed, "count": len(errors)})
 
 
+def _unusable(code: str, root: str, why: str) -> TaskError:
+    return TaskError(code, f"{root}: the schema cannot be applied: {why}",
+                     retryable=False, details={"errors": []})
+
+
 def _key(schema: Any) -> str:
     # No `default=`: a non-JSON value must not silently become a different schema.
     return json.dumps(schema, sort_keys=True, separators=(",", ":"))
@@ -114,9 +156,12 @@ def _key(schema: Any) -> str:
 @lru_cache(maxsize=512)
 def _validator(key: str) -> Any:
     schema = json.loads(key)
+    problems = pattern_problems(schema)
+    if problems:
+        raise UnsupportedPattern(problems)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     # Local references resolve inside `schema`; anything else is Unresolvable, never retrieved.
-    return cls(schema, registry=_NOTHING_TO_RETRIEVE)
+    return re2_class(cls)(schema, registry=_NOTHING_TO_RETRIEVE)
 
 
 def _message(err: js_exceptions.ValidationError) -> str:

@@ -325,21 +325,35 @@ class GuardedPattern:
 
 def regex_engine(pattern: str, flags: Any) -> GuardedPattern:
     """jsonata's pluggable regex engine: RE2 (linear time) behind the input-size guard."""
-    if len(pattern) > MAX_REGEX_PATTERN:
-        raise ExpressionError(f"regular expression of {len(pattern)} chars, more than {MAX_REGEX_PATTERN}")
     prefix = ("i" if flags.case_insensitive else "") + ("m" if flags.multiline else "")
     if _re2 is None:
+        _check_length(pattern)
         py_flags = (re.IGNORECASE if flags.case_insensitive else 0) | (re.MULTILINE if flags.multiline else 0)
         return GuardedPattern(re.compile(pattern, py_flags), pattern)
+    return GuardedPattern(linear_regex(pattern, prefix), pattern)
+
+
+def linear_regex(pattern: str, prefix: str = "") -> Any:
+    """`pattern` compiled on RE2, which matches in time linear in its input (no pattern can
+    backtrack catastrophically), with the inline flags `prefix` ("i", "m"). Raises ExpressionError
+    for a pattern over MAX_REGEX_PATTERN characters or one RE2 does not support (backreferences,
+    lookaround). Used by JSONata's regexes and by task contracts' `pattern` (core/definition/contracts)."""
+    _check_length(pattern)
+    if _re2 is None:  # pragma: no cover - google-re2 is a pinned dependency
+        return re.compile(f"(?{prefix}){pattern}" if prefix else pattern)
     options = _re2.Options()
     options.max_mem = 8 << 20  # RE2's own memory bound for the compiled automaton
     options.log_errors = False  # a refused pattern is reported to the author, not to stderr
     try:
-        compiled = _re2.compile(f"(?{prefix}){pattern}" if prefix else pattern, options)
+        return _re2.compile(f"(?{prefix}){pattern}" if prefix else pattern, options)
     except _re2.error as exc:
         reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else exc
         raise ExpressionError(
             f"regular expression /{pattern[:60]}/ is not supported: {reason} (Orbit runs regular "
             "expressions on RE2: no backreferences or lookaround)"
         ) from None
-    return GuardedPattern(compiled, pattern)
+
+
+def _check_length(pattern: str) -> None:
+    if len(pattern) > MAX_REGEX_PATTERN:
+        raise ExpressionError(f"regular expression of {len(pattern)} chars, more than {MAX_REGEX_PATTERN}")

@@ -7,7 +7,11 @@ merged over ``defaults.retry``), so the decider never re-validates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from orbit.core.definition.task_contracts import TaskContracts
 
 StepKind = Literal["task", "workflow", "sleep", "wait_for", "http", "compute"]
 STEP_KINDS: tuple[str, ...] = ("task", "workflow", "sleep", "wait_for", "http", "compute")
@@ -25,6 +29,8 @@ class RetryPolicy:
     max_backoff_ms: int | None = None
     jitter: Literal["none", "full"] = "none"
     non_retryable: tuple[str, ...] = ()
+    # Codes retried even though the error says it is not retryable (OUTPUT_CONTRACT_VIOLATION, ...)
+    retry_on: tuple[str, ...] = ()
 
     def delay_ms(self, failed_attempt: int) -> int:
         """Delay (before jitter) after attempt number ``failed_attempt`` (1-based) failed."""
@@ -78,6 +84,15 @@ class Handler:
     concurrency: int = 1
 
 
+def compiled_contracts(tasks: dict[str, Any]) -> TaskContracts | None:
+    """`TaskContracts` for a `tasks` mapping, or None (without importing jsonschema) when empty."""
+    if not tasks:
+        return None
+    from orbit.core.definition.task_contracts import TaskContracts
+
+    return TaskContracts.of(tasks)
+
+
 @dataclass(frozen=True)
 class Definition:
     name: str
@@ -94,8 +109,13 @@ class Definition:
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
     attributes: dict[str, Any] | None = None  # search attributes: name -> expression (or constant)
     handlers: dict[str, Handler] = field(default_factory=dict)  # `on_signal`, by signal name
-    # `tasks:` contracts, task name -> {input, output} JSON Schemas (checked by `orbit test`/`simulate`)
+    # `tasks:` contracts, task name -> {input, output} JSON Schemas (the decider checks them)
     tasks: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def task_contracts(self) -> TaskContracts | None:
+        """The compiled `tasks:` contracts (None without any): built once per definition."""
+        return compiled_contracts(self.tasks)
 
     def signal_names(self) -> list[str]:
         """Every signal the workflow accepts: declared, waited for by a step, or handled."""

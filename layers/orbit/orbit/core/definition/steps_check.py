@@ -21,6 +21,7 @@ from orbit.core.definition.checks import (
 )
 from orbit.core.definition.inline import check_inline
 from orbit.core.definition.model import COMPENSATE_KINDS, STEP_KINDS
+from orbit.core.history.task_error import retry_on_problems
 
 COMMON_KEYS = ("after", "when", "for", "concurrency", "tolerated_failures", "input", "retry",
                "timeout", "queue_timeout", "heartbeat_timeout", "compensate", "on_failure", "queue",
@@ -28,7 +29,7 @@ COMMON_KEYS = ("after", "when", "for", "concurrency", "tolerated_failures", "inp
 STEP_KEYS = STEP_KINDS + COMMON_KEYS
 COMPENSATE_KEYS = COMPENSATE_KINDS + ("input", "retry", "timeout", "queue_timeout", "heartbeat_timeout",
                                       "queue")
-RETRY_KEYS = ("max_attempts", "backoff", "multiplier", "max_backoff", "jitter", "non_retryable")
+RETRY_KEYS = ("max_attempts", "backoff", "multiplier", "max_backoff", "jitter", "non_retryable", "retry_on")
 HTTP_KEYS = ("method", "url", "headers", "query", "body", "timeout")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
@@ -238,7 +239,9 @@ def check_retry(retry: Any, path: str, out: Problems) -> None:
             out.add(join(path, "multiplier"), "must be between 1 and 100")
     if "jitter" in retry and retry["jitter"] not in ("none", "full"):
         out.add(join(path, "jitter"), f"must be none or full, not {retry['jitter']!r}")
-    if "non_retryable" in retry:
-        codes = retry["non_retryable"]
+    for key in ("non_retryable", "retry_on"):
+        codes = retry.get(key, [])
         if not isinstance(codes, list) or not all(isinstance(c, str) and c for c in codes):
-            out.add(join(path, "non_retryable"), "must be a list of error codes (strings)")
+            out.add(join(path, key), "must be a list of error codes (strings)")
+    for problem in retry_on_problems(retry.get("retry_on"), retry.get("non_retryable")):
+        out.add(join(path, "retry_on"), problem)

@@ -60,7 +60,8 @@ def event(cls: type[Event]) -> type[Event]:
 
 @event
 class WorkflowCreated(Event):
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"continued_from", "idle_hops"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"continued_from", "idle_hops", "provisional_expiry_s"})
     workflow: str
     version: str
     definition_hash: str
@@ -71,6 +72,10 @@ class WorkflowCreated(Event):
     continued_from: str | None = None  # the run that continued as new into this one
     # How many runs before this one in a row continued as new without a durable call.
     idle_hops: int | None = None
+    # The expiry (epoch s) every item of the execution is written with while it is young (write-time
+    # expiry, orbit/core/definition/retention.py); the start's own commit carries it. None in
+    # histories recorded before it was kept: those also fold no `timer_free` (state.py).
+    provisional_expiry_s: int | None = None
 
 
 @event

@@ -36,6 +36,11 @@ def _created(s: ExecutionState, e: E.WorkflowCreated, ts: int) -> None:
     s.input, s.parent = e.input, e.parent
     s.created, s.created_at_ms, s.status = True, ts, RUNNING
     s.continued_from, s.idle_hops = e.continued_from, e.idle_hops or 0
+    # Only a start recorded first (not after a tombstone, whose commit carries no expiry) says how
+    # every item was written; a start without the field says nothing (older histories).
+    recorded = type(e.provisional_expiry_s) is int and s.last_seq == 1
+    s.provisional_expiry_s = e.provisional_expiry_s if recorded else None
+    s.timer_free = recorded and not s.wakeups
 
 
 def _started(s: ExecutionState, e: E.WorkflowStarted, ts: int) -> None:

@@ -58,7 +58,9 @@ def apply(state: ExecutionState, recorded: Recorded) -> None:
     except (TypeError, ValueError, KeyError, AttributeError, AssertionError):
         # A malformed field inside a well-typed event (hand-edited history): ignore the
         # event rather than make the execution unreadable.
-        return
+        pass
+    if state.wakeups:  # a timer may be armed for this state (ExecutionState.timer_free)
+        state.timer_free = False
 
 
 def fold(execution_id: str, records: Iterable[Recorded]) -> ExecutionState:

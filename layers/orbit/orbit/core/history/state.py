@@ -241,6 +241,14 @@ class ExecutionState:
     # Updates (docs/updates.md): update id -> {name, input, status ACCEPTED|COMPLETED, position,
     # result, error, step}, in the order they were accepted; left out of snapshots while empty.
     updates: dict[str, dict[str, JSON]] = field(default_factory=dict)
+    # Facts for the end of the execution (service/retention.py), left out of snapshots while unset:
+    # the expiry every item was written with while young, when the start recorded it in the
+    # execution's first commit (WorkflowCreated.provisional_expiry_s at seq 1) ...
+    provisional_expiry_s: int | None = None
+    # ... and True while no state after any event had a wake-up (`wakeups`), for a start that
+    # recorded it: every durable timer (ArmTimer) is armed for `next_wake_ms()` of a state the
+    # history holds, so such an execution never armed one. False: unknown, or armed.
+    timer_free: bool = False
     last_seq: int = 0
     inbound: dict[str, int] = field(default_factory=dict)  # index of both logs; not serialised
     # (first_seq, commit timestamp_ms, handled message ids), one per commit, in commit order:
@@ -365,7 +373,7 @@ class ExecutionState:
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
 _OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches",
-                              "attributes", "updates"})
+                              "attributes", "updates", "provisional_expiry_s", "timer_free"})
 
 
 def buffered_signals(state: ExecutionState) -> list[dict[str, JSON]]:

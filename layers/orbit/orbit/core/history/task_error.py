@@ -41,6 +41,54 @@ RUNTIME_CODES = frozenset(
     }
 )
 
+# Codes the engine never retries, whatever the worker said. A retry policy's `retry_on` may name
+# only OUTPUT_CONTRACT_VIOLATION of them: the others are decided before any attempt runs (an
+# expression, an input contract), or end the whole execution (CANCELLED, WORKFLOW_TIMEOUT).
+NEVER_RETRIED = frozenset(
+    {
+        EXPRESSION_ERROR,
+        INPUT_CONTRACT_VIOLATION,
+        OUTPUT_CONTRACT_VIOLATION,
+        CANCELLED,
+        WORKFLOW_TIMEOUT,
+        ADAPTER_DISABLED,
+    }
+)
+RETRY_ON_ALLOWED = frozenset({OUTPUT_CONTRACT_VIOLATION})
+
+
+def retried(code: str, retryable: bool, non_retryable: tuple[str, ...], retry_on: tuple[str, ...]) -> bool:
+    """Does a retry policy retry this error (attempts left aside)? A code in `retry_on` is retried
+    even when the error says it is not retryable; `non_retryable` always wins."""
+    if code in non_retryable:
+        return False
+    if code in retry_on and (code not in NEVER_RETRIED or code in RETRY_ON_ALLOWED):
+        return True
+    return retryable and code not in NEVER_RETRIED
+
+
+def retry_on_problems(retry_on: object, non_retryable: object) -> list[str]:
+    """What is wrong with a policy's `retry_on` list (each problem one sentence); a list that is
+    not one of strings is reported by the shape check, not here."""
+    if not isinstance(retry_on, list) or not all(isinstance(c, str) for c in retry_on):
+        return []
+    out = [f"{code} is never retried: it is decided before an attempt runs or ends the execution"
+           for code in retry_on if code in NEVER_RETRIED - RETRY_ON_ALLOWED]
+    never = {c for c in non_retryable if isinstance(c, str)} if isinstance(non_retryable, list) else set()
+    both = sorted(set(map(str, retry_on)) & never)
+    if both:
+        out.append(f"{', '.join(both)} also in non_retryable: a code is either retried or not")
+    return out
+
+
+def broken_contract(code: str, details: object) -> str | None:
+    """The task whose `tasks:` contract an error (code, details) reports broken, else None (the
+    same codes also report the execution's own `input` and `output_schema`)."""
+    if code in (INPUT_CONTRACT_VIOLATION, OUTPUT_CONTRACT_VIOLATION) and isinstance(details, dict) \
+            and str(details.get("contract", "")).startswith("tasks."):
+        return str(details.get("task"))
+    return None
+
 
 class TaskError(OrbitError):
     """A step's structured failure: a value stored in events *and* an exception.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code_errors import StepFailed
+from orbit.core.runtime.code_errors import StepFailed, step_failed
 
 BRANCHES_FAILED = "BRANCHES_FAILED"
 
@@ -113,5 +113,5 @@ def decoded(base: str, names: list[str], output: Any, return_exceptions: bool) -
     if return_exceptions:
         for k, v in (out.get("errors") or {}).items():
             if k in names:
-                results[names.index(k)] = StepFailed(f"{base}/{k}", TaskError.from_dict(v))
+                results[names.index(k)] = step_failed(f"{base}/{k}", TaskError.from_dict(v))
     return results

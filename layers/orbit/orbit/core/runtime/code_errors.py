@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.task_error import broken_contract
 from orbit.errors import NonDeterminismError, OrbitError
 
 
@@ -46,6 +47,35 @@ class StepFailed(OrbitError):
     @property
     def details(self) -> Any:
         return self.error.details
+
+
+class ContractViolation(StepFailed):
+    """A step broke its task's contract (`tasks=` on `@orbit.workflow`, `tasks:` in a definition):
+    its input (`side == "input"`: the task never ran) or its output (`side == "output"`).
+    `.code` is INPUT_CONTRACT_VIOLATION or OUTPUT_CONTRACT_VIOLATION; `.task` names the task and
+    `.path` the first JSON path that is wrong (`output.charge_id`). Not retried unless the step's
+    retry policy names the code in `retry_on`."""
+
+    @property
+    def side(self) -> str:
+        return "input" if self.code == "INPUT_CONTRACT_VIOLATION" else "output"
+
+    @property
+    def task(self) -> str:
+        return str((self.details or {}).get("task") or "")
+
+    @property
+    def path(self) -> str:
+        errors = (self.details or {}).get("errors") or [{}]
+        return str(errors[0].get("path") or self.side)
+
+
+def step_failed(step: str, error: TaskError) -> StepFailed:
+    """What workflow code catches for a failed step: a ContractViolation when a task contract
+    refused it, a StepFailed otherwise."""
+    if broken_contract(error.code, error.details) is not None:
+        return ContractViolation(step, error)
+    return StepFailed(step, error)
 
 
 class Cancelled(OrbitError):

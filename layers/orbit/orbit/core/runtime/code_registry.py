@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from orbit.errors import BuildMismatch, UnknownWorkflow
@@ -34,6 +35,14 @@ class CodeWorkflow:
     # Payload schemas per signal name (JSON Schema), checked at the API like a definition's.
     signals: dict[str, Any] = field(default_factory=dict, compare=False)
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
+    # Task contracts `{TASK: {input, output}}` (JSON Schemas), checked by the decider as a definition's
+    tasks: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def task_contracts(self) -> Any:
+        from orbit.core.definition.model import compiled_contracts
+
+        return compiled_contracts(self.tasks)
 
     @property
     def kind(self) -> str:

@@ -42,7 +42,14 @@ from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_compare import describe_call as _describe
 from orbit.core.runtime.code_compare import items_differences, step_values, value_differences
 from orbit.core.runtime.code_compare import recorded_call as _recorded
-from orbit.core.runtime.code_errors import Cancelled, FailRun, StepFailed, WorkflowTimedOut, non_determinism
+from orbit.core.runtime.code_errors import (
+    Cancelled,
+    FailRun,
+    StepFailed,
+    WorkflowTimedOut,
+    non_determinism,
+    step_failed,
+)
 from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
@@ -60,6 +67,11 @@ def private(value: Any) -> Any:
     if isinstance(value, list):
         return [private(v) for v in value]
     return value
+
+
+def _rank(e: BaseException) -> int:
+    """Fail-run beats cancellation beats a catchable failure (a StepFailed or a subclass of it)."""
+    return 3 if isinstance(e, FailRun) else 2 if isinstance(e, Cancelled) else 1
 
 
 def position_of(key: str) -> int | None:
@@ -220,7 +232,7 @@ class Replay:
         error = u.error or TaskError("FAILED", f"unit {key!r} failed", retryable=False)
         if fail_run:
             raise FailRun(error.replace(message=f"step {key!r} failed: {error.message}"))
-        raise StepFailed(key, error)
+        raise step_failed(key, error)
 
     # -- single-unit calls -----------------------------------------------------------------
     def await_unit(self, kind: str, label: str, make: Callable[[str], C.Command], fail_run: bool,
@@ -306,8 +318,7 @@ class Replay:
                         results.append(e)
                         continue
                     # fail-run beats cancellation beats a catchable failure: the strongest wins.
-                    rank = {FailRun: 3, WorkflowTimedOut: 2, Cancelled: 2, StepFailed: 1}
-                    if failure is None or rank[type(e)] > rank[type(failure)]:
+                    if failure is None or _rank(e) > _rank(failure):
                         failure = e
                     results.append(None)
             if failure is not None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbit.core.definition.durations import parse_duration
+from orbit.core.history.task_error import retry_on_problems
 from orbit.core.runtime.commands import CONTINUE_WORKFLOW, FAIL_RUN, RetryPolicy, StepCommand
 from orbit.core.runtime.dsl import default_queue  # one rule for both runtimes: prefix before the first "."
 
@@ -33,7 +34,7 @@ def as_json(value: Any, what: str) -> Any:
 
 def retry_policy(retry: Any) -> RetryPolicy:
     """Accept the definition format (`{max_attempts, backoff: "1s", multiplier, max_backoff,
-    jitter, non_retryable}`), the same keys in ms (`backoff_ms`), a RetryPolicy, or None."""
+    jitter, non_retryable, retry_on}`), the same keys in ms (`backoff_ms`), a RetryPolicy, or None."""
     if retry is None or isinstance(retry, RetryPolicy):
         return retry or RetryPolicy()
     if isinstance(retry, int) and not isinstance(retry, bool):
@@ -41,7 +42,7 @@ def retry_policy(retry: Any) -> RetryPolicy:
     if not isinstance(retry, dict):
         raise TypeError(f"retry must be a dict like {{'max_attempts': 3, 'backoff': '1s'}}, got {retry!r}")
     known = {"max_attempts", "backoff", "backoff_ms", "multiplier", "max_backoff", "max_backoff_ms",
-             "jitter", "non_retryable"}
+             "jitter", "non_retryable", "retry_on"}
     unknown = sorted(set(retry) - known)
     if unknown:
         raise TypeError(f"retry has unknown keys {unknown}; known: {sorted(known)}")
@@ -54,6 +55,12 @@ def retry_policy(retry: Any) -> RetryPolicy:
             d[short + "_ms"] = parse_duration(d.pop(short))
     if d.get("jitter", "none") not in ("none", "full"):
         raise TypeError(f"retry.jitter must be 'none' or 'full', got {d['jitter']!r}")
+    for key in ("non_retryable", "retry_on"):
+        if not isinstance(d.get(key, []), (list, tuple)):
+            raise TypeError(f"retry.{key} must be a list of error codes, got {d[key]!r}")
+    problems = retry_on_problems(list(d.get("retry_on", [])), list(d.get("non_retryable", [])))
+    if problems:
+        raise TypeError(f"retry.retry_on: {'; '.join(problems)}")
     return RetryPolicy.of(d)
 
 

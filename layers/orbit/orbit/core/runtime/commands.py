@@ -57,6 +57,9 @@ class RetryPolicy:
     max_backoff_ms: int | None = None
     jitter: str = "none"  # none | full
     non_retryable: tuple[str, ...] = ()
+    # Codes retried although the error says it is not (a worker's flag, OUTPUT_CONTRACT_VIOLATION);
+    # recorded only when given, so the policies of every other step keep their recorded shape.
+    retry_on: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, obj: Any) -> RetryPolicy:
@@ -74,10 +77,11 @@ class RetryPolicy:
             max_backoff_ms=int(mb) if mb is not None else None,
             jitter=str(get("jitter", "none") or "none"),
             non_retryable=tuple(get("non_retryable", ()) or ()),
+            retry_on=tuple(get("retry_on", ()) or ()),
         )
 
     def to_dict(self) -> dict[str, JSON]:
-        return {
+        out: dict[str, JSON] = {
             "max_attempts": self.max_attempts,
             "backoff_ms": self.backoff_ms,
             "multiplier": self.multiplier,
@@ -85,6 +89,9 @@ class RetryPolicy:
             "jitter": self.jitter,
             "non_retryable": list(self.non_retryable),
         }
+        if self.retry_on:
+            out["retry_on"] = list(self.retry_on)
+        return out
 
 
 @dataclass(frozen=True)
