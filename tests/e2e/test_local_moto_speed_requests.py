@@ -17,10 +17,17 @@ from moto.core.request import Request
 from moto.core.serialize import ResponseSerializer
 from moto.dynamodb.models import dynamo_type
 from moto_speed_table import inprocess_table
-from orbit.local import moto_speed
+from orbit.local import clock, moto_speed
 from test_local_moto_speed_calls import dynamodb_answers, sqs_answers, without_volatile
 
 pytestmark = pytest.mark.skipif(moto.__version__ != moto_speed.MOTO_VERSION, reason="fixes not applied")
+
+
+@pytest.fixture(autouse=True)
+def fixes_installed() -> None:
+    """As an emulator's start installs them (clock first), for the tests that start none."""
+    clock.install_into_moto()
+    moto_speed.install()
 
 DDB = "https://dynamodb.us-east-1.amazonaws.com/"
 JSON_HEADERS = {"X-Amz-Target": b"DynamoDB_20120810.GetItem", "Content-Type": b"application/x-amz-json-1.0",
