@@ -338,14 +338,24 @@ def test_contract_patterns_never_run_on_pythons_backtracking_re(monkeypatch: pyt
 
 
 def test_a_pattern_re2_cannot_run_fails_the_step_naming_it() -> None:
-    sim = sim_with({"a": {"task": "t.a"}}, tasks={"t.a": {"output": {"type": "string", "pattern": "(?=x)x"}}})
+    # Registering it is refused; one stored before that rule still loads, and its step fails.
+    from orbit.errors import ValidationError
+    from orbit.testing.simulator import Simulator
+
+    lookahead = {"output": {"type": "string", "pattern": "(?=x)x"}}
+    doc = definition({"a": {"task": "t.a"}}, tasks={"t.a": lookahead})
+    with pytest.raises(ValidationError, match=r"tasks\.t\.a\.output\.pattern: regular expression /\(\?="):
+        parse_definition(doc)
+    sim = Simulator(start_ms=T0)
+    sim.register(parse_definition(doc, stored=True))
     sim.worker("t.a", succeed("x"))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     error = sim.describe(eid)["steps"]["a"]["error"]
     assert error["code"] == "OUTPUT_CONTRACT_VIOLATION" and not error["retryable"]
-    assert "regular expression /(?=x)x/ is not supported" in error["message"]
-    assert error["message"].startswith("task 't.a' at step 'a': output: the schema cannot be applied")
+    assert error["message"].startswith(
+        "task 't.a' at step 'a': tasks.t.a.output cannot be applied: "
+        "tasks.t.a.output.pattern: regular expression /(?=x)x/ is not supported")
 
 
 def test_an_on_signal_handler_step_is_checked_too() -> None:

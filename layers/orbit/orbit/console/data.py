@@ -119,7 +119,8 @@ class ConsoleData:
                     "message": f"workflow {wf.get('name')!r} has no signal {name!r}; it knows: {known}",
                 }
             }
-        err = check_schema(signals.get(name), payload, "PAYLOAD_REFUSED", label="payload")
+        err = check_schema(signals.get(name), payload, "PAYLOAD_REFUSED", label="payload",
+                           schema_path=f"signals.{name}.schema")
         if err is not None:
             return 400, {"error": {"code": "PAYLOAD_REFUSED", "message": err.message, "details": err.details}}
         return 200, {"ok": True}

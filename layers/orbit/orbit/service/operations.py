@@ -262,7 +262,8 @@ class EngineApi(CatalogApi):
             return
         from orbit.core.definition.contracts import check_schema
 
-        err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload")
+        err = check_schema(schema, payload, "PAYLOAD_REFUSED", label="payload",
+                           schema_path=f"signals.{name}.schema")
         if err is not None:
             raise PayloadRefused(name, err.message, err.details)
 

@@ -131,7 +131,7 @@ class DynamoRegistry:
             raise UnknownWorkflow(f"no workflow named {name!r} with version {version!r} is registered")
         from orbit.core.definition import parse_definition
 
-        definition = parse_definition(decode(item, self._payloads))
+        definition = parse_definition(decode(item, self._payloads), stored=True)
         with self._lock:
             self._cache[(name, version, build)] = definition
         return definition

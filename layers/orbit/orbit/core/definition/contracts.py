@@ -9,6 +9,9 @@ A schema never reaches the network or the disk: a ``$ref`` (or ``$dynamicRef``,
 ``#anchor``); anything else is a validation problem naming where it is. Evaluation
 uses an empty registry that retrieves nothing,
 so a schema that slipped past validation fails to apply instead of fetching.
+
+Every schema is bounded the same way, whoever evaluates it (the decider, the API, the console,
+`orbit test`): its regular expressions run on RE2 (`schema_regex`), never on Python's `re`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from referencing import Registry
 
+from orbit.core.definition.schema_regex import DATA_KEYWORDS, UnsupportedPattern, pattern_problems, re2_class
 from orbit.core.history.events import TaskError
 
 # Where the checked value sits, for messages like "input.items: ...".
@@ -45,7 +49,6 @@ def validate_schema(schema: Any) -> list[str]:
 
 
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # values, not subschemas
 
 
 def reference_problems(schema: Any) -> list[str]:
@@ -62,7 +65,7 @@ def reference_problems(schema: Any) -> list[str]:
                 if key in _REF_KEYWORDS and isinstance(value, str) and not value.startswith("#"):
                     out.append(f"{where}: {value!r} points outside this schema; only local references "
                                "such as '#/$defs/NAME' are allowed (schemas never fetch URLs or files)")
-                elif key not in _DATA_KEYWORDS:
+                elif key not in DATA_KEYWORDS:
                     stack.append((value, where))
     return sorted(out)
 
@@ -81,34 +84,42 @@ def _schema_problems(key: str) -> tuple[str, ...]:
     return tuple(sorted(problems))
 
 
-def check_schema(schema: Any, value: Any, code: str, label: str | None = None) -> TaskError | None:
+def check_schema(schema: Any, value: Any, code: str, label: str | None = None,
+                 schema_path: str = "") -> TaskError | None:
     """``None`` when ``value`` satisfies ``schema``; otherwise a non-retryable
     :class:`TaskError` with ``code`` whose message names the first failing path
-    and whose ``details.errors`` lists every failure (up to 20)."""
+    and whose ``details.errors`` lists every failure (up to 20). ``schema_path`` (`input`,
+    `signals.approve.schema`) names the schema in the message of one that cannot be applied."""
     if schema is None or schema is True or schema == {}:
         return None
     root = label or _ROOT_LABEL.get(code, "value")
     try:
         validator = compile_schema(schema)
-    except Exception as exc:  # a schema that slipped past validation
-        return _unusable(code, root, exc)
+    except Exception as exc:  # a schema that slipped past validation (or was stored before a rule)
+        return _unusable(code, root, unusable_reason(exc, schema_path))
     return check_compiled(validator, value, code, root)
 
 
-def compile_schema(schema: Any, linear: bool = False) -> Any:
+def compile_schema(schema: Any) -> Any:
     """The validator for ``schema`` (shared through a cache keyed by its canonical JSON), or None
     for a schema every value satisfies. Callers that check the same schema often keep the
     validator (`task_contracts.TaskContracts`) and call :func:`check_compiled`.
 
-    ``linear``: `pattern`, `patternProperties` and `additionalProperties` match on RE2 (time linear
-    in the input, see `expression_budget.linear_regex`) instead of Python's backtracking `re`, so
-    a pattern such as ``^(a+)+$`` cannot hold the decider; a pattern RE2 does not support
-    (backreferences, lookaround) makes the check fail as "cannot be applied", naming it. Task
-    contracts use it: they are checked in the decider. A schema with `unevaluatedProperties` and
-    `patternProperties` together is refused there (jsonschema would match them with `re`)."""
+    Every schema's `pattern`, `patternProperties` and `additionalProperties` match on RE2 (time
+    linear in the input, `schema_regex`) instead of Python's backtracking `re`, so a pattern such
+    as ``^(a+)+$`` cannot hold the decider or the API. A schema with a pattern RE2 does not
+    support (backreferences, lookaround), or with `unevaluatedProperties` and `patternProperties`
+    together, raises :class:`UnsupportedPattern` naming where it is."""
     if schema is None or schema is True or schema == {}:
         return None
-    return _linear_validator(_key(schema)) if linear else _validator(_key(schema))
+    return _validator(_key(schema))
+
+
+def unusable_reason(exc: Exception, schema_path: str = "") -> str:
+    """Why a schema cannot be applied, one line: `input.properties.s.pattern: regular expression ...`."""
+    if isinstance(exc, UnsupportedPattern):
+        return exc.at(schema_path)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskError | None:
@@ -119,7 +130,7 @@ def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskErro
     try:
         errors = list(validator.iter_errors(value))
     except Exception as exc:  # an unresolvable $ref, a schema that cannot be applied
-        return _unusable(code, root, exc)
+        return _unusable(code, root, unusable_reason(exc))
     if not errors:
         return None
     errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
@@ -132,8 +143,8 @@ def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskErro
     return TaskError(code, message, retryable=False, details={"errors": listed, "count": len(errors)})
 
 
-def _unusable(code: str, root: str, exc: Exception) -> TaskError:
-    return TaskError(code, f"{root}: the schema cannot be applied: {type(exc).__name__}: {exc}",
+def _unusable(code: str, root: str, why: str) -> TaskError:
+    return TaskError(code, f"{root}: the schema cannot be applied: {why}",
                      retryable=False, details={"errors": []})
 
 
@@ -145,89 +156,12 @@ def _key(schema: Any) -> str:
 @lru_cache(maxsize=512)
 def _validator(key: str) -> Any:
     schema = json.loads(key)
+    problems = pattern_problems(schema)
+    if problems:
+        raise UnsupportedPattern(problems)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     # Local references resolve inside `schema`; anything else is Unresolvable, never retrieved.
-    return cls(schema, registry=_NOTHING_TO_RETRIEVE)
-
-
-@lru_cache(maxsize=512)
-def _linear_validator(key: str) -> Any:
-    schema = json.loads(key)
-    if _uses_together(schema, "unevaluatedProperties", "patternProperties"):
-        raise ValueError("`unevaluatedProperties` with `patternProperties` is not supported in task "
-                         "contracts (their patterns could not run on RE2); use `additionalProperties`")
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return _linear_class(cls)(schema, registry=_NOTHING_TO_RETRIEVE)
-
-
-@lru_cache(maxsize=16)
-def _linear_class(cls: Any) -> Any:
-    own = {"pattern": _pattern, "patternProperties": _pattern_properties,
-           "additionalProperties": _additional_properties}
-    return validators.extend(cls, {k: v for k, v in own.items() if k in cls.VALIDATORS})
-
-
-def _uses_together(schema: Any, *keywords: str) -> bool:
-    seen: set[str] = set()
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            seen.update(k for k in keywords if k in node)
-            stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
-        elif isinstance(node, list):
-            stack.extend(node)
-    return len(seen) == len(keywords)
-
-
-def _search(pattern: str, text: str) -> bool:
-    return _regex(pattern).search(text) is not None
-
-
-@lru_cache(maxsize=1024)
-def _regex(pattern: str) -> Any:
-    from orbit.core.definition.expression_budget import linear_regex
-
-    return linear_regex(pattern)
-
-
-# jsonschema's own `pattern`, `patternProperties` and `additionalProperties`, with the regex search
-# on RE2 (jsonschema/_keywords.py calls re.search).
-def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
-    if validator.is_type(instance, "string") and not _search(pattern, instance):
-        yield js_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        for key, value in instance.items():
-            if _search(pattern, key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Any:
-    if not validator.is_type(instance, "object"):
-        return
-    known = schema.get("properties", {})
-    patterns = list(schema.get("patternProperties", {}))
-    extras = sorted((k for k in instance if k not in known and not any(_search(p, k) for p in patterns)),
-                    key=str)
-    if validator.is_type(extra_schema, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], extra_schema, path=extra)
-    elif not extra_schema and extras:
-        if patterns:
-            verb = "does" if len(extras) == 1 else "do"
-            listed = ", ".join(repr(p) for p in sorted(patterns))
-            yield js_exceptions.ValidationError(
-                f"{', '.join(repr(e) for e in extras)} {verb} not match any of the regexes: {listed}")
-        else:
-            verb = "was" if len(extras) == 1 else "were"
-            listed = ", ".join(repr(e) for e in extras)
-            message = f"Additional properties are not allowed ({listed} {verb} unexpected)"
-            yield js_exceptions.ValidationError(message)
+    return re2_class(cls)(schema, registry=_NOTHING_TO_RETRIEVE)
 
 
 def _message(err: js_exceptions.ValidationError) -> str:

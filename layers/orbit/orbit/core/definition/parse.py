@@ -34,10 +34,11 @@ class DefinitionError(ValidationError):
         return "; ".join(prefix + str(p) for p in self.problems) or f"{prefix}invalid definition"
 
 
-def parse_definition(document: Any, source: str | None = None) -> Definition:
+def parse_definition(document: Any, source: str | None = None, stored: bool = False) -> Definition:
     """Validate and build; raise :class:`DefinitionError` (a ``ValidationError``) listing
-    every problem. ``source`` (a file name) is only used in messages."""
-    problems = validate_definition(document)
+    every problem. ``source`` (a file name) is only used in messages. ``stored``: a registered
+    definition read back (`validate_definition`: a rule added since never strands it)."""
+    problems = validate_definition(document, stored=stored)
     if problems:
         raise DefinitionError(problems, source)
     raw = copy.deepcopy(document)

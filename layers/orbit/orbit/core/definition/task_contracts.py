@@ -97,16 +97,16 @@ class TaskContracts:
         key = (str(task), side)
         if key not in self._schemas:
             return None
-        from orbit.core.definition.contracts import check_compiled, compile_schema
+        from orbit.core.definition.contracts import check_compiled, compile_schema, unusable_reason
 
         code = _CODES[side]
         contract = f"tasks.{task}.{side}"
         where = {"task": task, "step": unit, "contract": contract}
         try:
             if key not in self._compiled:
-                self._compiled[key] = compile_schema(self._schemas[key], linear=True)
+                self._compiled[key] = compile_schema(self._schemas[key])
         except Exception as exc:  # a schema that slipped past validation: fail the step, never the decider
-            why = f"{type(exc).__name__}: {exc}"
+            why = unusable_reason(exc, contract)
             message = f"task {task!r} at step {unit!r}: {contract} cannot be applied: {why}"
             return TaskError(code, message, retryable=False, details={**where, "errors": []})
         err = check_compiled(self._compiled[key], value, code, side)

@@ -40,8 +40,12 @@ ROOT_FIELDS = ("input", "steps", "execution", "hooks")
 ELEMENT_FIELDS = ("item", "index")
 
 
-def validate_definition(document: Any) -> list[Problem]:
-    """Every problem in ``document`` (an already-loaded YAML/JSON value); empty when valid."""
+def validate_definition(document: Any, stored: bool = False) -> list[Problem]:
+    """Every problem in ``document`` (an already-loaded YAML/JSON value); empty when valid.
+
+    ``stored``: the document was registered before (a registry reloading it), so the checks a
+    rule added since then would only strand its executions are skipped: today, schema patterns
+    RE2 cannot run (such a schema fails its check at run time instead, naming the pattern)."""
     out = Problems()
     if not isinstance(document, dict):
         out.add("", f"a definition must be a mapping at the top level, not {type_name(document)}")
@@ -81,7 +85,24 @@ def validate_definition(document: Any) -> list[Problem]:
     check_tasks(document, out)
     _check_hooks(document, out)
     _check_roots(document, out)
+    if not stored:
+        _check_patterns(document, out)
     return out.items
+
+
+def _check_patterns(document: dict[str, Any], out: Problems) -> None:
+    """Every schema's regular expressions run on RE2: one it cannot run is refused, by its path."""
+    from orbit.core.definition.schema_regex import pattern_problems
+
+    schemas = [(key, document[key]) for key in ("input", "output_schema") if key in document]
+    for group, side_keys in (("signals", ("schema",)), ("tasks", ("input", "output"))):
+        bodies = document.get(group)
+        for name, body in (bodies.items() if isinstance(bodies, dict) else ()):
+            if isinstance(body, dict):
+                schemas += [(join(join(group, name), k), body[k]) for k in side_keys if k in body]
+    for path, schema in schemas:
+        for where, why in pattern_problems(schema):
+            out.add(join(path, where) if where else path, why)
 
 
 def _check_attributes(block: Any, names: set[str], out: Problems) -> None:

@@ -148,7 +148,8 @@ class _Run:
         plan = self.plan
         out: list[Command] = [CreateHook(n) for n in plan.hooks if n not in s.hooks]
         if not s.units:
-            err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION)
+            err = self.contract(getattr(self.d, "input_schema", None), s.input, INPUT_CONTRACT_VIOLATION,
+                                "input")
             if err is not None:
                 return [Fail(err)]
         if out:  # hooks first (same events, same order): this round's steps may read hooks.NAME.token
@@ -186,12 +187,12 @@ class _Run:
         return self.plan.hooks
 
     @staticmethod
-    def contract(schema: Any, value: Any, code: str) -> TaskError | None:
+    def contract(schema: Any, value: Any, code: str, schema_path: str) -> TaskError | None:
         if schema is None:
             return None
         from orbit.core.definition.contracts import check_schema
 
-        return check_schema(schema, value, code)
+        return check_schema(schema, value, code, schema_path=schema_path)
 
     # -- one step becoming ready --
     def begin(self, step: Any) -> list[Command]:
@@ -354,7 +355,8 @@ class _Run:
                 output = _evaluate(d.output, self.root(), self.now)
             except ExpressionError as e:
                 return Fail(TaskError(EXPRESSION_ERROR, f"output: {e}", retryable=False))
-        err = self.contract(getattr(d, "output_schema", None), output, OUTPUT_CONTRACT_VIOLATION)
+        err = self.contract(getattr(d, "output_schema", None), output, OUTPUT_CONTRACT_VIOLATION,
+                            "output_schema")
         return Fail(err) if err is not None else Complete(output)
 
 
