@@ -13,6 +13,7 @@ from typing import Any
 from orbit.core.definition import expressions
 from orbit.core.definition.contracts import validate_schema
 from orbit.core.definition.durations import DurationError, parse_duration
+from orbit.core.definition.expression_names import unknown_functions
 from orbit.errors import ExpressionError, Problem
 
 
@@ -170,6 +171,11 @@ def check_template(template: Any, path: str, out: Problems) -> bool:
             expressions.parse_expression(text)
         except ExpressionError as exc:
             out.add(leaf_path, f"expression does not parse: {exc}")
+            ok = False
+            continue
+        for name in unknown_functions(text):
+            out.add(leaf_path, f"unknown function ${name} in {text.strip()[:80]!r}; JSONata's functions are "
+                               "listed at https://docs.jsonata.org (e.g. $string, $sum, $now)")
             ok = False
     return ok
 
