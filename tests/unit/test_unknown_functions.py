@@ -19,3 +19,15 @@ from orbit.core.definition.expression_names import unknown_functions
 ])
 def test_unknown_functions(text: str, unknown: list[str]) -> None:
     assert unknown_functions(text) == unknown
+
+
+def test_a_stored_definition_with_an_unknown_function_still_loads() -> None:
+    """A definition registered before the check existed is reloaded by the registry with
+    stored=True: refusing it then would strand its running executions (the call still fails its
+    step with EXPRESSION_ERROR if it is ever evaluated)."""
+    from orbit.core.definition.validate import validate_definition
+
+    doc = {"orbit": 1, "name": "w", "version": "1",
+           "steps": {"a": {"task": "t", "input": {"v": "{% $sting(input.x) %}"}}}}
+    assert any("unknown function $sting" in p.message for p in validate_definition(doc))
+    assert validate_definition(doc, stored=True) == []
