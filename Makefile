@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/orbit run examples/order_fulfilment.yaml --input @examples/inputs/order.json \
+	@$(VENV)/bin/orbit run examples/order_fulfilment.yaml --input @examples/inputs/order.json \
 		--workers examples/workers/orders.py --signal 'approval={"approved": true, "by": "demo"}'
 
 # The template is also checked by `sam validate --lint` in a venv of its own

@@ -128,17 +128,17 @@ def test_a_definition_whose_contract_is_not_a_valid_schema_is_refused_naming_the
 
 BIG = {
     "orbit": 1, "name": "contracts-big", "version": "1",
-    "steps": {"make": {"task": "test.big", "input": {"text": "{% input.text %}"}},
-              "echo": {"task": "test.big", "input": {"text": "{% steps.make.output.text %}"}}},
+    "steps": {"make": {"task": "contracts.big", "input": {"text": "{% input.text %}"}},
+              "echo": {"task": "contracts.big", "input": {"text": "{% steps.make.output.text %}"}}},
     "output": {"n": "{% $length(steps.echo.output.text) %}"},
-    "tasks": {"test.big": {"input": {"type": "object", "required": ["text"],
+    "tasks": {"contracts.big": {"input": {"type": "object", "required": ["text"],
                                      "properties": {"text": {"type": "string", "minLength": 40000}}},
                            "output": {"type": "object", "required": ["text"],
                                       "properties": {"text": {"type": "string", "pattern": "^a+b$"}}}}},
 }
 
 
-@worker.task("test.big")
+@worker.task("contracts.big")
 def big(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
     return {"text": input["text"]}
 

@@ -29,6 +29,9 @@ from orbit.errors import OrbitError
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:8765"
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+"""The API refuses a larger body (`orbit.service.http.MAX_BODY_BYTES`, Lambda's own limit), and
+`orbit dev` closes the connection on it before reading it: checked here, before sending."""
 
 
 class ApiError(OrbitError):
@@ -39,6 +42,10 @@ class ApiError(OrbitError):
         err = body.get("error") if isinstance(body, dict) else None
         detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else body
         super().__init__(f"{method} {path}: HTTP {status}: {detail}")
+
+
+class RequestTooLarge(OrbitError):
+    """The request body is larger than the API accepts: nothing was sent."""
 
 
 class Unreachable(OrbitError):
@@ -91,11 +98,15 @@ class Client:
         if url is None and stack is not None:
             url = stack_api_url(stack, region)
         self.url = (url or os.environ.get("ORBIT_URL") or DEFAULT_LOCAL_URL).rstrip("/")
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            # else it is taken for a deployed stack and fails later on credentials
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # "http://[::1" (an unclosed bracket), "http://h:99999" (port out of range)
+            usable = False
+        if not usable:  # else it is taken for a deployed stack and fails later on credentials
+            source = "" if url or not os.environ.get("ORBIT_URL") else " ($ORBIT_URL)"
             raise OrbitError(
-                f"{self.url!r} is not an http(s) URL of an Orbit API; e.g. --url http://127.0.0.1:8765"
+                f"{self.url!r}{source} is not an http(s) URL of an Orbit API; e.g. --url http://127.0.0.1:8765"
             )
         self.region = region
         self.timeout_s = timeout_s
@@ -310,6 +321,9 @@ class Client:
     def _once(self, method: str, path: str, body: Any) -> Any:
         url = self.url + path
         data = json.dumps(body).encode() if body is not None else None
+        if data is not None and len(data) > MAX_REQUEST_BYTES:
+            raise RequestTooLarge(f"{method} {path}: the request body is {len(data):,} bytes, more than the "
+                                  f"{MAX_REQUEST_BYTES:,} the Orbit API accepts; nothing was sent")
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self.sign:  # signed per attempt: a signature is only valid for a few minutes
             headers = self._signed_headers(method, url, data, headers)

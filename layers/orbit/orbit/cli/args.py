@@ -5,6 +5,7 @@ Every problem is a UsageError whose message names the flag or file and how to fi
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,17 @@ def require_file(path: str, flag: str = "") -> Path:
     return found
 
 
+def port(value: str) -> int:
+    """An argparse type: a TCP port, 0 (a free one) to 65535."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port; use 1-65535 (0 picks a free one)")
+    return number
+
+
 def parse_json_arg(value: str | None, flag: str, example: str | None = None) -> Any:
     """`JSON` or `@file.json` (as curl does); `example` is how the flag is written with a value."""
     if value is None:
@@ -37,6 +49,9 @@ def parse_json_arg(value: str | None, flag: str, example: str | None = None) -> 
         text = path.read_text()
     try:
         return json.loads(text)
+    except RecursionError:
+        where = value if value.startswith("@") else "the value"
+        raise UsageError(f"{flag}: {where} nests arrays or objects too deeply to read") from None
     except ValueError as exc:
         where = value if value.startswith("@") else "the value"
         example = example or f"{flag} '{{\"a\": 1}}'"

@@ -65,6 +65,9 @@ def cmd_start(args: argparse.Namespace, connect: Clients) -> int:
     client = connect(args)
     res = client.start(args.name, inp, id=args.id, version=args.version)
     eid = res.get("id") if isinstance(res, dict) else res
+    if args.wait:  # the id first: a Ctrl-C while waiting must not lose it
+        print(f"started {args.name} as {eid}; waiting for its end (Ctrl-C stops waiting, not the execution)",
+              file=sys.stderr)
     # a start decides at once: an input that broke the contract has already failed the execution
     desc = wait_for_end(client, eid, args.timeout) if args.wait else client.describe(eid)
     if args.json:

@@ -121,6 +121,6 @@ def add_parsers(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None],
     sp.set_defaults(func=lambda a: cmd_replay(a, lambda: client(a)))
     sp = sub.add_parser("unpark", help="try a parked execution again now",
                         epilog="examples:\n  orbit unpark order-1\n  orbit unpark order-1 --stack orbit")
-    sp.add_argument("id", help="the parked execution's id, e.g. order-1")
+    sp.add_argument("id", metavar="ID", help="the parked execution's id, e.g. order-1")
     api_opts(sp)
     sp.set_defaults(func=lambda a: cmd_unpark(a, lambda: client(a)))

@@ -16,6 +16,7 @@ import os
 import sys
 from typing import Any, NoReturn
 
+from orbit.cli.args import port
 from orbit.cli.errors import report
 from orbit.cli.schedule import add_schedule_parser
 from orbit.cli.table import ADVANCE, API, LOCAL, add_api_opts
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_update_parser(sub, add_api_opts, connect)
     ADVANCE.add_to(sub, connect)
     add_schedule_parser(sub, add_api_opts)
-    add_ui_parser(sub)
+    add_ui_parser(sub, port)  # the console may not import the CLI: it gets the port type
     add_testing_parsers(sub)
     add_parsers(sub, add_api_opts, connect)
     return p

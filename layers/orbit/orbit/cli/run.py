@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from orbit.cli.args import (
@@ -68,16 +69,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             except ExecutionEnded as e:  # e.g. its input was refused: show that outcome, not this
                 print(f"orbit run: --signal {sig_name}: {e}", file=sys.stderr)
         printer = ProgressPrinter(sys.stderr, quiet=args.quiet, expand=args.expand, columns=width(sys.stderr))
+        began = time.monotonic()
         try:
             desc = stack.run_until_done(
                 exec_id, on_progress=printer.update, wall_timeout_s=args.timeout, real_time=args.real_time
             )
-        except TimeoutError:
+        except TimeoutError as exc:
             # the run is not over: show how far it got, then one line saying what to do
             desc = stack.describe(exec_id)
             history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS)
-            msg = (f"execution {exec_id} had not ended after --timeout {args.timeout:g} s of wall time "
-                   "(its timeline so far is above); raise --timeout, or drop --real-time to skip waits")
+            if time.monotonic() - began < args.timeout:  # --real-time, and the next wake is too far off
+                why = f"cannot end within --timeout {args.timeout:g} s of wall time: {exc}"
+            else:
+                why = f"had not ended after --timeout {args.timeout:g} s of wall time"
+            msg = (f"execution {exec_id} {why} (its timeline so far is above); raise --timeout, "
+                   "or drop --real-time to skip waits")
             if args.json:  # still one document: how far it got, and why it stopped
                 error = {"code": "TIMEOUT", "message": msg}
                 doc = {"execution": desc, "history": history, "error": error}
@@ -133,6 +139,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from orbit.local.devserver import serve
 
     parameters = local_parameters(args.parameter, args.template)
+    for f in args.files or []:
+        require_file(f)
+    for f in args.register or []:
+        require_file(f, "--register")
+    for spec in args.workers or []:
+        import_user_file(spec, "--workers")  # as `orbit run` does: a missing or broken file, before serving
     files = list(args.files or []) + list(args.register or [])
     for f in files:
         if f.endswith(".py"):  # importing registers its @orbit.workflow functions process-wide

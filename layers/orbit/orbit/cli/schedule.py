@@ -132,7 +132,7 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
     examples = "\n  ".join([
         'orbit schedule create nightly order-fulfilment --cron "30 2 * * *" --timezone Europe/Paris',
         "orbit schedule describe nightly",
-        "orbit schedule backfill nightly --start 2027-01-01T00:00:00Z --end 2027-01-08T00:00:00Z",
+        "orbit schedule backfill nightly --start 2026-11-01T00:00:00Z --end 2026-11-08T00:00:00Z",
     ])
     sched = sub.add_parser("schedule", help="cron and interval schedules that start workflows",
                            epilog=f"examples:\n  {examples}",
@@ -141,7 +141,8 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
                                 help="create, update, describe, list, pause, resume, trigger, backfill or "
                                      "delete")
     sp = ssub.add_parser("create", help="create a schedule (cron in a time zone, or every + offset)")
-    sp.add_argument("id", help="the schedule id, e.g. nightly (runs are named ID:<occurrence time>)")
+    sp.add_argument("id", metavar="ID",
+                    help="the schedule id, e.g. nightly (runs are named ID:<occurrence time>)")
     sp.add_argument("workflow", help="the workflow each occurrence starts")
     sp.add_argument("--input", help="JSON or @file.json: the input of every run")
     sp.add_argument("--version", help="workflow version (default: the latest at each fire)")
@@ -157,7 +158,7 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
     sp = ssub.add_parser("update", help="change some fields of a schedule; the others keep their values",
                          epilog=f"examples:\n  {update_examples}",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    sp.add_argument("id", help="the schedule id, e.g. nightly")
+    sp.add_argument("id", metavar="ID", help="the schedule id, e.g. nightly")
     sp.add_argument("--workflow", help="start this workflow instead")
     sp.add_argument("--input", help="JSON or @file.json: the input of every run from now on")
     sp.add_argument("--version", help="workflow version to start")
@@ -169,26 +170,27 @@ def add_schedule_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], 
     for name, fn, helptext in (("describe", cmd_describe, "spec, policies, state, last 10 actions, next 5"),
                                ("delete", cmd_delete, "delete a schedule (its runs are left alone)")):
         sp = ssub.add_parser(name, help=helptext)
-        sp.add_argument("id")
+        sp.add_argument("id", metavar="ID", help="the schedule id, e.g. nightly")
         api_opts(sp)
         sp.set_defaults(func=fn)
     sp = ssub.add_parser("list", help="list schedules")
-    sp.add_argument("--limit", type=int, default=50)
+    sp.add_argument("--limit", type=int, default=50, help="at most this many schedules (default 50)")
     api_opts(sp)
     sp.set_defaults(func=cmd_list)
     for name, fn in (("pause", cmd_pause), ("resume", cmd_resume)):
         sp = ssub.add_parser(name, help=f"{name} a schedule, with a note")
-        sp.add_argument("id")
-        sp.add_argument("--note")
+        sp.add_argument("id", metavar="ID", help="the schedule id, e.g. nightly")
+        sp.add_argument("--note", help="why, shown by describe and list, e.g. --note 'db maintenance'")
         api_opts(sp)
         sp.set_defaults(func=fn)
     sp = ssub.add_parser("trigger", help="start a run now (under the overlap policy)")
-    sp.add_argument("id")
-    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"])
+    sp.add_argument("id", metavar="ID", help="the schedule id, e.g. nightly")
+    sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"],
+                    help="this run's overlap policy (default: the schedule's)")
     api_opts(sp)
     sp.set_defaults(func=cmd_trigger)
     sp = ssub.add_parser("backfill", help="act on the occurrences of a past time range")
-    sp.add_argument("id")
+    sp.add_argument("id", metavar="ID", help="the schedule id, e.g. nightly")
     sp.add_argument("--start", required=True, help="RFC 3339, inclusive")
     sp.add_argument("--end", required=True, help="RFC 3339, exclusive")
     sp.add_argument("--overlap", choices=["skip", "buffer_one", "buffer_all", "cancel_other", "allow_all"],

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orbit.cli.args import port
 from orbit.cli.commands import (
     cmd_advance,
     cmd_cancel,
@@ -134,7 +135,7 @@ LOCAL = (
         cmd_dev,
         (arg("files", nargs="*", metavar="FILE", help="definitions, or .py files of code workflows, to "
              "register, e.g. examples/trial_reminder.yaml"),
-         arg("--port", type=int, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000")),
+         arg("--port", type=port, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000")),
         opts="local"),
     Command(
         "validate", "check a definition (every problem with its path) or a .py file of code workflows",
@@ -212,8 +213,8 @@ API = (
         "query", "ask a running or ended execution a query it declares (records nothing)",
         ("orbit query ID stage", "orbit query ID line --input '{\"index\": 0}'"),
         cmd_query,
-        (arg("id", help="the execution id, e.g. order-1"),
-         arg("name", help="a query its workflow declares, e.g. stage"),
+        (arg("id", metavar="ID", help="the execution id, e.g. order-1"),
+         arg("name", metavar="NAME", help="a query its workflow declares, e.g. stage"),
          arg("--input", help="JSON or @file.json: the query's input")),
         opts="api"),
     Command(

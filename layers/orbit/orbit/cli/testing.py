@@ -49,6 +49,10 @@ def _rate(value: str) -> float:
     return rate
 
 
+MAX_RUNS = 10_000
+"""`orbit simulate --runs` at most: about 5 minutes at 30 ms a run, and its histories in memory."""
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from orbit.cli.args import require_file
     from orbit.core.definition import load_definition
@@ -56,6 +60,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     require_file(args.file)
     if args.runs < 1:
         raise UsageError(f"--runs {args.runs}: must be at least 1, e.g. --runs 500")
+    if args.runs > MAX_RUNS:  # every run and its history is kept for the report: memory grows with N
+        raise UsageError(f"--runs {args.runs}: at most {MAX_RUNS} in one call; "
+                         "run it again with another --seed for more")
     try:
         from orbit.testing import simulate as sim
     except ImportError as exc:
@@ -152,7 +159,8 @@ def add_testing_parsers(sub: Any) -> None:
     )
     sp.add_argument("file", metavar="FILE",
                     help="a definition (.yaml or .json), e.g. examples/order_fulfilment.yaml")
-    sp.add_argument("--runs", type=int, default=100, metavar="N", help="how many runs, e.g. --runs 500")
+    sp.add_argument("--runs", type=int, default=100, metavar="N",
+                    help="how many runs, 1 to 10000, e.g. --runs 500")
     sp.add_argument("--seed", type=int, default=0, metavar="S",
                     help="the seed every run's own seed is drawn from; the same seed gives the same runs "
                          "(default: 0)")

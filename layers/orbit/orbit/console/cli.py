@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
-def add_ui_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_ui_parser(sub: argparse._SubParsersAction, port: Callable[[str], int] = int) -> None:  # type: ignore[type-arg]
     sp = sub.add_parser(
         "ui",
         help="serve the web console on 127.0.0.1 (for orbit dev, --stack or --url)",
@@ -14,7 +15,7 @@ def add_ui_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     sp.add_argument("--url", default=None, help="API URL (default $ORBIT_URL or http://127.0.0.1:8765)")
     sp.add_argument("--stack", default=None, help="deployed stack name (reads its ApiUrl output)")
     sp.add_argument("--region", default=None, help="AWS region of --stack (default: your AWS configuration)")
-    sp.add_argument("--port", type=int, default=8780, help="the console's port, e.g. --port 8781")
+    sp.add_argument("--port", type=port, default=8780, help="the console's port, e.g. --port 8781")
     sp.add_argument("--host", default="127.0.0.1", help="listen address (default loopback only)")
     sp.set_defaults(func=cmd_ui)
 

@@ -192,6 +192,7 @@ def _patch_serializer() -> None:
         return found
 
     fast_get_value.original = original  # type: ignore[attr-defined]
+    fast_get_value.dict_keys = dict_keys  # type: ignore[attr-defined]  (moto_speed_requests reads them)
     cls.get_value = fast_get_value  # type: ignore[method-assign]
 
 

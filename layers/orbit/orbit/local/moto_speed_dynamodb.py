@@ -13,12 +13,70 @@ own loop unchanged: the same start-key skipping, limits, size cap, key compariso
 filter and projection, so the answer is the same. Queries on an index, with legacy
 `KeyConditions` filters or a multi-attribute key, go to moto's code as before, with one fix:
 their sort computes each item's key once (`sorted_items`).
+
+Every item moto builds (each PutItem, each key of a GetItem) fills a `LimitedSizeDict`, whose
+`__setitem__` re-sums the sizes of all the attributes already in it to check the 400 KB limit: an
+item of n attributes costs n*(n+1)/2 size computations. `Item.__init__` here keeps the running sum
+instead: the same sizes, the same check at the same attribute (ItemSizeTooLarge as before), the
+same dict. And PutItem's check for empty sets works the table's key attributes out again (a property
+that copies and walks the indexes) for every attribute of the item; they cannot change during the
+check, so `validate_put_has_empty_attrs` here works them out once.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+
+def patch_item() -> None:
+    from moto.dynamodb.models import dynamo_type as d
+
+    original = getattr(d.Item.__init__, "original", d.Item.__init__)
+
+    def __init__(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        self.hash_key = hash_key
+        self.range_key = range_key
+        self.attrs = d.LimitedSizeDict()
+        held = 0  # what LimitedSizeDict.__setitem__ sums over the keys and values already in
+        for key, value in attrs.items():
+            typed = d.DynamoType(value)
+            value_size = typed.size()
+            if held + d.bytesize(key) + value_size > 405000:
+                raise d.ItemSizeTooLarge
+            dict.__setitem__(self.attrs, key, typed)
+            held += d.bytesize(str(key)) + value_size
+
+    __init__.original = original  # type: ignore[attr-defined]
+    d.Item.__init__ = __init__  # type: ignore[method-assign]
+
+
+def patch_put_validation() -> None:
+    import moto.dynamodb.responses as r
+
+    original = getattr(r.validate_put_has_empty_attrs, "original", r.validate_put_has_empty_attrs)
+
+    def _validate_attr(attr: dict[str, Any]) -> None:  # moto 5.2.5's nested check, unchanged
+        for set_type, error in [("NS", "number"), ("SS", "string")]:
+            if set_type in attr and attr[set_type] == []:
+                raise r.MockValidationException(
+                    f"1 validation error detected: One or more parameter values were invalid: An {error} set "
+                    " may not be empty"
+                )
+        for val in attr.values():
+            if isinstance(val, dict):
+                _validate_attr(val)
+
+    def validate_put_has_empty_attrs(field_updates: dict[str, Any], table: Any) -> None:
+        # moto 5.2.5's, with `table.attribute_keys` read once instead of once per attribute
+        if table:
+            key_names = table.attribute_keys
+            for attr, val in field_updates.items():
+                if attr not in key_names:
+                    _validate_attr(val)
+
+    validate_put_has_empty_attrs.original = original  # type: ignore[attr-defined]
+    r.validate_put_has_empty_attrs = validate_put_has_empty_attrs
 
 
 def patch_query() -> None:

@@ -25,6 +25,8 @@ from . import clock
 from .emulator import Mode
 from .runner import LocalCloud
 from .stack_schedules import ScheduleOps
+from .text import utc
+from .timeline import fmt_duration
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 
@@ -341,8 +343,7 @@ class LocalStack(ScheduleOps):
             if wake is None:
                 return  # nothing will happen on its own: the caller says what it waits for
             pause = max(wake - clock.now_ms(), 5) / 1000.0
-            if time.monotonic() + pause > deadline:
-                raise TimeoutError(
-                    f"the local stack was still busy after {wall_timeout_s:.0f} s of wall time"
-                )
+            if time.monotonic() + pause > deadline:  # say so now, not after waiting in vain
+                after = fmt_duration(int(pause * 1000))
+                raise TimeoutError(f"nothing is due before {utc(wake)}, {after} from now")
             time.sleep(min(pause, 0.5))  # noqa: TID251 - real time is the point

@@ -13,14 +13,17 @@ from typing import Any
 from orbit.core.definition import expressions
 from orbit.core.definition.contracts import validate_schema
 from orbit.core.definition.durations import DurationError, parse_duration
+from orbit.core.definition.expression_names import unknown_functions
 from orbit.errors import ExpressionError, Problem
 
 
 class Problems:
-    """An ordered collector of problems."""
+    """An ordered collector of problems. `stored`: the document was registered before (see
+    validate_definition), so checks added since then, which would strand its executions, are off."""
 
-    def __init__(self) -> None:
+    def __init__(self, stored: bool = False) -> None:
         self.items: list[Problem] = []
+        self.stored = stored
 
     def add(self, path: str, message: str) -> None:
         self.items.append(Problem(path, message))
@@ -170,6 +173,11 @@ def check_template(template: Any, path: str, out: Problems) -> bool:
             expressions.parse_expression(text)
         except ExpressionError as exc:
             out.add(leaf_path, f"expression does not parse: {exc}")
+            ok = False
+            continue
+        for name in () if out.stored else unknown_functions(text):
+            out.add(leaf_path, f"unknown function ${name} in {text.strip()[:80]!r}; JSONata's functions are "
+                               "listed at https://docs.jsonata.org (e.g. $string, $sum, $now)")
             ok = False
     return ok
 

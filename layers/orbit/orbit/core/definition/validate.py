@@ -45,8 +45,9 @@ def validate_definition(document: Any, stored: bool = False) -> list[Problem]:
 
     ``stored``: the document was registered before (a registry reloading it), so the checks a
     rule added since then would only strand its executions are skipped: today, schema patterns
-    RE2 cannot run (such a schema fails its check at run time instead, naming the pattern)."""
-    out = Problems()
+    RE2 cannot run (such a schema fails its check at run time instead, naming the pattern) and
+    calls of unknown functions (such a call fails its step with EXPRESSION_ERROR when it runs)."""
+    out = Problems(stored)
     if not isinstance(document, dict):
         out.add("", f"a definition must be a mapping at the top level, not {type_name(document)}")
         return out.items
