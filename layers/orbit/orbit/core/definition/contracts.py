@@ -11,7 +11,9 @@ uses an empty registry that retrieves nothing,
 so a schema that slipped past validation fails to apply instead of fetching.
 
 Every schema is bounded the same way, whoever evaluates it (the decider, the API, the console,
-`orbit test`): its regular expressions run on RE2 (`schema_regex`), never on Python's `re`.
+`orbit test`): its regular expressions run on RE2 (`schema_regex`), never on Python's `re`,
+`uniqueItems` is linear (`schema_unique`), and a check evaluates a number of keywords linear in
+the size of the value (`schema_budget`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from referencing import Registry
 
+from orbit.core.definition.schema_budget import SchemaBudgetExceeded, schema_budget, steps_for
 from orbit.core.definition.schema_regex import DATA_KEYWORDS, UnsupportedPattern, pattern_problems, re2_class
 from orbit.core.history.events import TaskError
 
@@ -128,7 +131,10 @@ def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskErro
     if validator is None:
         return None
     try:
-        errors = list(validator.iter_errors(value))
+        with schema_budget(steps_for(value)):
+            errors = list(validator.iter_errors(value))
+    except SchemaBudgetExceeded as exc:
+        return TaskError(code, f"{root}: {exc}", retryable=False, details={"errors": []})
     except Exception as exc:  # an unresolvable $ref, a schema that cannot be applied
         return _unusable(code, root, unusable_reason(exc))
     if not errors:

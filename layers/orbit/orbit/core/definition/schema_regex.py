@@ -5,7 +5,9 @@ which backtracks: `^(a+)+$` against 50,000 `a`s and a `!` would hold the process
 validator class :func:`re2_class` gives a jsonschema dialect those three keywords with the search
 on RE2 (`expression_budget.linear_regex`: time linear in the input, patterns of at most
 1,000 characters), so a definition's `input`, `output_schema`, signal schemas and task
-contracts, and a code workflow's schemas, cannot make a check run unbounded.
+contracts, and a code workflow's schemas, cannot make a check run unbounded. The same class
+checks `uniqueItems` in time linear in the array (`schema_unique`; jsonschema's is quadratic)
+and counts every keyword it evaluates against a per-check budget (`schema_budget`).
 
 :func:`pattern_problems` lists, by their path in the schema, the patterns RE2 cannot run
 (backreferences, lookaround, too long) and `unevaluatedProperties` used with
@@ -21,6 +23,8 @@ from typing import Any
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
+from orbit.core.definition.schema_budget import counted
+from orbit.core.definition.schema_unique import enum, unique_items
 from orbit.errors import ExpressionError
 
 DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # values, not subschemas
@@ -89,10 +93,13 @@ def _join(base: str, key: str) -> str:
 
 @lru_cache(maxsize=16)
 def re2_class(cls: Any) -> Any:
-    """jsonschema's validator class `cls` with its regex keywords searching on RE2."""
+    """jsonschema's validator class `cls` with its regex keywords searching on RE2,
+    `uniqueItems` and `enum` linear in the value (`schema_unique`), and every keyword spending a
+    step of the check's budget (`schema_budget`)."""
     own = {"pattern": _pattern, "patternProperties": _pattern_properties,
-           "additionalProperties": _additional_properties}
-    return validators.extend(cls, {k: v for k, v in own.items() if k in cls.VALIDATORS})
+           "additionalProperties": _additional_properties, "uniqueItems": unique_items, "enum": enum}
+    keywords = {k: counted(own.get(k, v)) for k, v in cls.VALIDATORS.items()}
+    return validators.extend(cls, keywords)
 
 
 def _search(pattern: str, text: str) -> bool:
