@@ -7,11 +7,6 @@ of hanging; what is asserted is the answer, never a time."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +14,8 @@ from orbit.core.definition import schema_budget
 from orbit.core.definition.contracts import check_schema, compile_schema
 from orbit.core.definition.schema_budget import BASE_STEPS, STEPS_PER_VALUE, SchemaBudgetExceeded, steps_for
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.unit.child_run import run_in_child
+
 TIMEOUT_S = 40  # generous: the refusal takes a few seconds; the unbudgeted check never ends
 TWICE = {"$defs": {"t": {"allOf": [{"items": {"$ref": "#/$defs/t"}}, {"items": {"$ref": "#/$defs/t"}}]}},
          "$ref": "#/$defs/t"}
@@ -57,28 +53,15 @@ def test_keywords_past_the_budget_stop_the_check_and_only_inside_it() -> None:
 
 
 def _in_child(body: str) -> Any:
-    code = textwrap.dedent(f"""
-        import json
-        from orbit.service.http import handle_request
-        from orbit.testing.simulator import Simulator
-        from tests.unit.dsl_harness import definition
+    setup = f"""
         TWICE = {TWICE!r}
         def nested(depth):
             value = 0
             for _ in range(depth):
                 value = [value]
             return value
-        def emit(value):
-            print("RESULT " + json.dumps(value))
-    """) + textwrap.dedent(body)
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=TIMEOUT_S, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"no answer within {TIMEOUT_S} s: a schema check ran without its budget?")
-    assert done.returncode == 0, done.stderr[-2000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    """
+    return run_in_child(body, TIMEOUT_S, "a schema check ran without its budget?", setup)
 
 
 def test_a_self_referring_schema_on_a_deep_input_fails_the_start_instead_of_hanging() -> None:

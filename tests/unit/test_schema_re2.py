@@ -10,10 +10,6 @@ rule still loads (its check then fails, naming the pattern)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,36 +19,22 @@ from orbit.errors import ValidationError
 from orbit.service.http import handle_request
 from orbit.testing.simulator import Simulator
 
+from tests.unit.child_run import run_in_child
 from tests.unit.dsl_harness import definition
 
 CATASTROPHIC = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
 BACKREF = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a)\\1$"}}}
-ROOT = Path(__file__).resolve().parents[2]  # `tests.unit.dsl_harness` imports from here
 TIMEOUT_S = 20  # generous: RE2 answers in milliseconds; Python's re would not answer at all
 
-PRELUDE = """
-import json
-from orbit.service.http import handle_request
-from orbit.testing.simulator import Simulator
-from tests.unit.dsl_harness import definition
+SETUP = """
 BAD = "a" * 50_000 + "!"
 SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
-def emit(value):
-    print("RESULT " + json.dumps(value))
 """
 
 
 def _in_child(body: str) -> Any:
-    """Run `body` (after PRELUDE) in a fresh interpreter; its `emit(...)`, or a failure on timeout."""
-    code = PRELUDE + textwrap.dedent(body)
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=TIMEOUT_S, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"no answer within {TIMEOUT_S} s: a schema pattern backtracked (not on RE2?)")
-    assert done.returncode == 0, done.stderr[-2000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    """Run `body` in a fresh interpreter (BAD and SCHEMA defined); its `emit(...)`."""
+    return run_in_child(body, TIMEOUT_S, "a schema pattern backtracked (not on RE2?)", SETUP)
 
 
 def test_start_input_with_a_catastrophic_pattern_is_answered_through_the_api() -> None:

@@ -8,11 +8,6 @@ the answer, never a time. The answers themselves are compared with jsonschema's 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +20,8 @@ from orbit.core.definition.contracts import check_schema
 from orbit.core.definition.schema_regex import re2_class
 from orbit.core.definition.schema_unique import is_unique
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.unit.child_run import run_in_child
+
 TIMEOUT_S = 20  # generous: the answer takes well under a second; the pairwise one never comes
 
 # Few distinct leaves, so generated arrays often hold equal items, and bools beside 0/1.
@@ -112,22 +108,7 @@ def test_the_error_names_the_path_like_every_contract_error() -> None:
 
 
 def _in_child(body: str) -> Any:
-    code = textwrap.dedent("""
-        import json
-        from orbit.service.http import handle_request
-        from orbit.testing.simulator import Simulator
-        from tests.unit.dsl_harness import definition
-        def emit(value):
-            print("RESULT " + json.dumps(value))
-    """) + textwrap.dedent(body)
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=TIMEOUT_S, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"no answer within {TIMEOUT_S} s: uniqueItems compared every pair of items?")
-    assert done.returncode == 0, done.stderr[-2000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return run_in_child(body, TIMEOUT_S, "uniqueItems compared every pair of items?")
 
 
 def test_50000_objects_and_one_duplicate_are_answered_at_the_start() -> None:

@@ -239,9 +239,13 @@ class BudgetedJsonata(jsonata.Jsonata):
         return result
 
 
-def check_literal_ranges(ast: Any) -> None:
-    """Refuse a range whose bounds are written in the expression and span more than MAX_ARRAY, so
-    `[1..10000000]` is refused by validation, not only when it runs."""
+# Parent links, which would walk back up the tree.
+_PARENT_ATTRS = frozenset({"_outer_instance", "tuple", "seeking_parent"})
+
+
+def ast_symbols(ast: Any) -> Iterator[Any]:
+    """Every node (a jsonata Parser.Symbol) of a parsed expression, each once, a node before the
+    nodes below it."""
     stack, seen = [ast], set()
     while stack:
         node = stack.pop()
@@ -251,16 +255,22 @@ def check_literal_ranges(ast: Any) -> None:
         if not isinstance(node, Parser.Symbol) or id(node) in seen:
             continue
         seen.add(id(node))
+        yield node
+        for attr, value in vars(node).items():
+            if attr not in _PARENT_ATTRS and isinstance(value, (Parser.Symbol, list, tuple)):
+                stack.append(value)
+
+
+def check_literal_ranges(ast: Any) -> None:
+    """Refuse a range whose bounds are written in the expression and span more than MAX_ARRAY, so
+    `[1..10000000]` is refused by validation, not only when it runs."""
+    for node in ast_symbols(ast):
         if node.type == "binary" and node.value == ".." and getattr(node.lhs, "type", None) == "number" \
                 and getattr(node.rhs, "type", None) == "number":
             size = int(node.rhs.value) - int(node.lhs.value) + 1
             if size > MAX_ARRAY:
                 raise ExpressionError(f"the range [{node.lhs.value}..{node.rhs.value}] has {size} elements, "
                                       f"more than {MAX_ARRAY}")
-        for attr, value in vars(node).items():
-            if attr not in ("_outer_instance", "tuple", "seeking_parent") and \
-                    isinstance(value, (Parser.Symbol, list, tuple)):
-                stack.append(value)
 
 
 def budgeted(compiled: jsonata.Jsonata) -> jsonata.Jsonata:

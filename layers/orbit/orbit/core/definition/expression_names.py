@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import jsonata
-from jsonata.parser import Parser
 
 from orbit.errors import ExpressionError
 
+from .expression_budget import ast_symbols
 from .expressions import _compile
 
 
@@ -20,16 +20,7 @@ def unknown_functions(text: str) -> list[str]:
         return []
     called: list[str] = []
     bound: set[str] = set()
-    seen: set[int] = set()
-    stack = [ast]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (list, tuple)):
-            stack.extend(current)
-            continue
-        if not isinstance(current, Parser.Symbol) or id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in ast_symbols(ast):
         target = None
         if current.type in ("function", "partial"):
             target = current.procedure
@@ -41,10 +32,5 @@ def unknown_functions(text: str) -> list[str]:
             bound.update(a.value for a in current.arguments or [] if getattr(a, "type", None) == "variable")
         if getattr(target, "type", None) == "variable" and isinstance(target.value, str) and target.value:
             called.append(target.value)
-        for attr, value in vars(current).items():
-            if attr in ("_outer_instance", "tuple", "seeking_parent"):
-                continue
-            if isinstance(value, (Parser.Symbol, list, tuple)):
-                stack.append(value)
     known = set(jsonata.Jsonata.static_frame.bindings) | bound
     return sorted({name for name in called if name not in known})

@@ -35,6 +35,7 @@ from orbit.core.definition.expression_budget import (
     MAX_EXPRESSION_LENGTH,
     Budget,
     BudgetExceeded,
+    ast_symbols,
     budgeted,
     check_literal_ranges,
     regex_engine,
@@ -310,28 +311,13 @@ def _expression_refs(text: str, root: str = "steps") -> tuple[frozenset[str], bo
 
 def _paths(node: Any) -> Iterator[list[Any]]:
     """Every path's list of steps in the AST (a lone name is a one-step path)."""
-    seen: set[int] = set()
     members: set[int] = set()  # names that are steps of a path already yielded
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (list, tuple)):
-            stack.extend(current)
-            continue
-        if not isinstance(current, Parser.Symbol) or id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in ast_symbols(node):
         if current.type == "path" and current.steps:
             members.update(id(step) for step in current.steps)
             yield list(current.steps)
         elif current.type == "name" and id(current) not in members:
             yield [current]
-        for attr, value in vars(current).items():
-            # parent links would walk back up the tree
-            if attr in ("_outer_instance", "tuple", "seeking_parent"):
-                continue
-            if isinstance(value, (Parser.Symbol, list, tuple)):
-                stack.append(value)
 
 
 # Attributes whose expressions run against a nested context (a filter, a group
