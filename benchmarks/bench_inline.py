@@ -140,27 +140,11 @@ def throughput(n: int, inline: bool) -> float:
 
 def calls_per_workflow(n: int, inline: bool) -> float:
     """AWS requests per workflow of the throughput run's set-up (the pump's receives and deletes
-    included), counted in a run of its own so that counting costs the timed runs nothing."""
-    import botocore.client
-    from orbit.local import LocalStack
+    included), counted in a run of its own (bench_requests.py) so that counting costs the timed
+    runs nothing."""
+    import bench_requests
 
-    real = botocore.client.BaseClient._make_api_call
-    count = [0]
-
-    def counting(client: Any, operation: str, params: Any) -> Any:
-        count[0] += 1
-        return real(client, operation, params)
-
-    with LocalStack(mode="inprocess") as stack:
-        stack.register(three_steps(inline))
-        botocore.client.BaseClient._make_api_call = counting  # type: ignore[method-assign]
-        try:
-            for i in range(n):
-                stack.start("bench-three-steps", {"x": i})
-            stack.run_until_idle(wall_timeout_s=600)
-        finally:
-            botocore.client.BaseClient._make_api_call = real  # type: ignore[method-assign]
-    return count[0] / n
+    return sum(bench_requests.count(inline, n).values()) / n
 
 
 def row(label: str, value: str, target: str, ok: bool | None) -> None:
@@ -245,14 +229,14 @@ def cost_rows(inline10: Counted, inline20: Counted, worker5: Counted, worker10: 
 def local_rows(rates: dict[str, float], calls: dict[str, float], dbos: float | None, why: str,
                lat: list[float], p50: float, p99: float) -> None:
     if dbos is not None:
-        row("local throughput, 3-step x 200, in-process moto, inline (wf/s vs DBOS)",
+        row(f"local throughput, 3-step x {len(lat)}, in-process moto, inline (wf/s vs DBOS)",
             f"{rates['inline']:.0f} = {rates['inline'] / dbos:.2f}x", f">= 2x DBOS ({dbos:.0f}/s)",
             rates["inline"] >= 2 * dbos)
         row("local throughput, same set-up, worker steps (wf/s vs DBOS)",
             f"{rates['worker']:.0f} = {rates['worker'] / dbos:.2f}x", ">= 1x DBOS (0.62x before)",
             rates["worker"] >= dbos)
     else:
-        row("local throughput, 3-step x 200, in-process moto, inline (wf/s)", f"{rates['inline']:.0f}",
+        row(f"local throughput, 3-step x {len(lat)}, in-process moto, inline (wf/s)", f"{rates['inline']:.0f}",
             f">= 2x DBOS: {why}", None)
         row("local throughput, same set-up, worker steps (wf/s)", f"{rates['worker']:.0f}",
             f">= 1x DBOS: {why}", None)
