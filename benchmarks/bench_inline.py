@@ -236,8 +236,8 @@ def local_rows(rates: dict[str, float], calls: dict[str, float], dbos: float | N
             f"{rates['worker']:.0f} = {rates['worker'] / dbos:.2f}x", ">= 1x DBOS (0.62x before)",
             rates["worker"] >= dbos)
     else:
-        row(f"local throughput, 3-step x {len(lat)}, in-process moto, inline (wf/s)", f"{rates['inline']:.0f}",
-            f">= 2x DBOS: {why}", None)
+        row(f"local throughput, 3-step x {len(lat)}, in-process moto, inline (wf/s)",
+            f"{rates['inline']:.0f}", f">= 2x DBOS: {why}", None)
         row("local throughput, same set-up, worker steps (wf/s)", f"{rates['worker']:.0f}",
             f">= 1x DBOS: {why}", None)
     row("  (AWS requests per workflow in that set-up: inline / worker steps)",
