@@ -277,9 +277,11 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
-        if cached and handled and not (events or effects or resend):
+        if cached and handled and not (events or effects or resend) \
+                and self.store.history(eid, state.last_seq, 1).records:
             # A decision that changes nothing meets no conflicting write, so a stale cached state
-            # would drop the message for good (a child's notice after the API redrove the parent).
+            # would drop the message for good (a child's notice after the API redrove the parent):
+            # when one short read shows a newer commit, it is decided again on the stored state.
             raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
