@@ -31,7 +31,7 @@ from orbit.core.definition.retention import (
     writes_provisionally,
 )
 from orbit.core.history.events import ExecutionRedriven
-from orbit.core.history.lifecycle import retirement
+from orbit.core.history.lifecycle import ended_at_ms, retirement
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import BuildMismatch, NotFound, UnknownWorkflow
 from orbit.service.archive import encode_archive
@@ -60,9 +60,10 @@ class RetentionSteps:
         return retention_of(wf, self.retention_ms)
 
     @staticmethod
-    def _ends_young(state: ExecutionState) -> bool:
-        """Ended while young and never redriven: every item it left carries the provisional expiry."""
-        return state.redrive_count == 0 and ended_young(state.created_at_ms, retirement(state).ended_at_ms)
+    def _ends_young(state: ExecutionState, ended_ms: int) -> bool:
+        """Ended (at `ended_ms`) while young and never redriven: every item it left carries the
+        provisional expiry."""
+        return state.redrive_count == 0 and ended_young(state.created_at_ms, ended_ms)
 
     def _provisional(self, state: ExecutionState) -> int:
         """The provisional expiry: the one the start recorded (and its commit carries), else (an
@@ -75,9 +76,10 @@ class RetentionSteps:
         """When an ended execution's data expires (epoch s): its end + its workflow's retention, or
         for one that ended young the provisional expiry its items were written with (at most an
         hour later: every item of an execution expires at the same second)."""
-        if self._ends_young(state):
+        ended_ms = ended_at_ms(state)
+        if self._ends_young(state, ended_ms):
             return self._provisional(state)
-        return expires_at_s(retirement(state).ended_at_ms, self._retention_ms(state))
+        return expires_at_s(ended_ms, self._retention_ms(state))
 
     def _write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
         """(expiry, provisional) of the items a decision at `now_ms` writes for the execution."""
@@ -100,7 +102,7 @@ class RetentionSteps:
             self.timers.disarm(state.id)  # nothing is due any more
         if self.archive is not None:
             self._archive(state, expires, r.ended_at_ms)
-        written = (self._ends_young(state) and state.provisional_expiry_s is not None
+        written = (self._ends_young(state, r.ended_at_ms) and state.provisional_expiry_s is not None
                    and expires == state.provisional_expiry_s)
         self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys, written)
 

@@ -160,7 +160,7 @@ class BlobRefs:
         for digest in sorted(digests):
             for sk, condition in ((f"R#{execution_id}", "attribute_exists(pk)"),
                                   (f"W#{execution_id}", "attribute_exists(pk) AND expires_at > :t")):
-                _set_if(self._db, self.table, self.key(digest, sk), n(expires_at_s), condition)
+                set_expiry_if(self._db, self.table, self.key(digest, sk), n(expires_at_s), condition)
             self._held.pop(("R", execution_id, digest), None)
 
     def collect(self, digest: str, delete_object: Callable[[str], None]) -> bool:
@@ -236,7 +236,7 @@ def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_
     if not written:
         digests = _expire_partition(db, table, execution_id, expires_at_s)
         for token in hook_tokens:
-            _set_if(db, table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}, t,
+            set_expiry_if(db, table, {"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}, t,
                     "attribute_exists(pk)")
         if blobs is not None:
             blobs.release(execution_id, digests, expires_at_s)
@@ -244,7 +244,7 @@ def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_
     # that long they expire in time on their own, and shortening them would cost a write each.
     if expires_at_s * 1000 - ended_at_ms < dedupe_ttl_s * 1000:
         for key in dedupe_keys:
-            _set_if(db, table, {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}, t,
+            set_expiry_if(db, table, {"pk": s(f"IDEM#{key}"), "sk": s("IDEM")}, t,
                     "attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at > :t)")
 
 
@@ -277,13 +277,14 @@ def execution_items(db: Any, table: str, execution_id: str, projection: str) -> 
         kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def _set_if(db: Any, table: str, key: dict[str, Any], t: dict[str, str], condition: str) -> None:
-    """Set `expires_at` (and drop the provisional mark) when `condition` holds."""
+def set_expiry_if(db: Any, table: str, key: dict[str, Any], t: dict[str, str], condition: str) -> bool:
+    """Set `expires_at` (and drop the provisional mark) when `condition` holds; whether it did."""
     try:
         update_if(db, table, key, f"SET expires_at = :t REMOVE {PROVISIONAL}", condition,
                   ExpressionAttributeValues={":t": t})
     except ConditionFailed:
-        pass
+        return False
+    return True
 
 
 def collect_removed(records: list[dict[str, Any]], blobs: BlobRefs,

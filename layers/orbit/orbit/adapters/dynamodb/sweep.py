@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orbit.adapters.dynamodb.codec import PROVISIONAL, ConditionFailed, n, put_if, s, text, update_if
-from orbit.adapters.dynamodb.retention import execution_items
+from orbit.adapters.dynamodb.codec import PROVISIONAL, ConditionFailed, n, put_if, s, text
+from orbit.adapters.dynamodb.retention import execution_items, set_expiry_if
 from orbit.service.ports import hook_key
 
 SWEEP_KEY = {"pk": s("SWEEP"), "sk": s("RETENTION")}
@@ -65,15 +65,9 @@ class SweepRows:
                 marked.append({"pk": item["pk"], "sk": item["sk"]})
         marked += [{"pk": s(f"BLOB#{d}"), "sk": s(f"R#{execution_id}")} for d in sorted(digests)]
         marked += [{"pk": s(f"HOOK#{hook_key(t)}"), "sk": s("HOOK")} for t in hook_tokens]
-        pinned = 0
-        for key in marked:
-            try:
-                update_if(self._db, self.table, key, f"SET expires_at = :t REMOVE {PROVISIONAL}",
-                          f"attribute_exists({PROVISIONAL})", ExpressionAttributeValues={":t": n(until_s)})
-                pinned += 1
-            except ConditionFailed:
-                pass
-        return pinned
+        until = n(until_s)
+        return sum(set_expiry_if(self._db, self.table, key, until, f"attribute_exists({PROVISIONAL})")
+                   for key in marked)
 
     def sweep_cursor(self) -> str | None:
         item = self._db.get_item(TableName=self.table, ConsistentRead=True, Key=SWEEP_KEY).get("Item")

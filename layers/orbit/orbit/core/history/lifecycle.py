@@ -36,9 +36,14 @@ class Retirement:
     dedupe_keys: list[str]  # worker dedupe records: each unit's key and `cancel#<token>` ones
 
 
+def ended_at_ms(state: ExecutionState) -> int:
+    """When an ended execution ended (its last update for one that recorded no finish time)."""
+    return state.finished_at_ms or state.updated_at_ms
+
+
 def retirement(state: ExecutionState) -> Retirement:
     # the token (older histories) or its hash, as the hook's lookup item is keyed
     tokens = [identity(h) for h in state.hooks.values() if h.get("token") or h.get("token_sha256")]
     dedupe = [u.idempotency_key for u in state.units.values() if u.idempotency_key]
     dedupe += [f"cancel#{t}" for u in state.units.values() for t in u.tokens]
-    return Retirement(state.finished_at_ms or state.updated_at_ms, tokens, dedupe)
+    return Retirement(ended_at_ms(state), tokens, dedupe)
