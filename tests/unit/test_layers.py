@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "orbit.service": {"orbit.errors", "orbit.core"},
     "orbit.adapters": {"orbit.errors", "orbit.core", "orbit.service.ports"},
     "orbit.testing": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters.memory",
-                      "orbit.workflow"},
+                      "orbit.workflow",
+                      "orbit.worker.context"},  # a scripted call(fn) gets the task's own TaskContext
     "orbit.worker": {"orbit.errors", "orbit.core", "orbit.aws.wiring", "orbit.adapters.sqs"},
     "orbit.aws": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters", "orbit.worker.sdk",
                   "orbit.worker.inline",  # the decider runs inline steps with the worker SDK (issue 15)

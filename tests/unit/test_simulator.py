@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from orbit.testing.simulator import crash, succeed
+from orbit.testing.simulator import call, crash, succeed
+from orbit.worker import TaskContext
 
 from tests.unit.dsl_harness import T0, sim_with
 
@@ -47,3 +48,22 @@ def test_function_workers_see_the_task_context() -> None:
     assert seen == [({"x": 1}, "a", 1, "e1:a")]
     assert sim.scripts["t.a"].seen[0]["queue"] == "t"
     assert succeed(1).output == 1
+
+
+def test_a_scripted_call_gets_the_workers_task_context() -> None:
+    """The simulator hands `call(fn)` the same TaskContext a worker does: a real task function
+    that heartbeats or reads its deadline runs in the simulator too."""
+    seen: list[TaskContext] = []
+
+    def task(inp: object, ctx: TaskContext) -> dict[str, bool]:
+        ctx.heartbeat({"at": 1})  # nothing to send it to in a scripted call: it must not raise
+        seen.append(ctx)
+        return {"cancelled": ctx.cancelled}
+
+    sim = sim_with({"a": {"task": "t.a", "timeout": "10m"}})
+    sim.worker("t.a", call(task))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    assert sim.describe(eid)["status"] == "COMPLETED"
+    assert isinstance(seen[0], TaskContext) and seen[0].step == "a" and seen[0].attempt == 1
+    assert seen[0].redelivery is False and seen[0].deadline_ms is not None

@@ -33,6 +33,7 @@ from orbit.adapters.memory import (
 )
 from orbit.core.history.events import TaskError
 from orbit.service.engine import Engine
+from orbit.worker.context import TaskContext
 
 
 @dataclass(frozen=True)
@@ -78,16 +79,6 @@ def heartbeats(every_ms: int, count: int, output: Any = None) -> Behaviour:
 
 def call(fn: Callable[..., Any]) -> Behaviour:
     return Behaviour("call", fn=fn)
-
-
-@dataclass
-class TaskContext:
-    execution_id: str
-    step: str
-    attempt: int
-    idempotency_key: str
-    token: str
-    redelivery: bool
 
 
 @dataclass
@@ -307,14 +298,10 @@ class Simulator:
                 return
         output, error = b.output, b.error
         if b.action == "call" and b.fn is not None:
-            ctx = TaskContext(
-                body["execution_id"],
-                body["unit"],
-                body["attempt"],
-                body["idempotency_key"],
-                body["token"],
-                body.get("redelivery", False),
-            )
+            ctx = TaskContext(body["execution_id"], body["unit"], body["attempt"], body["idempotency_key"],
+                              body["token"], body.get("deadline_ms"),
+                              heartbeat_timeout_ms=body.get("heartbeat_timeout_ms"),
+                              redelivery=body.get("redelivery", False))
             try:
                 output = b.fn(json.loads(json.dumps(body["input"])), ctx)
             except TaskError as e:

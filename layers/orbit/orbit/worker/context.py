@@ -20,6 +20,8 @@ class TaskContext:
     # The step's heartbeat_timeout: call `heartbeat` more often than this, or the attempt fails
     # with HEARTBEAT_TIMEOUT. Nothing heartbeats for the task on its own.
     heartbeat_timeout_ms: int | None = None
+    # True when the engine sent this attempt again (its first delivery may have run already).
+    redelivery: bool = False
 
     def heartbeat(self, details: Any = None) -> None:
         """Tell the engine the task is alive (a StepHeartbeat) and learn whether it was cancelled.

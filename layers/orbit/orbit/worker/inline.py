@@ -103,7 +103,8 @@ class InlineTasks:
         tasks = self._tasks if self._tasks is not None else registered_tasks()
         task = tasks.get(d.task)
         if task is not None:
-            ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms)
+            ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms,
+                              redelivery=d.redelivery)
             return lambda: task(d.input, ctx)
         module, sep, qualname = d.task.partition(":")
         if sep:

@@ -312,7 +312,7 @@ class Worker:
         throttle = HeartbeatThrottle.for_dispatch(d.heartbeat_timeout_ms, self.heartbeat_interval_s,
                                                   send_beat)
         ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms,
-                          throttle.beat, heartbeat_timeout_ms=d.heartbeat_timeout_ms)
+                          throttle.beat, heartbeat_timeout_ms=d.heartbeat_timeout_ms, redelivery=d.redelivery)
         try:
             with KeepAlive(max(1.0, lease_ms / 3000), extend):
                 return fn(d.input, ctx), None
