@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from orbit.cli.args import (
@@ -28,6 +27,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from orbit.cli.checks import check_signals, check_tasks_served, definitions_to_run
     from orbit.local import LocalStack
     from orbit.local.progress import ProgressPrinter
+    from orbit.local.stack import NothingDueInTime
     from orbit.local.timeline import render
 
     # Everything that can be checked is checked before the local stack starts (exit 2 for usage)
@@ -69,7 +69,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             except ExecutionEnded as e:  # e.g. its input was refused: show that outcome, not this
                 print(f"orbit run: --signal {sig_name}: {e}", file=sys.stderr)
         printer = ProgressPrinter(sys.stderr, quiet=args.quiet, expand=args.expand, columns=width(sys.stderr))
-        began = time.monotonic()
         try:
             desc = stack.run_until_done(
                 exec_id, on_progress=printer.update, wall_timeout_s=args.timeout, real_time=args.real_time
@@ -78,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             # the run is not over: show how far it got, then one line saying what to do
             desc = stack.describe(exec_id)
             history = stack.engine.history(exec_id, 0, RUN_TIMELINE_EVENTS)
-            if time.monotonic() - began < args.timeout:  # --real-time, and the next wake is too far off
+            if isinstance(exc, NothingDueInTime):  # --real-time, and the next wake is too far off
                 why = f"cannot end within --timeout {args.timeout:g} s of wall time: {exc}"
             else:
                 why = f"had not ended after --timeout {args.timeout:g} s of wall time"

@@ -73,6 +73,11 @@ def load_workers(spec: str) -> ModuleType:
         )
 
 
+class NothingDueInTime(TimeoutError):
+    """A real-time run cannot end in its wall time: the next wake-up lies beyond it (said at once,
+    not after waiting in vain)."""
+
+
 class LocalStack(ScheduleOps):
     def __init__(
         self,
@@ -345,5 +350,5 @@ class LocalStack(ScheduleOps):
             pause = max(wake - clock.now_ms(), 5) / 1000.0
             if time.monotonic() + pause > deadline:  # say so now, not after waiting in vain
                 after = fmt_duration(int(pause * 1000))
-                raise TimeoutError(f"nothing is due before {utc(wake)}, {after} from now")
+                raise NothingDueInTime(f"nothing is due before {utc(wake)}, {after} from now")
             time.sleep(min(pause, 0.5))  # noqa: TID251 - real time is the point
