@@ -213,7 +213,7 @@ API = (
         "query", "ask a running or ended execution a query it declares (records nothing)",
         ("orbit query ID stage", "orbit query ID line --input '{\"index\": 0}'"),
         cmd_query,
-        (arg("id", metavar="ID", help="the execution id, e.g. order-1"),
+        (ID,
          arg("name", metavar="NAME", help="a query its workflow declares, e.g. stage"),
          arg("--input", help="JSON or @file.json: the query's input")),
         opts="api"),

@@ -59,6 +59,15 @@ class VirtualClock:
 _installed = False
 
 
+@functools.lru_cache(maxsize=1024)
+def camelcase_to_underscores(name: str) -> str:
+    """moto's attribute-name conversion (a regex on every call), kept per name: the one cached
+    copy moto's SQS models and its request dispatch (moto_speed_calls.py) both use."""
+    from moto.core.utils import camelcase_to_underscores as convert
+
+    return convert(name)  # type: ignore[no-any-return]
+
+
 def install_into_moto() -> None:
     """Make moto's SQS model read virtual time. Idempotent."""
     global _installed
@@ -81,9 +90,7 @@ def install_into_moto() -> None:
     # Two more hot spots with the same results, cheaper: moto converts every attribute
     # name with a regex on each access, and re-derives all queue attributes (O(depth))
     # to read one number for every message it receives.
-    sqs_models.camelcase_to_underscores = functools.lru_cache(maxsize=512)(
-        sqs_models.camelcase_to_underscores
-    )
+    sqs_models.camelcase_to_underscores = camelcase_to_underscores
 
     def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
         retention_s = int(self.get_queue(queue_name).message_retention_period)

@@ -133,13 +133,11 @@ def _patch_routing() -> None:
     process_request.original = original  # type: ignore[attr-defined]
     cls.process_request = process_request  # type: ignore[method-assign]
 
-    import functools
-
     import moto.core.responses as responses
 
-    if not hasattr(responses.camelcase_to_underscores, "cache_info"):
-        responses.camelcase_to_underscores = functools.lru_cache(maxsize=1024)(  # type: ignore[assignment]
-            responses.camelcase_to_underscores)
+    from orbit.local.clock import camelcase_to_underscores
+
+    responses.camelcase_to_underscores = camelcase_to_underscores  # type: ignore[assignment]
 
 
 def _patch_serializer() -> None:
