@@ -102,14 +102,17 @@ class TaskContracts:
         code = _CODES[side]
         contract = f"tasks.{task}.{side}"
         where = {"task": task, "step": unit, "contract": contract}
-        try:
-            if key not in self._compiled:
+        if key not in self._compiled:  # compiled once, a failure too (the schema does not change)
+            try:
                 self._compiled[key] = compile_schema(self._schemas[key])
-        except Exception as exc:  # a schema that slipped past validation: fail the step, never the decider
-            why = unusable_reason(exc, contract)
+            except Exception as exc:  # a schema that slipped past validation: the step fails
+                self._compiled[key] = exc
+        compiled = self._compiled[key]
+        if isinstance(compiled, Exception):
+            why = unusable_reason(compiled, contract)
             message = f"task {task!r} at step {unit!r}: {contract} cannot be applied: {why}"
             return TaskError(code, message, retryable=False, details={**where, "errors": []})
-        err = check_compiled(self._compiled[key], value, code, side)
+        err = check_compiled(compiled, value, code, side)
         if err is None:
             return None
         when = "; not dispatched" if side == "input" else ""
