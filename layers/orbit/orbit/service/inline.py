@@ -98,7 +98,7 @@ def check_registration(engine: Any, definition: Any) -> None:
     """Refuse a definition whose inline step's timeout does not fit in the decider's timeout
     (`engine.decider_timeout_ms`, from ORBIT_DECIDER_TIMEOUT_S; unknown: Lambda's 900 s, checked
     when the definition was parsed), or whose inline step names a task this stack does not serve
-    (`served_inline_tasks`). Only registration checks this: a stored definition that is loaded
+    (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks this: a stored definition that is loaded
     again is not refused, its step fails with INLINE_TASK_NOT_FOUND when it runs."""
     limit = getattr(engine, "decider_timeout_ms", None)
     problems = inline_timeout_problems(definition, limit) if limit else []
@@ -118,6 +118,8 @@ def served_inline_tasks(engine: Any) -> frozenset[str] | None:
     if callable(served):
         return frozenset(served())
     known = getattr(engine, "inline_tasks", None)
+    if callable(known):
+        known = known()
     return None if known is None else frozenset(known)
 
 

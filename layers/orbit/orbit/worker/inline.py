@@ -52,6 +52,21 @@ def modules_from_env(value: str | None) -> list[str]:
     return [m for m in (value or "").replace(",", " ").split() if m]
 
 
+def served_by(modules: list[str]) -> Callable[[], frozenset[str] | None]:
+    """For a process that registers definitions but runs no inline step (the deployed API): the
+    task names `modules` register, imported at the first registration that asks. None when one of
+    them fails to import here: registration then cannot tell, and the decider reports the step."""
+    known: list[frozenset[str] | None] = []
+
+    def served() -> frozenset[str] | None:
+        if not known:
+            tasks = InlineTasks(modules)
+            known.append(None if tasks.import_errors else tasks.served())
+        return known[0]
+
+    return served
+
+
 class InlineTasks:
     def __init__(self, modules: Iterable[str] = (), tasks: Mapping[str, Any] | None = None) -> None:
         self.modules = list(modules)
