@@ -18,7 +18,8 @@ def quote(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
 
 def definition(task: str, input: Any) -> dict[str, Any]:
     return {"orbit": 1, "name": "secapi", "version": "1",
-            "steps": {"run": {"task": task, "inline": True, "input": input}}, "output": "{% steps.run.output %}"}
+            "steps": {"run": {"task": task, "inline": True, "input": input}},
+            "output": "{% steps.run.output %}"}
 
 
 @pytest.mark.parametrize("task", ["os:system", "os:getenv"])

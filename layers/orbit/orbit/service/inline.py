@@ -98,8 +98,9 @@ def check_registration(engine: Any, definition: Any) -> None:
     """Refuse a definition whose inline step's timeout does not fit in the decider's timeout
     (`engine.decider_timeout_ms`, from ORBIT_DECIDER_TIMEOUT_S; unknown: Lambda's 900 s, checked
     when the definition was parsed), or whose inline step names a task this stack does not serve
-    (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks this: a stored definition that is loaded
-    again is not refused, its step fails with INLINE_TASK_NOT_FOUND when it runs."""
+    (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks
+    this: a stored definition that is loaded again is not refused, its step fails with
+    INLINE_TASK_NOT_FOUND when it runs."""
     limit = getattr(engine, "decider_timeout_ms", None)
     problems = inline_timeout_problems(definition, limit) if limit else []
     served = served_inline_tasks(engine)
@@ -123,7 +124,8 @@ def served_inline_tasks(engine: Any) -> frozenset[str] | None:
     return None if known is None else frozenset(known)
 
 
-def recall(engine: Any, eid: str, dispatches: list[DispatchTask], state: ExecutionState | None = None) -> None:
+def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
+           state: ExecutionState | None = None) -> None:
     """Before running inline attempts this process did not schedule itself (a hand-over, a restart):
     a code workflow's `ctx.run` function is only ever the object its replay passed, so when one is
     missing the workflow is replayed once, on a fresh instance, against the stored state. The

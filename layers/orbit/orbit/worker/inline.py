@@ -133,9 +133,9 @@ class InlineTasks:
     def _why_not_found(self, d: DispatchTask) -> str:
         where = (f"ORBIT_INLINE_MODULES ({', '.join(self.modules)})" if self.modules
                  else "ORBIT_INLINE_MODULES (empty)")
-        msg = (f"inline task {d.task!r} of step {d.unit!r} is not served by this decider: no module in {where} "
-               "registers it with @orbit.worker.task (a code workflow's ctx.run function is found by "
-               "replaying the workflow; nothing is imported by name)")
+        msg = (f"inline task {d.task!r} of step {d.unit!r} is not served by this decider: no module in "
+               f"{where} registers it with @orbit.worker.task (a code workflow's ctx.run function is found "
+               "by replaying the workflow; nothing is imported by name)")
         if self.import_errors:
             msg += "; failed to import: " + "; ".join(f"{m} ({e})" for m, e in self.import_errors.items())
         return msg
