@@ -148,3 +148,32 @@ def test_recall_replays_the_workflow_to_find_a_closure_the_process_no_longer_hol
     recall(w.decider, eid, [d])
     assert code_inline.callable_for(eid, "1.scale") is not None
     assert tasks.run(d, 5_000) == (28, None)  # this execution's factor, captured by the closure
+
+
+@orbit.workflow("closure-at-most-once", build="b1")
+def closure_once(ctx: Any, input: Any) -> Any:
+    factor = input["factor"]
+    return ctx.run(lambda x: x * factor, input["v"], name="scale", semantics="at_most_once",
+                   retry={"max_attempts": 2, "backoff": "1s"})
+
+
+def test_an_at_most_once_closure_whose_started_record_was_committed_retries_from_the_replay() -> None:
+    w = World(TASKS)
+    w.registry.register(closure_once)
+    eid = w.api.start("closure-at-most-once", None, {"v": 6, "factor": 7}, "e1")  # commit 1: scheduled
+    w.store.crash_at = (3, "before")  # commit 2: its started record; the decider dies before the result
+    cold_restart()
+    real_container = w.container
+
+    def cold_container() -> Any:
+        cold_restart()
+        return real_container()
+
+    w.container = cold_container  # type: ignore[method-assign]
+    w.settle()
+    desc = w.api.describe(eid)
+    assert w.containers == 2 and desc["status"] == "COMPLETED", desc["error"]
+    assert desc["output"] == 42
+    types = [(e["type"], e.get("error", {}).get("code") if e.get("error") else None) for e in w.events(eid)
+             if e.get("step") == "1.scale"]
+    assert ("StepDispatched", None) in types and ("StepAttemptFailed", "ATTEMPT_UNCERTAIN") in types, types

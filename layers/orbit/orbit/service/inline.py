@@ -125,7 +125,7 @@ def served_inline_tasks(engine: Any) -> frozenset[str] | None:
 
 
 def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
-           state: ExecutionState | None = None) -> None:
+           state: ExecutionState | None = None, wf: Any = None) -> None:
     """Before running inline attempts this process did not schedule itself (a hand-over, a restart):
     a code workflow's `ctx.run` function is only ever the object its replay passed, so when one is
     missing the workflow is replayed once, on a fresh instance, against the stored state. The
@@ -133,12 +133,13 @@ def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
     (orbit/core/runtime/code_inline.py); its commands are dropped. Nothing is resolved by name."""
     from orbit.core.runtime.code_inline import callable_for
 
-    if all(callable_for(eid, d.unit) is not None for d in dispatches):
+    # a ctx.run step's task is `module:qualname` (code_inline.task_name): others never need a replay
+    if all(":" not in d.task or callable_for(eid, d.unit) is not None for d in dispatches):
         return
     if state is None:
         cached = engine._cache.get(eid)
         state = cached[0] if cached is not None else engine.load_state(eid)
-    wf = engine._workflow_for(state, None)
+    wf = wf if wf is not None else engine._workflow_for(state, None)
     if getattr(wf, "kind", None) != "code" or state.terminal:
         return  # a definition's inline steps run registered tasks only
     from orbit.core.runtime.code_instance import Instance
@@ -199,7 +200,7 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
             break
         if len(ready) + ran > BATCH_STEPS or any(not runs_here(engine, d) for d in ready):
             break
-        recall(engine, state.id, ready, state)  # the closures the decision's replay passed, unless evicted
+        recall(engine, state.id, ready, state, wf)  # the decision's replay passed them, unless evicted
         for d in ready:
             effects.remove(d)
             output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
