@@ -230,6 +230,11 @@ class Services:
         engine.archive = self.archive
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
+        modules = os.environ.get("ORBIT_INLINE_MODULES", "")
+        if modules.strip():  # registration (the API) refuses inline tasks those modules do not register
+            from orbit.worker.inline import modules_from_env, served_by
+
+            engine.inline_tasks = served_by(modules_from_env(modules))
         return engine
 
     def run_inline(self, remaining_ms: Any = None, session: str | None = None) -> Any:

@@ -131,7 +131,7 @@ class LocalStack(ScheduleOps):
         self.cloud.start()
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
-        self.services.run_inline(session="local")  # every registered task can run inline, in process
+        self.services.run_inline(session="local")  # the tasks registered here (its workers) run inline
         self.cloud.next_timer = self.services.table_timers.next_fire_ms
         # What exists now (modules, botocore's service models, moto) lives as long as the stack: kept
         # out of the garbage collector's full passes, which otherwise walk it all again and again

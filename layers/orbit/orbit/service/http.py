@@ -196,8 +196,8 @@ def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
 
 def _redrive(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     request_id = body.get("id")  # the caller's id for this request: a retry redrives once
-    if request_id is not None and (not isinstance(request_id, str) or not request_id):
-        raise ValidationError("must be a non-empty string, or left out", "body.id")
+    if request_id is not None and (problem := signal_id_problem(request_id)):
+        raise ValidationError(problem, "body.id")
     return 200, engine.redrive(eid, request_id)
 
 
@@ -205,8 +205,8 @@ def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str)
     step, new_id, version = body.get("from_step"), body.get("id"), body.get("version")
     if not isinstance(step, str) or not step:
         raise ValidationError("is required (the step to run again from)", "body.from_step")
-    if new_id is not None and (not isinstance(new_id, str) or not new_id):
-        raise ValidationError("must be a non-empty string, or left out to have one generated", "body.id")
+    if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
+        raise ValidationError(problem, "body.id")
     return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
 
 

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from orbit.core.definition.inline import AT_MOST_ONCE, inline_timeout_problems
+from orbit.core.definition.inline import AT_MOST_ONCE, inline_timeout_problems, unserved_inline_problems
 from orbit.core.history.effects import ArmTimer, DispatchTask, Effect
 from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
@@ -97,11 +97,58 @@ class InlineRunner:
 def check_registration(engine: Any, definition: Any) -> None:
     """Refuse a definition whose inline step's timeout does not fit in the decider's timeout
     (`engine.decider_timeout_ms`, from ORBIT_DECIDER_TIMEOUT_S; unknown: Lambda's 900 s, checked
-    when the definition was parsed)."""
+    when the definition was parsed), or whose inline step names a task this stack does not serve
+    (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks
+    this: a stored definition that is loaded again is not refused, its step fails with
+    INLINE_TASK_NOT_FOUND when it runs."""
     limit = getattr(engine, "decider_timeout_ms", None)
     problems = inline_timeout_problems(definition, limit) if limit else []
+    served = served_inline_tasks(engine)
+    if served is not None:
+        problems += unserved_inline_problems(definition, served)
     if problems:
         raise ValidationError(problems)
+
+
+def served_inline_tasks(engine: Any) -> frozenset[str] | None:
+    """The tasks inline steps may name here, or None when this process cannot know them: the
+    engine's own runner's (the local stack, a decider), else `engine.inline_tasks` (a deployed API
+    that imports InlineTaskModules only to know their names; orbit/aws/wiring.py)."""
+    runner = getattr(engine, "inline", None)
+    served = getattr(getattr(runner, "tasks", None), "served", None)
+    if callable(served):
+        return frozenset(served())
+    known = getattr(engine, "inline_tasks", None)
+    if callable(known):
+        known = known()
+    return None if known is None else frozenset(known)
+
+
+def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
+           state: ExecutionState | None = None, wf: Any = None) -> None:
+    """Before running inline attempts this process did not schedule itself (a hand-over, a restart):
+    a code workflow's `ctx.run` function is only ever the object its replay passed, so when one is
+    missing the workflow is replayed once, on a fresh instance, against the stored state. The
+    replay reaches the `ctx.run` call again and hands its function (closures included) to the table
+    (orbit/core/runtime/code_inline.py); its commands are dropped. Nothing is resolved by name."""
+    from orbit.core.runtime.code_inline import callable_for
+
+    # a ctx.run step's task is `module:qualname` (code_inline.task_name): others never need a replay
+    if all(":" not in d.task or callable_for(eid, d.unit) is not None for d in dispatches):
+        return
+    if state is None:
+        cached = engine._cache.get(eid)
+        state = cached[0] if cached is not None else engine.load_state(eid)
+    wf = wf if wf is not None else engine._workflow_for(state, None)
+    if getattr(wf, "kind", None) != "code" or state.terminal:
+        return  # a definition's inline steps run registered tasks only
+    from orbit.core.runtime.code_instance import Instance
+
+    inst = Instance(wf, eid)
+    try:
+        inst.feed(state)
+    finally:
+        inst.discard()
 
 
 def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) -> None:
@@ -153,6 +200,7 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
             break
         if len(ready) + ran > BATCH_STEPS or any(not runs_here(engine, d) for d in ready):
             break
+        recall(engine, state.id, ready, state, wf)  # the decision's replay passed them, unless evicted
         for d in ready:
             effects.remove(d)
             output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
@@ -236,6 +284,7 @@ def drive(engine: Any, eid: str, msgs: list[Message]) -> None:
     if handed:
         pending += _taken_over(engine, eid, handed)
     while pending:
+        recall(engine, eid, pending)
         results: list[Message] = []
         for d in pending:
             limit = runner.limit_ms(d, engine.clock.now_ms())

@@ -15,9 +15,8 @@ from orbit.core.decider.recovery import fork_step_problem, fork_units, redrive_r
 from orbit.core.history.events import ExecutionRedriven, Recorded
 from orbit.core.history.messages import Message, RedriveMessage, StartMessage
 from orbit.core.history.state import ExecutionState
+from orbit.core.history.storable import execution_id_problem, signal_id_problem
 from orbit.errors import ExecutionExists, NotFound, RedriveRefused, ValidationError
-
-MAX_ID = 256  # request and fork ids go into message ids and history: a caller's value must stay small
 
 
 class RecoveryApi:
@@ -39,8 +38,8 @@ class RecoveryApi:
 
         RedriveRefused (nothing recorded) when it cannot go on; `request_id` makes a retried call
         answer with the redrive it already made instead of a refusal."""
-        if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_ID):
-            raise ValidationError(f"must be a string of 1 to {MAX_ID} characters, or left out", "request_id")
+        if request_id is not None and (problem := signal_id_problem(request_id)):  # as a signal id
+            raise ValidationError(problem, "request_id")
         state = self.load_state(execution_id)
         mid = f"redrive:{request_id or self.ids.token()}"
         if mid not in state.inbound:
@@ -73,9 +72,8 @@ class RecoveryApi:
         before `from_step` first ran, and runs the rest on the current workflow; returns its id."""
         if not isinstance(from_step, str) or not from_step:
             raise ValidationError("is required (the step to run again from)", "from_step")
-        if new_id is not None and (not isinstance(new_id, str) or not 0 < len(new_id) <= MAX_ID):
-            raise ValidationError(f"must be a string of 1 to {MAX_ID} characters, or left out to have one "
-                                  "generated", "id")
+        if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
+            raise ValidationError(problem, "id")
         state = self.load_state(execution_id)
         wf = self.registry.get(state.workflow, version)
         problem = fork_step_problem(state, wf, from_step)

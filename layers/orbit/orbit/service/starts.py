@@ -14,7 +14,6 @@ from orbit.core.history.events import TaskError
 from orbit.core.history.messages import Message, StartMessage
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import execution_id_problem
-from orbit.core.schedule.state import PARENT_PREFIX as SCHEDULE_PREFIX
 from orbit.core.tracing import Tracer
 from orbit.errors import ExecutionExists, ValidationError
 from orbit.service.operations import check_json
@@ -47,12 +46,9 @@ class StartSteps:
         """
         check_json(input, "input")
         if execution_id is not None and parent is None:
-            problem = execution_id_problem(execution_id)
+            problem = execution_id_problem(execution_id)  # the one rule for ids callers choose
             if problem:
                 raise ValidationError(problem, "id")
-            if execution_id.startswith(SCHEDULE_PREFIX):
-                raise ValidationError(
-                    f"ids starting with {SCHEDULE_PREFIX!r} are reserved for schedules", "id")
         wf = self.registry.get(workflow, version)
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated

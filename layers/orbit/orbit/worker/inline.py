@@ -1,16 +1,19 @@
 """Running inline steps in the decider's process (the `InlineTasks` port of orbit/service/inline.py).
 
 Which function runs an inline attempt, in this order:
-1. a code workflow's `ctx.run(fn, *args)`: the function object the replay remembered for this
-   execution and unit, called as `fn(*args)`;
+1. a code workflow's `ctx.run(fn, *args)`: the function object the replay handed over for this
+   execution and unit, called as `fn(*args)`. A process that did not replay the call (a restart,
+   a hand-over) replays the workflow first (orbit/service/inline.py, `recall`): the replay reaches
+   the `ctx.run` call again and so holds the very closure;
 2. a task registered with `@orbit.worker.task(name)` in this process (the decider imports the
-   modules named in ORBIT_INLINE_MODULES at cold start; LocalStack serves every registered task),
-   called as `fn(input, ctx)` exactly as a worker would;
-3. for `ctx.run` after a restart (nothing remembered): `module:qualname` imported.
+   modules named in ORBIT_INLINE_MODULES at cold start, the deployer's InlineTaskModules; the local
+   stack serves the tasks its workers registered), called as `fn(input, ctx)` exactly as a worker would.
+Nothing else. A task name is never imported: the name comes from a definition (caller data) or from
+history, and `os:system` must not be a function a definition can call (issue 25, docs/security.md).
 Nothing found: the step fails with INLINE_TASK_NOT_FOUND (not retryable), naming the task, the
-modules the decider imports and any that failed to import. That is the chosen answer to "an inline
-task the decider cannot import": the definition is accepted where it is registered (that process
-cannot know what the decider's package holds) and the execution fails at that step with the reason.
+modules the decider imports and any that failed to import. A process that knows its tasks refuses
+such a definition when it is registered (`served`, orbit/service/inline.py `check_registration`);
+a definition stored before its task went away fails at that step instead of stranding its execution.
 
 An attempt runs on a daemon thread of its own while it runs, waited for at most its limit (the
 step's timeout and the invocation's remaining time, from InlineRunner.limit_ms). Past it the attempt
@@ -49,6 +52,21 @@ def modules_from_env(value: str | None) -> list[str]:
     return [m for m in (value or "").replace(",", " ").split() if m]
 
 
+def served_by(modules: list[str]) -> Callable[[], frozenset[str] | None]:
+    """For a process that registers definitions but runs no inline step (the deployed API): the
+    task names `modules` register, imported at the first registration that asks. None when one of
+    them fails to import here: registration then cannot tell, and the decider reports the step."""
+    known: list[frozenset[str] | None] = []
+
+    def served() -> frozenset[str] | None:
+        if not known:
+            tasks = InlineTasks(modules)
+            known.append(None if tasks.import_errors else tasks.served())
+        return known[0]
+
+    return served
+
+
 class InlineTasks:
     def __init__(self, modules: Iterable[str] = (), tasks: Mapping[str, Any] | None = None) -> None:
         self.modules = list(modules)
@@ -60,6 +78,10 @@ class InlineTasks:
             except Exception as e:  # noqa: BLE001 - reported by every step that needed the module
                 self.import_errors[name] = f"{type(e).__name__}: {e}"
                 log.error("inline task module %s failed to import: %s", name, e)
+
+    def served(self) -> frozenset[str]:
+        """The task names an inline step may name: those registered with @orbit.worker.task here."""
+        return frozenset(self._tasks if self._tasks is not None else registered_tasks())
 
     def run(self, d: DispatchTask, limit_ms: int) -> tuple[Any, TaskError | None]:
         # The task gets a private copy of its input, and what it returns is copied too: both are
@@ -106,19 +128,14 @@ class InlineTasks:
             ctx = TaskContext(d.execution_id, d.unit, d.attempt, d.idempotency_key, d.token, d.deadline_ms,
                               redelivery=d.redelivery)
             return lambda: task(d.input, ctx)
-        module, sep, qualname = d.task.partition(":")
-        if sep:
-            target = _import(module, qualname)
-            if callable(target):
-                return lambda: target(*args)
-        return TaskError(NOT_FOUND, self._why_not_found(d.task, module if sep else None), retryable=False)
+        return TaskError(NOT_FOUND, self._why_not_found(d), retryable=False)
 
-    def _why_not_found(self, task: str, module: str | None) -> str:
+    def _why_not_found(self, d: DispatchTask) -> str:
         where = (f"ORBIT_INLINE_MODULES ({', '.join(self.modules)})" if self.modules
                  else "ORBIT_INLINE_MODULES (empty)")
-        msg = (f"inline task {task!r} is not served by this decider: module {module!r} has no such function"
-               if module else f"inline task {task!r} is not served by this decider: no module in {where} "
-                              "registers it with @orbit.worker.task")
+        msg = (f"inline task {d.task!r} of step {d.unit!r} is not served by this decider: no module in "
+               f"{where} registers it with @orbit.worker.task (a code workflow's ctx.run function is found "
+               "by replaying the workflow; nothing is imported by name)")
         if self.import_errors:
             msg += "; failed to import: " + "; ".join(f"{m} ({e})" for m, e in self.import_errors.items())
         return msg
@@ -171,15 +188,3 @@ class _Runners:
 
 
 _RUNNERS = _Runners()
-
-
-def _import(module: str, qualname: str) -> Any:
-    try:
-        target: Any = importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - reported as not found, with the module named
-        return None
-    for part in qualname.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            return None
-    return target

@@ -9,13 +9,16 @@ An inline step runs inside the decider's own invocation instead of on a worker q
   decider's own timeout is tighter: `inline_timeout_problems` checks it where a definition is
   registered (the API knows the decider's timeout from ORBIT_DECIDER_TIMEOUT_S).
 
-Whether the decider can import the task is not known where a definition is registered (another
-function, another deployment package): a step whose task the decider does not serve fails with
-INLINE_TASK_NOT_FOUND naming the task and the modules the decider imports (see orbit/worker/inline.py).
+An inline step runs only a function registered with `@orbit.worker.task` by a module the deployer
+listed (docs/security.md): where a definition is registered by a process that knows that set (the
+local stack; a deployed API given InlineTaskModules), `unserved_inline_problems` refuses a step
+whose task is not in it. Nothing is ever imported because a definition names it. A stored
+definition whose task is gone fails that step with INLINE_TASK_NOT_FOUND (orbit/worker/inline.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from orbit.core.definition.checks import Problems, check_duration, join, type_name
@@ -65,17 +68,46 @@ def inline_timeout(timeout_ms: int | None) -> int:
     return timeout_ms if timeout_ms is not None else DEFAULT_INLINE_TIMEOUT_MS
 
 
+def inline_steps(definition: Any) -> Iterator[tuple[str, Any]]:
+    """(path, step) of every inline step of a definition: its steps, their compensations and the
+    steps of its signal handlers (a code workflow has none: its ctx.run functions are its own code)."""
+    todo: list[tuple[str, Any]] = [(f"steps.{n}", s) for n, s in getattr(definition, "steps", {}).items()]
+    for h, handler in getattr(definition, "handlers", {}).items():
+        todo += [(f"on_signal.{h}.steps.{n}", s) for n, s in handler.steps.items()]
+    while todo:
+        path, step = todo.pop(0)
+        if getattr(step, "inline", None) is not None:
+            yield path, step
+        if getattr(step, "compensate", None) is not None:
+            todo.append((f"{path}.compensate", step.compensate))
+
+
+def unserved_inline_problems(definition: Any, served: Collection[str]) -> list[Problem]:
+    """Inline steps whose task is not one of `served` (the tasks registered with @orbit.worker.task
+    by the modules the deployer listed): refused where the definition is registered."""
+    return [Problem(f"{path}.task", f"inline task {step.task!r} of step {step.name!r} is not "
+                                    "registered with @orbit.worker.task by any module the decider serves "
+                                    f"({_names(served)}); inline steps run only registered tasks, never "
+                                    "a function imported by name")
+            for path, step in inline_steps(definition) if step.task not in served]
+
+
+def _names(served: Collection[str]) -> str:
+    names = sorted(served)
+    if not names:
+        return "none"
+    return ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+
+
 def inline_timeout_problems(definition: Any, function_timeout_ms: int) -> list[Problem]:
     """Inline steps whose attempt timeout is longer than the decider function's timeout: such an
     attempt could never finish inside one invocation, so the definition is refused."""
     problems = []
-    for name, step in getattr(definition, "steps", {}).items():
-        if getattr(step, "inline", None) is None:
-            continue
+    for path, step in inline_steps(definition):
         ms = inline_timeout(step.timeout_ms)
         if ms > function_timeout_ms:
             problems.append(Problem(
-                f"steps.{name}.timeout",
+                f"{path}.timeout",
                 f"an inline step's timeout ({ms // 1000}s) must fit in the decider's timeout "
                 f"({function_timeout_ms // 1000}s): shorten it, raise the DeciderTimeout parameter, "
                 "or run the step on a worker"))

@@ -28,6 +28,12 @@ RESERVED_ID_CHARS = "/~"
 
 VALUE_NOT_STORABLE = "VALUE_NOT_STORABLE"
 
+SCHEDULE_ID_PREFIX = "schedule:"
+"""The id a schedule's runs report their end to (orbit/core/schedule/state.py PARENT_PREFIX)."""
+# A schedule's run is `<schedule id>:<occurrence>` (orbit/core/schedule/state.py execution_id, with
+# the occurrence as orbit/core/schedule/times.py format_time spells it).
+_OCCURRENCE = re.compile(r":[0-9]{1,6}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z\Z")
+
 _ID_CHARS = re.compile(r"[A-Za-z0-9._:@+=,;!$*()'\[\]-]+")
 
 
@@ -100,12 +106,25 @@ def _text_problem(text: str) -> str | None:
 
 
 def execution_id_problem(value: Any) -> str | None:
-    """None when a caller may start an execution with id `value`."""
+    """None when a caller may create an execution with id `value`: THE rule for every id a caller
+    chooses (start, fork; the API, the CLI, LocalStack and the simulator all come here).
+
+    Ids the engine derives are outside what it allows, so no caller can take one before the
+    engine does (issue 25): a child is `PARENT/STEP`, a continuation `ID~N`, a schedule's
+    occurrence `SCHEDULE:<RFC 3339 UTC time>` and the schedule itself reports as `schedule:SCHEDULE`.
+    tests/unit/test_execution_ids.py holds every derivation against this rule."""
     problem = _id_problem(value)
-    if problem is None and any(c in value for c in RESERVED_ID_CHARS):
+    if problem is not None:
+        return problem
+    if any(c in value for c in RESERVED_ID_CHARS):
         return (f"must not contain {' or '.join(repr(c) for c in RESERVED_ID_CHARS)}: the engine reserves "
                 "them for child executions (PARENT/STEP) and continuations (ID~N)")
-    return problem
+    if value.startswith(SCHEDULE_ID_PREFIX):
+        return f"must not start with {SCHEDULE_ID_PREFIX!r}: it is reserved for schedules"
+    if _OCCURRENCE.search(value):
+        return ("must not end with ':' and an RFC 3339 UTC time (such as :2026-03-30T07:00:00Z): the engine "
+                "reserves that shape for the runs of schedules (SCHEDULE:OCCURRENCE)")
+    return None
 
 
 def signal_id_problem(value: Any) -> str | None:

@@ -1,12 +1,14 @@
 """`ctx.run(fn, *args)`: a plain Python callable run as an inline step of a code workflow.
 
 The call is a task step like `ctx.step` (same events, same unit key `<pos>.<name>`, same retry
-and timeout options) whose task is `module:qualname` of the function and whose input is the list
-of arguments; the decider runs it in its own invocation (orbit/service/inline.py) instead of
-sending it to a queue. The function object itself is remembered per (execution, unit) at every
-call, so closures and lambdas run with the values they captured in *this* execution; a decider that
-did not replay the call (another process picking up after a crash) imports `module:qualname`, which
-works for module-level functions (docs/inline-steps.md).
+and timeout options) whose task is `module:qualname` of the function (a label for history and the
+views, never looked up) and whose input is the list of arguments; the decider runs it in its own
+invocation (orbit/service/inline.py) instead of sending it to a queue. The function object itself
+is remembered per (execution, unit) at every call, so closures and lambdas run with the values they
+captured in *this* execution. A decider that did not replay the call (another process picking up
+after a crash or a hand-over) replays the workflow first, which reaches this call again and
+remembers the function (orbit/service/inline.py `recall`); no function is ever imported by its
+recorded name, which a definition could otherwise choose (issue 25, docs/security.md).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def run_inline(replay: Any, fn: Any, args: tuple[Any, ...], name: str | None, re
     if label == "<lambda>":
         label = "lambda"
     spec = Step(task_name(fn), list(args), label, None, retry, timeout, None, on_exhausted, inline=semantics)
-    remember(replay.execution_id, f"{replay.position + 1}.{spec.label}", fn)  # the key step() takes
+    # the key step() takes (a branch's or scope's calls carry its key prefix)
+    remember(replay.execution_id, f"{getattr(replay, 'prefix', '')}{replay.position + 1}.{spec.label}", fn)
     return replay.step(spec)
 
 

@@ -14,6 +14,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from orbit.core.history.storable import SCHEDULE_ID_PREFIX
 from orbit.core.schedule.config import Config, parse_config
 from orbit.core.schedule.times import format_time
 
@@ -23,7 +24,7 @@ MAX_BACKFILL = 1_000
 MAX_CATCHUP_FIRES = 1_000
 # Past occurrences counted as missed per event, at most (an outage of years on a `* * * * *`).
 MAX_MISSED_COUNT = 100_000
-PARENT_PREFIX = "schedule:"  # the parent id a scheduled run reports its end to
+PARENT_PREFIX = SCHEDULE_ID_PREFIX  # the parent id a scheduled run reports its end to
 FAILED = ("FAILED", "TIMED_OUT")
 
 
