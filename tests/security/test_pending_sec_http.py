@@ -83,10 +83,12 @@ def test_caller_text_reaches_orbit_devs_terminal_escaped(dev: DevProcess) -> Non
 def test_the_same_signal_id_with_another_payload_is_a_409_naming_the_difference() -> None:
     first, again, other = in_child("""
         sim = world()
-        sim.register(definition("plain", {"w": {"wait_for": "go"}}))
+        sim.register(definition("plain", {"w": {"wait_for": "go"},
+                                          "x": {"wait_for": "stop", "after": ["w"]}}))
         call(sim, "POST", "/executions", {"workflow": "plain", "id": "e1"})
         sim.run()
         first = call(sim, "POST", "/executions/e1/signals/go", {"id": "s1", "payload": {"amount": 1}})
+        sim.run()  # received: a signal still queued is not known yet
         again = call(sim, "POST", "/executions/e1/signals/go", {"id": "s1", "payload": {"amount": 1}})
         other = call(sim, "POST", "/executions/e1/signals/go", {"id": "s1", "payload": {"amount": 1000}})
         emit([first, again, other])
