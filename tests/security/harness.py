@@ -115,7 +115,7 @@ class DevProcess:
     def stop(self) -> None:
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=20)
+            self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=20)
