@@ -1,8 +1,8 @@
 """The deployed handlers themselves (functions/*/app.py) on moto, facing hostile input: the API
 function refuses an inline task its InlineTaskModules do not register, and the decider, handed
-poison records (not JSON, nested past any parser, a bundle of junk, a result for nobody,
-an over-long id)
-next to a good one, fails those records only and decides the good one, within its time limit."""
+poison records (not JSON, nested past any parser, a bundle of junk, a result for nobody, an
+over-long id) next to a good one, fails each poison record alone and decides the good one, within
+its time limit."""
 
 from __future__ import annotations
 
