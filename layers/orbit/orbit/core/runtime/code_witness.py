@@ -72,7 +72,9 @@ class Seen:
                 self.disposed.add(c.hook_id)
 
     def held_by(self, state: Any) -> bool:
-        """Does `state` hold all of it? (The current feed's own lists are checked by the caller.)"""
+        """Does `state` hold all of it? (The current feed's own lists are checked by the caller.) If
+        so, the facts point at `state`'s equal values from now on: the instance does not keep the
+        state it was fed before alive."""
         units, hooks = state.units, state.hooks
         if any(k not in units for k in self.units) or any(h not in hooks for h in self.hooks):
             return False
@@ -84,4 +86,10 @@ class Seen:
             return False  # a unit it ended is live again: the commit that ended it was lost
         if any(not (hooks.get(h) or {}).get("disposed") for h in self.disposed):
             return False
-        return all(holds(fact, state) for fact in self.facts.values())
+        rebased: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        for key, fact in self.facts.items():
+            if not holds(fact, state):
+                return False
+            rebased[key] = unit_fact(fact[1], units[fact[1]]) if fact[0] == "unit" else fact
+        self.facts = rebased
+        return True
