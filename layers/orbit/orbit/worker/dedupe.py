@@ -128,7 +128,8 @@ def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
         except Exception as e:  # noqa: BLE001 - any failure: the answer is unknown, read again
             failure = e
             log.warning("could not read the history of %s to check a possible duplicate of %s "
-                        "(read %d of %d)", d.execution_id, d.unit, attempt + 1, READ_ATTEMPTS, exc_info=True)
+                        "(read %d of %d): %s: %s", d.execution_id, d.unit, attempt + 1, READ_ATTEMPTS,
+                        type(e).__name__, e, exc_info=attempt + 1 == READ_ATTEMPTS)
     raise HistoryUnreadable(
         f"step {d.unit!r} of {d.execution_id!r} (attempt {d.attempt}) may have been answered already and "
         f"its history could not be read {READ_ATTEMPTS} times ({type(failure).__name__}: {failure}): the "
