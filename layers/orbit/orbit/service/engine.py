@@ -79,6 +79,10 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
+    # The runtime that replays code workflows in its decisions, with its own cache of paused instances
+    # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
+    # process's. A cached instance is only an optimisation: a decision must not depend on it.
+    code_runtime: Any = None
 
     def __init__(
         self,
@@ -273,7 +277,8 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                     continue
                 raise
             # A parked execution still records results, signals and cancels; its runtime is not run.
-            d = decide(wf, state, m, now, self.ids, self.retention_ms)  # a start records its expiry
+            d = decide(wf, state, m, now, self.ids, self.retention_ms,  # a start records its expiry
+                       self.code_runtime)
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)

@@ -206,7 +206,8 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
             output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
             m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
                               output if error is None else None, error)
-            decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids)
+            decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids,
+                              code_runtime=getattr(engine, "code_runtime", None))
             events.extend(decision.events)
             effects.extend(decision.effects)
             handled.append(m.id)
@@ -236,7 +237,7 @@ def add_started(engine: Any, state: ExecutionState, wf: Any, effects: list[Effec
             if u is not None and u.status == SCHEDULED and u.token == e.token:
                 m = StartedMessage(state.id, f"started:{e.token}:{runner.session}", e.unit, e.token,
                                    runner.worker_id, runner.session)
-                d = decide(wf, state, m, now, engine.ids)
+                d = decide(wf, state, m, now, engine.ids, code_runtime=getattr(engine, "code_runtime", None))
                 events.extend(d.events)
                 effects.extend(d.effects)
 

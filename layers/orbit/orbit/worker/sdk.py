@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -98,14 +99,15 @@ class Worker:
                  tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
                  lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0,
                  started_grace_s: float = 1.0, tracer: Any = None, references: Any = None,
-                 history: Any = None) -> None:
+                 history: Any = None, sleep: Callable[[float], None] | None = None) -> None:
         self.queues = queues
         self.idempotency = idempotency
         # Read-only `load(execution_id)` of the executions' histories: tells a possible duplicate
         # whether its attempt is still open (worker/dedupe.py). None: such a message settles, then
         # runs with its key claimed.
         self.history = history
-        self._history_readable: bool | None = None  # dedupe.readable, asked at the first task
+        self._history_readable: bool | None = None  # dedupe.readable, asked until it is known
+        self.sleep = sleep or time.sleep  # between history reads that failed (dedupe.READ_BACKOFF_S)
         self.clock = clock
         self._tasks = tasks
         # The Lambda log stream names one execution environment: a good worker identity.
@@ -183,7 +185,11 @@ class Worker:
             self._send(*held.stale(self.started_grace_s))
         claimed = Once({})  # taken by whoever claims the key: up front, or when the task runs long
         recorded = [False]  # the key is claimed: the outcome is stored (complete/fail)
-        if idem is not None and not self._by_history():  # no history to check: the record every time
+        readable = self._by_history() if idem is not None else False
+        if readable is None and (dedupe.suspect(body, d, delivery) or
+                                 dedupe.waited(delivery, self.clock.now_ms())):
+            readable = True  # unknown: a possible duplicate must look back (an unreadable history defers it)
+        if idem is not None and not readable:  # no history to check: the record every time
             if not self._replay(d, idem.peek(d.idempotency_key, d.attempt), held):
                 return
             recorded[0] = True
@@ -234,11 +240,12 @@ class Worker:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
 
-    def _by_history(self) -> bool:
-        """May short tasks skip the record? Only if this process can read histories (asked once)."""
+    def _by_history(self) -> bool | None:
+        """May short tasks skip the record? Only if this process can read histories (asked until the
+        answer is known; None: the probe failed otherwise, this task keeps its record)."""
         if self._history_readable is None:
             self._history_readable = dedupe.readable(self.history)
-        return bool(self._history_readable)
+        return self._history_readable
 
     def _look_back(self, body: Mapping[str, Any], d: DispatchTask, idem: Any, delivery: Delivery,
                    held: Held | None, extend_visibility: Callable[[int], None] | None) -> bool | None:
@@ -256,7 +263,12 @@ class Worker:
         if not (suspect or waited):
             return False  # a retry: nothing ran this attempt before
         count = delivery.receive_count if suspect else dedupe.SETTLE_RECEIVES  # one that waited never defers
-        verdict = dedupe.verdict(self.history, d, count)
+        try:
+            verdict = dedupe.verdict(self.history, d, count, self.sleep)
+        except dedupe.HistoryUnreadable:  # unknown is not open: back to the queue, not run
+            if extend_visibility is not None:
+                extend_visibility(dedupe.UNREADABLE_DELAY_S)
+            raise
         if verdict == "ack":
             log.info("task message for %s/%s attempt %d is a duplicate the execution no longer waits for; "
                      "acknowledged without running", d.execution_id, d.unit, d.attempt)
