@@ -45,7 +45,7 @@ from typing import Any
 from orbit.core.history.effects import DispatchTask, effect_from_dict
 from orbit.core.history.events import TaskError
 from orbit.core.tracing import BODY_KEY, PassThrough
-from orbit.errors import OrbitError, ValidationError
+from orbit.errors import DuplicateTask, OrbitError, ValidationError
 from orbit.worker import dedupe
 from orbit.worker.batching import Held, KeepAlive, Once
 from orbit.worker.context import TaskContext
@@ -75,11 +75,36 @@ def task(name: str, *, dedupe: bool = True) -> Callable[[TaskFunction], TaskFunc
         if not callable(fn):
             raise ValidationError(f"@task({name!r}) needs a function (input, ctx) -> output", "task")
         with _TASKS_LOCK:
-            _TASKS[name] = fn
+            held = _TASKS.get(name)
+            if held is not None and _origin(held)[:2] != _origin(fn)[:2]:
+                raise DuplicateTask(f"task {name!r} is registered twice: by {_where(held)} and by "
+                                    f"{_where(fn)}; rename one of them")
+            _TASKS[name] = fn  # the same function imported again (a reload, a second module name) replaces
             (_NO_DEDUPE.discard if dedupe else _NO_DEDUPE.add)(name)
         return fn
 
     return register
+
+
+def _origin(fn: Any) -> tuple[str, str, int]:
+    """(qualname, file, line) of a task function: one name, one function, wherever it is imported from.
+
+    The same file imported under two module names (the local stack loads `functions/*/app.py` under a
+    fresh name each time) gives the same qualname and file: that is the same function, not a rival."""
+    import inspect
+    from pathlib import Path
+
+    inner = inspect.unwrap(fn)
+    code = getattr(inner, "__code__", None)
+    qualname = str(getattr(inner, "__qualname__", None) or type(inner).__qualname__)
+    if code is None:
+        return qualname, str(getattr(inner, "__module__", "?")), 0
+    return qualname, str(Path(code.co_filename).resolve()), int(code.co_firstlineno)
+
+
+def _where(fn: Any) -> str:
+    qualname, file, line = _origin(fn)
+    return f"{qualname} ({file}:{line})" if line else f"{qualname} ({file})"
 
 
 def registered_tasks() -> dict[str, TaskFunction]:
