@@ -11,7 +11,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
 from orbit.errors import DuplicateTask
 from orbit.worker import sdk
 
@@ -58,8 +57,8 @@ def test_two_functions_under_one_name_fail_at_import_naming_both(tmp_path: Path,
 
 def test_the_same_name_in_one_file_twice_is_refused(tmp_path: Path, task_name: str) -> None:
     path = tmp_path / "twice.py"
-    path.write_text(f"from orbit.worker import task\n\n@task({task_name!r})\ndef a(input, ctx):\n    return 1\n\n"
-                    f"@task({task_name!r})\ndef b(input, ctx):\n    return 2\n")
+    path.write_text(f"from orbit.worker import task\n\n@task({task_name!r})\ndef a(input, ctx):\n"
+                    f"    return 1\n\n@task({task_name!r})\ndef b(input, ctx):\n    return 2\n")
     with pytest.raises(DuplicateTask, match=rf"by a \({path.resolve()}:3\) and by b \({path.resolve()}:7\)"):
         _import(path)
 

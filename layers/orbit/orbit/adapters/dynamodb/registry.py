@@ -123,7 +123,8 @@ class DynamoRegistry:
                 self._db.update_item(
                     TableName=self.table, Key={"pk": s(f"DEF#{name}"), "sk": s("LATEST")},
                     UpdateExpression="SET retired_at = :t", ConditionExpression="#v = :v",
-                    ExpressionAttributeNames={"#v": "version"}, ExpressionAttributeValues={":t": now, ":v": s(v)})
+                    ExpressionAttributeNames={"#v": "version"},
+                    ExpressionAttributeValues={":t": now, ":v": s(v)})
             except self._db.exceptions.ConditionalCheckFailedException:
                 continue
         with self._lock:  # seen at once in this process; other processes within `pointer_ttl_s`
