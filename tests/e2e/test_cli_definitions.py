@@ -53,3 +53,17 @@ def test_register_list_retire_and_a_running_execution_finishes(cli, tmp_path):
         (tmp_path / "flow.py").write_text("import orbit\n")
         res = cli("register", str(tmp_path / "flow.py"), *api)
         assert res.returncode == 2 and "registered by the process that runs it" in res.stderr
+
+
+def test_orbit_dev_names_each_task_no_worker_serves_at_start_up(tmp_path):
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("orbit: 1\nname: flow\nsteps:\n  hi: {task: example.greet}\n"
+                    "  pay: {task: billing.charge, after: [hi], compensate: {task: billing.refund}}\n")
+    with orbit_dev(str(flow)) as (_, lines):
+        said = [line.strip() for line in lines if "no worker serves" in line]
+    assert said == [
+        "no worker serves task billing.charge (flow: steps.pay): its steps wait in queue billing until one "
+        "does (pass --workers FILE.py with @task('billing.charge'))",
+        "no worker serves task billing.refund (flow: steps.pay.compensate): its steps wait in queue billing "
+        "until one does (pass --workers FILE.py with @task('billing.refund'))",
+    ]  # example.greet is served by the template's example worker

@@ -30,6 +30,12 @@ the worker:
    dispatch token, so the decider can tell a current answer from a stale one.
 `raise orbit.TaskError(code, message, retryable=False)` fails the step for good;
 any other exception is reported as a retryable `TASK_FAILED`.
+
+A message for a task this worker has no function for waits for one (`wait_for_worker`): it goes
+back to its queue, sent again with a delay (UNSERVED_DELAYS_S), until a worker that serves the task
+takes it, or the step's `queue_timeout` (QUEUE_TIMEOUT) or the execution's end makes the copy
+stale (then it is dropped). Nothing is recorded and `started` is not sent, so the step stays
+SCHEDULED. A step with `on_missing_worker: fail` fails at once with UNKNOWN_TASK instead.
 """
 
 from __future__ import annotations
@@ -55,6 +61,11 @@ from orbit.worker.timers import Handle, timers
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
 log = logging.getLogger("orbit.worker")
+
+UNSERVED_DELAYS_S = (10, 30, 60, 120, 300)
+"""How long a message for a task no worker serves waits before it is looked at again: the n-th
+time it comes back it waits the n-th delay (the last one from then on). SQS allows up to 900 s."""
+WAITING_KEY = "waiting_for_worker"  # in a re-sent body: how many times it came back unserved
 
 _TASKS: dict[str, TaskFunction] = {}
 _NO_DEDUPE: set[str] = set()
@@ -114,6 +125,11 @@ def registered_tasks() -> dict[str, TaskFunction]:
 
 class TaskBusy(OrbitError):
     """Another live worker holds this step's idempotency key; the message is retried later."""
+
+
+class TaskUnserved(OrbitError):
+    """No function for this task in this worker, and no queue to send the message back to: it is
+    left to SQS, which makes it visible again after the delay set on it."""
 
 
 class Worker:
@@ -201,6 +217,9 @@ class Worker:
                                   "message.kind")
         lease = lease_ms or self.lease_ms
         d = effect
+        if d.task not in self.tasks() and d.on_missing_worker != "fail":
+            self._wait_for_worker(body, d, extend_visibility)
+            return
         with _TASKS_LOCK:
             idem = None if d.task in _NO_DEDUPE else self.idempotency
         held: Held | None = getattr(self._local, "held", None)  # this batch's, even from the timer thread
@@ -258,6 +277,36 @@ class Worker:
         if self.references is not None:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
+
+    def _wait_for_worker(self, body: Mapping[str, Any], d: DispatchTask,
+                         extend_visibility: Callable[[int], None] | None) -> None:
+        """Put the message back in its queue for a worker that serves `d.task`, unless no one waits
+        for this attempt any more (its queue deadline passed, the execution moved on or ended)."""
+        now = self.clock.now_ms()
+        if d.deadline_ms is not None and now > d.deadline_ms + 60_000:
+            log.info("task message for %s/%s (task %s) waited past its deadline: dropped",
+                     d.execution_id, d.unit, d.task)
+            return  # the engine has timed the attempt out (QUEUE_TIMEOUT or TIMEOUT) by now
+        if self._by_history() and not dedupe.is_open(self.history, d):
+            log.info("task message for %s/%s (task %s) is no longer waited for: dropped",
+                     d.execution_id, d.unit, d.task)
+            return
+        came_back = body.get(WAITING_KEY)
+        n = came_back if isinstance(came_back, int) and not isinstance(came_back, bool) else 0
+        delay = UNSERVED_DELAYS_S[min(n, len(UNSERVED_DELAYS_S) - 1)]
+        if n == 0:  # once per attempt, not at every return
+            served = ", ".join(sorted(self.tasks())) or "no tasks"
+            log.warning("waiting for a worker for task %r on queue %r (%s/%s attempt %d): this worker "
+                        "serves %s; the message goes back to the queue until a worker serves it",
+                        d.task, d.queue, d.execution_id, d.unit, d.attempt, served)
+        send = getattr(self.queues, "send_task", None)
+        if send is None:
+            if extend_visibility is not None:
+                extend_visibility(delay)
+            raise TaskUnserved(f"no worker serves task {d.task!r} on queue {d.queue!r}: retried in {delay} s")
+        # A new message rather than a redelivery: SQS would move the same message to the dead-letter
+        # queue after maxReceiveCount receives, however long the wait is meant to last.
+        send(d.queue, {**body, WAITING_KEY: n + 1}, delay)
 
     def _by_history(self) -> bool:
         """May short tasks skip the record? Only if this process can read histories (asked once)."""
