@@ -70,3 +70,12 @@ def test_importing_the_same_module_again_is_not_an_error(tmp_path: Path, task_na
     assert sdk.registered_tasks()[task_name] is again.ship  # the newest import serves it
     path.write_text("\n\n" + path.read_text())  # edited and reloaded: the same function, moved down
     _import(path)
+
+
+def test_two_lambdas_of_one_file_are_two_functions(tmp_path: Path, task_name: str) -> None:
+    path = tmp_path / "lambdas.py"
+    path.write_text(f"from orbit.worker import task\n\ntask({task_name!r})(lambda i, c: 1)\n"
+                    f"task({task_name!r})(lambda i, c: 2)\n")
+    both = r"by <lambda> \(.*lambdas.py:3\) and by <lambda> \(.*lambdas.py:4\)"
+    with pytest.raises(DuplicateTask, match=both):
+        _import(path)

@@ -87,7 +87,7 @@ def task(name: str, *, dedupe: bool = True) -> Callable[[TaskFunction], TaskFunc
             raise ValidationError(f"@task({name!r}) needs a function (input, ctx) -> output", "task")
         with _TASKS_LOCK:
             held = _TASKS.get(name)
-            if held is not None and _origin(held)[:2] != _origin(fn)[:2]:
+            if held is not None and _identity(held) != _identity(fn):
                 raise DuplicateTask(f"task {name!r} is registered twice: by {_where(held)} and by "
                                     f"{_where(fn)}; rename one of them")
             _TASKS[name] = fn  # the same function imported again (a reload, a second module name) replaces
@@ -111,6 +111,13 @@ def _origin(fn: Any) -> tuple[str, str, int]:
     if code is None:
         return qualname, str(getattr(inner, "__module__", "?")), 0
     return qualname, str(Path(code.co_filename).resolve()), int(code.co_firstlineno)
+
+
+def _identity(fn: Any) -> tuple[str, str, int]:
+    """What makes two registrations the same function: qualname and file; a lambda's line too (two
+    lambdas of one file share the qualname `<lambda>`)."""
+    qualname, file, line = _origin(fn)
+    return qualname, file, line if qualname.endswith("<lambda>") else 0
 
 
 def _where(fn: Any) -> str:
