@@ -335,11 +335,14 @@ class LocalStack(ScheduleOps):
         if not done(force=True):
             from .waiting import waiting
 
-            waits = [f"{w.unit}: {w.text}" for w in waiting(last, self.history(id))]
+            found = waiting(last, self.history(id))
+            waits = [f"{w.unit}: {w.text}" for w in found]
+            todo = ("register a worker function for its task (@orbit.worker.task) and advance the clock"
+                    if any(w.kind == "worker" for w in found)
+                    else "send the signal it waits for (orbit run --signal NAME=JSON)")
             raise OrbitError(
                 f"execution {id} is {last['status']} and nothing more will happen on its own "
-                f"(waiting: {'; '.join(waits) or '-'}); send the signal it waits for "
-                "(orbit run --signal NAME=JSON) or cancel it"
+                f"(waiting: {'; '.join(waits) or '-'}); {todo}, or cancel it"
             )
         return last
 
