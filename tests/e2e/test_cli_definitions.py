@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from tests.e2e.conftest import orbit_dev
+from tests.e2e.conftest import orbit_cli, orbit_dev
 
 GATE = "orbit: 1\nname: gate\nversion: \"{v}\"\nsteps:\n  w: {{wait_for: go}}\n"
 
@@ -59,8 +59,15 @@ def test_orbit_dev_names_each_task_no_worker_serves_at_start_up(tmp_path):
     flow = tmp_path / "flow.yaml"
     flow.write_text("orbit: 1\nname: flow\nsteps:\n  hi: {task: example.greet}\n"
                     "  pay: {task: billing.charge, after: [hi], compensate: {task: billing.refund}}\n")
-    with orbit_dev(str(flow)) as (_, lines):
+    later = tmp_path / "later.yaml"
+    later.write_text("orbit: 1\nname: later\nsteps:\n  x: {task: ship.send}\n")
+    with orbit_dev(str(flow)) as (url, lines):
         said = [line.strip() for line in lines if "no worker serves" in line]
+        assert orbit_cli("register", str(later), "--url", url).returncode == 0
+        deadline = time.monotonic() + 10
+        while not any("task ship.send (later: steps.x)" in line for line in lines):
+            assert time.monotonic() < deadline, lines  # a definition registered later: said then
+            time.sleep(0.1)
     assert said == [
         "no worker serves task billing.charge (flow: steps.pay): its steps wait in queue billing until one "
         "does (pass --workers FILE.py with @task('billing.charge'))",

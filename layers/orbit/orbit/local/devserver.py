@@ -135,6 +135,9 @@ class DevServer:
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)
+            if method == "POST" and parts.path.rstrip("/") == "/definitions" and status == 201:
+                for line in unserved_lines([self.stack.engine.registry.get(body["name"], body["version"])]):
+                    self.say(line)  # `orbit register` against orbit dev: said where its steps will wait
             return status, body
 
     def _report_started(self, raw: bytes, body: Any) -> None:
