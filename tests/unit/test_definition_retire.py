@@ -23,6 +23,9 @@ def test_a_retired_version_refuses_starts_and_its_running_execution_finishes() -
     assert body["error"]["message"] == (
         "workflow 'wf': its latest version, 1, is retired: new starts are refused (running executions "
         "finish); register it again to bring it back, or start another version")
+    assert sim.engine.start("wf", None, {}, "running") == "running"  # a repeated start finds its execution
+    with pytest.raises(WorkflowRetired):
+        sim.engine.start("wf", None, {"other": 1}, "running")  # ...not another input
     sim.signal("running", "go", 1)
     sim.run()
     assert sim.describe("running")["status"] == "COMPLETED"
