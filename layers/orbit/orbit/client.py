@@ -118,6 +118,12 @@ class Client:
         body = definition if isinstance(definition, dict) else {"text": definition}
         return self._call("POST", "/definitions", body)
 
+    def retire(self, name: str, version: str | None = None) -> dict[str, Any]:
+        """New starts of `version` (every version when None) are refused; running executions finish.
+        Returns `{name, retired: [versions]}`; registering a version again brings it back."""
+        return self._call("POST", f"/definitions/{_q(name)}/retire", {} if version is None else
+                          {"version": str(version)})
+
     def start(
         self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
     ) -> dict[str, Any]:

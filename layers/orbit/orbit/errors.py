@@ -168,3 +168,28 @@ def update_result(answer: dict[str, object], timeout_s: float) -> object:
     if isinstance(error, dict) and error:
         raise UpdateFailed(uid, str(error.get("code")), str(error.get("message")))
     return answer.get("result")
+
+
+class DuplicateTask(OrbitError):
+    """Two different functions registered under one task name in one process (`@orbit.worker.task`):
+    which one a step would run depends on import order, so it is refused at import."""
+
+
+class WorkflowRetired(UnknownWorkflow):
+    """A start (or fork) names a definition version that was retired (`orbit retire`): new starts are
+    refused; executions already running on it finish. An UnknownWorkflow, so every place that refuses
+    a start of an unknown workflow (a child's step, a schedule's fire) refuses this one too."""
+
+    code = "WORKFLOW_RETIRED"
+
+
+def retired_message(name: str, version: str, latest: bool) -> str:
+    """Why a start of a retired version is refused, and what to do instead."""
+    which = f"its latest version, {version}," if latest else f"version {version}"
+    return (f"workflow {name!r}: {which} is retired: new starts are refused (running executions finish); "
+            f"register it again to bring it back, or start another version")
+
+
+def retire_unknown(name: str, version: str | None) -> str:
+    which = f" with version {version!r}" if version is not None else ""
+    return f"cannot retire {name!r}: no definition named {name!r}{which} is registered"

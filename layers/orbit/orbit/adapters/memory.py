@@ -20,7 +20,15 @@ from typing import Any
 from orbit.adapters.memory_retention import MemoryRetention
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
-from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    NotFound,
+    UnknownWorkflow,
+    WorkflowRetired,
+    retire_unknown,
+    retired_message,
+)
 from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded, hook_key
 
 
@@ -280,6 +288,7 @@ class MemoryRegistry:
     def __init__(self) -> None:
         self._by: dict[str, dict[str, dict[str, Any]]] = {}
         self._latest: dict[str, str] = {}
+        self._retired: set[tuple[str, str]] = set()  # (name, version): new starts refused
 
     def register(self, workflow: Any) -> None:
         from orbit.core.decider.decide import workflow_build
@@ -287,6 +296,21 @@ class MemoryRegistry:
         name, version = workflow.name, str(workflow.version)
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
         self._latest[name] = version
+        self._retired.discard((name, version))  # registering a version again brings it back
+
+    def retire(self, name: str, version: str | None = None) -> list[str]:
+        """Refuse new starts of `version` (every version when None); returns the versions retired."""
+        versions = [v for v, builds in self._by.get(name, {}).items()
+                    if any(getattr(w, "kind", None) != "code" for w in builds.values())]
+        if version is not None:
+            versions = [v for v in versions if v == str(version)]
+        if not versions:
+            raise UnknownWorkflow(retire_unknown(name, version))
+        self._retired.update((name, v) for v in versions)
+        return versions
+
+    def retired(self, name: str, version: str) -> bool:
+        return (name, str(version)) in self._retired
 
     def deploy(self, workflows: Any) -> None:
         """Replace every code workflow held with `workflows`; definitions stay registered."""
@@ -313,6 +337,8 @@ class MemoryRegistry:
         builds = versions.get(str(v))
         if not builds:
             raise UnknownWorkflow(f"workflow {name!r} has no version {v!r} (known: {sorted(versions)})")
+        if (name, str(v)) in self._retired:
+            raise WorkflowRetired(retired_message(name, str(v), version is None))
         return list(builds.values())[-1]
 
     def builds(self, limit: int = 1000) -> list[tuple[str, str, str]]:

@@ -58,7 +58,9 @@ def encode_body(body: Mapping[str, Any], payloads: Any, inline_limit: int = INLI
             return text
     # No history references a whole body: it goes where the bucket's lifecycle rule removes it.
     ref = getattr(payloads, "put_message", payloads.put)(text.encode())
-    envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token") if k in body}
+    # (`waiting_for_worker` too: the local stack reads it from the envelope, see local/clock.py)
+    envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token", "task",
+                                     "waiting_for_worker") if k in body}
     envelope[REF_KEY] = ref
     return json.dumps(envelope, separators=(",", ":"))
 

@@ -102,11 +102,17 @@ def install_into_moto() -> None:
     _installed = True
 
 
+UNSERVED_MARK = '"waiting_for_worker":'  # a task message sent back for want of a worker (worker/sdk.py)
+
+
 def next_sqs_wake_ms() -> int | None:
     """Earliest virtual time at which an in-flight or delayed message becomes visible.
 
     Read straight from moto's backend (the server runs in this process), because
-    SQS has no API that says when the next message will appear.
+    SQS has no API that says when the next message will appear. A task message waiting for a
+    worker that no function of this process serves yet is not a wake-up: its return finds no
+    worker either, so skipping time to it would spin (until the step's queue timeout, a timer, or
+    for ever).
     """
     from moto.sqs.models import sqs_backends
 
@@ -118,8 +124,22 @@ def next_sqs_wake_ms() -> int | None:
                 for msg in queue._messages:  # noqa: SLF001 - moto has no public view of this
                     for t in (msg.visible_at, msg.delayed_until):
                         if t and t > now and (best is None or t < best):
+                            if t == msg.delayed_until and UNSERVED_MARK in msg.body and not _served(msg.body):
+                                continue
                             best = int(t) + 1
     return best
+
+
+def _served(body: str) -> bool:
+    import json
+
+    from orbit.worker.sdk import registered_tasks
+
+    try:
+        task = json.loads(body).get("task")
+    except (ValueError, AttributeError):
+        return True
+    return task in registered_tasks()
 
 
 def visible_count(queue_name: str) -> int | None:

@@ -135,6 +135,9 @@ class DevServer:
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)
+            if method == "POST" and parts.path.rstrip("/") == "/definitions" and status == 201:
+                for line in unserved_lines([self.stack.engine.registry.get(body["name"], body["version"])]):
+                    self.say(line)  # `orbit register` against orbit dev: said where its steps will wait
             return status, body
 
     def _report_started(self, raw: bytes, body: Any) -> None:
@@ -160,6 +163,26 @@ class DevServer:
             self.stopping.set()
             self._pump.join(timeout=5)
             self.httpd.server_close()
+
+
+def unserved_lines(definitions: list[Any]) -> list[str]:
+    """One line per task the definitions use that no `@orbit.worker.task` of this process serves."""
+    from orbit.core.runtime.dsl import default_queue
+    from orbit.worker.sdk import registered_tasks
+
+    served = registered_tasks()
+    missing: dict[str, tuple[str, str]] = {}  # task -> (first place that uses it, its queue)
+    for d in definitions:
+        for step in getattr(d, "steps", {}).values():  # a code workflow's tasks are known only when it runs
+            for body, where in ((step, step.name), (step.compensate, f"{step.name}.compensate")):
+                if body is None or body.kind != "task" or not body.task or body.inline:
+                    continue
+                if body.task not in served:
+                    queue = body.queue or default_queue(body.task)
+                    missing.setdefault(body.task, (f"{d.name}: steps.{where}", queue))
+    return [f"no worker serves task {task} ({where}): its steps wait in queue {queue} until one does "
+            f"(pass --workers FILE.py with @task({task!r}))"
+            for task, (where, queue) in sorted(missing.items())]
 
 
 def serve(
@@ -189,6 +212,8 @@ def serve(
             announce(dev)
         if names:
             dev.say(f"registered: {', '.join(names)}")
+        for line in unserved_lines([stack.engine.registry.get(n) for n in names]):
+            dev.say(line)  # its steps would wait in their queue: say so before anyone starts one
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled
             shown = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items()))
             dev.say(f"template parameters: {shown}")

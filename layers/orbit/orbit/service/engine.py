@@ -271,7 +271,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                             eid,
                             "FAILED",
                             None,
-                            TaskError("UNKNOWN_WORKFLOW", str(e), False),
+                            TaskError(getattr(e, "code", "UNKNOWN_WORKFLOW"), str(e), False),
                         )
                     )
                     continue

@@ -31,6 +31,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
+    POST /definitions/{name}/retire           {version?} (every version when left out) -> 200
+                                              {name, retired: [versions]}: new starts refused (409
+                                              WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
@@ -38,7 +41,7 @@ request, invalid definition, payload refused, ids that do not fit, lone surrogat
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
 hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
-that is not parked, a redrive refused) and
+that is not parked, a redrive refused, a start of a retired version: WORKFLOW_RETIRED) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -65,6 +68,7 @@ from orbit.errors import (
     RedriveRefused,
     UnknownWorkflow,
     ValidationError,
+    WorkflowRetired,
 )
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
@@ -237,6 +241,19 @@ def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Re
     return 201, {"name": definition.name, "version": definition.version, "hash": definition.hash}
 
 
+def _retire(engine: Any, body: dict[str, Any], query: Mapping[str, str], name: str) -> Response:
+    version = body.get("version")
+    if version is not None and (not isinstance(version, (str, int)) or isinstance(version, bool)
+                                or not str(version)):
+        raise ValidationError("must be a version (a string), or left out to retire every version",
+                              "body.version")
+    retire = getattr(engine.registry, "retire", None)
+    if retire is None:
+        raise ValidationError("this engine's registry cannot retire definitions", "path.name")
+    versions = retire(name, None if version is None else str(version))
+    return 200, {"name": name, "retired": versions}
+
+
 _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/executions"), _start),
     ("GET", re.compile(r"/executions"), _list),
@@ -255,6 +272,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
+    ("POST", re.compile(r"/definitions/([^/]+)/retire"), _retire),
 ]
 _ROUTES += SCHEDULE_ROUTES
 _ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
@@ -281,6 +299,8 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "VALIDATION_ERROR", str(e), [p.to_dict() for p in e.problems])
         except PayloadRefused as e:
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
+        except WorkflowRetired as e:  # the workflow exists: refusing it is a conflict, not a 404
+            return _error(409, WorkflowRetired.code, str(e))
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
         except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked, RedriveRefused) as e:

@@ -30,6 +30,12 @@ the worker:
    dispatch token, so the decider can tell a current answer from a stale one.
 `raise orbit.TaskError(code, message, retryable=False)` fails the step for good;
 any other exception is reported as a retryable `TASK_FAILED`.
+
+A message for a task this worker has no function for waits for one (`wait_for_worker`): it goes
+back to its queue, sent again with a delay (UNSERVED_DELAYS_S), until a worker that serves the task
+takes it, or the step's `queue_timeout` (QUEUE_TIMEOUT) or the execution's end makes the copy
+stale (then it is dropped). Nothing is recorded and `started` is not sent, so the step stays
+SCHEDULED. A step with `on_missing_worker: fail` fails at once with UNKNOWN_TASK instead.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from typing import Any
 from orbit.core.history.effects import DispatchTask, effect_from_dict
 from orbit.core.history.events import TaskError
 from orbit.core.tracing import BODY_KEY, PassThrough
-from orbit.errors import OrbitError, ValidationError
+from orbit.errors import DuplicateTask, OrbitError, ValidationError
 from orbit.worker import dedupe
 from orbit.worker.batching import Held, KeepAlive, Once
 from orbit.worker.context import TaskContext
@@ -56,6 +62,11 @@ from orbit.worker.timers import Handle, timers
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
 log = logging.getLogger("orbit.worker")
+
+UNSERVED_DELAYS_S = (10, 30, 60, 120, 300)
+"""How long a message for a task no worker serves waits before it is looked at again: the n-th
+time it comes back it waits the n-th delay (the last one from then on). SQS allows up to 900 s."""
+WAITING_KEY = "waiting_for_worker"  # in a re-sent body: how many times it came back unserved
 
 _TASKS: dict[str, TaskFunction] = {}
 _NO_DEDUPE: set[str] = set()
@@ -76,11 +87,43 @@ def task(name: str, *, dedupe: bool = True) -> Callable[[TaskFunction], TaskFunc
         if not callable(fn):
             raise ValidationError(f"@task({name!r}) needs a function (input, ctx) -> output", "task")
         with _TASKS_LOCK:
-            _TASKS[name] = fn
+            held = _TASKS.get(name)
+            if held is not None and _identity(held) != _identity(fn):
+                raise DuplicateTask(f"task {name!r} is registered twice: by {_where(held)} and by "
+                                    f"{_where(fn)}; rename one of them")
+            _TASKS[name] = fn  # the same function imported again (a reload, a second module name) replaces
             (_NO_DEDUPE.discard if dedupe else _NO_DEDUPE.add)(name)
         return fn
 
     return register
+
+
+def _origin(fn: Any) -> tuple[str, str, int]:
+    """(qualname, file, line) of a task function: one name, one function, wherever it is imported from.
+
+    The same file imported under two module names (the local stack loads `functions/*/app.py` under a
+    fresh name each time) gives the same qualname and file: that is the same function, not a rival."""
+    import inspect
+    from pathlib import Path
+
+    inner = inspect.unwrap(fn)
+    code = getattr(inner, "__code__", None)
+    qualname = str(getattr(inner, "__qualname__", None) or type(inner).__qualname__)
+    if code is None:
+        return qualname, str(getattr(inner, "__module__", "?")), 0
+    return qualname, str(Path(code.co_filename).resolve()), int(code.co_firstlineno)
+
+
+def _identity(fn: Any) -> tuple[str, str, int]:
+    """What makes two registrations the same function: qualname and file; a lambda's line too (two
+    lambdas of one file share the qualname `<lambda>`)."""
+    qualname, file, line = _origin(fn)
+    return qualname, file, line if qualname.endswith("<lambda>") else 0
+
+
+def _where(fn: Any) -> str:
+    qualname, file, line = _origin(fn)
+    return f"{qualname} ({file}:{line})" if line else f"{qualname} ({file})"
 
 
 def registered_tasks() -> dict[str, TaskFunction]:
@@ -90,6 +133,11 @@ def registered_tasks() -> dict[str, TaskFunction]:
 
 class TaskBusy(OrbitError):
     """Another live worker holds this step's idempotency key; the message is retried later."""
+
+
+class TaskUnserved(OrbitError):
+    """No function for this task in this worker, and no queue to send the message back to: it is
+    left to SQS, which makes it visible again after the delay set on it."""
 
 
 class Worker:
@@ -178,6 +226,9 @@ class Worker:
                                   "message.kind")
         lease = lease_ms or self.lease_ms
         d = effect
+        if d.task not in self.tasks() and d.on_missing_worker != "fail":
+            self._wait_for_worker(body, d, extend_visibility)
+            return
         with _TASKS_LOCK:
             idem = None if d.task in _NO_DEDUPE else self.idempotency
         held: Held | None = getattr(self._local, "held", None)  # this batch's, even from the timer thread
@@ -239,6 +290,36 @@ class Worker:
         if self.references is not None:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
+
+    def _wait_for_worker(self, body: Mapping[str, Any], d: DispatchTask,
+                         extend_visibility: Callable[[int], None] | None) -> None:
+        """Put the message back in its queue for a worker that serves `d.task`, unless no one waits
+        for this attempt any more (its queue deadline passed, the execution moved on or ended)."""
+        now = self.clock.now_ms()
+        if d.deadline_ms is not None and now > d.deadline_ms + 60_000:
+            log.info("task message for %s/%s (task %s) waited past its deadline: dropped",
+                     d.execution_id, d.unit, d.task)
+            return  # the engine has timed the attempt out (QUEUE_TIMEOUT or TIMEOUT) by now
+        if self._by_history() and not dedupe.is_open(self.history, d):
+            log.info("task message for %s/%s (task %s) is no longer waited for: dropped",
+                     d.execution_id, d.unit, d.task)
+            return
+        came_back = body.get(WAITING_KEY)
+        n = came_back if isinstance(came_back, int) and not isinstance(came_back, bool) else 0
+        delay = UNSERVED_DELAYS_S[min(n, len(UNSERVED_DELAYS_S) - 1)]
+        if n == 0:  # once per attempt, not at every return
+            served = ", ".join(sorted(self.tasks())) or "no tasks"
+            log.warning("waiting for a worker for task %r on queue %r (%s/%s attempt %d): this worker "
+                        "serves %s; the message goes back to the queue until a worker serves it",
+                        d.task, d.queue, d.execution_id, d.unit, d.attempt, served)
+        send = getattr(self.queues, "send_task", None)
+        if send is None:
+            if extend_visibility is not None:
+                extend_visibility(delay)
+            raise TaskUnserved(f"no worker serves task {d.task!r} on queue {d.queue!r}: retried in {delay} s")
+        # A new message rather than a redelivery: SQS would move the same message to the dead-letter
+        # queue after maxReceiveCount receives, however long the wait is meant to last.
+        send(d.queue, {**body, WAITING_KEY: n + 1}, delay)
 
     def _by_history(self) -> bool | None:
         """May short tasks skip the record? Only if this process can read histories (asked until the

@@ -93,7 +93,8 @@ class StepFanOut(Event):
 class StepScheduled(Event):
     """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
 
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms", "inline"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"heartbeat_timeout_ms", "inline", "on_missing_worker"})
     step: str
     attempt: int
     input: JSON = None
@@ -113,6 +114,8 @@ class StepScheduled(Event):
     heartbeat_timeout_ms: int | None = None
     # An inline step (run in the decider's invocation): its semantics, at_least_once | at_most_once.
     inline: str | None = None
+    # "fail": a worker that does not serve the task fails the attempt; None: it waits in its queue.
+    on_missing_worker: str | None = None
 
 
 @event

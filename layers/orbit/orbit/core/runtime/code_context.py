@@ -62,7 +62,8 @@ class WorkflowContext:
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
-             queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None) -> Any:
+             queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None,
+             on_missing_worker: str | None = None) -> Any:
         """Run `task` on a worker and return its output.
 
         `retry` uses the definition format (`{"max_attempts": 3, "backoff": "1s", "multiplier": 2,
@@ -77,9 +78,12 @@ class WorkflowContext:
         `heartbeat_timeout` (e.g. `"30s"`): once a worker reports `started`, the attempt fails
         with HEARTBEAT_TIMEOUT (retryable) if the task's code does not call `ctx.heartbeat`
         within that period, each time; the attempt's `timeout` still applies.
+
+        `on_missing_worker="fail"`: a worker with no function for `task` fails the attempt at once
+        (UNKNOWN_TASK) instead of leaving it in its queue until a worker serves it (the default).
         """
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
-                                      compensate, heartbeat_timeout))
+                                      compensate, heartbeat_timeout, on_missing_worker=on_missing_worker))
 
     def run(self, fn: Any, *args: Any, name: str | None = None, retry: Any = None, timeout: Any = None,
             semantics: str = "at_least_once", on_exhausted: str = C.FAIL_RUN) -> Any:

@@ -96,6 +96,8 @@ class Step:
     heartbeat_timeout: Any = None
     # `ctx.run`: run in the decider's invocation ("at_least_once" | "at_most_once"), no queue.
     inline: str | None = None
+    # A worker with no function for the task: "wait" (None, the default) in the queue, or "fail".
+    on_missing_worker: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task:
@@ -106,6 +108,8 @@ class Step:
             raise TypeError(f"step name must be a non-empty string without '[', got {self.name!r}")
         if self.compensate is not None and not callable(self.compensate):
             as_step(self.compensate)  # fail now, at the call, with the reason
+        if self.on_missing_worker not in (None, "wait", "fail"):
+            raise TypeError(f"on_missing_worker must be 'wait' or 'fail', got {self.on_missing_worker!r}")
 
     def compensation(self, output: Any) -> Step:
         """The compensating step for this step's `output`."""
@@ -125,7 +129,7 @@ class Step:
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),
             heartbeat_timeout_ms=optional_ms(self.heartbeat_timeout, f"step {self.task!r} heartbeat_timeout"),
             on_exhausted=on_exhausted or self.on_exhausted, compensable=self.compensate is not None,
-            inline=self.inline)
+            inline=self.inline, on_missing_worker="fail" if self.on_missing_worker == "fail" else None)
 
 
 def as_step(spec: Any) -> Step:

@@ -119,6 +119,9 @@ class StepCommand:
     heartbeat_timeout_ms: int | None = None  # task steps: once started, max time between heartbeats
     # Run in the decider's invocation, not on a queue: "at_least_once" | "at_most_once" (None: a worker).
     inline: str | None = None
+    # "fail": a worker with no function for the task fails the attempt (UNKNOWN_TASK) instead of
+    # leaving it in its queue until a worker serves it (None).
+    on_missing_worker: str | None = None
 
 
 class Command:

@@ -248,6 +248,7 @@ class _Run:
                             compensable,
                             step.heartbeat_timeout_ms,
                             inline=getattr(step, "inline", None),
+                            on_missing_worker=getattr(step, "on_missing_worker", None),
                         )
                     )
                 ]
