@@ -72,7 +72,7 @@ def stack_api_url(stack: str, region: str | None = None) -> str:
         raise OrbitError(f"--stack {stack}: {exc}") from None
     try:
         outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
-    except Exception as exc:
+    except Exception as exc:  # botocore raises several kinds; all mean the same here
         raise OrbitError(f"cannot read stack {stack!r}: {exc}") from exc
     for out in outputs:
         if out.get("OutputKey") == "ApiUrl":
@@ -318,7 +318,7 @@ class Client:
                 retry = not isinstance(exc, ApiError) or exc.status in RETRY_STATUSES
                 if not retry or attempt == self.attempts:
                     raise
-            time.sleep(self.backoff_s * 4 ** (attempt - 1))
+            time.sleep(self.backoff_s * 4 ** (attempt - 1))  # the client is an edge
         raise AssertionError("unreachable")
 
     def _once(self, method: str, path: str, body: Any) -> Any:
@@ -332,7 +332,7 @@ class Client:
             headers = self._signed_headers(method, url, data, headers)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # http(s) only
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             raw = exc.read()

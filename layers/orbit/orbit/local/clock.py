@@ -115,7 +115,7 @@ def next_sqs_wake_ms() -> int | None:
         for _region, backend in regions.items():
             now = now_ms()
             for queue in backend.queues.values():
-                for msg in queue._messages:
+                for msg in queue._messages:  # moto has no public view of this
                     for t in (msg.visible_at, msg.delayed_until):
                         if t and t > now and (best is None or t < best):
                             best = int(t) + 1

@@ -84,7 +84,7 @@ def patch_query() -> None:
 
     original = getattr(t.Table.query, "original", t.Table.query)
 
-    def query(
+    def query(  # moto's signature
         self: Any,
         hash_key: Any,
         range_comparison: str | None,

@@ -71,7 +71,7 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class _StaleNoop(Exception):
+class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
 
@@ -132,7 +132,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
                     self.schedules.handle(raw)
-                except Exception as e:
+                except Exception as e:  # reported per message, the queue retries it
                     log.exception("schedule message failed: %s", raw.get("execution_id"))
                     failures.append((i, e))
                 continue
@@ -151,7 +151,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         for eid, items in groups.items():
             try:
                 self._traced(eid, [m for _, m in items], delivery, traces.get(eid))
-            except Exception as e:
+            except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])

@@ -107,7 +107,7 @@ class ScheduleService:
         out: list[str | None] = []
 
         def act(s: st.ScheduleState, now: int, running: set[str]) -> None:
-            st._refresh(s, running)
+            st._refresh(s, running)  # the same refresh a fire does
             out.append(st.trigger(s, now, overlap))
 
         self._change(schedule_id, act, check_running=True)

@@ -104,7 +104,7 @@ def is_open(history: Any, d: DispatchTask) -> bool:
         return attempt_open(history.load(d.execution_id).fold(), d)
     except NotFound:
         return False  # the execution is gone (retention): nobody waits for the answer
-    except Exception:
+    except Exception:  # cannot know: behave as if it were open
         log.warning("could not read the history of %s to check a possible duplicate of %s",
                     d.execution_id, d.unit, exc_info=True)
         return True

@@ -170,7 +170,7 @@ def _start(ctx: Ctx, m: StartMessage, retention_ms: int | None) -> None:
             ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))
 
 
-def _inbound(ctx: Ctx, m: Message) -> None:
+def _inbound(ctx: Ctx, m: Message) -> None:  # one branch per message kind
     s = ctx.state
     if s.terminal:
         if isinstance(m, ResultMessage):  # evidence of a late answer, never applied

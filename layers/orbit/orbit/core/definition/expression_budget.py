@@ -213,7 +213,7 @@ class _Guarded(jsonata.Jsonata.JNativeFunction):  # type: ignore[misc]  # jsonat
     """A built-in that checks the size it is about to make before the real one runs (after the
     signature has validated and coerced its arguments, as for the built-in itself)."""
 
-    def __init__(self, original: Any, check: Any) -> None:
+    def __init__(self, original: Any, check: Any) -> None:  # copies the built-in
         self.__dict__.update(original.__dict__)
         self._check = check
 
