@@ -70,5 +70,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise errors[record.message_id]
 
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                    context=context)
+    return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                         context=context))
