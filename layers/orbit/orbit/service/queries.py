@@ -82,7 +82,7 @@ def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
         handlers = ctx.__dict__.get("query_handlers") or {}
         if name not in handlers:
             raise _unknown(state, name, handlers)
-        replay, ctx._replay = ctx._replay, _NoDurableCalls(state.id, name)
+        replay, ctx._replay = ctx._replay, _NoDurableCalls(state.id, name)  # type: ignore[assignment]
         try:
             return as_json(handlers[name](input), f"the answer of query {name!r}")
         except QueryError:

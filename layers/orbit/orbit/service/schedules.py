@@ -19,6 +19,7 @@ is handled here (buffered occurrences start, `pause_on_failure` applies).
 
 from __future__ import annotations
 
+import builtins
 import logging
 from typing import Any, Callable
 
@@ -106,13 +107,15 @@ class ScheduleService:
         out: list[str | None] = []
 
         def act(s: st.ScheduleState, now: int, running: set[str]) -> None:
-            st._refresh(s, running)  # noqa: SLF001 - the same refresh a fire does
+            st._refresh(s, running)  # the same refresh a fire does
             out.append(st.trigger(s, now, overlap))
 
         self._change(schedule_id, act, check_running=True)
         return out[-1]
 
-    def backfill(self, schedule_id: str, start: Any, end: Any, overlap: str | None = None) -> list[str]:
+    def backfill(
+        self, schedule_id: str, start: Any, end: Any, overlap: str | None = None
+    ) -> builtins.list[str]:
         """Act on the occurrences in [start, end) as if each fired, under `overlap` (default
         `allow_all`); returns the runs started. The range must be in the past."""
         problems = []
@@ -138,7 +141,7 @@ class ScheduleService:
         out: list[list[str]] = []
 
         def act(s: st.ScheduleState, now: int, running: set[str]) -> None:
-            st._refresh(s, running)  # noqa: SLF001
+            st._refresh(s, running)
             out.append(st.backfill(s, occurrences, policy, now))
 
         self._change(schedule_id, act, check_running=True)

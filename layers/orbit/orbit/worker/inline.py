@@ -97,7 +97,7 @@ class InlineTasks:
                 box["output"] = call()
             except TaskError as e:
                 box["error"] = e
-            except Exception as e:  # noqa: BLE001 - the step's failure, retryable like a worker's
+            except Exception as e:  # the step's failure, retryable like a worker's
                 log.exception("inline task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
                 box["error"] = TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
             except BaseException as e:  # noqa: BLE001 - SystemExit and the like: raised in the invocation
@@ -158,7 +158,7 @@ class _Runner:
             me.name = name
             try:
                 contextvars.Context().run(target)  # an empty context, as a new thread starts with
-            except BaseException:  # noqa: BLE001 - targets catch everything; the thread must live on
+            except BaseException:  # targets catch everything; the thread must live on
                 log.exception("inline runner: %s raised", name)
             finally:
                 self._pool.release(self)  # idle again before the caller wakes: it may lend it at once

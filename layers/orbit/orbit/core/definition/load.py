@@ -20,7 +20,7 @@ _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_DEFINITION_CHARS = 1_000_000
 
 
-class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _Loader(_SafeLoader):  # type: ignore[misc]
     """SafeLoader without the timestamp resolver: ``2024-06-01`` stays a string,
     so YAML and JSON spellings of a definition load (and hash) the same. It also
     notes duplicate keys, which YAML would silently resolve to the last one (two
@@ -41,7 +41,8 @@ class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
                                                    f"(first at line {first_line[key_node.value]})"))
             else:
                 first_line[key_node.value] = line
-        return super().construct_mapping(node, deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {

@@ -83,7 +83,8 @@ def _json_type(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {str: "a string", dict: "an object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "a string", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _preview(value: Any) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
@@ -104,7 +105,7 @@ class Spec:
             t = nxt
         return out
 
-    def _raw_after(self, after_ms: int) -> Any:
+    def _raw_after(self, after_ms: int) -> Iterator[int]:
         """Occurrences ignoring start/end/exclusions, at most MAX_STEPS of them."""
         if self.every_ms is not None:
             k = (after_ms - self.offset_ms) // self.every_ms + 1
