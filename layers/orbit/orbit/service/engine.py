@@ -78,7 +78,7 @@ class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of 
 class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
-    inline_tasks: frozenset[str] | None = None  # the API's served inline tasks (InlineTaskModules)
+    inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
     # The runtime that replays code workflows in its decisions, with its own cache of paused instances
     # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
