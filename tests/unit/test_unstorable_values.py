@@ -21,8 +21,9 @@ from tests.unit.code_harness import ID, Harness
 
 WHEN = datetime.datetime(2026, 1, 1)
 REG = CodeRegistry()
-ANSWERS: dict[str, Any] = {"when": {"items": [0, {"at": WHEN}]}, "tags": {"t": {"a"}}, "price": decimal.Decimal(1),
-                           "raw": [b"x"], "text": {"s": "\udc00"}, "fine": {"ok": [1, "two"]}}
+ANSWERS: dict[str, Any] = {"when": {"items": [0, {"at": WHEN}]}, "tags": {"t": {"a"}},
+                           "price": decimal.Decimal(1), "raw": [b"x"], "text": {"s": "\udc00"},
+                           "fine": {"ok": [1, "two"]}}
 
 
 @orbit.workflow("unstorable-code", registry=REG)
@@ -63,8 +64,8 @@ def test_a_definition_query_answer_with_a_lone_surrogate_is_refused_too() -> Non
     assert "answer.k: has a lone surrogate" in body["error"]["message"]
 
 
-@pytest.mark.parametrize("name,where", [("when", "result.items[1].at: datetime"), ("price", "result: Decimal"),
-                                        ("text", "result.s: has a lone surrogate")])
+@pytest.mark.parametrize("name,where", [("when", "result.items[1].at: datetime"),
+                                        ("price", "result: Decimal"), ("text", "result.s: has a lone surrogate")])
 def test_an_update_result_that_is_not_json_fails_the_update_and_not_the_run(name: str, where: str) -> None:
     h = Harness(answers)
     h.start("unstorable-code", {"out": "fine"})
@@ -111,4 +112,5 @@ def test_the_worker_rule_names_output_and_error_paths() -> None:
     assert error.message == "output.items[2].when: datetime is not JSON data"
     _, error = storable(None, TaskError("BAD", "no", details={"d": decimal.Decimal(2)}))
     assert error is not None and error.code == "VALUE_NOT_STORABLE"
-    assert error.message.endswith("'BAD', and its error cannot be stored: error.details.d: Decimal is not JSON data")
+    assert error.message.endswith(
+        "'BAD', and its error cannot be stored: error.details.d: Decimal is not JSON data")
