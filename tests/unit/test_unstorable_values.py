@@ -65,7 +65,8 @@ def test_a_definition_query_answer_with_a_lone_surrogate_is_refused_too() -> Non
 
 
 @pytest.mark.parametrize("name,where", [("when", "result.items[1].at: datetime"),
-                                        ("price", "result: Decimal"), ("text", "result.s: has a lone surrogate")])
+                                        ("price", "result: Decimal"),
+                                        ("text", "result.s: has a lone surrogate")])
 def test_an_update_result_that_is_not_json_fails_the_update_and_not_the_run(name: str, where: str) -> None:
     h = Harness(answers)
     h.start("unstorable-code", {"out": "fine"})
