@@ -59,6 +59,7 @@ class ScheduleService:
         """Create a schedule (the same config again returns it, re-armed; another is refused)."""
         config = parse_config(raw)
         self._check_workflow(config.workflow, config.version)
+        st.check_runs(config, self.now_ms)  # bounded, and runs before the year 9999 ends: else a 400
         existing = self.store.get(config.schedule_id)
         if existing is not None:
             s = self._state(*existing)
@@ -78,6 +79,7 @@ class ScheduleService:
     def update(self, schedule_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         config = parse_config({**raw, "id": schedule_id})
         self._check_workflow(config.workflow, config.version)
+        st.check_runs(config, self.now_ms)
         return self._change(schedule_id, lambda s, now, _: st.update(s, config, now),
                             rearm=True).describe(self.now_ms)
 
@@ -87,7 +89,7 @@ class ScheduleService:
     def list(self, limit: int = 50, cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         states, nxt = self.store.list(limit, cursor)
         now = self.now_ms
-        return [st.ScheduleState.from_dict(d).summary(now) for d in states], nxt
+        return [_summary(d, now) for d in states], nxt
 
     def pause(self, schedule_id: str, note: str = "") -> dict[str, Any]:
         note = _note(note)
@@ -255,6 +257,20 @@ class ScheduleService:
             raise ValidationError(str(e), "workflow") from None
         except OrbitError as e:
             raise ValidationError(str(e), "workflow") from None
+
+
+def _summary(d: Any, now_ms: int) -> dict[str, Any]:
+    """One row of the listing: a stored row that cannot be read (written by an older version, by
+    hand, or before its spec was checked) is listed with what is wrong, never failing the list."""
+    try:
+        return st.ScheduleState.from_dict(d).summary(now_ms)
+    except Exception as e:  # noqa: BLE001 - any stored row: one bad row must not hide the others
+        config = d.get("config") if isinstance(d, dict) else None
+        sid = config.get("id") if isinstance(config, dict) else None
+        log.warning("schedule %r cannot be read: %s", sid, e)
+        return {"id": sid if isinstance(sid, str) else None, "next_occurrence": None,
+                "problem": f"this stored schedule cannot be read ({type(e).__name__}: {e}); "
+                           "update or delete it"}
 
 
 def _note(note: Any) -> str:
