@@ -339,6 +339,8 @@ class Replay:
                 compared = True
                 self._check_map(position, base, parent, spec, items, requested)
             if parent is None:
+                if len(items) > C.MAX_FOR_ITEMS:  # a new map only: one recorded before the limit replays
+                    raise C.too_many_items(base, "map", len(items))
                 compared = True
                 self._check_absent(position, requested)
                 self._maybe_deliver_cancel()
