@@ -27,7 +27,8 @@ def test_a_for_over_a_million_items_fails_the_step_within_a_time_limit() -> None
     status, error, units = got
     assert status == "FAILED" and units == 1, got
     assert error["code"] == "TOO_MANY_ITEMS" and not error["retryable"]
-    assert error["message"].startswith(f"each.for: gave 1000000 items, more than the limit of {MAX_FOR_ITEMS}")
+    assert error["message"].startswith(
+        f"each.for: gave 1000000 items, more than the limit of {MAX_FOR_ITEMS}")
 
 
 def test_one_item_past_the_limit_fails_the_step_and_on_failure_continue_goes_on() -> None:
