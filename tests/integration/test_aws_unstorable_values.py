@@ -28,6 +28,12 @@ def returns(input: Any, ctx: worker.TaskContext) -> Any:
     return RETURNS[input["kind"]][0]
 
 
+@worker.task("unstorable.beats")
+def beats(input: Any, ctx: worker.TaskContext) -> Any:
+    ctx.heartbeat({"at": WHEN})  # details history cannot store: dropped, the heartbeat still counts
+    return {"ok": True}
+
+
 @worker.task("unstorable.fails")
 def fails(input: Any, ctx: worker.TaskContext) -> Any:
     raise TaskError("DECLINED", "no", retryable=False, details={"at": WHEN})
@@ -68,3 +74,11 @@ def test_error_details_history_cannot_store_fail_the_attempt_too(cloud: Any, inl
     error = desc["steps"]["t"]["error"]
     assert desc["status"] == "FAILED" and error["code"] == "VALUE_NOT_STORABLE", desc
     assert "error.details.at: datetime" in error["message"], error
+
+
+def test_heartbeat_details_history_cannot_store_are_dropped_and_the_task_goes_on(cloud: Any) -> None:
+    desc = run(cloud, "hb", {"task": "unstorable.beats", "input": {}}, "x")
+    assert desc["status"] == "COMPLETED" and desc["steps"]["t"]["output"] == {"ok": True}, desc
+    status, history = cloud.api("GET", "/executions/hb/history")
+    beats = [e for e in history if e["type"] == "StepHeartbeat"]
+    assert status == 200 and len(beats) == 1 and beats[0].get("details") is None, beats
