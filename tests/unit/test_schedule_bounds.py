@@ -195,6 +195,7 @@ def test_a_listing_survives_any_stored_row() -> None:
     assert rows["ok"]["next_occurrence"] == "2027-01-01T01:00:00Z"
     assert rows["late"]["next_occurrence"] is None
     assert "cannot be read" in rows["junk"]["problem"] and "spec.every" in rows["junk"]["problem"]
+    assert rows["junk"]["workflow"] == "wf" and rows["junk"]["running"] == 0  # the row's shape, for the UIs
     assert rows["odd"]["next_occurrence"] is None
     assert handle_request(engine, "GET", "/schedules/late", None, {})[0] == 200
 

@@ -266,9 +266,13 @@ def _summary(d: Any, now_ms: int) -> dict[str, Any]:
         return st.ScheduleState.from_dict(d).summary(now_ms)
     except Exception as e:  # noqa: BLE001 - any stored row: one bad row must not hide the others
         config = d.get("config") if isinstance(d, dict) else None
-        sid = config.get("id") if isinstance(config, dict) else None
+        config = config if isinstance(config, dict) else {}
+        sid, workflow = config.get("id"), config.get("workflow")
         log.warning("schedule %r cannot be read: %s", sid, e)
-        return {"id": sid if isinstance(sid, str) else None, "next_occurrence": None,
+        return {"id": sid if isinstance(sid, str) else None,
+                "workflow": workflow if isinstance(workflow, str) else None,
+                "paused": bool(d.get("paused")) if isinstance(d, dict) else False, "spec": None,
+                "next_occurrence": None, "running": 0,
                 "problem": f"this stored schedule cannot be read ({type(e).__name__}: {e}); "
                            "update or delete it"}
 
