@@ -263,6 +263,8 @@ def _summary(d: Any, now_ms: int) -> dict[str, Any]:
     """One row of the listing: a stored row that cannot be read (written by an older version, by
     hand, or before its spec was checked) is listed with what is wrong, never failing the list."""
     try:
+        if isinstance(d, dict) and d.get("unreadable"):
+            raise ValueError(d["unreadable"])
         return st.ScheduleState.from_dict(d).summary(now_ms)
     except Exception as e:  # noqa: BLE001 - any stored row: one bad row must not hide the others
         config = d.get("config") if isinstance(d, dict) else None
