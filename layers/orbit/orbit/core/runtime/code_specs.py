@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from orbit.core.definition.durations import parse_duration
 from orbit.core.history.storable import NotStorable, not_storable
@@ -37,7 +37,7 @@ def as_json(value: Any, what: str, where: str = "value") -> Any:
     return json.loads(text)
 
 
-def _refuse(value: Any, what: str, where: str) -> Any:
+def _refuse(value: Any, what: str, where: str) -> NoReturn:
     prefix = f"{what} must be JSON data: "
     raise not_storable(value, where, prefix) or NotStorable(prefix + "it cannot be stored")
 
