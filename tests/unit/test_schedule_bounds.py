@@ -76,6 +76,14 @@ def test_jumping_over_excluded_blocks_finds_what_a_walk_finds(raw: dict[str, Any
             [format_time(o) for o in _walk(spec, after, 40)]
 
 
+def test_a_zone_offset_with_seconds_jumps_to_its_own_local_minute() -> None:
+    """Amsterdam kept +00:19:32 until 1937: a block ends at the local minute, not the UTC one."""
+    spec = parse_spec({"every": "1s", "timezone": "Europe/Amsterdam", "exclude": ["0-30 * * * *"]})
+    after = parse_time("1920-06-01T10:11:00Z")  # 10:30:32 local
+    assert spec.between(after, after + 3_600_000, 30) == _walk(spec, after, 30)
+    assert format_time(spec.next_after(after) or 0) == "1920-06-01T10:11:28Z"  # 10:31:00 local
+
+
 # ------------------------------------------------------------------ bounded
 def test_the_reported_schedule_takes_a_step_per_candidate_it_returns() -> None:
     spec = parse_spec({"every": "1s", "exclude": ["0 0 29 2 *"] * 6})

@@ -202,7 +202,8 @@ class Spec:
 
     def _cron_block_end(self, c: CronSim, at_ms: int, local: datetime) -> int:
         """The end of the minute, hour, day or month around `local` that `c` excludes whole."""
-        minute_start = at_ms - at_ms % 60_000
+        # the local minute's start (a zone's offset may have seconds: local mean time before 1900)
+        minute_start = at_ms - local.second * 1000 - local.microsecond // 1000
         if len(c.minutes) < 60:
             return minute_start + 60_000
         if len(c.hours) < 24:
