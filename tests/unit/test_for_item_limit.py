@@ -54,3 +54,18 @@ def test_a_code_map_past_the_limit_fails_the_run_naming_it() -> None:
     d = h.describe()
     assert d["status"] == "FAILED" and d["error"]["code"] == "TOO_MANY_ITEMS", d["error"]
     assert f"gave {MAX_FOR_ITEMS + 1} items" in d["error"]["message"] and not h.calls
+
+
+def test_a_branch_map_past_the_limit_fails_the_run_before_any_branch_runs() -> None:
+    reg = CodeRegistry()
+    ran: list[int] = []
+
+    @orbit.workflow("too-many-branches", registry=reg)
+    def wide(ctx: Any, input: Any) -> Any:
+        return ctx.map(list(range(MAX_FOR_ITEMS + 1)), lambda c, item: ran.append(item))
+
+    h = Harness(wide)
+    h.start("too-many-branches")
+    d = h.describe()
+    assert d["status"] == "FAILED" and d["error"]["code"] == "TOO_MANY_ITEMS", d["error"]
+    assert f"gave {MAX_FOR_ITEMS + 1} items" in d["error"]["message"] and not ran
