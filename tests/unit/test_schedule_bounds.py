@@ -206,6 +206,8 @@ def test_a_listing_survives_any_stored_row() -> None:
     assert rows["junk"]["workflow"] == "wf" and rows["junk"]["running"] == 0  # the row's shape, for the UIs
     assert rows["odd"]["next_occurrence"] is None
     assert handle_request(engine, "GET", "/schedules/late", None, {})[0] == 200
+    status, odd = handle_request(engine, "GET", "/schedules/odd", None, {})
+    assert status == 200 and odd["state"]["last_occurrence"] == f"out of range: {10**18}", odd
 
 
 @pytest.mark.parametrize("raw", [{"every": "1d"}, {"cron": "0 0 1 1 *", "timezone": "America/Los_Angeles"},

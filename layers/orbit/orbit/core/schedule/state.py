@@ -90,16 +90,16 @@ class ScheduleState:
                 "paused": self.paused,
                 "note": self.note,
                 "running": list(self.running),
-                "buffered": [format_time(o) for o in self.buffered],
+                "buffered": [_shown(o) for o in self.buffered],
                 "counts": dict(self.counts),
-                "last_occurrence": format_time(self.watermark_ms) if self.watermark_ms else None,
-                "armed_at": None if self.armed_ms is None else format_time(self.armed_ms),
+                "last_occurrence": _shown(self.watermark_ms) if self.watermark_ms else None,
+                "armed_at": None if self.armed_ms is None else _shown(self.armed_ms),
             },
             "actions": list(reversed(self.actions)),  # newest first
             "next_occurrences": nxt,
             **({"next_problem": problem} if problem else {}),
-            "created_at": format_time(self.created_at_ms),
-            "updated_at": format_time(self.updated_at_ms or self.created_at_ms),
+            "created_at": _shown(self.created_at_ms),
+            "updated_at": _shown(self.updated_at_ms or self.created_at_ms),
         }
 
     def summary(self, now_ms: int) -> dict[str, Any]:
@@ -107,6 +107,14 @@ class ScheduleState:
         return {"id": self.schedule_id, "workflow": self.config.workflow, "paused": self.paused,
                 "spec": self.config.spec.to_dict(), "next_occurrence": nxt[0] if nxt else None,
                 "running": len(self.running), **({"next_problem": problem} if problem else {})}
+
+
+def _shown(ms: Any) -> str:
+    """A stored instant as RFC 3339; one no date can spell (a row written by hand) as itself."""
+    try:
+        return format_time(int(ms))
+    except (OverflowError, ValueError, TypeError, OSError):
+        return f"out of range: {ms!r}"
 
 
 def check_runs(config: Config, now_ms: int) -> None:
