@@ -39,9 +39,8 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TIMEOUT, TaskError
-from orbit.core.history.storable import VALUE_NOT_STORABLE
 from orbit.core.runtime.code_inline import callable_for
-from orbit.worker.sdk import TaskContext, registered_tasks
+from orbit.worker.sdk import TaskContext, registered_tasks, storable
 
 log = logging.getLogger("orbit.worker.inline")
 NOT_FOUND = "INLINE_TASK_NOT_FOUND"
@@ -109,13 +108,10 @@ class InlineTasks:
                                             "time the decider's invocation had left)")
         if "fatal" in box:  # the process is going down as a worker's would: the lease decides later
             raise box["fatal"]
-        if "error" in box:
-            return None, box["error"]
-        try:
-            return json.loads(json.dumps(box.get("output"), allow_nan=False)), None
-        except (TypeError, ValueError) as e:
-            return None, TaskError(VALUE_NOT_STORABLE, f"inline task {d.task!r} returned a value that is not "
-                                                       f"JSON data: {e}", retryable=False)
+        output, error = storable(box.get("output"), box.get("error"))  # the worker's rule (worker/sdk.py)
+        if error is not None:
+            return None, error
+        return json.loads(json.dumps(output)), None
 
     def _resolve(self, d: DispatchTask) -> Callable[[], Any] | TaskError:
         fn = callable_for(d.execution_id, d.unit)

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from orbit.core.definition.checks import Problems, check_size
 from orbit.core.definition.model import Definition
 from orbit.core.definition.parse import DefinitionError, parse_definition
 from orbit.errors import Problem
@@ -88,6 +89,11 @@ def parse_text(text: str, source: str | None = None) -> Any:
         raise DefinitionError([Problem("", "the document is empty")], source)
     if len(documents) != 1:
         raise DefinitionError([Problem("", f"expected one YAML document, found {len(documents)}")], source)
+    # Aliases share one object per anchor, so loading an alias bomb is quick; whoever walks the
+    # result (a test file's checks, hashing, JSON) expands it. Count values once per use, first.
+    out = Problems()
+    if not check_size(documents[0], out):
+        raise DefinitionError(out.items, source)
     return documents[0]
 
 
