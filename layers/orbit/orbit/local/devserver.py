@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, urlsplit
 from orbit.errors import OrbitError
 
 from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
+from .origin import ServedHosts
 from .stack import LocalStack
 from .timeline import fmt_duration
 
@@ -56,6 +57,7 @@ class DevServer:
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.served = ServedHosts(self.port, "127.0.0.1")  # the Host values answered (local/origin.py)
         self.mounts: list[tuple[str, Mounted]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
         self.out = stack.cloud.console
