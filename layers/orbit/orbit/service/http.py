@@ -37,7 +37,8 @@ Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
+hook already resumed, a signal or update id sent again with another name or payload,
+signal/hook/cancel/unpark for an execution that has ended, unpark of one
 that is not parked, a redrive refused) and
 500 for anything unexpected (logged, no internals leaked).
 """
@@ -58,6 +59,7 @@ from orbit.errors import (
     ExecutionEnded,
     ExecutionExists,
     HookAlreadyResumed,
+    IdReused,
     NotFound,
     NotParked,
     OrbitError,
@@ -283,7 +285,8 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked, RedriveRefused) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, IdReused, NotParked,
+                RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)
