@@ -39,6 +39,7 @@ from orbit.errors import OrbitError
 from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
 from .origin import ServedHosts
 from .stack import LocalStack
+from .text import cut
 from .timeline import fmt_duration
 
 MAX_ADVANCE_S = 100 * 365 * 86_400  # a hundred years of virtual time in one request
@@ -64,7 +65,8 @@ class DevServer:
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
 
     def say(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        # one line, control characters escaped: names, ids and error messages are caller text
+        print(cut(line, None), file=self.out, flush=True)
 
     def _report_ended(self) -> None:
         """One line for each execution started here that has ended since the last look."""
