@@ -68,6 +68,16 @@ class IdReused(OrbitError):
                          f"a retry must send the same {kind}, a new one a new id")
 
 
+class UserCodeStopped(OrbitError):
+    """The workflow author's code run for a request (a query handler, an update validator) ran past
+    its time bound (`code` USER_CODE_TIMEOUT) or raised SystemExit or the like (USER_CODE_ERROR):
+    HTTP 400 with that code; nothing was recorded (orbit/service/user_code.py)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
 class ExecutionExists(OrbitError):
     """Start with an id that already exists and a different input (or workflow)."""
 

@@ -12,6 +12,12 @@ methods get a JSON 405, a client that stops sending mid-request is dropped after
 `READ_TIMEOUT_S`, the listen backlog is 128, and the engine lock is taken only
 once the whole request has been read, never across a read.
 
+The workflow author's code run inside a request (a code workflow's query handler, an update's
+validator, with the replay before them) runs on a thread of its own while the request lets go of
+the lock, bounded by `user_code_timeout_s` (orbit/local/bounded.py): a handler that loops is
+answered with a USER_CODE_TIMEOUT error and holds up no other request. An inline step or a task
+that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on.
+
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts
 (`orbit advance DURATION` sends it).
@@ -36,6 +42,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from orbit.errors import OrbitError
 
+from .bounded import USER_CODE_TIMEOUT_S, EngineLock, run_bounded
 from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
 from .origin import ServedHosts
 from .stack import LocalStack
@@ -49,10 +56,12 @@ Mounted = Callable[[BaseHTTPRequestHandler, str, str, bytes], None]
 
 
 class DevServer:
-    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S,
+                 user_code_timeout_s: float = USER_CODE_TIMEOUT_S) -> None:
         self.stack = stack
         self.read_timeout_s = read_timeout_s
-        self.lock = threading.Lock()
+        self.user_code_timeout_s = user_code_timeout_s
+        self.lock = EngineLock()
         self.stopping = threading.Event()
         self.httpd = DevHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
@@ -92,8 +101,8 @@ class DevServer:
                     handled = self.stack.cloud.pump_once()
                     if handled and self.running:
                         self._report_ended()
-            except Exception as exc:  # noqa: BLE001 - keep serving; the error is printed
-                print(f"orbit dev: pump error: {exc!r}", file=sys.stderr, flush=True)
+            except BaseException as exc:  # noqa: BLE001 - keep serving, SystemExit from user code too
+                print(cut(f"orbit dev: pump error: {exc!r}", None), file=sys.stderr, flush=True)
                 handled = 0
             if not handled:
                 self.stopping.wait(0.05)
@@ -109,6 +118,22 @@ class DevServer:
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+        from orbit.service.user_code import runner
+
+        try:
+            with runner(self._user_code):  # query handlers and update validators: bounded, lock let go
+                return self._request(method, target, raw)
+        except (SystemExit, KeyboardInterrupt) as exc:  # from user code run in the request (a start
+            # decides at once, inline steps included): that request fails, the server goes on
+            return 500, {"error": {"code": "USER_CODE_ERROR", "message": cut(
+                f"{method} {urlsplit(target).path} stopped: code it ran raised {type(exc).__name__}: {exc}",
+                None)}}
+
+    def _user_code(self, fn: Callable[[], Any], what: str) -> Any:
+        with self.lock.released():
+            return run_bounded(fn, self.user_code_timeout_s, what)
+
+    def _request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
         from orbit.service.http import handle_request
 
         parts = urlsplit(target)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,7 +140,12 @@ class QueuePoller:
         self.invocations += 1
         try:
             response = invoke(self.mapping.function, self.handler, event)
-        except Exception as exc:  # noqa: BLE001 - Lambda reports it and retries the batch
+        except BaseException as exc:  # noqa: BLE001 - Lambda reports it and retries the batch
+            # SystemExit or KeyboardInterrupt raised by a task or an inline step ends that
+            # invocation only, as a Lambda runtime exiting would; Ctrl-C on the main thread
+            # (`orbit run`) still stops the process.
+            if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                raise
             log.warning(
                 "%s failed on a batch of %d from %s: %r",
                 self.mapping.function.logical_id,

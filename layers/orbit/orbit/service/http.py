@@ -66,6 +66,7 @@ from orbit.errors import (
     PayloadRefused,
     RedriveRefused,
     UnknownWorkflow,
+    UserCodeStopped,
     ValidationError,
 )
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
@@ -281,6 +282,8 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return fn(engine, _parse_body(body), dict(query or {}), *(unquote(g) for g in m.groups()))
         except ValidationError as e:
             return _error(400, "VALIDATION_ERROR", str(e), [p.to_dict() for p in e.problems])
+        except UserCodeStopped as e:  # a query handler or update validator that looped or exited
+            return _error(400, e.code, str(e))
         except PayloadRefused as e:
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except (NotFound, UnknownWorkflow) as e:

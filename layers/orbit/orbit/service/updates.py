@@ -84,6 +84,14 @@ def _check_definition(wf: Definition, state: Any, name: str, input: Any) -> None
 
 
 def _check_code(wf: Any, state: Any, name: str, input: Any) -> None:
+    from orbit.service.user_code import run_user_code
+
+    # the replay and the validator are the workflow author's code: bounded, where the server bounds it
+    run_user_code(lambda: _run_check_code(wf, state, name, input),
+                  f"the validator of update {name!r} of execution {state.id!r}")
+
+
+def _run_check_code(wf: Any, state: Any, name: str, input: Any) -> None:
     from orbit.core.runtime.code_instance import Instance
     from orbit.core.runtime.code_updates import Refused, validate
 
