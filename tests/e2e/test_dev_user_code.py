@@ -173,3 +173,4 @@ def test_an_inline_step_raising_system_exit_in_a_start_fails_that_request_only(d
     assert status == 500 and body["error"] == {
         "code": "USER_CODE_ERROR", "message": "POST /executions stopped: code it ran raised SystemExit: 3"}
     completes(dev, "after-start-exit")
+

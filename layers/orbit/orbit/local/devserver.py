@@ -16,7 +16,10 @@ The workflow author's code run inside a request (a code workflow's query handler
 validator, with the replay before them) runs on a thread of its own while the request lets go of
 the lock, bounded by `user_code_timeout_s` (orbit/local/bounded.py): a handler that loops is
 answered with a USER_CODE_TIMEOUT error and holds up no other request. An inline step or a task
-that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on.
+that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on. A
+worker's invocation (task code, which does not use the engine) runs without the lock, so a
+task that sleeps holds up no request; the pump itself waits for it, as it waits for any
+invocation (so timers, a step's `timeout` among them, fire once it returns).
 
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts
@@ -72,6 +75,15 @@ class DevServer:
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
         self.out = stack.cloud.console
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
+        if stack.cloud.emulator.mode == "server":  # moto behind HTTP takes concurrent clients
+            for poller in stack.cloud.pollers:
+                if is_worker(poller):
+                    poller.around = self._unlocked
+
+    def _unlocked(self, call: Callable[[], Any]) -> Any:
+        """A worker's invocation (task code: no engine) runs without the engine lock."""
+        with self.lock.released():
+            return call()
 
     def say(self, line: str) -> None:
         # one line, control characters escaped: names, ids and error messages are caller text
@@ -189,6 +201,11 @@ class DevServer:
             self.stopping.set()
             self._pump.join(timeout=5)
             self.httpd.server_close()
+
+
+def is_worker(poller: Any) -> bool:
+    """A poller of a task queue: every queue but the decision queue, which the decider drains."""
+    return bool(poller.mapping.queue.url != poller.mapping.function.env.get("ORBIT_DECISION_QUEUE_URL"))
 
 
 def serve(
