@@ -117,7 +117,8 @@ def chromium(browser_type: BrowserType) -> Iterator[Browser]:
 def untouched(dev: DevServer) -> None:
     """Nothing registered, started, signalled or cancelled: read in process, past the HTTP checks."""
     engine = dev.stack.engine
-    assert [w["name"] for w in engine.workflows()] == ["victim"]
+    names = [w["name"] for w in engine.workflows()]  # code workflows of other modules are listed too
+    assert "victim" in names and "evil" not in names
     entries, _ = engine.list(None, None, 100, None)
     assert [e.to_dict()["execution_id"] for e in entries] == ["target"]
     events = [e["type"] for e in engine.history("target", 0, 1000, True)]
