@@ -72,8 +72,7 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
                 return None
             # Before the body is read or anything routed: a page of another origin, or a rebound
             # name, is refused on every route, the mounted console's included (local/origin.py).
-            served = getattr(server, "served", None)
-            refused = None if served is None else refusal(self.command, self.headers, served, length > 0)
+            refused = refusal(self.command, self.headers, server.served, length > 0)
             if refused is not None:
                 self._refuse(refused.status, refused.code, refused.message)
                 return None
