@@ -55,6 +55,29 @@ class NotFound(OrbitError):
     """An execution, commit, hook or payload does not exist."""
 
 
+class IdReused(OrbitError):
+    """A signal or update id sent again with another name or payload (HTTP 409): an id names one
+    request, so its retry must be the same request; the message names what differs."""
+
+    def __init__(self, kind: str, ident: str, recorded_name: str, name: str) -> None:
+        if recorded_name != name:
+            what = f"it was {kind} {recorded_name!r}, this is {kind} {name!r}"
+        else:
+            what = f"{kind} {name!r} was sent with another {'payload' if kind == 'signal' else 'input'}"
+        super().__init__(f"{kind} id {ident!r} is already used and this request differs: {what}; "
+                         f"a retry must send the same {kind}, a new one a new id")
+
+
+class UserCodeStopped(OrbitError):
+    """The workflow author's code run for a request (a query handler, an update validator) ran past
+    its time bound (`code` USER_CODE_TIMEOUT) or raised SystemExit or the like (USER_CODE_ERROR):
+    HTTP 400 with that code; nothing was recorded (orbit/service/user_code.py)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
 class ExecutionExists(OrbitError):
     """Start with an id that already exists and a different input (or workflow)."""
 

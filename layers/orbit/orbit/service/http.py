@@ -40,8 +40,9 @@ Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
-that is not parked, a redrive refused, a start of a retired version: WORKFLOW_RETIRED) and
+hook already resumed, a signal or update id sent again with another name or payload,
+signal/hook/cancel/unpark for an execution that has ended, unpark of one that is not parked,
+a redrive refused, a start of a retired version: WORKFLOW_RETIRED) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -61,12 +62,14 @@ from orbit.errors import (
     ExecutionEnded,
     ExecutionExists,
     HookAlreadyResumed,
+    IdReused,
     NotFound,
     NotParked,
     OrbitError,
     PayloadRefused,
     RedriveRefused,
     UnknownWorkflow,
+    UserCodeStopped,
     ValidationError,
     WorkflowRetired,
 )
@@ -298,13 +301,16 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
         except ValidationError as e:  # a query's answer that is not JSON data: its own code
             code = getattr(e, "code", "VALIDATION_ERROR")
             return _error(400, code, str(e), [p.to_dict() for p in e.problems])
+        except UserCodeStopped as e:  # a query handler or update validator that looped or exited
+            return _error(400, e.code, str(e))
         except PayloadRefused as e:
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except WorkflowRetired as e:  # the workflow exists: refusing it is a conflict, not a 404
             return _error(409, WorkflowRetired.code, str(e))
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked, RedriveRefused) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, IdReused, NotParked,
+                RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

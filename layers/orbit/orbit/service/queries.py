@@ -88,6 +88,14 @@ class _NoDurableCalls:
 
 
 def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
+    from orbit.service.user_code import run_user_code
+
+    # the replay and the handler are the workflow author's code: bounded, where the server bounds it
+    return run_user_code(lambda: _run_code_query(wf, state, name, input),
+                         f"query {name!r} of execution {state.id!r}")
+
+
+def _run_code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
     from orbit.core.runtime.code_instance import Instance
 
     inst = Instance(wf, state.id)
