@@ -147,7 +147,7 @@ class QueuePoller:
                 response = invoke(self.mapping.function, self.handler, event)
             else:
                 response = self.around(lambda: invoke(self.mapping.function, self.handler, event))
-        except BaseException as exc:  # noqa: BLE001 - Lambda reports it and retries the batch
+        except BaseException as exc:
             # SystemExit or KeyboardInterrupt raised by a task or an inline step ends that
             # invocation only, as a Lambda runtime exiting would; Ctrl-C on the main thread
             # (`orbit run`) still stops the process.
