@@ -277,14 +277,15 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
-        if cached and not events and (handled or resend) and self._overtaken(eid, state):
+        if cached and not events and (handled or resend) and not inline.taking_handover(self) \
+                and self._overtaken(eid, state):
             # A decision that commits nothing meets no conflicting write, so acting on a stale cached
             # state would go unnoticed: a no-op would drop the message for good (a child's notice
             # after the API redrove the parent, a wake whose sleep another decider started), a
             # re-arm would set an old wake-up, a resend would filter a commit's effects against
             # units it does not know yet. When one read of the head shows a newer commit, the
             # messages are decided again on the stored state. A decision that commits pays nothing:
-            # its conditional commit is the check.
+            # its conditional commit is the check. (Hand-over wakes: `inline._taken_over` checks.)
             raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;

@@ -264,15 +264,21 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
     """Attempts another process handed over: still live with that token, never started, lease not
     over (an expired one was just redispatched by the wake itself). An at_most_once one, or one
     whose lease is too short to run in, first gets a started record from this invocation (a fresh
-    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease."""
+    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease.
+
+    The state may be a cached one that another decider overtook: an attempt found live runs, and
+    the conditional commit of its result or started record settles it; one found missing is only
+    dropped once a read of the history's head shows the state is current."""
     state, since_snapshot = engine._state(eid, create=False)
+    if any(not _live_handover(state, m) for m in handed) and engine._overtaken(eid, state):
+        state, since_snapshot = engine._state(eid, create=False)  # _state popped the stale one: a load
     engine._remember(eid, state, since_snapshot)
     runner, now = engine.inline, engine.clock.now_ms()
     starts, ready = [], []
     for m in handed:
         token, _, unit = m.id[len(HANDOFF):].partition(":")
         u = state.units.get(unit)
-        if u is None or u.inline is None or u.token != token or u.status != SCHEDULED:
+        if not _live_handover(state, m) or u is None:
             continue  # answered, retried or started meanwhile: nothing to take over
         if u.deadline_ms is not None and u.deadline_ms <= now:
             continue
@@ -293,6 +299,18 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
     state = cached[0] if cached is not None else engine.load_state(eid)
     return ready + [dispatch_of(state, m.unit) for m in starts
                     if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
+
+
+def _live_handover(state: ExecutionState, m: WakeMessage) -> bool:
+    token, _, unit = m.id[len(HANDOFF):].partition(":")
+    u = state.units.get(unit)
+    return u is not None and u.inline is not None and u.token == token and u.status == SCHEDULED
+
+
+def taking_handover(engine: Any) -> bool:
+    """Whether this thread's decision takes hand-over wakes only (their check is `_taken_over`'s)."""
+    runner = engine.inline
+    return runner is not None and bool(getattr(runner._local, "taking", False))
 
 
 def dispatch_of(state: ExecutionState, unit: str) -> DispatchTask:
