@@ -333,6 +333,10 @@ def recover(engine: Any, eid: str, state: ExecutionState, since_ms: int | None =
     # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
     # newest commit only (docs/decisions/delivery-engine-outbox.md).
     engine._local.recovered = since_ms if since_ms is not None else -1
+    if engine._overtaken(eid, state):  # a cached state another decider overtook: filter on the stored one
+        engine._cache.pop(eid, None)
+        state, since_snapshot = engine._state(eid, create=False)
+        engine._remember(eid, state, since_snapshot)
     now = engine.clock.now_ms()
     expiry = None
     for commit in _internal_commits(engine, eid, state, since_ms):
