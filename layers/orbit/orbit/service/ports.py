@@ -134,8 +134,9 @@ class HistoryStore(Protocol):
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
 
     def committed_after(self, execution_id: str, seq: int) -> bool:
-        """Whether a commit holds a seq above `seq`: one consistent read of the history's head, what
-        a decision on a cached state pays before acting on it without a commit of its own."""
+        """Whether a commit holds a seq above `seq`, the last seq of a commit (a state's `last_seq`):
+        one consistent read of the history's head, what a decision on a cached state pays before
+        acting on it without a commit of its own."""
         ...
 
     def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
