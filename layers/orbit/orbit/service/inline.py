@@ -125,8 +125,7 @@ def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) 
             # internal results. They all came after the message was sent (outbox.SEND_SKEW_MS as in
             # find_handled); the decision's own resend may have recovered them already.
             since = min(again) - SEND_SKEW_MS if all(isinstance(t, int) for t in again) else None
-            done = engine._local.recovered
-            if done is None or (since is not None and since < done):
+            if engine._local.recovered is None:  # else: recovered since the message's own commit
                 recover(engine, eid, cached[0], since)
         drive(engine, eid, msgs)
     finally:
@@ -359,6 +358,8 @@ def recover(engine: Any, eid: str, state: ExecutionState, since_ms: int | None =
 
 def _internal_commits(engine: Any, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
     """The commits since `since_ms` (or the newest one) that touched an inline unit, oldest first."""
+    if not any(u.inline is not None for u in state.units.values()):
+        return []  # no inline unit, no internal commit: nothing to read
     if since_ms is None:
         last = max(state.inbound.values(), default=None)
         newest = engine.store.read_commit(eid, last) if last is not None else None
