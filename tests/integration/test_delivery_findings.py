@@ -305,6 +305,21 @@ def test_a_timer_row_is_replaced_only_by_an_arm_at_least_as_new(world: Deliverie
     assert timers.due(now + 60 * DAY) == [("e", now + 2 * DAY)]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_whatever_order_arms_arrive_in_the_newest_commits_wake_up_is_the_one_item_left(
+        world: Deliveries, seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    timers, now = world.container("t").table_timers, world.clock.now
+    arms = [(seq, now + rng.choice([1, 2, 3, 30]) * DAY) for seq in range(1, 9)]
+    rng.shuffle(arms)  # late resends and stale deciders: commits' arms in any order
+    for seq, at in arms:
+        timers.arm("e", at, seq=seq)
+    newest = max(arms)
+    assert timers.due(now + 60 * DAY) == [("e", newest[1])], (seed, arms)
+
+
 # ------------------------------------------------------------------ finding 3
 TASK_AFTER_SIGNAL = {
     "orbit": 1, "name": "f-dispatch", "version": "1",
