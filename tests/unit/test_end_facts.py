@@ -143,7 +143,7 @@ def test_an_execution_that_armed_any_timer_is_never_timer_free(name: str) -> Non
         sim.worker(task, *behaviours)
     armed: list[str] = []
     arm = sim.engine.timers.arm
-    sim.engine.timers.arm = lambda eid, at: (armed.append(eid), arm(eid, at))[1]  # type: ignore[method-assign]
+    sim.engine.timers.arm = lambda eid, at, seq=None: (armed.append(eid), arm(eid, at, seq))[1]  # type: ignore[method-assign]
     eid = sim.start(getattr(wf, "name", None) or wf["name"], {}, id="e")
     sim.run()
     state = sim.engine.load_state(eid)

@@ -79,6 +79,10 @@ class MemoryHistoryStore(MemoryRetention):
         with self._lock:
             return self._commits.get(execution_id, {}).get(first_seq)
 
+    def committed_after(self, execution_id: str, seq: int) -> bool:
+        with self._lock:
+            return self._last.get(execution_id, 0) > seq
+
     def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
         with self._lock:
             order = list(self._order.get(execution_id, []))
@@ -241,15 +245,22 @@ class MemoryQueues:
 
 
 class MemoryTimers:
-    """One timer per execution (arming again replaces it)."""
+    """One timer per execution (arming again replaces it, unless a newer commit armed it)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._at: dict[str, int] = {}
+        self._seq: dict[str, int] = {}  # execution -> seq of the commit that armed its timer
 
-    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
         with self._lock:
+            if seq is not None and execution_id in self._at and self._seq.get(execution_id, -1) > seq:
+                return  # a newer commit's wake-up: an older one never replaces it
             self._at[execution_id] = fire_at_ms
+            if seq is None:
+                self._seq.pop(execution_id, None)
+            else:
+                self._seq[execution_id] = seq
 
     def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:
         with self._lock:
@@ -260,6 +271,7 @@ class MemoryTimers:
         with self._lock:
             if fire_at_ms is None or self._at.get(execution_id) == fire_at_ms:
                 self._at.pop(execution_id, None)
+                self._seq.pop(execution_id, None)
 
     def next_fire_ms(self) -> int | None:
         with self._lock:

@@ -268,10 +268,10 @@ class DelayedWakeTimers:
         self._clock = clock
         self._max_delay_s = max_delay_s
 
-    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
         delay_ms = fire_at_ms - self._clock.now_ms()
         if delay_ms > self._max_delay_s * 1000:
-            self.table.arm(execution_id, fire_at_ms)
+            self.table.arm(execution_id, fire_at_ms, seq)
             return
         delay_s = max(0, -(-delay_ms // 1000))
         wake_id = f"wake:{execution_id}:{fire_at_ms}:{uuid.uuid4().hex[:12]}"
