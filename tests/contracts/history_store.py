@@ -80,6 +80,15 @@ class HistoryStoreContract:
         assert [r.seq for r in page.records] == [1, 2]
         assert store.load("e").fold().inbound == {"m1": 1}
 
+    def test_committed_after_tells_whether_the_head_moved_past_a_seq(self, store: Any) -> None:
+        assert not store.committed_after("e", 0)  # nothing committed yet
+        store.commit("e", commit_of(1, 2))
+        store.commit("e", commit_of(3, 2, "m2"))
+        store.save_snapshot("e", ExecutionState("e").to_dict(), 4)  # a snapshot is not a commit
+        assert store.committed_after("e", 0) and store.committed_after("e", 2)  # the states after each commit
+        assert not store.committed_after("e", 4)
+        assert not store.committed_after("other", 0)
+
     def test_commit_is_atomic_across_events(self, store: Any) -> None:
         store.commit("e", commit_of(1, 2))
         store.commit("e", commit_of(3, 5, "m2"))

@@ -210,6 +210,13 @@ def test_workflows_view(page: Page, stack: Consoles) -> None:
     shot(page, "workflow")
 
 
+def test_workflows_view_marks_a_retired_version(page: Page, stack: Consoles) -> None:
+    stack.client.register("orbit: 1\nname: retired-one\nsteps:\n  a: {compute: 1}\n")
+    stack.client.retire("retired-one", "1")
+    page.goto(stack.ui.url + "#/workflows")
+    expect(page.locator('#workflows tr[data-name="retired-one"] td:nth-child(3)')).to_have_text("1 (retired)")
+
+
 def test_dev_serves_the_console_and_actions_need_the_csrf_token(stack: Consoles) -> None:
     with urllib.request.urlopen(stack.dev.url + "/console/") as resp:
         html = resp.read().decode()

@@ -69,7 +69,12 @@ def _call(dev: DevServer, method: str, path: str, body: Any = None, timeout: flo
 
 
 def _raw(dev: DevServer, data: bytes, read: bool = True) -> tuple[int, dict[str, Any], socket.socket]:
-    """Send `data` as is; (status, JSON body, the open socket)."""
+    """Send `data` as is, but for `host: x`, which becomes the served address and a JSON content type
+    (what a hostile client that passes the origin checks sends); (status, JSON body, the open socket)."""
+    host = f"host: 127.0.0.1:{dev.port}\r\n".encode()
+    if b"content-type" not in data:
+        host += b"content-type: application/json\r\n"
+    data = data.replace(b"host: x\r\n", host)
     sock = socket.create_connection(("127.0.0.1", dev.port), timeout=5)
     try:
         sock.sendall(data)

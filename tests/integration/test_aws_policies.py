@@ -150,3 +150,13 @@ def test_the_archive_is_written_by_the_decider_and_out_of_the_collectors_reach(
     collector = [r for st in grants(roles["RetentionRole"]) if any(a.startswith("s3:") for a in actions(st))
                  for r in _s3_resources(st)]
     assert collector and not any(fnmatch.fnmatchcase(key, r) for r in collector), collector
+
+
+def test_a_worker_may_send_to_the_decision_queue_and_its_own_queue_only(roles: dict[str, Any]) -> None:
+    """A task message no function of the worker serves goes back to the worker's own queue (issue 26):
+    each worker role may send there, and to no other task queue."""
+    for role, own in (("ExampleWorkerRole", "DefaultTaskQueue"), ("HttpTaskRole", "HttpTaskQueue")):
+        sends = [st for st in grants(roles[role]) if "sqs:SendMessage" in actions(st)]
+        res = [r for st in sends for r in (st["Resource"] if isinstance(st["Resource"], list) else
+                                           [st["Resource"]])]
+        assert sorted(r["Fn::GetAtt"][0] for r in res) == sorted(["DecisionQueue", own]), role

@@ -125,3 +125,34 @@ def test_builds_lists_every_stored_definition_build(clients: Clients, stack: Sta
         [("reg", "1", one.hash), ("reg", "2", two.hash), ("reg", "2", two_again.hash)]
     )
     assert len(reg.builds(limit=2)) == 2
+
+
+def test_retire_is_seen_by_other_processes_within_the_ttl_and_a_new_registration_lifts_it(
+        clients: Clients, stack: Stack, gets: list[str]) -> None:
+    from orbit.errors import WorkflowRetired
+
+    seconds = Seconds()
+    here, other = registry(clients, stack, seconds), registry(clients, stack, seconds)
+    here.register(definition("1"))
+    here.register(definition("2", task="t.two"))
+    assert other.get("reg").version == "2"  # cached in the other process
+    assert here.retire("reg", "2") == ["2"]
+    with pytest.raises(WorkflowRetired, match="its latest version, 2, is retired"):
+        here.get("reg")  # this process: at once
+    assert other.get("reg").version == "2"  # the other: its pointer is cached for the TTL...
+    seconds.now += 2.5
+    gets.clear()
+    with pytest.raises(WorkflowRetired, match="version 2 is retired"):
+        other.get("reg", "2")
+    with pytest.raises(WorkflowRetired):
+        other.get("reg")  # ...then it sees the flag, with one read of the pointer
+    assert gets == ["V#2", "LATEST"]
+    assert other.get("reg", "1").version == "1"
+    assert other.retired("reg", "2") and not other.retired("reg", "1")
+    pinned = other.get_build("reg", "2", definition("2", task="t.two").hash)  # running executions go on
+    assert pinned.version == "2"
+    assert here.retire("reg") == ["1", "2"]
+    here.register(definition("2", task="t.two"))  # registered again: starts are back
+    assert here.get("reg").version == "2" and not here.retired("reg", "2") and here.retired("reg", "1")
+    with pytest.raises(UnknownWorkflow, match="cannot retire 'nope'"):
+        here.retire("nope")

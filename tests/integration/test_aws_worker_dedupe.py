@@ -174,8 +174,8 @@ def test_a_dispatch_re_sent_after_a_decider_crash_does_not_run_again(cloud: Any,
     real_carry = svc.engine._carry_out
     died = [False]
 
-    def dies_after_send(eid: str, effects: list[Any], expiry: Any, fresh: bool = True) -> None:
-        real_carry(eid, effects, expiry, fresh)
+    def dies_after_send(eid: str, effects: list[Any], expiry: Any, fresh: bool = True, **kw: Any) -> None:
+        real_carry(eid, effects, expiry, fresh, **kw)
         if effects and not died[0]:
             died[0] = True
             raise RuntimeError("the decider died between its send and its ack")

@@ -3,6 +3,10 @@
 Adds what these tests need on top of it: workers as `(input, attempt)`
 functions with a log of the calls in order, tasks held in flight until
 `release`, and one default execution id.
+
+`Harness.code_cache_size`: None, the engine replays with the process's code runtime (paused
+instances cached); a number, with a `CodeRuntime` of its own holding that many (0: every decision
+replays cold; `code_cold.py` runs the scenarios so, to show no decision depends on the cache).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from orbit.core.runtime.code import CodeRuntime
 from orbit.testing.simulator import Simulator
 
 Worker = Callable[[Any, int], Any]
@@ -17,8 +22,12 @@ ID = "ex-1"
 
 
 class Harness(Simulator):
+    code_cache_size: int | None = None
+
     def __init__(self, *workflows: Any, workers: dict[str, Worker] | None = None) -> None:
-        super().__init__(seed="code-tests")
+        size = self.code_cache_size
+        runtime = None if size is None else CodeRuntime(cache_size=size)
+        super().__init__(seed="code-tests", code_runtime=runtime)
         for wf in workflows:
             self.register(wf)
         self.calls: list[tuple[str, Any]] = []  # (task, input) in the order workers ran

@@ -65,7 +65,7 @@ def test_actions_need_token_origin_and_json(app: tuple[ConsoleApp, Recorder]) ->
     path = PREFIX + "/api/executions/e/signals/approval"
     assert post(console, path, {}, x_orbit_csrf="wrong")[0] == 403
     assert post(console, path, {}, origin="http://evil.example")[0] == 403
-    assert post(console, path, {}, content_type="text/plain")[0] == 403
+    assert post(console, path, {}, content_type="text/plain")[0] == 415
     assert rec.calls == []
     assert post(console, path, {"payload": {"approved": True}})[0] == 202
     assert rec.calls == [("POST", "/executions/e/signals/approval", {"payload": {"approved": True}})]
@@ -99,15 +99,21 @@ def test_static_files_stay_inside_the_package(app: tuple[ConsoleApp, Recorder]) 
         assert call(console, "GET", PREFIX + bad)[0] == 404, bad
 
 
-def test_a_console_on_another_address_answers_any_host_but_still_wants_same_origin_actions() -> None:
+def test_a_console_on_every_address_answers_ip_literals_and_its_names_but_not_a_rebound_one() -> None:
     rec = Recorder()
     console = ConsoleApp(rec, allowed_hosts("0.0.0.0", 8780))
-    assert allowed_hosts("0.0.0.0", 8780) is None
-    assert allowed_hosts("localhost", 1) == {"127.0.0.1:1", "localhost:1"}
-    headers = {"host": "box.lan:8780", "x-orbit-csrf": console.csrf, "content-type": "application/json"}
+    loopback = allowed_hosts("localhost", 1)
+    assert loopback.allows("localhost:1") and loopback.allows("[::1]:1")
+    assert not allowed_hosts("localhost", 1).allows("localhost:2")
+    assert allowed_hosts("192.168.1.5", 1).allows("192.168.1.5:1")
+    assert not allowed_hosts("192.168.1.5", 1).allows("10.0.0.1:1")
+    headers = {"host": "192.168.1.5:8780", "x-orbit-csrf": console.csrf, "content-type": "application/json"}
     path = PREFIX + "/api/executions/e/signals/approval"
-    assert console.handle("POST", path, {**headers, "origin": "http://box.lan:8780"}, b"{}")[0] == 202
+    assert console.handle("POST", path, {**headers, "origin": "http://192.168.1.5:8780"}, b"{}")[0] == 202
     assert console.handle("POST", path, {**headers, "origin": "http://evil.example"}, b"{}")[0] == 403
+    rebound = {**headers, "host": "evil.example:8780", "origin": "http://evil.example:8780"}
+    assert console.handle("POST", path, rebound, b"{}")[0] == 421
+    assert len(rec.calls) == 1
 
 
 def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[ConsoleApp, Recorder]) -> None:

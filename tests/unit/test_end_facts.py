@@ -143,7 +143,7 @@ def test_an_execution_that_armed_any_timer_is_never_timer_free(name: str) -> Non
         sim.worker(task, *behaviours)
     armed: list[str] = []
     arm = sim.engine.timers.arm
-    sim.engine.timers.arm = lambda eid, at: (armed.append(eid), arm(eid, at))[1]  # type: ignore[method-assign]
+    sim.engine.timers.arm = lambda eid, at, seq=None: (armed.append(eid), arm(eid, at, seq))[1]  # type: ignore[method-assign]
     eid = sim.start(getattr(wf, "name", None) or wf["name"], {}, id="e")
     sim.run()
     state = sim.engine.load_state(eid)
@@ -173,7 +173,8 @@ def test_the_engine_disarms_and_walks_only_when_the_history_cannot_say(monkeypat
     sim.start("timed", {}, id="timed")
     real = decide
     monkeypatch.setattr("orbit.service.engine.decide",
-                        lambda wf, state, m, now, ids, retention_ms=None: real(wf, state, m, now, ids))
+                        lambda wf, state, m, now, ids, retention_ms=None, code_runtime=None:
+                        real(wf, state, m, now, ids, None, code_runtime))
     sim.start("wf", {}, id="old")  # as an engine before this change started it
     sim.run()
     assert retired == {"new": True, "timed": True, "old": False}  # only the old start is walked

@@ -33,7 +33,9 @@ ALLOWED: dict[str, set[str]] = {
     "orbit.local": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters", "orbit.aws",
                     "orbit.worker", "orbit.workflow", "orbit.client"},
     # the web console: a client of the API (it reads waiting lines the way `orbit history` does)
-    "orbit.console": {"orbit.errors", "orbit.core", "orbit.client", "orbit.local.waiting"},
+    # and answers only its own pages, as `orbit dev` does (orbit/local/origin.py)
+    "orbit.console": {"orbit.errors", "orbit.core", "orbit.client", "orbit.local.waiting",
+                      "orbit.local.origin"},
     "orbit.cli": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters", "orbit.aws",
                   "orbit.worker", "orbit.workflow", "orbit.client", "orbit.local", "orbit.testing",
                   "orbit.console"},

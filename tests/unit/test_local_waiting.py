@@ -31,7 +31,7 @@ def test_scheduled_step_waits_for_a_worker_on_its_queue_since_it_was_queued():
     (w,) = waiting(desc({"charge": "SCHEDULED"}), history)
     assert (w.unit, w.kind, w.since_ms) == ("charge", "worker", T0 + 2000)
     assert w.text == (
-        f"for a worker on queue orders (task orders.charge) since {fmt_time(T0 + 2000)}; "
+        f"for a worker for task orders.charge on queue orders since {fmt_time(T0 + 2000)}; "
         f"a worker must take it by {fmt_time(T0 + 62_000)}"
     )
 

@@ -36,6 +36,19 @@ def test_timers_one_per_execution_and_conditional_disarm() -> None:
     assert t.due(1000) == [("a", 200)] and t.next_fire_ms() == 200
 
 
+def test_a_timer_is_replaced_only_by_an_arm_derived_from_a_state_at_least_as_new() -> None:
+    t = MemoryTimers()
+    t.arm("a", 100, seq=7)
+    t.arm("a", 900, seq=5)  # an old commit's wake-up (a late resend): refused
+    assert t.due(1000) == [("a", 100)]
+    t.arm("a", 300, seq=7)  # the same state: replaces
+    t.arm("a", 200, seq=9)
+    assert t.due(1000) == [("a", 200)]
+    t.disarm("a", 200)  # fired: an old arm may set a timer again (its wake finds nothing due)
+    t.arm("a", 900, seq=5)
+    assert t.due(1000) == [("a", 900)]
+
+
 def test_queues_honour_delay_against_the_clock() -> None:
     clock = ManualClock(0)
     q = MemoryQueues()

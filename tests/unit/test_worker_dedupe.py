@@ -55,9 +55,43 @@ def test_the_verdict_settles_an_open_attempt_and_acknowledges_an_answered_one() 
     assert dedupe.verdict(History(state()), D, dedupe.SETTLE_RECEIVES) == "run"
     assert dedupe.verdict(History(state("SUCCEEDED")), D, 1) == "ack"
     assert dedupe.verdict(History(error=NotFound("gone")), D, 1) == "ack"  # deleted by retention
-    # no read access (or any failure): counts as open, so it settles and runs with the key claimed
-    assert dedupe.verdict(History(error=PermissionError("AccessDenied")), D, 1) == "defer"
+    # no history port (a role without the grant keeps a record for every task): counts as open
     assert dedupe.verdict(None, D, dedupe.SETTLE_RECEIVES) == "run"
+
+
+class Flaky(History):
+    """Fails its first `failures` reads (throttled), then reads `state`."""
+
+    def __init__(self, state: ExecutionState, failures: int) -> None:
+        super().__init__(state)
+        self.failures, self.reads = failures, 0
+
+    def load(self, eid: str) -> Any:
+        self.reads += 1
+        if self.reads <= self.failures:
+            raise RuntimeError("ProvisionedThroughputExceededException")
+        return super().load(eid)
+
+
+def test_an_unreadable_history_is_never_open_the_read_is_retried_then_the_message_goes_back() -> None:
+    # issue 24, finding 6: a failed read used to count as open, and a late copy ran its task again
+    slept: list[float] = []
+    for receive in (1, dedupe.SETTLE_RECEIVES):
+        h = Flaky(state("SUCCEEDED"), failures=10)
+        try:
+            dedupe.verdict(h, D, receive, slept.append)
+            raise AssertionError("an unreadable history gave a verdict")
+        except dedupe.HistoryUnreadable as e:
+            assert isinstance(e, dedupe.TaskDeferred)  # a failed record of the batch: it comes back
+            assert "'a' of 'e' (attempt 2)" in str(e) and "ProvisionedThroughputExceeded" in str(e), e
+        assert h.reads == dedupe.READ_ATTEMPTS
+    assert slept == [*dedupe.READ_BACKOFF_S] * 2
+    # control: throttled once, then read: the answered attempt is acknowledged
+    slept.clear()
+    h = Flaky(state("SUCCEEDED"), failures=dedupe.READ_ATTEMPTS - 1)
+    assert dedupe.verdict(h, D, 1, slept.append) == "ack" and h.reads == dedupe.READ_ATTEMPTS
+    assert slept == [*dedupe.READ_BACKOFF_S]
+    assert dedupe.verdict(Flaky(state(), failures=1), D, dedupe.SETTLE_RECEIVES, slept.append) == "run"
 
 
 def test_which_deliveries_are_suspect_or_waited() -> None:

@@ -1,4 +1,6 @@
-"""The worker's answer for a task it does not serve: a readable error, not a Python list."""
+"""The worker's answer for a task it does not serve when the step opted into failing at once
+(`on_missing_worker: fail`): a readable error, not a Python list. (Without the option the message
+waits for a worker: tests/e2e/test_local_missing_worker.py.)"""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ class _Clock:
 
 def _dispatch(task: str) -> dict[str, Any]:
     return {"kind": "dispatch_task", "execution_id": "e1", "unit": "u", "task": task, "queue": "default",
-            "input": {}, "attempt": 1, "token": "tok", "idempotency_key": "e1:u", "deadline_ms": None}
+            "input": {}, "attempt": 1, "token": "tok", "idempotency_key": "e1:u", "deadline_ms": None,
+            "on_missing_worker": "fail"}
 
 
 def _error_for(tasks: dict[str, Any], task: str) -> dict[str, Any]:

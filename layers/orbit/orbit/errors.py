@@ -55,6 +55,29 @@ class NotFound(OrbitError):
     """An execution, commit, hook or payload does not exist."""
 
 
+class IdReused(OrbitError):
+    """A signal or update id sent again with another name or payload (HTTP 409): an id names one
+    request, so its retry must be the same request; the message names what differs."""
+
+    def __init__(self, kind: str, ident: str, recorded_name: str, name: str) -> None:
+        if recorded_name != name:
+            what = f"it was {kind} {recorded_name!r}, this is {kind} {name!r}"
+        else:
+            what = f"{kind} {name!r} was sent with another {'payload' if kind == 'signal' else 'input'}"
+        super().__init__(f"{kind} id {ident!r} is already used and this request differs: {what}; "
+                         f"a retry must send the same {kind}, a new one a new id")
+
+
+class UserCodeStopped(OrbitError):
+    """The workflow author's code run for a request (a query handler, an update validator) ran past
+    its time bound (`code` USER_CODE_TIMEOUT) or raised SystemExit or the like (USER_CODE_ERROR):
+    HTTP 400 with that code; nothing was recorded (orbit/service/user_code.py)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
 class ExecutionExists(OrbitError):
     """Start with an id that already exists and a different input (or workflow)."""
 
@@ -168,3 +191,28 @@ def update_result(answer: dict[str, object], timeout_s: float) -> object:
     if isinstance(error, dict) and error:
         raise UpdateFailed(uid, str(error.get("code")), str(error.get("message")))
     return answer.get("result")
+
+
+class DuplicateTask(OrbitError):
+    """Two different functions registered under one task name in one process (`@orbit.worker.task`):
+    which one a step would run depends on import order, so it is refused at import."""
+
+
+class WorkflowRetired(UnknownWorkflow):
+    """A start (or fork) names a definition version that was retired (`orbit retire`): new starts are
+    refused; executions already running on it finish. An UnknownWorkflow, so every place that refuses
+    a start of an unknown workflow (a child's step, a schedule's fire) refuses this one too."""
+
+    code = "WORKFLOW_RETIRED"
+
+
+def retired_message(name: str, version: str, latest: bool) -> str:
+    """Why a start of a retired version is refused, and what to do instead."""
+    which = f"its latest version, {version}," if latest else f"version {version}"
+    return (f"workflow {name!r}: {which} is retired: new starts are refused (running executions finish); "
+            f"register it again to bring it back, or start another version")
+
+
+def retire_unknown(name: str, version: str | None) -> str:
+    which = f" with version {version!r}" if version is not None else ""
+    return f"cannot retire {name!r}: no definition named {name!r}{which} is registered"

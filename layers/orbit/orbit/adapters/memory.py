@@ -20,7 +20,15 @@ from typing import Any
 from orbit.adapters.memory_retention import MemoryRetention
 from orbit.core.history.events import JSON
 from orbit.core.history.state import ExecutionState
-from orbit.errors import BuildMismatch, ConflictError, NotFound, UnknownWorkflow
+from orbit.errors import (
+    BuildMismatch,
+    ConflictError,
+    NotFound,
+    UnknownWorkflow,
+    WorkflowRetired,
+    retire_unknown,
+    retired_message,
+)
 from orbit.service.ports import COUNT_CAP, Commit, HistoryPage, IndexEntry, Loaded, hook_key
 
 
@@ -45,7 +53,7 @@ class MemoryHistoryStore(MemoryRetention):
         with self._lock:
             if execution_id not in self._commits:
                 raise NotFound(f"execution {execution_id!r} not found")
-            seq, snap = self._snapshots.get(execution_id, (0, None))  # type: ignore[assignment]
+            seq, snap = self._snapshots.get(execution_id, (0, None))
             state = ExecutionState.from_dict(snap) if snap is not None else ExecutionState(execution_id)
             commits = [
                 self._commits[execution_id][f] for f in self._order[execution_id] if f > seq
@@ -71,6 +79,10 @@ class MemoryHistoryStore(MemoryRetention):
         with self._lock:
             return self._commits.get(execution_id, {}).get(first_seq)
 
+    def committed_after(self, execution_id: str, seq: int) -> bool:
+        with self._lock:
+            return self._last.get(execution_id, 0) > seq
+
     def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
         with self._lock:
             order = list(self._order.get(execution_id, []))
@@ -82,7 +94,7 @@ class MemoryHistoryStore(MemoryRetention):
         with self._lock:
             if execution_id not in self._commits:
                 raise NotFound(f"execution {execution_id!r} not found")
-            out = []
+            out: list[Any] = []
             for f in self._order[execution_id]:
                 c = self._commits[execution_id][f]
                 if c.last_seq <= after_seq:
@@ -233,15 +245,22 @@ class MemoryQueues:
 
 
 class MemoryTimers:
-    """One timer per execution (arming again replaces it)."""
+    """One timer per execution (arming again replaces it, unless a newer commit armed it)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._at: dict[str, int] = {}
+        self._seq: dict[str, int] = {}  # execution -> seq of the commit that armed its timer
 
-    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
         with self._lock:
+            if seq is not None and execution_id in self._at and self._seq.get(execution_id, -1) > seq:
+                return  # a newer commit's wake-up: an older one never replaces it
             self._at[execution_id] = fire_at_ms
+            if seq is None:
+                self._seq.pop(execution_id, None)
+            else:
+                self._seq[execution_id] = seq
 
     def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:
         with self._lock:
@@ -252,6 +271,7 @@ class MemoryTimers:
         with self._lock:
             if fire_at_ms is None or self._at.get(execution_id) == fire_at_ms:
                 self._at.pop(execution_id, None)
+                self._seq.pop(execution_id, None)
 
     def next_fire_ms(self) -> int | None:
         with self._lock:
@@ -280,6 +300,7 @@ class MemoryRegistry:
     def __init__(self) -> None:
         self._by: dict[str, dict[str, dict[str, Any]]] = {}
         self._latest: dict[str, str] = {}
+        self._retired: set[tuple[str, str]] = set()  # (name, version): new starts refused
 
     def register(self, workflow: Any) -> None:
         from orbit.core.decider.decide import workflow_build
@@ -287,6 +308,21 @@ class MemoryRegistry:
         name, version = workflow.name, str(workflow.version)
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
         self._latest[name] = version
+        self._retired.discard((name, version))  # registering a version again brings it back
+
+    def retire(self, name: str, version: str | None = None) -> list[str]:
+        """Refuse new starts of `version` (every version when None); returns the versions retired."""
+        versions = [v for v, builds in self._by.get(name, {}).items()
+                    if any(getattr(w, "kind", None) != "code" for w in builds.values())]
+        if version is not None:
+            versions = [v for v in versions if v == str(version)]
+        if not versions:
+            raise UnknownWorkflow(retire_unknown(name, version))
+        self._retired.update((name, v) for v in versions)
+        return versions
+
+    def retired(self, name: str, version: str) -> bool:
+        return (name, str(version)) in self._retired
 
     def deploy(self, workflows: Any) -> None:
         """Replace every code workflow held with `workflows`; definitions stay registered."""
@@ -313,6 +349,8 @@ class MemoryRegistry:
         builds = versions.get(str(v))
         if not builds:
             raise UnknownWorkflow(f"workflow {name!r} has no version {v!r} (known: {sorted(versions)})")
+        if (name, str(v)) in self._retired:
+            raise WorkflowRetired(retired_message(name, str(v), version is None))
         return list(builds.values())[-1]
 
     def builds(self, limit: int = 1000) -> list[tuple[str, str, str]]:

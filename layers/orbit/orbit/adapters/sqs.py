@@ -58,7 +58,9 @@ def encode_body(body: Mapping[str, Any], payloads: Any, inline_limit: int = INLI
             return text
     # No history references a whole body: it goes where the bucket's lifecycle rule removes it.
     ref = getattr(payloads, "put_message", payloads.put)(text.encode())
-    envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token") if k in body}
+    # (`waiting_for_worker` too: the local stack reads it from the envelope, see local/clock.py)
+    envelope = {k: body[k] for k in ("kind", "execution_id", "id", "unit", "token", "task",
+                                     "waiting_for_worker") if k in body}
     envelope[REF_KEY] = ref
     return json.dumps(envelope, separators=(",", ":"))
 
@@ -266,10 +268,10 @@ class DelayedWakeTimers:
         self._clock = clock
         self._max_delay_s = max_delay_s
 
-    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
         delay_ms = fire_at_ms - self._clock.now_ms()
         if delay_ms > self._max_delay_s * 1000:
-            self.table.arm(execution_id, fire_at_ms)
+            self.table.arm(execution_id, fire_at_ms, seq)
             return
         delay_s = max(0, -(-delay_ms // 1000))
         wake_id = f"wake:{execution_id}:{fire_at_ms}:{uuid.uuid4().hex[:12]}"

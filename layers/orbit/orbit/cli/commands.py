@@ -64,7 +64,7 @@ def cmd_start(args: argparse.Namespace, connect: Clients) -> int:
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     client = connect(args)
     res = client.start(args.name, inp, id=args.id, version=args.version)
-    eid = res.get("id") if isinstance(res, dict) else res
+    eid = str(res.get("id") if isinstance(res, dict) else res)
     if args.wait:  # the id first: a Ctrl-C while waiting must not lose it
         print(f"started {args.name} as {eid}; waiting for its end (Ctrl-C stops waiting, not the execution)",
               file=sys.stderr)
@@ -95,6 +95,8 @@ def cmd_describe(args: argparse.Namespace, connect: Clients) -> int:
     for unit, st in (desc.get("steps") or {}).items():
         err = f"  {st['error'].get('code')}" if st.get("error") else ""
         print(cut(f"  {unit:<24} {st['status']:<12} attempt {st.get('attempt') or '-'}{err}", columns))
+        if st.get("waiting"):  # queued: a worker has not taken it (none may serve its task yet)
+            print(cut(f"    {st['waiting']}", columns))
     if desc.get("parked"):  # RUNNING but not deciding until someone acts: say why
         print(cut(f"parked: {json.dumps(desc['parked'])}", columns))
     if desc.get("progress") is not None:

@@ -65,6 +65,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from orbit.cli.definitions import COMMANDS as DEFINITIONS
     from orbit.cli.evolution import add_parsers
     from orbit.cli.recovery import add_recovery_commands
     from orbit.cli.testing import add_testing_parsers
@@ -86,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Every command, in the order `orbit --help` lists them: the table's rows (cli/table.py) and the
     # groups of commands other modules add themselves.
-    for command in (*LOCAL, *API):
+    for command in (*LOCAL, *API, *DEFINITIONS):
         command.add_to(sub, connect)
     add_recovery_commands(sub, add_api_opts, connect)
     add_update_parser(sub, add_api_opts, connect)
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `orbit history ID | head`: the reader left, nothing more to say
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown from flushing again
+        sys.stdout = open(os.devnull, "w")  # keep interpreter shutdown from flushing again
         return 141  # what a shell reports for a command killed by SIGPIPE
     except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
         return report(exc, args.command, verbose, bool(getattr(args, "json", False)))

@@ -42,7 +42,7 @@ def ended_line(desc: dict[str, Any]) -> str:
     """`ID: FAILED  INPUT_CONTRACT_VIOLATION: ...` for an execution that did not complete."""
     err = desc.get("error") or {}
     why = f"  {err.get('code')}: {err.get('message')}" if err else ""
-    return f"execution {desc.get('id')} is {desc.get('status')}{why}"
+    return cut(f"execution {desc.get('id')} is {desc.get('status')}{why}", None)  # escaped caller text
 
 
 def follow_history(client: Any, eid: str, expand: bool, timeout_s: float,

@@ -7,9 +7,11 @@ stack), `orbit dev` routes in process. The browser never sees a credential.
 Safety:
 - Only the GET routes the console reads and its actions (signal, hook resume, cancel, redrive,
   un-park, schedule pause/resume) pass; anything else is 404 here, whatever the API would accept.
-- A POST needs the per-process CSRF token (in a header the page reads from its own <meta>,
-  which another origin cannot read) and, when the browser sends one, our own Origin.
-- The Host header must name the address served, so a DNS-rebound page cannot talk to it.
+- Every request, on every route, passes `orbit.local.origin.refusal` first: the Host header must
+  name the address served (a DNS-rebound page cannot talk to it), an Origin must be our own, and
+  a POST body must be application/json (415 otherwise).
+- A POST also needs the per-process CSRF token (in a header the page reads from its own <meta>,
+  which another origin cannot read).
 - Every response says `nosniff`, and pages carry a CSP without inline scripts.
 """
 
@@ -29,8 +31,11 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from orbit.console.data import ConsoleData
+from orbit.local.origin import ServedHosts, refusal
 
 STATIC = Path(__file__).parent / "static"
+MAX_CONSOLE_BODY = 1 << 20  # the console's actions are small JSON objects
+READ_TIMEOUT_S = 10.0
 PREFIX = "/console"
 Backend = Callable[[str, str, Any], tuple[int, Any]]  # (method, path?query, body) -> (status, json)
 CSP = (
@@ -87,9 +92,9 @@ def client_backend(client: Any) -> Backend:
 class ConsoleApp:
     """Routes one request under /console; the HTTP server around it is ConsoleServer or `orbit dev`'s."""
 
-    def __init__(self, backend: Backend, allowed_hosts: set[str] | None, target: str = "") -> None:
+    def __init__(self, backend: Backend, served: ServedHosts, target: str = "") -> None:
         self.backend = backend
-        self.allowed_hosts = allowed_hosts
+        self.served = served  # the Host values answered (orbit/local/origin.py)
         self.csrf = secrets.token_urlsafe(32)
         self.target = target  # what the console is pointed at, shown in its header
         self.data = ConsoleData(backend)
@@ -97,8 +102,9 @@ class ConsoleApp:
     def handle(self, method: str, target: str, headers: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
         parts = urlsplit(target)
         path = parts.path
-        if self.allowed_hosts is not None and (headers.get("host") or "") not in self.allowed_hosts:
-            return _json(421, {"error": {"code": "MISDIRECTED", "message": "unexpected Host header"}})
+        refused = refusal(method, headers, self.served, bool(raw))  # Host, Origin, content type
+        if refused is not None:
+            return _json(refused.status, refused.body())
         if path in ("", "/", PREFIX):
             return 302, {"location": PREFIX + "/"}, b""
         if not path.startswith(PREFIX + "/"):
@@ -186,6 +192,21 @@ class ConsoleApp:
         return 200, {"content-type": ctype, "cache-control": cache, "content-security-policy": CSP}, body
 
 
+def framing_problem(headers: Any, limit: int) -> tuple[int, str, str] | None:
+    """Why a request's body cannot be read: chunked, a Content-Length that is not a non-negative
+    integer (a traceback and a wait forever before), or one over `limit`."""
+    if headers.get("transfer-encoding"):
+        return 400, "BAD_FRAMING", "chunked request bodies are not supported; send Content-Length"
+    header = headers.get("content-length")
+    if header is None:
+        return None
+    if not re.fullmatch(r"[0-9]{1,18}", header.strip()):
+        return 400, "BAD_FRAMING", f"Content-Length must be a non-negative integer, not {header[:40]!r}"
+    if int(header) > limit:
+        return 413, "PAYLOAD_TOO_LARGE", f"request body: {int(header)} bytes; at most {limit}"
+    return None
+
+
 def _json(status: int, payload: Any) -> tuple[int, dict[str, str], bytes]:
     body = json.dumps(payload, default=str).encode()
     return status, {"content-type": "application/json", "cache-control": "no-store"}, body
@@ -207,14 +228,11 @@ def write_response(
         pass  # the browser went elsewhere before the answer came back
 
 
-def allowed_hosts(host: str, port: int) -> set[str] | None:
-    """The Host headers a loopback console answers (a DNS-rebound name is refused); None, any,
-    when `--host` asked for another address: we cannot know the names it is reached by."""
-    if host in ("127.0.0.1", "localhost"):
-        return {f"{n}:{port}" for n in ("127.0.0.1", "localhost")}
-    if host == "::1":
-        return {f"[::1]:{port}"}
-    return None
+def allowed_hosts(host: str, port: int) -> ServedHosts:
+    """The Host headers the console answers: localhost, 127.0.0.1 and [::1] with its port, and the
+    address `--host` named (a DNS-rebound name is refused). Bound to every address (`0.0.0.0`),
+    also this machine's host names and any IP literal with its port."""
+    return ServedHosts(port, host)
 
 
 class ConsoleServer:
@@ -232,14 +250,34 @@ class ConsoleServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = READ_TIMEOUT_S  # a client silent mid-request is dropped, not waited for
+
             def _serve(self) -> None:
-                length = min(int(self.headers.get("content-length") or 0), 1 << 20)
-                raw = self.rfile.read(length) if length else b""
+                raw = self._body()
+                if raw is None:
+                    return
                 write_response(self, *server.app.handle(self.command, self.path, self.headers, raw))
+
+            def _body(self) -> bytes | None:
+                """The request body, or None once a framing error was answered (400/413, one line)."""
+                problem = framing_problem(self.headers, MAX_CONSOLE_BODY)
+                length = 0 if problem else int(self.headers.get("content-length") or 0)
+                try:
+                    raw = self.rfile.read(length) if length else b""
+                except OSError:
+                    raw = b""
+                if not problem and len(raw) != length:
+                    problem = 400, "BAD_FRAMING", f"the body ended after {len(raw)} of {length} bytes"
+                if problem is None:
+                    return raw
+                self.close_connection = True  # an unread body must not be taken for the next request
+                status, code, message = problem
+                write_response(self, *_json(status, {"error": {"code": code, "message": message}}))
+                return None
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler

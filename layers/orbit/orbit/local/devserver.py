@@ -12,6 +12,15 @@ methods get a JSON 405, a client that stops sending mid-request is dropped after
 `READ_TIMEOUT_S`, the listen backlog is 128, and the engine lock is taken only
 once the whole request has been read, never across a read.
 
+The workflow author's code run inside a request (a code workflow's query handler, an update's
+validator, with the replay before them) runs on a thread of its own while the request lets go of
+the lock, bounded by `user_code_timeout_s` (orbit/local/bounded.py): a handler that loops is
+answered with a USER_CODE_TIMEOUT error and holds up no other request. An inline step or a task
+that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on. A
+worker's invocation (task code, which does not use the engine) runs without the lock, so a
+task that sleeps holds up no request; the pump itself waits for it, as it waits for any
+invocation (so timers, a step's `timeout` among them, fire once it returns).
+
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts
 (`orbit advance DURATION` sends it).
@@ -36,8 +45,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 from orbit.errors import OrbitError
 
+from .bounded import USER_CODE_TIMEOUT_S, EngineLock, run_bounded
 from .http_framing import READ_TIMEOUT_S, DevHTTPServer, handler_for
+from .origin import ServedHosts
 from .stack import LocalStack
+from .text import cut
 from .timeline import fmt_duration
 
 MAX_ADVANCE_S = 100 * 365 * 86_400  # a hundred years of virtual time in one request
@@ -47,22 +59,35 @@ Mounted = Callable[[BaseHTTPRequestHandler, str, str, bytes], None]
 
 
 class DevServer:
-    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(self, stack: LocalStack, port: int = 8765, read_timeout_s: float = READ_TIMEOUT_S,
+                 user_code_timeout_s: float = USER_CODE_TIMEOUT_S) -> None:
         self.stack = stack
         self.read_timeout_s = read_timeout_s
-        self.lock = threading.Lock()
+        self.user_code_timeout_s = user_code_timeout_s
+        self.lock = EngineLock()
         self.stopping = threading.Event()
         self.httpd = DevHTTPServer(("127.0.0.1", port), self._handler_class())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.served = ServedHosts(self.port, "127.0.0.1")  # the Host values answered (local/origin.py)
         self.mounts: list[tuple[str, Mounted]] = []
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
         self.out = stack.cloud.console
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
+        if stack.cloud.emulator.mode == "server":  # moto behind HTTP takes concurrent clients
+            for poller in stack.cloud.pollers:
+                if is_worker(poller):
+                    poller.around = self._unlocked
+
+    def _unlocked(self, call: Callable[[], Any]) -> Any:
+        """A worker's invocation (task code: no engine) runs without the engine lock."""
+        with self.lock.released():
+            return call()
 
     def say(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        # one line, control characters escaped: names, ids and error messages are caller text
+        print(cut(line, None), file=self.out, flush=True)
 
     def _report_ended(self) -> None:
         """One line for each execution started here that has ended since the last look."""
@@ -88,8 +113,8 @@ class DevServer:
                     handled = self.stack.cloud.pump_once()
                     if handled and self.running:
                         self._report_ended()
-            except Exception as exc:  # noqa: BLE001 - keep serving; the error is printed
-                print(f"orbit dev: pump error: {exc!r}", file=sys.stderr, flush=True)
+            except BaseException as exc:  # noqa: BLE001 - keep serving, SystemExit from user code too
+                print(cut(f"orbit dev: pump error: {exc!r}", None), file=sys.stderr, flush=True)
                 handled = 0
             if not handled:
                 self.stopping.wait(0.05)
@@ -105,6 +130,22 @@ class DevServer:
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+        from orbit.service.user_code import runner
+
+        try:
+            with runner(self._user_code):  # query handlers and update validators: bounded, lock let go
+                return self._request(method, target, raw)
+        except (SystemExit, KeyboardInterrupt) as exc:  # from user code run in the request (a start
+            # decides at once, inline steps included): that request fails, the server goes on
+            return 500, {"error": {"code": "USER_CODE_ERROR", "message": cut(
+                f"{method} {urlsplit(target).path} stopped: code it ran raised {type(exc).__name__}: {exc}",
+                None)}}
+
+    def _user_code(self, fn: Callable[[], Any], what: str) -> Any:
+        with self.lock.released():
+            return run_bounded(fn, self.user_code_timeout_s, what)
+
+    def _request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
         from orbit.service.http import handle_request
 
         parts = urlsplit(target)
@@ -135,6 +176,9 @@ class DevServer:
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)
+            if method == "POST" and parts.path.rstrip("/") == "/definitions" and status == 201:
+                for line in unserved_lines([self.stack.engine.registry.get(body["name"], body["version"])]):
+                    self.say(line)  # `orbit register` against orbit dev: said where its steps will wait
             return status, body
 
     def _report_started(self, raw: bytes, body: Any) -> None:
@@ -160,6 +204,31 @@ class DevServer:
             self.stopping.set()
             self._pump.join(timeout=5)
             self.httpd.server_close()
+
+
+def unserved_lines(definitions: list[Any]) -> list[str]:
+    """One line per task the definitions use that no `@orbit.worker.task` of this process serves."""
+    from orbit.core.runtime.dsl import default_queue
+    from orbit.worker.sdk import registered_tasks
+
+    served = registered_tasks()
+    missing: dict[str, tuple[str, str]] = {}  # task -> (first place that uses it, its queue)
+    for d in definitions:
+        for step in getattr(d, "steps", {}).values():  # a code workflow's tasks are known only when it runs
+            for body, where in ((step, step.name), (step.compensate, f"{step.name}.compensate")):
+                if body is None or body.kind != "task" or not body.task or body.inline:
+                    continue
+                if body.task not in served:
+                    queue = body.queue or default_queue(body.task)
+                    missing.setdefault(body.task, (f"{d.name}: steps.{where}", queue))
+    return [f"no worker serves task {task} ({where}): its steps wait in queue {queue} until one does "
+            f"(pass --workers FILE.py with @task({task!r}))"
+            for task, (where, queue) in sorted(missing.items())]
+
+
+def is_worker(poller: Any) -> bool:
+    """A poller of a task queue: every queue but the decision queue, which the decider drains."""
+    return bool(poller.mapping.queue.url != poller.mapping.function.env.get("ORBIT_DECISION_QUEUE_URL"))
 
 
 def serve(
@@ -189,6 +258,8 @@ def serve(
             announce(dev)
         if names:
             dev.say(f"registered: {', '.join(names)}")
+        for line in unserved_lines([stack.engine.registry.get(n) for n in names]):
+            dev.say(line)  # its steps would wait in their queue: say so before anyone starts one
         if parameters:  # say what differs from the template's defaults, e.g. the HTTP task enabled
             shown = ", ".join(f"{k}={v}" for k, v in sorted(parameters.items()))
             dev.say(f"template parameters: {shown}")

@@ -7,12 +7,15 @@ standard library would give as an HTML page (malformed request lines, unknown me
 from __future__ import annotations
 
 import json
+import re
 import socket
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from orbit.service.http import MAX_BODY_BYTES
+
+from .origin import ServedHosts, refusal
 
 READ_TIMEOUT_S = 10.0
 """A client silent this long in the middle of a request (headers or body) is disconnected."""
@@ -21,6 +24,8 @@ SERVED_METHODS = ("GET", "POST", "PUT", "DELETE")  # PUT/DELETE reach the router
 
 
 class _Requests(Protocol):
+    served: ServedHosts
+
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]: ...
 
 
@@ -55,8 +60,8 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
                 return None
             header = self.headers.get("content-length")
             if header is None:
-                return b""
-            if not header.strip().isdigit():
+                header = "0"
+            if not re.fullmatch(r"[0-9]{1,18}", header.strip()):  # not isdigit(): "²" is a digit
                 self._refuse(400, "BAD_FRAMING",
                              f"Content-Length must be a non-negative integer, not {header!r}")
                 return None
@@ -64,6 +69,12 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
             if length > MAX_BODY_BYTES:
                 self._refuse(413, "PAYLOAD_TOO_LARGE",
                              f"request body: {length} bytes; at most {MAX_BODY_BYTES}")
+                return None
+            # Before the body is read or anything routed: a page of another origin, or a rebound
+            # name, is refused on every route, the mounted console's included (local/origin.py).
+            refused = refusal(self.command, self.headers, server.served, length > 0)
+            if refused is not None:
+                self._refuse(refused.status, refused.code, refused.message)
                 return None
             try:
                 raw = self.rfile.read(length) if length else b""
@@ -120,7 +131,7 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
             self._reply(code, {"error": {"code": "BAD_REQUEST" if code == 400 else f"HTTP_{code}",
                                          "message": message or explain or "malformed request"}}, close=True)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per request would drown the progress output
 
     return Handler

@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +112,9 @@ class QueuePoller:
         # Held around this poller's receives and deletes when several invocations run at once:
         # moto's queue is not safe for concurrent receives (Lambda's pollers are one service).
         self.sqs_lock: Any = contextlib.nullcontext()
+        # Wraps each invocation when set: `orbit dev` lets go of its engine lock around a worker's
+        # (a task's code must not hold up the server's other callers).
+        self.around: Callable[[Callable[[], Any]], Any] | None = None
 
     def receive(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -138,8 +143,16 @@ class QueuePoller:
         event = {"Records": [to_record(m, self.mapping.queue.arn) for m in msgs]}
         self.invocations += 1
         try:
-            response = invoke(self.mapping.function, self.handler, event)
-        except Exception as exc:  # noqa: BLE001 - Lambda reports it and retries the batch
+            if self.around is None:
+                response = invoke(self.mapping.function, self.handler, event)
+            else:
+                response = self.around(lambda: invoke(self.mapping.function, self.handler, event))
+        except BaseException as exc:
+            # SystemExit or KeyboardInterrupt raised by a task or an inline step ends that
+            # invocation only, as a Lambda runtime exiting would; Ctrl-C on the main thread
+            # (`orbit run`) still stops the process.
+            if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                raise
             log.warning(
                 "%s failed on a batch of %d from %s: %r",
                 self.mapping.function.logical_id,

@@ -178,6 +178,15 @@ class LocalStack(ScheduleOps):
         self.engine.registry.register(wf)
         return str(wf.name)
 
+    def retire(self, name: str, version: str | None = None) -> list[str]:
+        """Refuse new starts of a definition's `version` (every version when None); running executions
+        finish. Returns the versions retired (`orbit retire`)."""
+        return list(self.engine.registry.retire(name, version))
+
+    def workflows(self) -> list[dict[str, Any]]:
+        """The registered workflows with their versions (`orbit workflows`)."""
+        return list(self.engine.workflows())
+
     def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None) -> str:
         # As the API function does: a start decides inline, and a first decision that fans
         # out leaves in one SendMessageBatch per 10 messages instead of one SendMessage each.
@@ -326,11 +335,14 @@ class LocalStack(ScheduleOps):
         if not done(force=True):
             from .waiting import waiting
 
-            waits = [f"{w.unit}: {w.text}" for w in waiting(last, self.history(id))]
+            found = waiting(last, self.history(id))
+            waits = [f"{w.unit}: {w.text}" for w in found]
+            todo = ("register a worker function for its task (@orbit.worker.task) and advance the clock"
+                    if any(w.kind == "worker" for w in found)
+                    else "send the signal it waits for (orbit run --signal NAME=JSON)")
             raise OrbitError(
                 f"execution {id} is {last['status']} and nothing more will happen on its own "
-                f"(waiting: {'; '.join(waits) or '-'}); send the signal it waits for "
-                "(orbit run --signal NAME=JSON) or cancel it"
+                f"(waiting: {'; '.join(waits) or '-'}); {todo}, or cancel it"
             )
         return last
 
@@ -351,4 +363,4 @@ class LocalStack(ScheduleOps):
             if time.monotonic() + pause > deadline:  # say so now, not after waiting in vain
                 after = fmt_duration(int(pause * 1000))
                 raise NothingDueInTime(f"nothing is due before {utc(wake)}, {after} from now")
-            time.sleep(min(pause, 0.5))  # noqa: TID251 - real time is the point
+            time.sleep(min(pause, 0.5))  # real time is the point

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from datetime import datetime, timezone
@@ -32,9 +33,28 @@ def width(stream: TextIO | None = None) -> int | None:
     return None
 
 
+# C0 and C1 control characters, DEL, and the bidirectional overrides and isolates that reorder
+# what a terminal shows: caller text carrying them is printed escaped, never acted on.
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character escaped (as `\\x1b`, `\\u202e`) but newlines: caller text
+    (an error message, a step name, a reason) cannot move the cursor, recolour or retitle the
+    terminal, or hide what follows it."""
+    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def cut(text: str, columns: int | None) -> str:
-    """`text` on one line of at most `columns` characters, ending with `…` where it was cut."""
+    """`text` on one line of at most `columns` characters, ending with `…` where it was cut; control
+    characters escaped (`printable`)."""
     text = " ".join(text.split("\n")) if "\n" in text else text
+    text = printable(text)
     if columns is None or len(text) <= columns:
         return text
     return text[: max(columns - 1, 0)] + ELLIPSIS

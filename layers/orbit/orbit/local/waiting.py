@@ -125,7 +125,9 @@ def _explain(
     sched = ev("StepScheduled")
     where = f"queue {sched.get('queue') or '?'}" + (f" (task {sched['task']})" if sched.get("task") else "")
     if status == "SCHEDULED" and sched:
-        text = f"for a worker on {where} since {fmt_time(sched['timestamp_ms'])}"
+        task = f"for task {sched['task']} " if sched.get("task") else ""
+        queue = sched.get("queue") or "?"
+        text = f"for a worker {task}on queue {queue} since {fmt_time(sched['timestamp_ms'])}"
         if sched.get("queue_timeout_ms") is not None and sched.get("deadline_ms") is not None:
             text += f"; a worker must take it by {fmt_time(sched['deadline_ms'])}"
         return Waiting(unit, status, "worker", sched["timestamp_ms"], attempt, text)

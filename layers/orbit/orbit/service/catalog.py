@@ -20,7 +20,8 @@ class CatalogApi:
         return {"counts": self.store.count_executions(workflow, COUNT_CAP), "cap": COUNT_CAP}
 
     def workflows(self) -> list[dict[str, Any]]:
-        """Every registered workflow: `{name, kind, versions: [{version, builds: [build...]}]}`."""
+        """Every registered workflow: `{name, kind, versions: [{version, builds: [build...], retired}]}`
+        (`retired`: new starts of that definition version are refused, `orbit retire`)."""
         found: dict[tuple[str, str], dict[str, list[str]]] = {}
         lister = getattr(self.registry, "builds", None)
         for name, version, build in lister() if lister else []:
@@ -29,9 +30,12 @@ class CatalogApi:
         code = getattr(self.registry, "code", None)
         for wf in code.all() if code is not None else []:
             found.setdefault((wf.name, "code"), {}).setdefault(wf.version, []).append(wf.build)
+        retired = getattr(self.registry, "retired", None)
         return [
             {"name": name, "kind": kind,
-             "versions": [{"version": v, "builds": builds} for v, builds in versions.items()]}
+             "versions": [{"version": v, "builds": builds,
+                           "retired": bool(kind == "definition" and retired and retired(name, v))}
+                          for v, builds in versions.items()]}
             for (name, kind), versions in sorted(found.items())
         ]
 
@@ -60,7 +64,7 @@ class CatalogApi:
         first = self.store.history(execution_id, 0, 1).records
         created = first[0].event if first else None
         if not isinstance(created, WorkflowCreated):  # a tombstone: NotFound, as describe says
-            self.load_state(execution_id)  # type: ignore[attr-defined] - EngineApi's
+            self.load_state(execution_id)  # type: ignore[attr-defined]  # EngineApi's
             raise NotFound(f"execution {execution_id!r} has no WorkflowCreated event")
         build = created.build or created.definition_hash  # as the state pins it (evolve)
         return self.workflow_source(created.workflow, created.version, build)

@@ -42,9 +42,11 @@ class EffectSteps:
     _local: threading.local
 
     def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
-                   fresh: bool = True) -> None:
+                   fresh: bool = True, seq: int | None = None) -> None:
         """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
-        `_write_expiry` gives for the execution's current state) goes on the hook rows it writes."""
+        `_write_expiry` gives for the execution's current state) goes on the hook rows it writes.
+        `seq`: the last seq of the state they were derived from (the commit's, or the verified
+        head's): a timer is armed only if no newer commit armed one (Timers.arm)."""
         header = getattr(self._local, "trace", None)
         trace = {BODY_KEY: header} if header else {}
         # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
@@ -55,7 +57,7 @@ class EffectSteps:
             elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):
-                self.timers.arm(e.execution_id, e.fire_at_ms)
+                self.timers.arm(e.execution_id, e.fire_at_ms, seq)
             elif isinstance(e, RegisterHook):
                 self.store.put_hook(e.token, e.execution_id, e.name, *expiry)
             elif isinstance(e, StartChild):

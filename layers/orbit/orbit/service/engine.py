@@ -71,14 +71,19 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class _StaleNoop(Exception):  # noqa: N818 - a signal inside `_process`, never raised out of it
+class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
 
 class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
+    inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
+    # The runtime that replays code workflows in its decisions, with its own cache of paused instances
+    # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
+    # process's. A cached instance is only an optimisation: a decision must not depend on it.
+    code_runtime: Any = None
 
     def __init__(
         self,
@@ -132,7 +137,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
                     self.schedules.handle(raw)
-                except Exception as e:  # noqa: BLE001 - reported per message, the queue retries it
+                except Exception as e:  # reported per message, the queue retries it
                     log.exception("schedule message failed: %s", raw.get("execution_id"))
                     failures.append((i, e))
                 continue
@@ -151,7 +156,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         for eid, items in groups.items():
             try:
                 self._traced(eid, [m for _, m in items], delivery, traces.get(eid))
-            except Exception as e:  # noqa: BLE001 - reported per message, the queue retries them
+            except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
@@ -267,21 +272,26 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                             eid,
                             "FAILED",
                             None,
-                            TaskError("UNKNOWN_WORKFLOW", str(e), False),
+                            TaskError(getattr(e, "code", "UNKNOWN_WORKFLOW"), str(e), False),
                         )
                     )
                     continue
                 raise
             # A parked execution still records results, signals and cancels; its runtime is not run.
-            d = decide(wf, state, m, now, self.ids, self.retention_ms)  # a start records its expiry
+            d = decide(wf, state, m, now, self.ids, self.retention_ms,  # a start records its expiry
+                       self.code_runtime)
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
-        if cached and handled and not (events or effects or resend) \
-                and self.store.history(eid, state.last_seq, 1).records:
-            # A decision that changes nothing meets no conflicting write, so a stale cached state
-            # would drop the message for good (a child's notice after the API redrove the parent):
-            # when one short read shows a newer commit, it is decided again on the stored state.
+        if cached and not events and (handled or resend) and not inline.taking_handover(self) \
+                and self._overtaken(eid, state):
+            # A decision that commits nothing meets no conflicting write, so acting on a stale cached
+            # state would go unnoticed: a no-op would drop the message for good (a child's notice
+            # after the API redrove the parent, a wake whose sleep another decider started), a
+            # re-arm would set an old wake-up, a resend would filter a commit's effects against
+            # units it does not know yet. When one read of the head shows a newer commit, the
+            # messages are decided again on the stored state. A decision that commits pays nothing:
+            # its conditional commit is the check. (Hand-over wakes: `inline._taken_over` checks.)
             raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
@@ -329,14 +339,24 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         if not ended and state.created:
             self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
-            self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False)
+            self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False,
+                            seq=c.last_seq)
         if resend and state.created:
-            inline.recover(self, eid, state)  # the invocation that handled it may have died mid-chain
-        self._carry_out(eid, effects, (expires, provisional))
+            # The invocation that handled it may have died mid-chain: every internal commit since
+            # the oldest one found is recovered too (inline.recover).
+            inline.recover(self, eid, state, min(c.timestamp_ms for c in resend.values()), resend)
+        self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
         if ended and expires is not None and (events or resend):
             self._retire(state, expires)
+
+    def _overtaken(self, eid: str, state: ExecutionState) -> bool:
+        """Whether a newer commit than the (cached) state's last one exists: one consistent read."""
+        after = getattr(self.store, "committed_after", None)
+        if after is not None:
+            return bool(after(eid, state.last_seq))
+        return bool(self.store.history(eid, state.last_seq, 1).records)
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)

@@ -31,14 +31,18 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/unpark                                             -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
+    POST /definitions/{name}/retire           {version?} (every version when left out) -> 200
+                                              {name, retired: [versions]}: new starts refused (409
+                                              WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
-hook already resumed, signal/hook/cancel/unpark for an execution that has ended, unpark of one
-that is not parked, a redrive refused) and
+hook already resumed, a signal or update id sent again with another name or payload,
+signal/hook/cancel/unpark for an execution that has ended, unpark of one that is not parked,
+a redrive refused, a start of a retired version: WORKFLOW_RETIRED) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -58,13 +62,16 @@ from orbit.errors import (
     ExecutionEnded,
     ExecutionExists,
     HookAlreadyResumed,
+    IdReused,
     NotFound,
     NotParked,
     OrbitError,
     PayloadRefused,
     RedriveRefused,
     UnknownWorkflow,
+    UserCodeStopped,
     ValidationError,
+    WorkflowRetired,
 )
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
@@ -237,6 +244,19 @@ def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Re
     return 201, {"name": definition.name, "version": definition.version, "hash": definition.hash}
 
 
+def _retire(engine: Any, body: dict[str, Any], query: Mapping[str, str], name: str) -> Response:
+    version = body.get("version")
+    if version is not None and (not isinstance(version, (str, int)) or isinstance(version, bool)
+                                or not str(version)):
+        raise ValidationError("must be a version (a string), or left out to retire every version",
+                              "body.version")
+    retire = getattr(engine.registry, "retire", None)
+    if retire is None:
+        raise ValidationError("this engine's registry cannot retire definitions", "path.name")
+    versions = retire(name, None if version is None else str(version))
+    return 200, {"name": name, "retired": versions}
+
+
 _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/executions"), _start),
     ("GET", re.compile(r"/executions"), _list),
@@ -255,6 +275,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
+    ("POST", re.compile(r"/definitions/([^/]+)/retire"), _retire),
 ]
 _ROUTES += SCHEDULE_ROUTES
 _ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
@@ -277,13 +298,19 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             continue
         try:
             return fn(engine, _parse_body(body), dict(query or {}), *(unquote(g) for g in m.groups()))
-        except ValidationError as e:
-            return _error(400, "VALIDATION_ERROR", str(e), [p.to_dict() for p in e.problems])
+        except ValidationError as e:  # a query's answer that is not JSON data: its own code
+            code = getattr(e, "code", "VALIDATION_ERROR")
+            return _error(400, code, str(e), [p.to_dict() for p in e.problems])
+        except UserCodeStopped as e:  # a query handler or update validator that looped or exited
+            return _error(400, e.code, str(e))
         except PayloadRefused as e:
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
+        except WorkflowRetired as e:  # the workflow exists: refusing it is a conflict, not a 404
+            return _error(409, WorkflowRetired.code, str(e))
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, NotParked, RedriveRefused) as e:
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, IdReused, NotParked,
+                RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)

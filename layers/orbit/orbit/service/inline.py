@@ -39,7 +39,7 @@ from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
 from orbit.errors import ValidationError
-from orbit.service.outbox import still_due
+from orbit.service.outbox import SEND_SKEW_MS, still_due
 
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
@@ -160,13 +160,20 @@ def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) 
         return
     runner._local.driving = True
     runner._local.taking = all(isinstance(m, WakeMessage) and m.id.startswith(HANDOFF) for m in msgs)
+    engine._local.recovered = None
     try:
         engine._process(eid, msgs, delivery)
         runner._local.taking = False
-        if any((delivery or {}).get(m.id, (None, 1))[1] > 1 for m in msgs):
-            cached = engine._cache.get(eid)  # a redelivery: its first invocation may have died mid-chain
-            if cached is not None:
-                recover(engine, eid, cached[0])
+        again = [(delivery or {}).get(m.id, (None, 1)) for m in msgs]
+        again = [sent for sent, count in again if count > 1]
+        cached = engine._cache.get(eid)
+        if again and cached is not None:
+            # A redelivery: its first invocation may have died mid-chain, after commits that handled
+            # internal results. They all came after the message was sent (outbox.SEND_SKEW_MS as in
+            # find_handled); the decision's own resend may have recovered them already.
+            since = min(again) - SEND_SKEW_MS if all(isinstance(t, int) for t in again) else None
+            if engine._local.recovered is None:  # else: recovered since the message's own commit
+                recover(engine, eid, cached[0], since)
         drive(engine, eid, msgs)
     finally:
         runner._local.driving = runner._local.taking = False
@@ -206,7 +213,8 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
             output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
             m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
                               output if error is None else None, error)
-            decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids)
+            decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids,
+                              code_runtime=getattr(engine, "code_runtime", None))
             events.extend(decision.events)
             effects.extend(decision.effects)
             handled.append(m.id)
@@ -236,7 +244,7 @@ def add_started(engine: Any, state: ExecutionState, wf: Any, effects: list[Effec
             if u is not None and u.status == SCHEDULED and u.token == e.token:
                 m = StartedMessage(state.id, f"started:{e.token}:{runner.session}", e.unit, e.token,
                                    runner.worker_id, runner.session)
-                d = decide(wf, state, m, now, engine.ids)
+                d = decide(wf, state, m, now, engine.ids, code_runtime=getattr(engine, "code_runtime", None))
                 events.extend(d.events)
                 effects.extend(d.effects)
 
@@ -305,15 +313,21 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
     """Attempts another process handed over: still live with that token, never started, lease not
     over (an expired one was just redispatched by the wake itself). An at_most_once one, or one
     whose lease is too short to run in, first gets a started record from this invocation (a fresh
-    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease."""
+    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease.
+
+    The state may be a cached one that another decider overtook: an attempt found live runs, and
+    the conditional commit of its result or started record settles it; one found missing is only
+    dropped once a read of the history's head shows the state is current."""
     state, since_snapshot = engine._state(eid, create=False)
+    if any(not _live_handover(state, m) for m in handed) and engine._overtaken(eid, state):
+        state, since_snapshot = engine._state(eid, create=False)  # _state popped the stale one: a load
     engine._remember(eid, state, since_snapshot)
     runner, now = engine.inline, engine.clock.now_ms()
     starts, ready = [], []
     for m in handed:
         token, _, unit = m.id[len(HANDOFF):].partition(":")
         u = state.units.get(unit)
-        if u is None or u.inline is None or u.token != token or u.status != SCHEDULED:
+        if not _live_handover(state, m) or u is None:
             continue  # answered, retried or started meanwhile: nothing to take over
         if u.deadline_ms is not None and u.deadline_ms <= now:
             continue
@@ -336,26 +350,50 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
                     if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
 
 
+def _live_handover(state: ExecutionState, m: WakeMessage) -> bool:
+    token, _, unit = m.id[len(HANDOFF):].partition(":")
+    u = state.units.get(unit)
+    return u is not None and u.inline is not None and u.token == token and u.status == SCHEDULED
+
+
+def taking_handover(engine: Any) -> bool:
+    """Whether this thread's decision takes hand-over wakes only (their check is `_taken_over`'s)."""
+    runner = engine.inline
+    return runner is not None and bool(getattr(runner._local, "taking", False))
+
+
 def dispatch_of(state: ExecutionState, unit: str) -> DispatchTask:
     u = state.units[unit]
     return DispatchTask(state.id, unit, u.task, u.queue, u.input, u.attempt, u.token or "", u.idempotency_key,
                         u.deadline_ms, u.redelivery, u.heartbeat_timeout_ms, u.inline)
 
 
-def recover(engine: Any, eid: str, state: ExecutionState) -> None:
+def recover(engine: Any, eid: str, state: ExecutionState, since_ms: int | None = None,
+            done: Any = ()) -> None:
     """A redelivered message: the invocation that handled it may have died inside a chain. A live
     inline attempt whose lease passed is woken now; one still leased gets a timer at the lease's
     end, in case its owner is gone (a spare wake finds nothing due and changes nothing)."""
-    # A chain carries out each commit's effects before it runs the next step, so a crash can only
-    # have left the *last* commit's effects unsent (a worker dispatch, a child's start, ...); that
-    # commit handled the chain's own result message, which no queue will redeliver: re-send them.
-    last = max(state.inbound.values(), default=None)
-    commit = engine.store.read_commit(eid, last) if last is not None else None
+    # A chain carries out each commit's effects before it runs the next step, but the sends of a
+    # decider invocation leave together at its end (queues.batched): a crash or a refused send can
+    # leave the effects of every commit of the chain unsent (a worker dispatch, a child's start...).
+    # Those commits handled the chain's own results and started records, which no queue redelivers;
+    # other commits may have landed in between (a signal). So every internal commit since
+    # `since_ms` (the handled commit's time, or the redelivered message's send time) has its still
+    # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
+    # newest commit only (docs/decisions/delivery-engine-outbox.md).
+    engine._local.recovered = since_ms if since_ms is not None else -1
+    if engine._overtaken(eid, state):  # a cached state another decider overtook: filter on the stored one
+        engine._cache.pop(eid, None)
+        state, since_snapshot = engine._state(eid, create=False)
+        engine._remember(eid, state, since_snapshot)
     now = engine.clock.now_ms()
-    if commit is not None and any(_inline_unit(state, getattr(r.event, "step", None)) for r in commit.events):
+    expiry = None
+    for commit in _internal_commits(engine, eid, state, since_ms):
+        if commit.first_seq in done:
+            continue
         # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
-        expiry = engine._write_expiry(state, now)
-        engine._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False)
+        expiry = expiry or engine._write_expiry(state, now)
+        engine._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq)
     for key in list(state.active):
         u = state.units.get(key)
         if u is None or u.inline is None or u.deadline_ms is None:
@@ -365,7 +403,25 @@ def recover(engine: Any, eid: str, state: ExecutionState) -> None:
         if u.deadline_ms <= now:
             engine.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{now}"})
             return
-        engine.timers.arm(eid, u.deadline_ms)
+        engine.timers.arm(eid, u.deadline_ms, state.last_seq)
+
+
+def _internal_commits(engine: Any, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
+    """The commits since `since_ms` (or the newest one) that touched an inline unit, oldest first."""
+    if not any(u.inline is not None for u in state.units.values()):
+        return []  # no inline unit, no internal commit: nothing to read
+    if since_ms is None:
+        last = max(state.inbound.values(), default=None)
+        newest = engine.store.read_commit(eid, last) if last is not None else None
+        commits = [newest] if newest is not None else []
+    else:
+        commits = []
+        for c in engine.store.scan_commits(eid, newest_first=True):
+            if c.timestamp_ms < since_ms:
+                break
+            commits.append(c)
+    return [c for c in reversed(commits)
+            if any(_inline_unit(state, getattr(r.event, "step", None)) for r in c.events)]
 
 
 def _inline_unit(state: ExecutionState, unit: Any) -> bool:

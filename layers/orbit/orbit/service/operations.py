@@ -18,6 +18,7 @@ from orbit.errors import (
     ExecutionEnded,
     ExecutionExpired,
     HookAlreadyResumed,
+    IdReused,
     NotFound,
     NotParked,
     PayloadRefused,
@@ -71,7 +72,7 @@ class EngineApi(CatalogApi):
         if page.records:
             return None
         self._check_retained(execution_id, page.expires_at_s)
-        return entry[0]  # type: ignore[no-any-return]
+        return entry[0]
 
     def describe(
         self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
@@ -161,6 +162,8 @@ class EngineApi(CatalogApi):
         check_json(name, "signal")
         state = self.load_state(execution_id)
         _check_running(state, f"signal {name!r} was not sent")
+        if signal_id is not None and self._signal_seen(state, name, payload, signal_id):
+            return signal_id  # the same signal again: received once, nothing new
         self._check_payload(state, name, payload)
         # The caller's id lives in its own namespace: whatever it is, it can never equal the id of
         # a start, hook resume, task result, child completion or timer message (deduplicated alike).
@@ -170,6 +173,20 @@ class EngineApi(CatalogApi):
              "payload": payload}
         )
         return sid
+
+    def _signal_seen(self, state: ExecutionState, name: str, payload: Any, signal_id: str) -> bool:
+        """Whether the execution has received the signal of this id (IdReused when that one
+        had another name or payload). A signal still queued is not known yet."""
+        mid = f"signal:{signal_id}"
+        first = state.inbound.get(mid)
+        if first is None:
+            return False
+        for event in self.history(state.id, max(first - 1, 0), 100, True):
+            if event.get("type") == "SignalReceived" and event.get("signal_id") == mid:
+                if event.get("name") != name or event.get("payload") != payload:
+                    raise IdReused("signal", signal_id, str(event.get("name")), name)
+                return True
+        return False
 
     def resume_hook(self, token: str, payload: Any = None) -> str:
         """Resume a hook once by its token; returns the execution id. Only the token's hash is

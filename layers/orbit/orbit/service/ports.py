@@ -133,6 +133,12 @@ class HistoryStore(Protocol):
 
     def read_commit(self, execution_id: str, first_seq: int) -> Commit | None: ...
 
+    def committed_after(self, execution_id: str, seq: int) -> bool:
+        """Whether a commit holds a seq above `seq`, the last seq of a commit (a state's `last_seq`):
+        one consistent read of the history's head, what a decision on a cached state pays before
+        acting on it without a commit of its own."""
+        ...
+
     def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
         """Every commit of the execution, one page at a time as the caller iterates (it stops
         when it has found what it looks for: a redelivered message's commit). Empty if none."""
@@ -227,8 +233,11 @@ class Queues(Protocol):
 
 
 class Timers(Protocol):
-    def arm(self, execution_id: str, fire_at_ms: int) -> None:
-        """Set the execution's one timer to `fire_at_ms` (replaces any earlier setting)."""
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
+        """Set the execution's one timer to `fire_at_ms`, derived from the state as of `seq` (the
+        last seq of the commit that asked for it). It replaces the timer unless a newer commit set
+        that one (its seq is above `seq`): a late resend of an old commit's timer is refused
+        (docs/decisions/delivery-engine-timers.md). `seq` None: replace unconditionally."""
         ...
 
     def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:

@@ -15,7 +15,7 @@ from orbit.core.history.messages import Message, StartMessage
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import execution_id_problem
 from orbit.core.tracing import Tracer
-from orbit.errors import ExecutionExists, ValidationError
+from orbit.errors import ExecutionExists, NotFound, ValidationError, WorkflowRetired
 from orbit.service.operations import check_json
 
 
@@ -49,7 +49,12 @@ class StartSteps:
             problem = execution_id_problem(execution_id)  # the one rule for ids callers choose
             if problem:
                 raise ValidationError(problem, "id")
-        wf = self.registry.get(workflow, version)
+        try:
+            wf = self.registry.get(workflow, version)
+        except WorkflowRetired:
+            if execution_id is not None and self._started_before(execution_id, workflow, version, input):
+                return execution_id  # a repeated start (a client's retry) still finds its execution
+            raise
         eid = execution_id or f"{wf.name}-{self.ids.token()}"
         # The message carries a version only when the caller chose one: without it, a repeated
         # start returns the existing execution even if a newer version was registered since.
@@ -57,6 +62,15 @@ class StartSteps:
         msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
         self._traced(eid, [msg], {}, self.tracer.current_header())
         return eid
+
+    def _started_before(self, eid: str, workflow: str, version: str | None, input: Any) -> bool:
+        """Was `eid` started with this workflow and input (and version, when given)?"""
+        try:
+            state = self.load_state(eid)  # type: ignore[attr-defined]  # EngineApi's
+        except NotFound:
+            return False
+        return bool(state.created and state.workflow == workflow and state.input == input
+                    and (version is None or str(version) == state.version))
 
     def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
         if m.version is not None and state.workflow == m.workflow and str(m.version) != state.version:

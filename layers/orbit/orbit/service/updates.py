@@ -18,7 +18,7 @@ from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.storable import signal_id_problem
-from orbit.errors import ExecutionEnded, OrbitError, UpdateRefused, ValidationError
+from orbit.errors import ExecutionEnded, IdReused, OrbitError, UpdateRefused, ValidationError
 
 MAX_WAIT_S = 25.0  # an API Gateway request ends after 29 s
 MAX_UPDATES = 2_000  # per run: each stays in its state (the id answers its result); see docs/limits.md
@@ -42,6 +42,9 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
     check_json(input, "input")
     state = engine.load_state(execution_id)
     if update_id is not None and update_id in state.updates:
+        recorded = state.updates[update_id]
+        if recorded.get("name") != name or recorded.get("input") != input:
+            raise IdReused("update", update_id, str(recorded.get("name")), name)
         return update_id  # the same id again: its one result, nothing new
     if state.terminal:
         raise ExecutionEnded(state.id, state.status, f"update {name!r} was not sent")
@@ -81,6 +84,14 @@ def _check_definition(wf: Definition, state: Any, name: str, input: Any) -> None
 
 
 def _check_code(wf: Any, state: Any, name: str, input: Any) -> None:
+    from orbit.service.user_code import run_user_code
+
+    # the replay and the validator are the workflow author's code: bounded, where the server bounds it
+    run_user_code(lambda: _run_check_code(wf, state, name, input),
+                  f"the validator of update {name!r} of execution {state.id!r}")
+
+
+def _run_check_code(wf: Any, state: Any, name: str, input: Any) -> None:
     from orbit.core.runtime.code_instance import Instance
     from orbit.core.runtime.code_updates import Refused, validate
 

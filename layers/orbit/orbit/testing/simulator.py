@@ -103,9 +103,12 @@ class Simulator:
         batch: int = 10,
         max_receives: int = 5,
         hook_key: bytes | None = None,
+        code_runtime: Any = None,
     ) -> None:
         """`hook_key`: derive hook tokens from it and record only their hash, as a deployed stack
-        does (docs/security.md); without it, hook tokens are random and recorded in the history."""
+        does (docs/security.md); without it, hook tokens are random and recorded in the history.
+        `code_runtime`: the `CodeRuntime` that replays code workflows (e.g. `CodeRuntime(cache_size=0)`:
+        every decision replays from the start, no paused instance kept); None: the process's."""
         self.clock = ManualClock(start_ms)
         self.store = MemoryHistoryStore()
         self.queues = MemoryQueues()
@@ -123,6 +126,7 @@ class Simulator:
             snapshot_every=snapshot_every,
             backoff=lambda attempt: None,  # one thread on a virtual clock: nobody to wait for
         )
+        self.engine.code_runtime = code_runtime
         self.scripts: dict[str, Script] = {}
         self.visibility_ms = visibility_ms
         self.max_receives = max_receives  # like an SQS redrive policy: then the message is dead-lettered
@@ -149,6 +153,8 @@ class Simulator:
 
         self.registry.deploy(workflows)
         default_runtime().forget()
+        if self.engine.code_runtime is not None:
+            self.engine.code_runtime.forget()
 
     def worker(self, task: str, *behaviours: Behaviour | Callable[..., Any]) -> Script:
         items = [b if isinstance(b, Behaviour) else call(b) for b in behaviours] or [succeed()]
@@ -173,7 +179,7 @@ class Simulator:
         from orbit.service.updates import submit, wait
 
         uid = submit(self.engine, execution_id, name, input, update_id)
-        return update_result(wait(self.engine, execution_id, uid, 0, self.run_until_idle), 0)
+        return update_result(wait(self.engine, execution_id, uid, 0, self.run_until_idle), 0)  # type: ignore[arg-type]
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(execution_id, reason, force)
@@ -211,7 +217,7 @@ class Simulator:
             self.engine.fire_timers(now)
             msgs = self._inline(self.queues.receive_decisions(now, self.batch))
             if msgs:
-                for i, err in self.engine.handle_batch(msgs):
+                for i, err in self.engine.handle_batch(list(msgs)):
                     raise RuntimeError(f"decision failed for {msgs[i]}: {err}") from err
                 continue
             if not self._serve_tasks(now):

@@ -26,12 +26,19 @@ SQS delivers as new) reads the record and, without one, the history too: answere
 acknowledged, open ones run at once (it is most likely the only copy, behind a backlog; a settled
 duplicate that ran it left its claim). A retry's attempt (> 1) reads the record only: a long
 attempt 1 leaves its result for attempt 2 to reuse, as the dedupe record always did.
+
+An unknown answer is never "open" (issue 24, finding 6): a history read that fails (throttled after
+the SDK's own retries, any error of the store) is tried READ_ATTEMPTS times with backoff, then the
+message goes back to the queue (`HistoryUnreadable`, a failed record of the batch; it comes back
+after UNREADABLE_DELAY_S as a redelivery, which settles like any possible duplicate). Running it
+would run a task whose answer may already be recorded: the quick first run kept no record.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,12 +51,21 @@ log = logging.getLogger("orbit.worker")
 SETTLE_RECEIVES = 3  # a possible duplicate whose attempt is still open runs at this receive count
 SETTLE_DELAY_S = 30  # until then it comes back after this long (its visibility timeout)
 OLD_MESSAGE_MS = 5_000  # a fresh message older than this looks back too (a backlog, a late SQS copy)
+READ_ATTEMPTS = 3  # history reads per look-back before the message goes back to the queue
+READ_BACKOFF_S = (0.1, 0.4)  # waits between them
+UNREADABLE_DELAY_S = 10  # then the message comes back after this long (its visibility timeout)
+Sleep = Callable[[float], None]
 
 Verdict = Literal["ack", "defer", "run"]
 
 
 class TaskDeferred(OrbitError):
     """A possible duplicate whose first delivery may still be reporting: retried after SETTLE_DELAY_S."""
+
+
+class HistoryUnreadable(TaskDeferred):
+    """Whether a possible duplicate's attempt was answered is unknown (the history read failed):
+    the message goes back to the queue and comes back after UNREADABLE_DELAY_S."""
 
 
 @dataclass(frozen=True)
@@ -93,21 +109,31 @@ def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
             and u.attempt == d.attempt and u.tokens.get(d.token) == d.attempt)
 
 
-def is_open(history: Any, d: DispatchTask) -> bool:
+def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
     """Does the execution still wait for this dispatch's answer? `history` has `load(execution_id) ->
-    Loaded` (the decider's store, read-only here); without it, or when the read fails (a worker role
-    without the grant), the attempt counts as open: the caller then behaves as every delivery did
-    before this check existed (settle, then run with the key claimed)."""
+    Loaded` (the decider's store, read-only here); without it (a worker role without the grant: the
+    caller keeps a dedupe record for every task) the attempt counts as open. A read that fails is
+    tried READ_ATTEMPTS times, `sleep`ing READ_BACKOFF_S between; then `HistoryUnreadable`: an
+    unknown answer never counts as open."""
     if history is None:
         return True
-    try:
-        return attempt_open(history.load(d.execution_id).fold(), d)
-    except NotFound:
-        return False  # the execution is gone (retention): nobody waits for the answer
-    except Exception:  # noqa: BLE001 - cannot know: behave as if it were open
-        log.warning("could not read the history of %s to check a possible duplicate of %s",
-                    d.execution_id, d.unit, exc_info=True)
-        return True
+    failure: Exception | None = None
+    for attempt in range(READ_ATTEMPTS):
+        if attempt:
+            sleep(READ_BACKOFF_S[min(attempt - 1, len(READ_BACKOFF_S) - 1)])
+        try:
+            return attempt_open(history.load(d.execution_id).fold(), d)
+        except NotFound:
+            return False  # the execution is gone (retention): nobody waits for the answer
+        except Exception as e:
+            failure = e
+            log.warning("could not read the history of %s to check a possible duplicate of %s "
+                        "(read %d of %d): %s: %s", d.execution_id, d.unit, attempt + 1, READ_ATTEMPTS,
+                        type(e).__name__, e, exc_info=attempt + 1 == READ_ATTEMPTS)
+    raise HistoryUnreadable(
+        f"step {d.unit!r} of {d.execution_id!r} (attempt {d.attempt}) may have been answered already and "
+        f"its history could not be read {READ_ATTEMPTS} times ({type(failure).__name__}: {failure}): the "
+        f"message goes back to the queue, retried in {UNREADABLE_DELAY_S} s") from failure
 
 
 PROBE_EXECUTION = "orbit-worker-history-probe"
@@ -134,8 +160,9 @@ def readable(history: Any) -> bool | None:
     return True
 
 
-def verdict(history: Any, d: DispatchTask, receive_count: int) -> Verdict:
-    """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it."""
-    if not is_open(history, d):
+def verdict(history: Any, d: DispatchTask, receive_count: int, sleep: Sleep = time.sleep) -> Verdict:
+    """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it
+    (`HistoryUnreadable` when its history cannot be read)."""
+    if not is_open(history, d, sleep):
         return "ack"
     return "run" if receive_count >= SETTLE_RECEIVES else "defer"

@@ -30,6 +30,12 @@ the worker:
    dispatch token, so the decider can tell a current answer from a stale one.
 `raise orbit.TaskError(code, message, retryable=False)` fails the step for good;
 any other exception is reported as a retryable `TASK_FAILED`.
+
+A message for a task this worker has no function for waits for one (`wait_for_worker`): it goes
+back to its queue, sent again with a delay (UNSERVED_DELAYS_S), until a worker that serves the task
+takes it, or the step's `queue_timeout` (QUEUE_TIMEOUT) or the execution's end makes the copy
+stale (then it is dropped). Nothing is recorded and `started` is not sent, so the step stays
+SCHEDULED. A step with `on_missing_worker: fail` fails at once with UNKNOWN_TASK instead.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -44,8 +51,9 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask, effect_from_dict
 from orbit.core.history.events import TaskError
+from orbit.core.history.storable import not_storable, value_problem
 from orbit.core.tracing import BODY_KEY, PassThrough
-from orbit.errors import OrbitError, ValidationError
+from orbit.errors import DuplicateTask, OrbitError, ValidationError
 from orbit.worker import dedupe
 from orbit.worker.batching import Held, KeepAlive, Once
 from orbit.worker.context import TaskContext
@@ -55,6 +63,11 @@ from orbit.worker.timers import Handle, timers
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
 log = logging.getLogger("orbit.worker")
+
+UNSERVED_DELAYS_S = (10, 30, 60, 120, 300)
+"""How long a message for a task no worker serves waits before it is looked at again: the n-th
+time it comes back it waits the n-th delay (the last one from then on). SQS allows up to 900 s."""
+WAITING_KEY = "waiting_for_worker"  # in a re-sent body: how many times it came back unserved
 
 _TASKS: dict[str, TaskFunction] = {}
 _NO_DEDUPE: set[str] = set()
@@ -75,11 +88,43 @@ def task(name: str, *, dedupe: bool = True) -> Callable[[TaskFunction], TaskFunc
         if not callable(fn):
             raise ValidationError(f"@task({name!r}) needs a function (input, ctx) -> output", "task")
         with _TASKS_LOCK:
-            _TASKS[name] = fn
+            held = _TASKS.get(name)
+            if held is not None and _identity(held) != _identity(fn):
+                raise DuplicateTask(f"task {name!r} is registered twice: by {_where(held)} and by "
+                                    f"{_where(fn)}; rename one of them")
+            _TASKS[name] = fn  # the same function imported again (a reload, a second module name) replaces
             (_NO_DEDUPE.discard if dedupe else _NO_DEDUPE.add)(name)
         return fn
 
     return register
+
+
+def _origin(fn: Any) -> tuple[str, str, int]:
+    """(qualname, file, line) of a task function: one name, one function, wherever it is imported from.
+
+    The same file imported under two module names (the local stack loads `functions/*/app.py` under a
+    fresh name each time) gives the same qualname and file: that is the same function, not a rival."""
+    import inspect
+    from pathlib import Path
+
+    inner = inspect.unwrap(fn)
+    code = getattr(inner, "__code__", None)
+    qualname = str(getattr(inner, "__qualname__", None) or type(inner).__qualname__)
+    if code is None:
+        return qualname, str(getattr(inner, "__module__", "?")), 0
+    return qualname, str(Path(code.co_filename).resolve()), int(code.co_firstlineno)
+
+
+def _identity(fn: Any) -> tuple[str, str, int]:
+    """What makes two registrations the same function: qualname and file; a lambda's line too (two
+    lambdas of one file share the qualname `<lambda>`)."""
+    qualname, file, line = _origin(fn)
+    return qualname, file, line if qualname.endswith("<lambda>") else 0
+
+
+def _where(fn: Any) -> str:
+    qualname, file, line = _origin(fn)
+    return f"{qualname} ({file}:{line})" if line else f"{qualname} ({file})"
 
 
 def registered_tasks() -> dict[str, TaskFunction]:
@@ -87,8 +132,26 @@ def registered_tasks() -> dict[str, TaskFunction]:
         return dict(_TASKS)
 
 
+def storable(output: Any, error: TaskError | None) -> tuple[Any, TaskError | None]:
+    """An attempt's outcome as it can be sent and stored: a result or error history cannot store (a
+    datetime, a set, bytes, a Decimal, a lone surrogate, NaN, JSON nested too deep) fails the attempt
+    with VALUE_NOT_STORABLE, not retried, naming the path (`output.items[2].when: datetime is not JSON
+    data`). Left as it was, the encoder would raise and no answer would ever be sent."""
+    if error is None:
+        refused = not_storable(output, "output")
+    else:
+        refused = not_storable(error.to_dict(), "error",
+                               f"the task failed with {error.code!r}, and its error cannot be stored: ")
+    return (output, error) if refused is None else (None, refused)
+
+
 class TaskBusy(OrbitError):
     """Another live worker holds this step's idempotency key; the message is retried later."""
+
+
+class TaskUnserved(OrbitError):
+    """No function for this task in this worker, and no queue to send the message back to: it is
+    left to SQS, which makes it visible again after the delay set on it."""
 
 
 class Worker:
@@ -98,14 +161,15 @@ class Worker:
                  tasks: Mapping[str, TaskFunction] | None = None, worker_id: str | None = None,
                  lease_ms: int = 300_000, heartbeat_interval_s: float = 10.0,
                  started_grace_s: float = 1.0, tracer: Any = None, references: Any = None,
-                 history: Any = None) -> None:
+                 history: Any = None, sleep: Callable[[float], None] | None = None) -> None:
         self.queues = queues
         self.idempotency = idempotency
         # Read-only `load(execution_id)` of the executions' histories: tells a possible duplicate
         # whether its attempt is still open (worker/dedupe.py). None: such a message settles, then
         # runs with its key claimed.
         self.history = history
-        self._history_readable: bool | None = None  # dedupe.readable, asked at the first task
+        self._history_readable: bool | None = None  # dedupe.readable, asked until it is known
+        self.sleep = sleep or time.sleep  # between history reads that failed (dedupe.READ_BACKOFF_S)
         self.clock = clock
         self._tasks = tasks
         # The Lambda log stream names one execution environment: a good worker identity.
@@ -176,6 +240,9 @@ class Worker:
                                   "message.kind")
         lease = lease_ms or self.lease_ms
         d = effect
+        if d.task not in self.tasks() and d.on_missing_worker != "fail":
+            self._wait_for_worker(body, d, extend_visibility)
+            return
         with _TASKS_LOCK:
             idem = None if d.task in _NO_DEDUPE else self.idempotency
         held: Held | None = getattr(self._local, "held", None)  # this batch's, even from the timer thread
@@ -183,7 +250,11 @@ class Worker:
             self._send(*held.stale(self.started_grace_s))
         claimed = Once({})  # taken by whoever claims the key: up front, or when the task runs long
         recorded = [False]  # the key is claimed: the outcome is stored (complete/fail)
-        if idem is not None and not self._by_history():  # no history to check: the record every time
+        readable = self._by_history() if idem is not None else False
+        if readable is None and (dedupe.suspect(body, d, delivery) or
+                                 dedupe.waited(delivery, self.clock.now_ms())):
+            readable = True  # unknown: a possible duplicate must look back (an unreadable history defers it)
+        if idem is not None and not readable:  # no history to check: the record every time
             if not self._replay(d, idem.peek(d.idempotency_key, d.attempt), held):
                 return
             recorded[0] = True
@@ -219,7 +290,8 @@ class Worker:
         else:
             grace = timers().after(self.started_grace_s, running_long)
         try:
-            output, error = self._run(d, idem, running_long, session, lease, extend_visibility, recorded)
+            output, error = storable(*self._run(d, idem, running_long, session, lease, extend_visibility,
+                                                recorded))
         finally:
             if grace is not None:
                 # waits for a grace callback that fired just now: it has claimed before we read `recorded`
@@ -234,11 +306,42 @@ class Worker:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
 
-    def _by_history(self) -> bool:
-        """May short tasks skip the record? Only if this process can read histories (asked once)."""
+    def _wait_for_worker(self, body: Mapping[str, Any], d: DispatchTask,
+                         extend_visibility: Callable[[int], None] | None) -> None:
+        """Put the message back in its queue for a worker that serves `d.task`, unless no one waits
+        for this attempt any more (its queue deadline passed, the execution moved on or ended)."""
+        now = self.clock.now_ms()
+        if d.deadline_ms is not None and now > d.deadline_ms + 60_000:
+            log.info("task message for %s/%s (task %s) waited past its deadline: dropped",
+                     d.execution_id, d.unit, d.task)
+            return  # the engine has timed the attempt out (QUEUE_TIMEOUT or TIMEOUT) by now
+        if self._by_history() and not dedupe.is_open(self.history, d):
+            log.info("task message for %s/%s (task %s) is no longer waited for: dropped",
+                     d.execution_id, d.unit, d.task)
+            return
+        came_back = body.get(WAITING_KEY)
+        n = came_back if isinstance(came_back, int) and not isinstance(came_back, bool) else 0
+        delay = UNSERVED_DELAYS_S[min(n, len(UNSERVED_DELAYS_S) - 1)]
+        if n == 0:  # once per attempt, not at every return
+            served = ", ".join(sorted(self.tasks())) or "no tasks"
+            log.warning("waiting for a worker for task %r on queue %r (%s/%s attempt %d): this worker "
+                        "serves %s; the message goes back to the queue until a worker serves it",
+                        d.task, d.queue, d.execution_id, d.unit, d.attempt, served)
+        send = getattr(self.queues, "send_task", None)
+        if send is None:
+            if extend_visibility is not None:
+                extend_visibility(delay)
+            raise TaskUnserved(f"no worker serves task {d.task!r} on queue {d.queue!r}: retried in {delay} s")
+        # A new message rather than a redelivery: SQS would move the same message to the dead-letter
+        # queue after maxReceiveCount receives, however long the wait is meant to last.
+        send(d.queue, {**body, WAITING_KEY: n + 1}, delay)
+
+    def _by_history(self) -> bool | None:
+        """May short tasks skip the record? Only if this process can read histories (asked until the
+        answer is known; None: the probe failed otherwise, this task keeps its record)."""
         if self._history_readable is None:
             self._history_readable = dedupe.readable(self.history)
-        return bool(self._history_readable)
+        return self._history_readable
 
     def _look_back(self, body: Mapping[str, Any], d: DispatchTask, idem: Any, delivery: Delivery,
                    held: Held | None, extend_visibility: Callable[[int], None] | None) -> bool | None:
@@ -256,7 +359,12 @@ class Worker:
         if not (suspect or waited):
             return False  # a retry: nothing ran this attempt before
         count = delivery.receive_count if suspect else dedupe.SETTLE_RECEIVES  # one that waited never defers
-        verdict = dedupe.verdict(self.history, d, count)
+        try:
+            verdict = dedupe.verdict(self.history, d, count, self.sleep)
+        except dedupe.HistoryUnreadable:  # unknown is not open: back to the queue, not run
+            if extend_visibility is not None:
+                extend_visibility(dedupe.UNREADABLE_DELAY_S)
+            raise
         if verdict == "ack":
             log.info("task message for %s/%s attempt %d is a duplicate the execution no longer waits for; "
                      "acknowledged without running", d.execution_id, d.unit, d.attempt)
@@ -300,6 +408,8 @@ class Worker:
                 idem.extend(d.idempotency_key, d.token, lease_ms)
 
         def send_beat(details: Any) -> bool:
+            if value_problem(details, "details") is not None:
+                details = None  # dropped, as the decider would: the heartbeat still counts
             beats[0] += 1
             running_long()
             self._send({"kind": "heartbeat", "execution_id": d.execution_id,

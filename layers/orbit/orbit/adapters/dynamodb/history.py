@@ -114,6 +114,17 @@ class DynamoHistoryStore(IndexRows, SweepRows):
                                  Key={"pk": exec_pk(execution_id), "sk": s(commit_sk(first_seq))}).get("Item")
         return self._commit(item) if item else None
 
+    def committed_after(self, execution_id: str, seq: int) -> bool:
+        """One consistent Query, keys only, Limit 1: is there a commit past `seq` (commits are
+        contiguous, so the next one would start at seq + 1)?"""
+        items = self._db.query(
+            TableName=self.table, ConsistentRead=True, Limit=1, ProjectionExpression="sk",
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :lo AND :hi",
+            ExpressionAttributeValues={":pk": exec_pk(execution_id), ":lo": s(commit_sk(seq + 1)),
+                                       ":hi": s("C#~")},
+        )["Items"]
+        return bool(items)
+
     def scan_commits(self, execution_id: str, newest_first: bool = True) -> Iterator[Commit]:
         """Small pages (a redelivery is usually found among the newest few commits)."""
         kw: dict[str, Any] = {

@@ -5,6 +5,11 @@
     DEF#<name> / LATEST               the newest version registered
     DEFS / <name>#<version>#<hash>    the catalog: one small row per build (`builds()`)
 
+A retired version (`retire`, `orbit retire`) has `retired_at` on its `V#<version>` pointer: new
+starts of it are refused (`WorkflowRetired`), its builds stay, so running executions finish.
+Registering the version again rewrites the pointer without it. The flag is read with the
+pointer, so it is cached the same `pointer_ttl_s`.
+
 What may be cached, and for how long, follows from what can change:
 - A build item is immutable (its key contains the content hash), so a parsed
   definition is cached in the process for good: a decision for a running
@@ -35,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orbit.adapters.dynamodb.codec import decode, encode, n, s, text
-from orbit.errors import BuildMismatch, UnknownWorkflow
+from orbit.errors import BuildMismatch, UnknownWorkflow, WorkflowRetired, retire_unknown, retired_message
 
 POINTER_TTL_S = 2.0
 CATALOG = "DEFS"
@@ -61,10 +66,10 @@ class DynamoRegistry:
         self._clock = clock  # registration timestamps (the engine's clock)
         self.code = code if code is not None else REGISTRY
         self._cache: dict[tuple[str, str, str], Any] = {}
-        # (name, pointer sort key) -> (version, hash, read at): the TTL is about staleness across
-        # processes, so it runs on this process's monotonic clock, not the engine's (which may be
-        # a manual or simulated clock that never moves).
-        self._pointers: dict[tuple[str, str], tuple[str, str, float]] = {}
+        # (name, pointer sort key) -> (version, hash, read at, retired): the TTL is about staleness
+        # across processes, so it runs on this process's monotonic clock, not the engine's (which may
+        # be a manual or simulated clock that never moves).
+        self._pointers: dict[tuple[str, str], tuple[str, str, float, bool]] = {}
         self._ttl = pointer_ttl_s
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -93,8 +98,58 @@ class DynamoRegistry:
         read_at = self._monotonic()
         with self._lock:
             self._cache[(name, version, build)] = workflow
-            self._pointers[(name, f"V#{version}")] = (version, build, read_at)
-            self._pointers[(name, "LATEST")] = (version, build, read_at)
+            self._pointers[(name, f"V#{version}")] = (version, build, read_at, False)
+            self._pointers[(name, "LATEST")] = (version, build, read_at, False)
+
+    def retire(self, name: str, version: str | None = None) -> list[str]:
+        """Refuse new starts of `version` (every version when None); returns the versions retired.
+        Idempotent: retiring again sets the same flag."""
+        if version is not None:
+            versions = [str(version)] if self._get_item(name, f"V#{version}") is not None else []
+        else:
+            versions = self._versions(name)
+        if not versions:
+            raise UnknownWorkflow(retire_unknown(name, version))
+        now = n(self._clock.now_ms())
+        for v in versions:
+            self._db.update_item(
+                TableName=self.table, Key={"pk": s(f"DEF#{name}"), "sk": s(f"V#{v}")},
+                UpdateExpression="SET retired_at = :t", ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":t": now})
+        # LATEST carries the flag of the version it points at, so a start without a version reads one
+        # item, as before. Only if it still points there: a registration in between moved it on.
+        for v in versions:
+            try:
+                self._db.update_item(
+                    TableName=self.table, Key={"pk": s(f"DEF#{name}"), "sk": s("LATEST")},
+                    UpdateExpression="SET retired_at = :t", ConditionExpression="#v = :v",
+                    ExpressionAttributeNames={"#v": "version"},
+                    ExpressionAttributeValues={":t": now, ":v": s(v)})
+            except self._db.exceptions.ConditionalCheckFailedException:
+                continue
+        with self._lock:  # seen at once in this process; other processes within `pointer_ttl_s`
+            for v in versions:
+                self._pointers.pop((name, f"V#{v}"), None)
+            self._pointers.pop((name, "LATEST"), None)
+        return versions
+
+    def retired(self, name: str, version: str) -> bool:
+        try:
+            return self._pointer_of(name, f"V#{version}", version)[2]
+        except UnknownWorkflow:
+            return False
+
+    def _versions(self, name: str) -> list[str]:
+        out: list[str] = []
+        kw: dict[str, Any] = {"TableName": self.table,
+                              "KeyConditionExpression": "pk = :pk AND begins_with(sk, :v)",
+                              "ExpressionAttributeValues": {":pk": s(f"DEF#{name}"), ":v": s("V#")}}
+        while True:
+            page = self._db.query(**kw)
+            out += [i["sk"]["S"][2:] for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return out
+            kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _encode(self, name: str, raw: Any) -> dict[str, Any]:
         if self._blobs is None:
@@ -114,7 +169,10 @@ class DynamoRegistry:
     def get(self, name: str, version: str | None = None) -> Any:
         if self.code.find(name, version) is not None:
             return self.code.get(name, version)
-        version, build = self._pointer(name, "LATEST" if version is None else f"V#{version}", version)
+        latest = version is None
+        version, build, retired = self._pointer_of(name, "LATEST" if latest else f"V#{version}", version)
+        if retired:
+            raise WorkflowRetired(retired_message(name, version, latest))
         return self.get_build(name, version, build)
 
     def get_build(self, name: str, version: str, build: str) -> Any:
@@ -152,18 +210,24 @@ class DynamoRegistry:
 
     def _pointer(self, name: str, sk: str, version: str | None) -> tuple[str, str]:
         """(version, hash) that `LATEST` or `V#<version>` points at: cached for the TTL, else read."""
+        found = self._pointer_of(name, sk, version)
+        return found[0], found[1]
+
+    def _pointer_of(self, name: str, sk: str, version: str | None) -> tuple[str, str, bool]:
+        """(version, hash, retired) of a pointer item, cached for the TTL."""
         now = self._monotonic()
         with self._lock:
             hit = self._pointers.get((name, sk))
         if hit is not None and now - hit[2] < self._ttl:
-            return hit[0], hit[1]
+            return hit[0], hit[1], hit[3]
         pointer = self._get_item(name, sk)
         if pointer is None:
             which = f" with version {version!r}" if version else ""
             raise UnknownWorkflow(f"no workflow named {name!r}{which} is registered")
-        resolved = (text(pointer, "version") or str(version), pointer["hash"]["S"])
+        retired = "retired_at" in pointer
+        resolved = (text(pointer, "version") or str(version), pointer["hash"]["S"], retired)
         with self._lock:
-            self._pointers[(name, sk)] = (*resolved, now)
+            self._pointers[(name, sk)] = (resolved[0], resolved[1], now, retired)
         return resolved
 
     def _get_item(self, name: str, sk: str) -> dict[str, Any] | None:

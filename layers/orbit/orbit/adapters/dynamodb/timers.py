@@ -15,6 +15,13 @@ An execution has one timer: `arm` writes the new item first, then swaps the
 pointer and deletes the item it replaced. A crash in between leaves an extra
 item, whose only effect is a spurious `wake` (a decision that finds nothing
 due); a lost timer is impossible.
+
+Each write carries the seq of the commit the wake-up was derived from, and is conditional on it
+(docs/decisions/delivery-engine-timers.md): the pointer (and an item of the same time) is replaced
+only by an arm at least as new, so a late resend of an old commit's timer, or a decider acting on an
+overtaken cached state, can never replace a newer commit's wake-up. A refused arm removes the item
+it wrote, unless a newer arm wrote that item since. The conditions cost no extra request; a refusal
+costs one delete.
 """
 
 from __future__ import annotations
@@ -44,14 +51,52 @@ class DynamoTimers:
         # Not in the EXEC# partition: the timers function's role is limited to TIMER* keys.
         return {"pk": s(f"TIMERPTR#{execution_id}"), "sk": s("PTR")}
 
-    def arm(self, execution_id: str, fire_at_ms: int) -> None:
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
         fire_at_ms = max(0, int(fire_at_ms))
-        self._db.put_item(TableName=self.table, Item={
-            **self._key(execution_id, fire_at_ms), "execution_id": s(execution_id), "fire_at": n(fire_at_ms)})
-        old = self._db.put_item(TableName=self.table, ReturnValues="ALL_OLD", Item={
-            **self._pointer(execution_id), "fire_at": n(fire_at_ms)}).get("Attributes")
-        if old and num(old, "fire_at") != fire_at_ms:
-            self._db.delete_item(TableName=self.table, Key=self._key(execution_id, num(old, "fire_at")))
+        at = n(fire_at_ms)
+        item = {**self._key(execution_id, fire_at_ms), "execution_id": s(execution_id), "fire_at": at}
+        pointer = {**self._pointer(execution_id), "fire_at": at}
+        if seq is None:  # unordered (tests, tools): replace whatever is armed
+            self._db.put_item(TableName=self.table, Item=item)
+            old = self._db.put_item(TableName=self.table, ReturnValues="ALL_OLD",
+                                    Item=pointer).get("Attributes")
+            if old and num(old, "fire_at") != fire_at_ms:
+                self._db.delete_item(TableName=self.table, Key=self._key(execution_id, num(old, "fire_at")))
+            return
+        newer = "attribute_not_exists(seq) OR seq <= :seq"  # no older-than-mine writer may replace it
+        mine = {":seq": n(seq)}
+        if not self._write_if(item | {"seq": n(seq)}, newer, mine):
+            return  # a newer commit armed this very time: its arm does the rest
+        try:
+            old = self._db.put_item(TableName=self.table, Item=pointer | {"seq": n(seq)},
+                                    ReturnValues="ALL_OLD", ConditionExpression=newer,
+                                    ExpressionAttributeValues=mine).get("Attributes")
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            # A newer commit's timer is armed: take back the item written above (if still ours).
+            self._delete_if(self._key(execution_id, fire_at_ms), "seq = :seq", mine)
+            return
+        if old and num(old, "fire_at") != fire_at_ms:  # the replaced item, unless a newer arm rewrote it
+            self._delete_if(self._key(execution_id, num(old, "fire_at")), newer, mine)
+
+    def _write_if(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
+        try:
+            self._db.put_item(TableName=self.table, Item=item, ConditionExpression=condition,
+                              ExpressionAttributeValues=values)
+            return True
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return False
+
+    def _delete_if(self, key: dict[str, Any], condition: str, values: dict[str, Any]) -> None:
+        try:
+            self._db.delete_item(TableName=self.table, Key=key, ConditionExpression=condition,
+                                 ExpressionAttributeValues=values)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
 
     def disarm(self, execution_id: str, fire_at_ms: int | None = None) -> None:
         if fire_at_ms is None:

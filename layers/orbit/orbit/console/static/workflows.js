@@ -14,7 +14,7 @@
     for (const w of r.workflows) {
       for (const v of w.versions) {
         body.append(el("tr", { dataset: { name: w.name } },
-          el("td", { text: w.name }), el("td", { text: w.kind }), el("td", { text: v.version }),
+          el("td", { text: w.name }), el("td", { text: w.kind }), el("td", { text: v.version + (v.retired ? " (retired)" : "") }),
           el("td", {}, v.builds.flatMap((b, i) => [i ? " " : "", el("a", { href: "#/workflow/" + [w.name, v.version, b].map(enc).join("/"), text: b.slice(0, 19) + (b.length > 19 ? "…" : "") })])),
           el("td", {}, el("a", { href: "#/executions" + Orbit.qs({ workflow: w.name }), text: "executions" }))));
       }

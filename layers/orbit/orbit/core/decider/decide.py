@@ -76,15 +76,17 @@ RETRY_STUCK_WAKE_MS = 60_000  # a runtime that never settles is a bug; stop rath
 
 
 def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource,
-           retention_ms: int | None = None) -> Decision:
+           retention_ms: int | None = None, code_runtime: Runtime | None = None) -> Decision:
     """`retention_ms`: the stack's default retention (a workflow's own wins); with it, a start
-    records the provisional expiry its items are written with (WorkflowCreated)."""
+    records the provisional expiry its items are written with (WorkflowCreated). `code_runtime`:
+    the runtime that replays code workflows (its own cache of paused instances, or none); None:
+    the process's (`orbit.core.runtime.code.default_runtime`)."""
     with keys_from(ids):  # expressions reading hooks.NAME.token derive it with the stack key
-        return _decide(workflow, state, inbound, now_ms, ids, retention_ms)
+        return _decide(workflow, state, inbound, now_ms, ids, retention_ms, code_runtime)
 
 
 def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource,
-            retention_ms: int | None) -> Decision:
+            retention_ms: int | None, code_runtime: Runtime | None = None) -> Decision:
     ctx = Ctx(workflow, state, now_ms, ids)
     wake_before = state.next_wake_ms()
     was_terminal = state.terminal
@@ -114,7 +116,7 @@ def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int,
         was_terminal, wake_before = False, None  # running again: arm its timers as a start does
     else:
         _inbound(ctx, inbound)
-    if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage)):
+    if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage), code_runtime):
         ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
@@ -170,7 +172,7 @@ def _start(ctx: Ctx, m: StartMessage, retention_ms: int | None) -> None:
             ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))
 
 
-def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per message kind
+def _inbound(ctx: Ctx, m: Message) -> None:  # one branch per message kind
     s = ctx.state
     if s.terminal:
         if isinstance(m, ResultMessage):  # evidence of a late answer, never applied
@@ -256,7 +258,7 @@ def _child_done(ctx: Ctx, m: ChildDoneMessage) -> None:
     fail(ctx, m.unit, error)
 
 
-def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> bool:
+def _fixpoint(ctx: Ctx, retry_asked: bool = False, code_runtime: Runtime | None = None) -> bool:
     """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
@@ -268,7 +270,7 @@ def _fixpoint(ctx: Ctx, retry_asked: bool = False) -> bool:
         progress_abort(ctx)
         if s.terminal:
             return True
-        runtime = runtime or runtime_for(ctx.workflow)
+        runtime = runtime or runtime_for(ctx.workflow, code_runtime)
         commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
         if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
             commands = try_unpark(ctx, commands or [], retry_asked)
@@ -289,11 +291,13 @@ def workflow_build(workflow: Any) -> str:
     return str(getattr(workflow, "build", None) or getattr(workflow, "hash", None) or "")
 
 
-def runtime_for(workflow: Any) -> Runtime:
-    """The DSL interpreter for definitions; a code workflow's own runtime otherwise."""
+def runtime_for(workflow: Any, code_runtime: Runtime | None = None) -> Runtime:
+    """The DSL interpreter for definitions; a code workflow's own runtime otherwise (`code_runtime`
+    when given)."""
     rt = getattr(workflow, "runtime", None)
     if rt is not None:
-        return rt() if isinstance(rt, type) else rt
+        runtime: Runtime = rt() if isinstance(rt, type) else rt
+        return runtime
     if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
         if getattr(workflow, "handlers", None):  # on_signal: the interpreter with event handlers
             from orbit.core.runtime.dsl_handlers import HandlersRuntime
@@ -302,6 +306,8 @@ def runtime_for(workflow: Any) -> Runtime:
         from orbit.core.runtime.dsl import DslRuntime
 
         return DslRuntime()
+    if code_runtime is not None:
+        return code_runtime
     from orbit.core.runtime import code  # the Python replayer (orbit/runtime/code.py)
 
-    return code.runtime_for(workflow)  # type: ignore[attr-defined, no-any-return]
+    return code.runtime_for(workflow)

@@ -83,6 +83,7 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
             compensable=cmd.compensable,
             heartbeat_timeout_ms=cmd.heartbeat_timeout_ms,
             inline=cmd.inline,
+            on_missing_worker=cmd.on_missing_worker,
         )
     )
     _dispatch(ctx, cmd.unit)
@@ -123,6 +124,7 @@ def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None, 
             compensable=u.compensable,
             heartbeat_timeout_ms=u.heartbeat_timeout_ms,
             inline=u.inline,
+            on_missing_worker=u.on_missing_worker,
         )
     )
     if send:
@@ -145,6 +147,7 @@ def _dispatch(ctx: Ctx, unit: str) -> None:
             redelivery=u.redelivery,
             heartbeat_timeout_ms=u.heartbeat_timeout_ms,
             inline=u.inline,
+            on_missing_worker=u.on_missing_worker,
         )
     )
 

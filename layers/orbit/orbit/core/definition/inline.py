@@ -31,7 +31,7 @@ MAX_INLINE_TIMEOUT_MS = 900_000  # the longest a Lambda invocation can run
 # An inline step without a timeout: its attempt (and the lease other deciders respect) lasts this
 # long at most, and never past what the invocation has left. Below every allowed decider timeout.
 DEFAULT_INLINE_TIMEOUT_MS = 15_000
-NOT_INLINE = ("queue", "queue_timeout", "heartbeat_timeout")
+NOT_INLINE = ("queue", "queue_timeout", "heartbeat_timeout", "on_missing_worker")
 
 
 def check_inline(body: dict[Any, Any], path: str, out: Problems) -> None:

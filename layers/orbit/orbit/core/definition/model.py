@@ -71,6 +71,7 @@ class Step:
     compensate: Step | None = None
     on_failure: Literal["fail", "continue"] = "fail"
     inline: str | None = None  # task steps: "at_least_once" | "at_most_once" (docs/inline-steps.md)
+    on_missing_worker: str | None = None  # task steps: "fail" fails at once when no worker serves the task
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,8 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
         "queue_timeout_ms": parse_duration(queue_timeout) if queue_timeout is not None else None,
         "heartbeat_timeout_ms": parse_duration(heartbeat_timeout) if heartbeat_timeout is not None else None,
         "inline": inline_semantics(body) if kind == "task" else None,
+        # None (the default, `wait`): the task waits in its queue until a worker serves it
+        "on_missing_worker": "fail" if kind == "task" and body.get("on_missing_worker") == "fail" else None,
     }
 
 

@@ -25,7 +25,7 @@ from orbit.core.history.task_error import retry_on_problems
 
 COMMON_KEYS = ("after", "when", "for", "concurrency", "tolerated_failures", "input", "retry",
                "timeout", "queue_timeout", "heartbeat_timeout", "compensate", "on_failure", "queue",
-               "description", "inline", "semantics")
+               "description", "inline", "semantics", "on_missing_worker")
 STEP_KEYS = STEP_KINDS + COMMON_KEYS
 COMPENSATE_KEYS = COMPENSATE_KINDS + ("input", "retry", "timeout", "queue_timeout", "heartbeat_timeout",
                                       "queue")
@@ -46,7 +46,9 @@ KEY_KINDS = {
     "queue": ("task",),
     "inline": ("task",),
     "semantics": ("task",),
+    "on_missing_worker": ("task",),
 }
+ON_MISSING_WORKER = ("wait", "fail")  # a task no worker serves: wait in its queue (default) or fail
 # Step names become unit keys (`step[3]`, `compensate:step`), so brackets and colons are out.
 STEP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,79}")
 QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -68,8 +70,8 @@ def check_step(name: str, body: Any, path: str, out: Problems) -> str | None:
         out.add(path, f"a step needs exactly one kind: {', '.join(STEP_KINDS)}")
     elif len(kinds) > 1:
         out.add(path, f"a step has exactly one kind, this one has {len(kinds)}: {', '.join(kinds)}")
-    for kind in kinds:
-        _check_kind(kind, body, path, out)
+    for each in kinds:
+        _check_kind(each, body, path, out)
     kind = kinds[0] if len(kinds) == 1 else None
     if kind is not None:
         for key, kinds_ok in KEY_KINDS.items():
@@ -176,6 +178,9 @@ def _check_common(body: dict[Any, Any], path: str, out: Problems) -> None:
             check_duration(body[key], join(path, key), out)
     if "on_failure" in body and body["on_failure"] not in ("fail", "continue"):
         out.add(join(path, "on_failure"), f"must be fail or continue, not {body['on_failure']!r}")
+    if "on_missing_worker" in body and body["on_missing_worker"] not in ON_MISSING_WORKER:
+        out.add(join(path, "on_missing_worker"),
+                f"must be wait (the default) or fail, not {body['on_missing_worker']!r}")
     if "queue" in body and (not isinstance(body["queue"], str) or not QUEUE_NAME.fullmatch(body["queue"])):
         out.add(join(path, "queue"), "must be a queue name: 1-64 letters, digits, _ or -")
     if "description" in body and not isinstance(body["description"], str):

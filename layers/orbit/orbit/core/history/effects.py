@@ -28,7 +28,8 @@ class DispatchTask(Effect):
     """Send one attempt to a worker queue. Workers deduplicate on `idempotency_key`."""
 
     KIND: ClassVar[str] = "dispatch_task"
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"heartbeat_timeout_ms", "inline"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"heartbeat_timeout_ms", "inline", "on_missing_worker"})
     execution_id: str
     unit: str
     task: str
@@ -43,6 +44,9 @@ class DispatchTask(Effect):
     heartbeat_timeout_ms: int | None = None
     # Inline: the decider runs it in its own invocation (never sent to a queue); its semantics.
     inline: str | None = None
+    # "fail": a worker that has no function for `task` fails the attempt (UNKNOWN_TASK); None: the
+    # message waits in the queue until a worker serves it (worker/sdk.py).
+    on_missing_worker: str | None = None
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,7 @@ class UnitState:
     attempt_base: int = 0
     fire_at_ms: int | None = None  # a durable timer's wake time, kept after it fired (replay compares it)
     inline: str | None = None  # an inline step: its semantics (at_least_once | at_most_once)
+    on_missing_worker: str | None = None  # "fail": no worker for the task fails the attempt at once
 
     @property
     def terminal(self) -> bool:
@@ -144,7 +145,7 @@ class UnitState:
         for k in ("error", "last_error"):
             v = getattr(self, k)
             d[k] = v.to_dict() if v is not None else None
-        for late in ("heartbeat_timeout_ms", "fire_at_ms", "inline"):
+        for late in ("heartbeat_timeout_ms", "fire_at_ms", "inline", "on_missing_worker"):
             if d[late] is None:
                 del d[late]  # added later: snapshots without one stay as they were
         if not d["attempt_base"]:
@@ -346,6 +347,8 @@ class ExecutionState:
                     "output": u.output,
                     "error": u.error.to_dict() if u.error else None,
                     **({"parent": parent_of(k)} if isinstance(k, str) and "/" in k and parent_of(k) else {}),
+                    **({"waiting": f"waiting for a worker for task {u.task} on queue {u.queue}"}
+                       if u.status == SCHEDULED and u.task and u.inline is None else {}),
                 }
                 for k, u in (self.units.items() if units is None else ((k, self.units[k]) for k in units))
             },

@@ -14,8 +14,14 @@ state provably extends what the instance saw:
   after a lost conditional write reloads a state that fails one of the checks
   below, since the losing commit's events are missing from it);
 - every unit and hook the instance asked for exists;
-- every result it consumed in its last feed is recorded identically;
-- the progress it recorded is there.
+- every result it consumed in its last feed is recorded identically (with
+  its end time, which `ctx.now()` reads);
+- the progress it recorded is there;
+- when `state` is not the very object the instance saw last, advanced in
+  place by the engine, but one loaded again (after a lost commit, say), all
+  of that holds for every earlier feed too, in every branch
+  (`code_witness.py`): one decision feeds the instance several times, so a
+  lost commit may hold results that only an earlier feed consumed.
 Otherwise the instance is discarded and the function replays from the start,
 which is always correct. So the conditional write on seq stays the only
 synchronisation point; the cache is a pure optimisation.
@@ -35,12 +41,12 @@ from collections import OrderedDict
 from typing import Any
 
 from orbit.core.history.events import TaskError
-from orbit.core.history.hook_tokens import identity
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_attributes import still_recorded
 from orbit.core.runtime.code_instance import Instance
 from orbit.core.runtime.code_registry import REGISTRY, CodeRegistry, CodeWorkflow
+from orbit.core.runtime.code_witness import holds
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
 DEFAULT_CACHE_SIZE = 256
@@ -185,6 +191,8 @@ class CodeRuntime:
         if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (
                 inst.origin[1] is state.input or inst.origin[1] == state.input)):
             return False  # another execution under the same id (e.g. a second store in one process)
+        if state is not r.state and not r.seen.held_by(state):
+            return False  # a state loaded again: what every feed relied on, in any branch (code_witness.py)
         if any(k not in state.units for k in r.emitted_units):
             return False
         if any(h not in state.hooks for h in r.emitted_hooks):
@@ -197,19 +205,7 @@ class CodeRuntime:
             return False
         if not r.updates.recorded(state):
             return False  # an update handler ran in a decision whose commit was lost
-        for fact in r.witness:
-            if fact[0] == "unit":
-                _, key, status, output, error = fact
-                u = state.units.get(key)
-                if u is None or u.status != status or u.output != output or u.error != error:
-                    return False
-            elif fact[0] == "hook":
-                h = state.hooks.get(fact[1])
-                if h is None or identity(h) != fact[2]:
-                    return False
-            elif fact[0] == "abort" and (state.abort or {}).get("kind") != fact[1]:
-                return False
-        return True
+        return all(holds(fact, state) for fact in r.witness)
 
 
 _DEFAULT = CodeRuntime()

@@ -62,7 +62,8 @@ class WorkflowContext:
     # -- steps -------------------------------------------------------------------------------
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
-             queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None) -> Any:
+             queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None,
+             on_missing_worker: str | None = None) -> Any:
         """Run `task` on a worker and return its output.
 
         `retry` uses the definition format (`{"max_attempts": 3, "backoff": "1s", "multiplier": 2,
@@ -77,9 +78,12 @@ class WorkflowContext:
         `heartbeat_timeout` (e.g. `"30s"`): once a worker reports `started`, the attempt fails
         with HEARTBEAT_TIMEOUT (retryable) if the task's code does not call `ctx.heartbeat`
         within that period, each time; the attempt's `timeout` still applies.
+
+        `on_missing_worker="fail"`: a worker with no function for `task` fails the attempt at once
+        (UNKNOWN_TASK) instead of leaving it in its queue until a worker serves it (the default).
         """
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
-                                      compensate, heartbeat_timeout))
+                                      compensate, heartbeat_timeout, on_missing_worker=on_missing_worker))
 
     def run(self, fn: Any, *args: Any, name: str | None = None, retry: Any = None, timeout: Any = None,
             semantics: str = "at_least_once", on_exhausted: str = C.FAIL_RUN) -> Any:
@@ -199,7 +203,7 @@ class WorkflowContext:
     def hook_token(self, name: str, metadata: Any = None) -> str:
         """The token that resumes `wait_for(name)` through the hook API; known before the wait.
         `metadata` (JSON: who may answer, a link, ...) is kept with the hook and shown by describe."""
-        return self._replay.hook_token(name, as_json(metadata, f"the metadata of hook {name!r}"))
+        return self._replay.hook_token(name, as_json(metadata, f"the metadata of hook {name!r}", "metadata"))
 
     def dispose_hook(self, name: str) -> None:
         """Be done with hook `name`: its token resumes nothing any more (the API answers 404)."""
@@ -222,7 +226,7 @@ class WorkflowContext:
             raise TypeError(f"child needs a workflow name, got {workflow!r}")
         def command(key: str) -> C.Command:
             return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version,
-                               as_json(input, f"the input of child {key!r}"), on_exhausted)
+                               as_json(input, f"the input of child {key!r}", "input"), on_exhausted)
         label = f"child({workflow})" if parent_policy == "cancel" else f"child({workflow}, abandon)"
         return self._replay.await_unit("workflow", label, command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
@@ -274,4 +278,4 @@ class WorkflowContext:
 
     def continue_as_new(self, input: Any = None) -> None:
         """End this run and start the workflow again with `input` and an empty history."""
-        raise ContinuedAsNew(as_json(input, "the continue_as_new input"))
+        raise ContinuedAsNew(as_json(input, "the continue_as_new input", "input"))

@@ -15,7 +15,8 @@ and `uuid()` hash the execution id and a draw counter.
 
 The `Replay` keeps, per feed, what it consumed (`witness`) and what it
 promised (`emitted`), so a cached replay can be checked cheaply against the
-next state (see `code.py`).
+next state (see `code.py`), and folds them into `seen` for a state loaded
+again (`code_witness.py`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from orbit.core.runtime.code_keys import build_index
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 from orbit.core.runtime.code_updates import Updates
+from orbit.core.runtime.code_witness import Seen, unit_fact
 
 THREAD = threading.local()  # .replay: the replay of the branch running on this thread, if any
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
@@ -107,6 +109,7 @@ class Replay:
         self.marked: set[str] = set()  # patches this replay marked (recorded with its next stop)
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
         self.updates = Updates()  # ctx.update_handler (code_updates.py)
+        self.seen = Seen()  # what every earlier feed relied on (code_witness.py)
 
     # -- feeding ---------------------------------------------------------------------------
     def begin(self, state: ExecutionState) -> None:
@@ -114,6 +117,7 @@ class Replay:
         if self.state.id != state.id or not self.now_ms:
             self.now_ms = state.created_at_ms
         self.state = state
+        self.seen.fold(self)
         self.witness, self.emitted_units, self.emitted_hooks, self.emitted_patches = [], [], [], []
         self.updates.emitted = []
         if len(state.units) != self.known_units:
@@ -143,6 +147,7 @@ class Replay:
         if updates:  # a durable call blocks here: the deterministic point for updates
             commands = commands + self.updates.at_block(self)
         out, self.outbox = self.outbox + commands, []
+        self.seen.note(out)
         self._block(out)
 
     def take_outbox(self) -> list[C.Command]:
@@ -217,7 +222,7 @@ class Replay:
         raise self._cancel_exception()
 
     def _consume(self, key: str, u: UnitState) -> None:
-        self.witness.append(("unit", key, u.status, u.output, u.error))
+        self.witness.append(unit_fact(key, u))
         if u.finished_at_ms and u.finished_at_ms > self.now_ms:
             self.now_ms = u.finished_at_ms
         self.updates.before_return(self)  # updates that ran while this call waited run again
@@ -339,6 +344,8 @@ class Replay:
                 compared = True
                 self._check_map(position, base, parent, spec, items, requested)
             if parent is None:
+                if len(items) > C.MAX_FOR_ITEMS:  # a new map only: one recorded before the limit replays
+                    raise C.too_many_items(base, "map", len(items))
                 compared = True
                 self._check_absent(position, requested)
                 self._maybe_deliver_cancel()
@@ -346,7 +353,7 @@ class Replay:
                          for i, item in enumerate(items[:limit])]
                 self._emit_units(position, [base] + [f"{base}[{i}]" for i in range(len(first))])
                 done: list[C.Command] = [C.RecordResult(base, [])] if not items else []
-                fan_out = C.FanOut(base, as_json(list(items), f"the items of map {base!r}"))
+                fan_out = C.FanOut(base, as_json(list(items), f"the items of map {base!r}", "items"))
                 self._wait([fan_out, *first, *done])
                 continue
             self._check_present(position, base, parent, requested)
@@ -357,7 +364,7 @@ class Replay:
     def _check_map(self, position: int, base: str, parent: UnitState, spec: Step, items: list[Any],
                    requested: dict[str, Any]) -> None:
         """A recorded map must have the same items, and its elements the same task and policy."""
-        want = as_json(items, f"the items of map {base!r}")
+        want = as_json(items, f"the items of map {base!r}", "items")
         differs = items_differences(parent.input, want, self._hook_view())
         if differs:
             raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
@@ -416,7 +423,7 @@ class Replay:
         self.last_progress = data
         self.progress_made += 1
         if self.progress_made > getattr(self.state, "progress_count", 0):
-            self.outbox.append(C.RecordProgress(as_json(data, "progress data")))
+            self.outbox.append(C.RecordProgress(as_json(data, "progress data", "progress")))
 
     def draw(self, purpose: str) -> bytes:
         self.draws += 1
