@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tests.security.harness import in_child, one_line_error
 
+MOTO_S = 60.0  # moto's import and the stack's tables: about 2 s of CPU, up to 18 s on a loaded machine
 ON_MOTO = """
 import base64, os, sys
 os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -45,7 +46,7 @@ def test_the_api_function_refuses_an_inline_task_its_modules_do_not_register() -
             registered = api("POST", "/definitions", hostile)
             started = api("POST", "/executions", {"workflow": "hostile", "input": {"cmd": "true"}})
             emit([registered, started])
-    """, "the API function registering a definition", setup=ON_MOTO)
+    """, "the API function registering a definition", timeout_s=MOTO_S, setup=ON_MOTO)
     (status, body), (started, _) = got
     assert status == 400, body
     assert "inline task 'os:system' of step 'run' is not registered" in one_line_error(body)
@@ -71,7 +72,7 @@ def test_the_decider_fails_only_the_poison_records_and_decides_the_rest() -> Non
             from orbit.aws.wiring import services
             emit([sorted(f["itemIdentifier"] for f in answer["batchItemFailures"]),
                   services().engine.describe("good-1")])
-    """, "the decider handed poison records", setup=ON_MOTO)
+    """, "the decider handed poison records", timeout_s=MOTO_S, setup=ON_MOTO)
     failed, good = got
     assert failed == ["m-0", "m-1", "m-2", "m-4", "m-5"], failed  # each poison record fails alone
     assert good["status"] == "COMPLETED" and good["output"] == 2, good

@@ -1,7 +1,7 @@
 """Values an execution produces that history cannot store (issue 25 item 4; docs/security.md,
 "Values an execution produces"): an inline task's datetime, set, bytes, Decimal or lone surrogate,
 an expression building one, never strand the execution: the step fails with VALUE_NOT_STORABLE,
-naming the type, and is not retried. (The worker path: test_pending_sec_values_schedules.py.)"""
+naming the type, and is not retried. (The worker path: test_bounds.py.)"""
 
 from __future__ import annotations
 

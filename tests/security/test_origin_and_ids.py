@@ -1,11 +1,8 @@
-"""PENDING on branch sec-http (issue 25 item 2, Low): `orbit dev` refuses requests a web page could
-send (a foreign Host after DNS rebinding, a cross-origin Origin or Sec-Fetch-Site, a body that is
-not application/json on a mutating route), before anything is routed; caller text never reaches
-the terminal raw; the same signal id with another payload is a 409.
-
-Written against the behaviour issue 25 asks for, and failing on main until sec-http is merged: each
-test is `xfail(strict=True)`, so the lead drops the marker (the `pytestmark` line) after merging,
-and a test that starts passing before then fails the suite as a reminder."""
+"""Issue 25 item 2 and Low, against a real `orbit dev`: it refuses requests a web page could send
+(a foreign Host after DNS rebinding, a cross-origin Origin or Sec-Fetch-Site, a body that is not
+application/json on a mutating route) before anything is routed; caller text never reaches the
+terminal raw; the same signal id with another payload is a 409. (Written against branch sec-http
+before it was merged; each case failed on main before it.)"""
 
 from __future__ import annotations
 
@@ -14,8 +11,6 @@ import time
 import pytest
 
 from tests.security.harness import DevProcess, in_child, one_line_error
-
-pytestmark = pytest.mark.xfail(strict=True, reason="fixed on branch sec-http")
 
 REBOUND = "attacker.example"
 EVIL = "http://attacker.example"

@@ -1,33 +1,26 @@
-"""PENDING on branch sec-values-schedules (issue 25 items 4 and 5, Low): a task result that JSON
-cannot hold fails its attempt with VALUE_NOT_STORABLE instead of stranding the execution; every
-question about a schedule is answered in bounded time and nothing stored breaks a listing; `orbit
-test` refuses a YAML alias bomb; a `for` over a million items fails with a clear error.
-
-Written against the behaviour issue 25 asks for, and failing on main until sec-values-schedules is
-merged: each test is `xfail(strict=True)`, so the lead drops the marker (the `pytestmark` line)
-after merging, and a test that starts passing before then fails the suite as a reminder. On main
-the slow cases run until their time limit, which is why those limits are kept short."""
+"""Issue 25 items 4 and 5, and Low: a worker result that JSON cannot hold fails its attempt with
+VALUE_NOT_STORABLE instead of stranding the execution; every question about a schedule is answered
+in bounded time and nothing stored breaks a listing; `orbit test` refuses a YAML alias bomb; a
+`for` over a million items fails with a clear error. (Written against branch sec-values-schedules
+before it was merged; on the main before it, the worker case crashed the worker and the others
+answered 500 or not at all.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.security.harness import in_child, one_line_error
 
-pytestmark = pytest.mark.xfail(strict=True, reason="fixed on branch sec-values-schedules")
-
 ROOT = Path(__file__).resolve().parents[2]
-SHORT_S = 10.0  # what main takes: 34 s (exclusions), 77 s (alias bomb), 177 s (a million items)
+SHORT_S = 10.0  # before the fix: 34 s (exclusions), 77 s (alias bomb), 177 s (a million items)
 UNSTORABLE = {"datetime": "datetime.datetime(2026, 1, 1)", "set": "{'a'}", "bytes": "b'x'",
               "Decimal": "decimal.Decimal('1.5')", "surrogate": "'\\udc00'"}
 
 
 def test_a_worker_result_json_cannot_hold_fails_the_attempt_instead_of_stranding_the_execution() -> None:
-    """The worker's answer crosses a queue as the SQS adapter encodes it (adapters/sqs.py): on main
-    the encoder raised inside the worker SDK and the step stayed SCHEDULED for good. (The same
-    values from an inline step already fail with VALUE_NOT_STORABLE: test_values.py.)"""
+    """The worker's answer crosses a queue as the SQS adapter encodes it (adapters/sqs.py): before the
+    fix the encoder raised inside the worker SDK and the step stayed SCHEDULED for good. (The same
+    values from an inline step: test_values.py.)"""
     got = in_child(f"""
         import datetime, decimal
         from orbit.adapters.memory import MemoryQueues
