@@ -12,23 +12,25 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from orbit.adapters.sqs import decode_bodies, trace_of
+from orbit.aws.lambda_tracer import LambdaTracer
 from orbit.aws.observability import publish
 from orbit.aws.wiring import services
 
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
+tracer = LambdaTracer()  # powertools' Tracer, made at the first invocation (cold start)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    # Imported by the first invocation, not at INIT (docs/decisions/sec-suite-cold-start.md).
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+    from orbit.adapters.sqs import decode_bodies, trace_of
+
     svc = services()
     # Inline steps run in this invocation, each attempt bounded by the time it has left.
     svc.run_inline(context.get_remaining_time_in_millis, getattr(context, "aws_request_id", None))
@@ -65,7 +67,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                        value=(time.perf_counter() - started) * 1000 / executions)
     publish(metrics)
 
-    def record_handler(record: SQSRecord) -> None:
+    def record_handler(record: Any) -> None:  # an SQSRecord
         if record.message_id in errors:
             raise errors[record.message_id]
 

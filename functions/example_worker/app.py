@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from orbit import TaskError, worker
+from orbit.aws.lambda_tracer import LambdaTracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = LambdaTracer()  # powertools' Tracer, made at the first invocation (cold start)
 
 
 @worker.task("example.greet")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from orbit import worker
 from orbit.aws import httptask
+from orbit.aws.lambda_tracer import LambdaTracer
 
 logger = Logger()
-tracer = Tracer()
+tracer = LambdaTracer()  # powertools' Tracer, made at the first invocation (cold start)
 CONFIG = httptask.HttpConfig.from_env(os.environ)
 
 

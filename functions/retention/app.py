@@ -12,20 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from orbit.adapters.dynamodb.retention import collect_removed
+from orbit.aws.lambda_tracer import LambdaTracer
 from orbit.aws.wiring import services
 
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
+tracer = LambdaTracer()  # powertools' Tracer, made at the first invocation (cold start)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from orbit.adapters.dynamodb.retention import collect_removed  # at the first invocation
+
     svc = services()
     deleted, failures = collect_removed(event.get("Records", []), svc.blobs, svc.payloads.delete)
     metrics.add_metric(name="PayloadObjectsDeleted", unit=MetricUnit.Count, value=deleted)

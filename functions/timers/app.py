@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from orbit.aws.lambda_tracer import LambdaTracer
 from orbit.aws.wiring import services
 
 logger = Logger()
 metrics = Metrics()
-tracer = Tracer()
+tracer = LambdaTracer()  # powertools' Tracer, made at the first invocation (cold start)
 
 SKEW_MS = 1_000
 BATCH = 100

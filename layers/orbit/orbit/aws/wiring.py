@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from orbit.core.definition.retention import DAY_MS
 from orbit.errors import Problem, ValidationError
 
 REQUIRED = ("ORBIT_TABLE", "ORBIT_BUCKET", "ORBIT_DECISION_QUEUE_URL")
@@ -221,6 +220,7 @@ class Services:
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
         from orbit.aws.observability import METER, MeteredStore
+        from orbit.core.definition.retention import DAY_MS  # the definition loader: not at import
         from orbit.service.engine import Engine
 
         engine = Engine(MeteredStore(self.store), self.queues, self.timers, self.payloads, self.registry,
