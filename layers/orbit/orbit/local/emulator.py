@@ -21,7 +21,7 @@ from botocore import UNSIGNED
 from botocore.handlers import BUILTIN_HANDLERS
 from moto.core.models import BackendDict
 
-from . import clock, moto_speed
+from . import patches
 
 Mode = Literal["server", "inprocess"]
 
@@ -49,6 +49,7 @@ class Emulator:
         self._server = None
         self._mock = None
         self._saved_env: dict[str, str | None] = {}
+        self._patched = False  # holds a use of `patches` (taken by start, given back by stop)
 
     def env(self) -> dict[str, str]:
         """The variables every handler and client in this process needs to reach the emulator."""
@@ -58,8 +59,16 @@ class Emulator:
         return out
 
     def start(self) -> None:
-        clock.install_into_moto()
-        moto_speed.install()  # after the clock swap: the fixes read moto's (virtual) clock
+        if not self._patched:
+            patches.acquire()  # the clock swap and speed fixes, for as long as this emulator runs
+            self._patched = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # patches given back, environment restored
+            raise
+
+    def _start(self) -> None:
         for key in (*_FAKE_ENV, *_CLEARED):
             self._saved_env[key] = os.environ.get(key)
         for key in _CLEARED:
@@ -84,7 +93,6 @@ class Emulator:
             self._mock.start(reset=True)
             _unsigned_in_process(+1)
 
-
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
@@ -99,6 +107,9 @@ class Emulator:
             else:
                 os.environ[key] = value
         self._saved_env.clear()
+        if self._patched:
+            self._patched = False
+            patches.release()  # the last emulator out gives moto, botocore and werkzeug back as they were
 
 
 # In-process mode: DynamoDB and SQS requests go unsigned (botocore's UNSIGNED signature version).
@@ -119,8 +130,22 @@ def _choose_unsigned(signing_name: str = "", signature_version: object = None, *
 
 
 def _unsigned_in_process(delta: int) -> None:
-    """Count running in-process emulators; the first start registers the hook for new botocore sessions."""
+    """Count running in-process emulators (the hook answers only while one runs)."""
     global _in_process
     _in_process = max(0, _in_process + delta)
-    if ("choose-signer", _choose_unsigned) not in BUILTIN_HANDLERS:
-        BUILTIN_HANDLERS.insert(0, ("choose-signer", _choose_unsigned))  # before botocore's own choice
+
+
+def register_unsigned() -> None:
+    """Put the hook first in botocore's BUILTIN_HANDLERS for new sessions (a speed fix, inside
+    `patches.applied()`, which removes it again). Sessions made meanwhile keep it: it answers None
+    once no in-process emulator runs."""
+    entry = ("choose-signer", _choose_unsigned)
+    if entry in BUILTIN_HANDLERS:
+        return
+    BUILTIN_HANDLERS.insert(0, entry)  # before botocore's own choice
+
+    def remove() -> None:
+        if entry in BUILTIN_HANDLERS:
+            BUILTIN_HANDLERS.remove(entry)
+
+    patches.on_undo(remove)
