@@ -34,7 +34,8 @@ def test_in_process_dynamodb_and_sqs_are_unsigned_and_behave_the_same():
         assert (put == [None]) is unsigned and len(put) == 1
         assert ddb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"] == {"pk": {"S": "a"}}
         url = sqs.create_queue(QueueName="q")["QueueUrl"]
-        assert (_authorization(sqs, lambda: sqs.send_message(QueueUrl=url, MessageBody="m")) == [None]) is unsigned
+        sent = _authorization(sqs, lambda: sqs.send_message(QueueUrl=url, MessageBody="m"))
+        assert (sent == [None]) is unsigned
         assert sqs.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "m"
         s3.create_bucket(Bucket="orbit-unsigned-test")
         signed = _authorization(s3, lambda: s3.put_object(Bucket="orbit-unsigned-test", Key="k", Body=b"1"))

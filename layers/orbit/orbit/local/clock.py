@@ -68,7 +68,8 @@ class VirtualClock:
         return now_ms() / 1000.0
 
 
-MOTO_CLOCK_VERSIONS = ((5, 0, 0), (6, 0, 0))  # read from 5.0.0 to 5.2.5: the same two names in moto.sqs.models
+# read from 5.0.0 to 5.2.5: moto.sqs.models imports the same two time functions throughout
+MOTO_CLOCK_VERSIONS = ((5, 0, 0), (6, 0, 0))
 _moto_on_virtual_time = False  # is moto's SQS reading this clock now (patches.applied())?
 
 

@@ -121,7 +121,8 @@ def _patch_sqs_queue() -> None:
 
     put(Queue, "messages", property(messages))
     put(Queue, "approximate_number_of_messages_delayed", property(approximate_number_of_messages_delayed))
-    put(Queue, "approximate_number_of_messages_not_visible", property(approximate_number_of_messages_not_visible))
+    put(Queue, "approximate_number_of_messages_not_visible",
+        property(approximate_number_of_messages_not_visible))
     put(Queue, "delete_message", delete_message)
 
 
@@ -188,4 +189,5 @@ def _patch_dispatch() -> None:
 
     # Called with the response class on every request; a class's functions do not change
     # while the process runs, so the answer can be kept per class.
-    put(responses, "method_names_from_class", functools.lru_cache(maxsize=None)(responses.method_names_from_class))
+    put(responses, "method_names_from_class",
+        functools.lru_cache(maxsize=None)(responses.method_names_from_class))
