@@ -89,14 +89,15 @@ def user_test_with_mock_aws() -> list[Any]:
 
 
 def run_stacks() -> dict[str, Any]:
-    from orbit.local import LocalStack, patches
+    from orbit.local import LocalStack, patch_registry, patches
 
     seen: dict[str, Any] = {}
     for mode in ("inprocess", "server"):
         with LocalStack(mode=mode, workers=["examples/workers/quotes.py"]) as stack:
             stack.register("examples/inline_quote.yaml")
             desc = stack.run_until_done(stack.start("inline-quote", {"sku": "mug", "qty": 4}))
-            owners = {o.__module__ if isinstance(o, type) else o.__name__ for o, _, _ in patches._replaced}
+            owners = {o.__module__ if isinstance(o, type) else o.__name__
+                      for o, _, _ in patch_registry.replaced}
             seen[mode] = {"status": desc["status"], "state": patches.state(), "users": patches.users(),
                           "owners": sorted(owners)}
     seen["users_after"] = patches.users()

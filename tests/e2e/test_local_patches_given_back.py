@@ -15,7 +15,7 @@ from typing import Any
 
 import moto
 import pytest
-from orbit.local import clock, moto_speed, patches
+from orbit.local import clock, moto_speed, patch_registry, patches
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("patches_probe.py")
@@ -88,4 +88,4 @@ def test_a_patch_outside_applied_is_refused() -> None:
 
     with pytest.raises(RuntimeError, match="outside orbit.local.patches.applied"):
         patches.put(sqs_models, "unix_time", lambda dt=None: 0.0)
-    assert "unix_time" not in [n for _, n, _ in patches._replaced]
+    assert "unix_time" not in [n for _, n, _ in patch_registry.replaced]

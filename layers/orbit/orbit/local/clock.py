@@ -91,7 +91,7 @@ def moto_clock_supported() -> bool:
     import moto.core.utils as utils
     import moto.sqs.models as sqs_models
 
-    from .patches import original
+    from .patch_registry import original
 
     low, high = MOTO_CLOCK_VERSIONS
     return (low <= moto_version() < high
@@ -112,7 +112,7 @@ def patch_moto() -> bool:
     """Make moto's SQS model read virtual time (only inside `patches.applied()`). False, and nothing
     changed, on a moto it was not read from: then `advance_ms` moves the messages' times instead."""
     global _moto_on_virtual_time
-    from . import patches
+    from . import patch_registry
 
     if not moto_clock_supported():
         import moto
@@ -132,8 +132,9 @@ def patch_moto() -> bool:
     def unix_time_millis(dt: Any = None) -> float:
         return unix_time(dt) * 1000.0
 
-    patches.put(sqs_models, "unix_time", unix_time)
-    patches.put(sqs_models, "unix_time_millis", unix_time_millis)
+    patch_registry.put(sqs_models, "unix_time", unix_time)
+    patch_registry.put(sqs_models, "unix_time_millis", unix_time_millis)
+    patch_registry.on_undo(moto_unpatched)
     _moto_on_virtual_time = True
     return True
 

@@ -26,7 +26,7 @@ import functools
 import logging
 from typing import Any
 
-from .patches import put
+from .patch_registry import put
 
 log = logging.getLogger("orbit.local")
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .patches import put
+from .patch_registry import put
 
 CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, value names) kept
 

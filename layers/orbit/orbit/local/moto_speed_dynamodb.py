@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .patches import put
+from .patch_registry import put
 
 
 def patch_item() -> None:

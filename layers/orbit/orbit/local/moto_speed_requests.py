@@ -40,7 +40,7 @@ import sys
 from io import BytesIO
 from typing import Any
 
-from .patches import put
+from .patch_registry import put
 
 URL_CACHE_SIZE = 1024  # distinct (method, URL) kept; in process these are a handful of endpoints
 

@@ -12,11 +12,12 @@ Two groups, each gated on the versions it was read from:
   same two names imported by `moto.sqs.models` throughout); it goes in only when the installed moto
   is in `clock.MOTO_CLOCK_VERSIONS` *and* still has the shape it relies on. Otherwise the clock
   moves moto's SQS message times instead (`clock.advance_ms`), which patches no code.
-- the speed fixes (`moto_speed*.py`, the unsigned in-process requests of `emulator.py`): only on the
+- the speed fixes (`moto_speed*.py`, the unsigned in-process requests of `unsigned.py`): only on the
   exact moto and werkzeug they were read from, and only unless `ORBIT_LOCAL_SPEED_PATCHES=0`.
 
 `state()` says which groups are in; `original(owner, name)` gives what a patched attribute held
-(tests and benchmarks compare both).
+(tests and benchmarks compare both). The record itself (`put`, `on_undo`, the undo) is
+`patch_registry.py`, which the patching modules import.
 """
 
 from __future__ import annotations
@@ -24,53 +25,24 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+
+from . import clock, moto_speed, patch_registry, unsigned
 
 log = logging.getLogger("orbit.local")
 
 SPEED_SWITCH = "ORBIT_LOCAL_SPEED_PATCHES"  # "0" (or "false", "off", "no"): run without the speed fixes
 
-_MISSING = object()
 _lock = threading.RLock()
 _users = 0
-_replaced: list[tuple[Any, str, Any]] = []  # (owner, name, what owner.__dict__ held or _MISSING), in order
-_undo: list[Callable[[], None]] = []  # other changes (a list insertion), undone last-in first-out
 _state: dict[str, bool] = {"clock": False, "speed": False}
-_applying = False
+put, on_undo, original = patch_registry.put, patch_registry.on_undo, patch_registry.original  # the record
 
 
 def speed_enabled() -> bool:
     """False when the environment switches the speed fixes off."""
     return os.environ.get(SPEED_SWITCH, "1").strip().lower() not in ("0", "false", "off", "no")
-
-
-def put(owner: Any, name: str, value: Any) -> None:
-    """Set `owner.name = value` for as long as the patches are in (only while applying them)."""
-    if not _applying:
-        raise RuntimeError(f"patch of {owner!r}.{name} outside orbit.local.patches.applied()")
-    held = vars(owner).get(name, _MISSING)
-    if not any(o is owner and n == name for o, n, _ in _replaced):  # the first original is the original
-        _replaced.append((owner, name, held))
-    setattr(owner, name, value)
-
-
-def on_undo(fn: Callable[[], None]) -> None:
-    """Run `fn` when the patches come out (for changes that are not an attribute, e.g. a list item)."""
-    if not _applying:
-        raise RuntimeError("orbit.local.patches.on_undo outside applied()")
-    _undo.append(fn)
-
-
-def original(owner: Any, name: str) -> Any:
-    """What `owner.name` was before the patches (the current value if it is not patched)."""
-    for o, n, held in _replaced:
-        if o is owner and n == name:
-            if held is _MISSING:
-                return getattr(owner, name)
-            return held.__get__(None, owner) if isinstance(held, (classmethod, staticmethod)) else held
-    return getattr(owner, name)
 
 
 def state() -> dict[str, bool]:
@@ -119,33 +91,19 @@ def applied() -> Iterator[dict[str, bool]]:
 
 
 def _apply() -> None:
-    global _applying
-    from . import clock, emulator, moto_speed
-
-    _applying = True
+    patch_registry.applying = True
     try:
         _state["clock"] = clock.patch_moto()
         if not speed_enabled():
             log.info("%s=0: the local stack runs without its speed fixes", SPEED_SWITCH)
         elif moto_speed.supported():
             moto_speed.patch()
-            emulator.register_unsigned()
+            unsigned.register()
             _state["speed"] = True
     finally:
-        _applying = False
+        patch_registry.applying = False
 
 
 def _restore() -> None:
-    from . import clock
-
-    while _undo:
-        _undo.pop()()
-    for owner, name, held in reversed(_replaced):
-        if held is _MISSING:
-            if name in vars(owner):
-                delattr(owner, name)
-        else:
-            setattr(owner, name, held)
-    _replaced.clear()
+    patch_registry.restore()
     _state["clock"] = _state["speed"] = False
-    clock.moto_unpatched()
