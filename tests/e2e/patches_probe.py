@@ -106,7 +106,10 @@ def run_stacks() -> dict[str, Any]:
 
 def main() -> None:
     for name in TARGET_MODULES:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError:  # an older moto without it: nothing there to patch
+            pass
     if sys.argv[1] == "import":
         before, listed = snapshot(), handlers()
         import orbit
