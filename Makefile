@@ -48,7 +48,7 @@ test-local-unpatched: $(STAMP)
 # speed patches stay off unless that moto is the one they were read from). Not part of `make test`:
 # see docs/decisions/local-patches-moto-upstream.md for its cost.
 NEWEST_MOTO_VENV ?= .venv-newest-moto
-MOTO_RANGE ?= moto[server]>=5.0,<6
+MOTO_RANGE ?= moto[server]>=5.0.13,<6
 NEWEST_MOTO_TESTS ?= tests/e2e/test_local_*.py
 test-newest-moto:
 	test -x $(NEWEST_MOTO_VENV)/bin/python || $(PYTHON) -m venv $(NEWEST_MOTO_VENV)

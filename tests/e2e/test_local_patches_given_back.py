@@ -20,10 +20,10 @@ from orbit.local import clock, moto_speed, patch_registry, patches
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("patches_probe.py")
 # moto's and werkzeug's own bookkeeping, rebound by any use of them (with or without Orbit): the
-# per-class instance lists `model_instances.reset_model_data` replaces on each mock's start, the
-# authorization counter it saves and restores, the keyword list read on first use, and werkzeug's
-# logger made when its server logs first.
-THEIR_OWN = ("instances_tracked", "request_count", "KEYWORDS", "_logger")
+# per-class instance lists `model_instances.reset_model_data` replaces on each mock's start (named
+# `instances` in older moto), the authorization counter it saves and restores, the keyword list
+# read on first use, and werkzeug's logger made when its server logs first.
+THEIR_OWN = ("instances_tracked", "instances", "request_count", "KEYWORDS", "_logger")
 
 
 def probe(mode: str, env: dict[str, str] | None = None) -> dict[str, Any]:
