@@ -89,3 +89,25 @@ def test_a_patch_outside_applied_is_refused() -> None:
     with pytest.raises(RuntimeError, match="outside orbit.local.patches.applied"):
         patches.put(sqs_models, "unix_time", lambda dt=None: 0.0)
     assert "unix_time" not in [n for _, n, _ in patch_registry.replaced]
+
+
+def test_two_emulators_open_at_once_keep_the_patches_until_both_stop() -> None:
+    import moto.sqs.models as sqs_models
+    from moto.core import utils
+    from orbit.local.emulator import Emulator
+
+    first, second = Emulator("inprocess"), Emulator("inprocess")
+    first.start()
+    try:
+        second.start()
+        try:
+            assert patches.users() == 2
+        finally:
+            second.stop()
+        second.stop()  # a second stop gives nothing back twice
+        assert patches.users() == 1
+        if patches.state()["clock"]:
+            assert sqs_models.unix_time_millis is not utils.unix_time_millis  # the first still runs patched
+    finally:
+        first.stop()
+    assert patches.users() == 0 and sqs_models.unix_time_millis is utils.unix_time_millis
