@@ -74,11 +74,12 @@ def main() -> None:
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
-    from orbit.local import clock, moto_speed
+    from orbit.local import moto_speed, patches
 
-    clock.install_into_moto()
-    if not moto_speed.install():
-        sys.exit(f"moto is not {moto_speed.MOTO_VERSION}: the fixes are not applied here")
+    # held for the whole run (each stack's own use nests in it); given back when the process ends
+    if not patches.acquire()["speed"]:
+        sys.exit(f"moto is not {moto_speed.MOTO_VERSION} (or {patches.SPEED_SWITCH}=0): the fixes are not "
+                 "applied here")
     bench_local.register_tasks()
     bench_local.DEFINITION = bench_inline.three_steps(args.inline)
     fixes = toggles()

@@ -1,5 +1,6 @@
 """The table both moto speed-fix test files compare answers on: an in-process emulator with a table
-`t` (pk/sk and a GSI `gsi` on g/sk), stopped and the clock reset afterwards."""
+`t` (pk/sk and a GSI `gsi` on g/sk), stopped and the clock reset afterwards. The tests never skip:
+without the fixes (another moto, or the switch off) "fixed" and "original" are both moto's code."""
 
 from __future__ import annotations
 
@@ -8,8 +9,19 @@ from contextlib import contextmanager
 from typing import Any
 
 import boto3
-from orbit.local import clock
+from orbit.local import clock, patches
 from orbit.local.emulator import Emulator
+
+
+def speed_applied() -> bool:
+    """Are the speed fixes in now? (Not on another moto or werkzeug, nor with ORBIT_LOCAL_SPEED_PATCHES=0:
+    then the tests below run the same requests through moto's own code and check its answers.)"""
+    return patches.state()["speed"]
+
+
+def orig(fn: Any) -> Any:
+    """moto's function behind a fix (the function itself when no fix is in)."""
+    return getattr(fn, "original", fn)
 
 
 @contextmanager

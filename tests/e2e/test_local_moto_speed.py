@@ -1,7 +1,9 @@
 """moto's SQS with the local stack's speed fixes (`orbit.local.moto_speed`) answers as SQS does.
 
 Visible, in-flight and delayed counts, receive order, deleting by a current or an
-old receipt handle, and the error for an unknown handle, on virtual time.
+old receipt handle, and the error for an unknown handle, on virtual time: with every patch in,
+with the speed fixes switched off (ORBIT_LOCAL_SPEED_PATCHES=0), and without the clock swap too
+(what a moto the clock was not read from gets: virtual time moves the messages instead).
 """
 
 from __future__ import annotations
@@ -10,12 +12,18 @@ import boto3
 import moto
 import pytest
 from botocore.exceptions import ClientError
-from orbit.local import clock, moto_speed
+from orbit.local import clock, moto_speed, patches
 from orbit.local.emulator import Emulator
 
+MODES = ["patched", "speed-off", "unpatched"]
 
-@pytest.fixture
-def sqs():
+
+@pytest.fixture(params=MODES)
+def sqs(request, monkeypatch):
+    if request.param != "patched":
+        monkeypatch.setenv(patches.SPEED_SWITCH, "0")
+    if request.param == "unpatched":
+        monkeypatch.setattr(clock, "moto_clock_supported", lambda: False)
     clock.reset()
     emulator = Emulator("inprocess")
     emulator.start()
@@ -35,8 +43,16 @@ def _counts(sqs, url: str) -> tuple[int, int, int]:
     )
 
 
-def test_the_fixes_are_applied_on_the_moto_they_were_read_from(sqs):
-    assert moto_speed.install() is (moto.__version__ == moto_speed.MOTO_VERSION)
+def test_the_fixes_are_applied_on_the_moto_they_were_read_from(sqs, request):
+    import moto.sqs.models as sqs_models
+    from moto.core import utils
+
+    mode = request.node.callspec.params["sqs"]
+    speed = mode == "patched" and patches.speed_enabled() and moto.__version__ == moto_speed.MOTO_VERSION
+    on_clock = mode != "unpatched" and clock.moto_clock_supported()
+    assert patches.state() == {"clock": on_clock, "speed": speed}
+    assert (sqs_models.unix_time_millis is utils.unix_time_millis) is not on_clock
+    assert hasattr(sqs_models.SQSBackend.send_message, "original") is speed
 
 
 def test_counts_receive_order_and_deletes_follow_virtual_time(sqs):

@@ -10,14 +10,24 @@ again after `advance(visibility_timeout)`, exactly as on AWS, without waiting.
 Swapping moto's time functions also removes its hottest cost: moto computes
 "now" through a timezone-aware `datetime` for every message on every call
 (about 15 us each), which made a 1,000-message queue take tens of seconds.
+
+The swap is a patch of moto: it is made by `patches.applied()` while a stack runs (never on
+import), undone when the last stack stops, and only on the moto versions it was read from
+(`MOTO_CLOCK_VERSIONS`). On any other moto the clock patches no code: `advance_ms` moves every
+SQS message's visibility and delay times back by what it skips, so the same messages become
+visible at the same virtual times (SentTimestamp then stays on moto's wall clock, and a jump past
+the retention period does not expire messages).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 from typing import Any
+
+log = logging.getLogger("orbit.local")
 
 _lock = threading.Lock()
 _offset_ms = 0  # process-wide: moto's backends are process-wide too
@@ -38,6 +48,8 @@ def advance_ms(ms: int) -> None:
         raise ValueError(f"cannot move the clock backwards ({ms} ms)")
     with _lock:
         _offset_ms += int(ms)
+        if not _moto_on_virtual_time:
+            _move_moto_messages(int(ms))
 
 
 def reset() -> None:
@@ -56,23 +68,58 @@ class VirtualClock:
         return now_ms() / 1000.0
 
 
-_installed = False
+# read from 5.0.0 to 5.2.5: moto.sqs.models imports the same two time functions throughout
+MOTO_CLOCK_VERSIONS = ((5, 0, 0), (6, 0, 0))
+_moto_on_virtual_time = False  # is moto's SQS reading this clock now (patches.applied())?
+
+
+def moto_version() -> tuple[int, ...]:
+    import moto
+
+    parts = []
+    for part in str(moto.__version__).split(".")[:3]:
+        digits = "".join(c for c in part if c.isdigit()) or "0"
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def moto_clock_supported() -> bool:
+    """Is the installed moto one the clock swap was read from, still shaped as it relies on?
+
+    The swap replaces the two time functions `moto.sqs.models` imported by name from
+    `moto.core.utils` (every SQS time, "now" included, is read through them there)."""
+    import moto.core.utils as utils
+    import moto.sqs.models as sqs_models
+
+    from .patch_registry import original
+
+    low, high = MOTO_CLOCK_VERSIONS
+    return (low <= moto_version() < high
+            and all(hasattr(sqs_models, name) and original(sqs_models, name) is getattr(utils, name, None)
+                    for name in ("unix_time", "unix_time_millis")))
 
 
 @functools.lru_cache(maxsize=1024)
 def camelcase_to_underscores(name: str) -> str:
     """moto's attribute-name conversion (a regex on every call), kept per name: the one cached
-    copy moto's SQS models and its request dispatch (moto_speed_calls.py) both use."""
+    copy moto's SQS models and its request dispatch (moto_speed*.py) both use."""
     from moto.core.utils import camelcase_to_underscores as convert
 
     return convert(name)  # type: ignore[no-any-return]
 
 
-def install_into_moto() -> None:
-    """Make moto's SQS model read virtual time. Idempotent."""
-    global _installed
-    if _installed:
-        return
+def patch_moto() -> bool:
+    """Make moto's SQS model read virtual time (only inside `patches.applied()`). False, and nothing
+    changed, on a moto it was not read from: then `advance_ms` moves the messages' times instead."""
+    global _moto_on_virtual_time
+    from . import patch_registry
+
+    if not moto_clock_supported():
+        import moto
+
+        log.info("moto %s: its SQS clock is not swapped; virtual time moves the messages instead",
+                 moto.__version__)
+        return False
     import moto.sqs.models as sqs_models
 
     real_unix_time = sqs_models.unix_time
@@ -85,21 +132,42 @@ def install_into_moto() -> None:
     def unix_time_millis(dt: Any = None) -> float:
         return unix_time(dt) * 1000.0
 
-    sqs_models.unix_time = unix_time  # type: ignore[assignment]
-    sqs_models.unix_time_millis = unix_time_millis  # type: ignore[assignment]
-    # Two more hot spots with the same results, cheaper: moto converts every attribute
-    # name with a regex on each access, and re-derives all queue attributes (O(depth))
-    # to read one number for every message it receives.
-    sqs_models.camelcase_to_underscores = camelcase_to_underscores
+    patch_registry.put(sqs_models, "unix_time", unix_time)
+    patch_registry.put(sqs_models, "unix_time_millis", unix_time_millis)
+    patch_registry.on_undo(moto_unpatched)
+    _moto_on_virtual_time = True
+    return True
 
-    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
-        retention_s = int(self.get_queue(queue_name).message_retention_period)
-        return retention_s + message.sent_timestamp / 1000 > unix_time()
 
-    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
-        is_message_valid_based_on_retention_period
-    )
-    _installed = True
+def moto_unpatched() -> None:
+    global _moto_on_virtual_time
+    _moto_on_virtual_time = False
+
+
+def moto_now_ms() -> float:
+    """"Now" as moto's SQS messages are timed: virtual time while moto reads this clock, else wall time
+    (moto's own; `advance_ms` then moves the messages' times back by what it skips)."""
+    real = time.time() * 1000.0  # noqa: TID251 - moto's float ms, as Message.visible reads it
+    return real + _offset_ms if _moto_on_virtual_time else real
+
+
+def _move_moto_messages(ms: int) -> None:
+    """Without the clock swap: what becomes visible or due `ms` later in virtual time does so now in
+    moto's (wall) time. Only visibility and delay move; the sent and first-receive timestamps stay
+    as moto set them (on its wall clock)."""
+    import sys
+
+    models = sys.modules.get("moto.sqs.models")
+    if models is None:
+        return
+    for _account, regions in models.sqs_backends.items():
+        for _region, backend in regions.items():
+            for queue in backend.queues.values():
+                for msg in queue._messages:
+                    if msg.visible_at:
+                        msg.visible_at -= ms
+                    if msg.delayed_until:
+                        msg.delayed_until -= ms
 
 
 UNSERVED_MARK = '"waiting_for_worker":'  # a task message sent back for want of a worker (worker/sdk.py)
@@ -119,7 +187,7 @@ def next_sqs_wake_ms() -> int | None:
     best: int | None = None
     for _account, regions in sqs_backends.items():
         for _region, backend in regions.items():
-            now = now_ms()
+            now = moto_now_ms()
             for queue in backend.queues.values():
                 for msg in queue._messages:  # moto has no public view of this
                     for t in (msg.visible_at, msg.delayed_until):
@@ -127,7 +195,9 @@ def next_sqs_wake_ms() -> int | None:
                             if t == msg.delayed_until and UNSERVED_MARK in msg.body and not _served(msg.body):
                                 continue
                             best = int(t) + 1
-    return best
+    if best is None or _moto_on_virtual_time:
+        return best
+    return best + _offset_ms  # moto's wall-clock time as virtual time
 
 
 def _served(body: str) -> bool:
@@ -159,14 +229,13 @@ def visible_count(queue_name: str) -> int | None:
             queue = backend.queues.get(queue_name)
             if queue is None:
                 continue
-            now = now_ms()
+            now = moto_now_ms()
             oldest_kept = now - int(queue.message_retention_period) * 1000  # type: ignore[attr-defined]
             expired = [m for m in queue._messages if m.sent_timestamp <= oldest_kept]  # type: ignore[operator]
             for m in expired:
                 queue._messages.remove(m)
                 queue.pending_messages.discard(m)
-            # Message.visible / .delayed with one clock read for the whole queue (it may be deep)
-            exact = time.time() * 1000.0 + _offset_ms  # noqa: TID251 - moto's float ms, as Message.visible reads it
+            exact = now  # Message.visible / .delayed with one clock read for the whole queue (it may be deep)
             return sum(
                 1 for m in queue._messages if exact > m.visible_at and not exact < m.delayed_until
             )

@@ -17,11 +17,9 @@ import logging
 import os
 from typing import Any, Literal
 
-from botocore import UNSIGNED
-from botocore.handlers import BUILTIN_HANDLERS
 from moto.core.models import BackendDict
 
-from . import clock, moto_speed
+from . import patches, unsigned
 
 Mode = Literal["server", "inprocess"]
 
@@ -49,6 +47,7 @@ class Emulator:
         self._server: Any = None  # moto.server.ThreadedMotoServer, imported when used
         self._mock: Any = None
         self._saved_env: dict[str, str | None] = {}
+        self._patched = False  # holds a use of `patches` (taken by start, given back by stop)
 
     def env(self) -> dict[str, str]:
         """The variables every handler and client in this process needs to reach the emulator."""
@@ -58,8 +57,16 @@ class Emulator:
         return out
 
     def start(self) -> None:
-        clock.install_into_moto()
-        moto_speed.install()  # after the clock swap: the fixes read moto's (virtual) clock
+        if not self._patched:
+            patches.acquire()  # the clock swap and speed fixes, for as long as this emulator runs
+            self._patched = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # patches given back, environment restored
+            raise
+
+    def _start(self) -> None:
         for key in (*_FAKE_ENV, *_CLEARED):
             self._saved_env[key] = os.environ.get(key)
         for key in _CLEARED:
@@ -82,15 +89,14 @@ class Emulator:
 
             self._mock = mock_aws()
             self._mock.start(reset=True)
-            _unsigned_in_process(+1)
-
+            unsigned.in_process(+1)
 
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
             self._server = None
         if self._mock is not None:
-            _unsigned_in_process(-1)
+            unsigned.in_process(-1)
             self._mock.stop()
             self._mock = None
         for key, value in self._saved_env.items():
@@ -99,28 +105,6 @@ class Emulator:
             else:
                 os.environ[key] = value
         self._saved_env.clear()
-
-
-# In-process mode: DynamoDB and SQS requests go unsigned (botocore's UNSIGNED signature version).
-# The credentials are fake and moto's DynamoDB and SQS never read the Authorization header (their
-# region comes from the URL, the account from MOTO_ACCOUNT_ID or the default), so what reaches the
-# backends is the same; SigV4 signing was ~0.6 ms of CPU per request. S3 stays signed (moto treats an
-# unsigned S3 request as anonymous and checks bucket policies), presigned URLs too, and server mode,
-# whose requests cross HTTP like AWS's, is untouched. Deployed clients never see this hook: it is
-# registered only when an in-process emulator starts, and answers only while one runs.
-_UNSIGNED_SERVICES = frozenset({"dynamodb", "sqs"})
-_in_process = 0
-
-
-def _choose_unsigned(signing_name: str = "", signature_version: object = None, **_: object) -> object:
-    if _in_process > 0 and signing_name in _UNSIGNED_SERVICES and signature_version == "v4":
-        return UNSIGNED
-    return None
-
-
-def _unsigned_in_process(delta: int) -> None:
-    """Count running in-process emulators; the first start registers the hook for new botocore sessions."""
-    global _in_process
-    _in_process = max(0, _in_process + delta)
-    if ("choose-signer", _choose_unsigned) not in BUILTIN_HANDLERS:
-        BUILTIN_HANDLERS.insert(0, ("choose-signer", _choose_unsigned))  # before botocore's own choice
+        if self._patched:
+            self._patched = False
+            patches.release()  # the last emulator out gives moto, botocore and werkzeug back as they were

@@ -12,10 +12,12 @@ just that one, spelled as the attribute list spells it.
 Each replacement returns exactly what moto's code returns (same messages, same
 order, same errors); it only reads the clock once per call instead of once per
 message, and caches what cannot change. Internals differ between moto releases,
-so nothing is replaced unless the installed moto is the version these were read
-from (`MOTO_VERSION`); another version runs unpatched (correct, only slower).
-The clock swap in `clock.py` must come first: these read `unix_time_millis`
-from moto's SQS module at call time, so they see virtual time.
+so nothing is replaced unless the installed moto (and werkzeug) are the versions these were
+read from (`MOTO_VERSION`, `WERKZEUG_VERSION`); another version runs unpatched (correct, only
+slower), and so does any version with `ORBIT_LOCAL_SPEED_PATCHES=0`. They are put in by
+`patches.applied()` while a stack runs and taken out when it stops; importing does nothing.
+These read `unix_time_millis` from moto's SQS module at call time, so they see virtual time
+when the clock swap (`clock.py`) is in.
 """
 
 from __future__ import annotations
@@ -24,22 +26,31 @@ import functools
 import logging
 from typing import Any
 
+from .patch_registry import put
+
 log = logging.getLogger("orbit.local")
 
 MOTO_VERSION = "5.2.5"
-_installed = False
+WERKZEUG_VERSION = "3.1.9"  # moto_speed_requests.py rebuilds werkzeug's EnvironBuilder output
 
 
-def install() -> bool:
-    """Apply the fixes once per process; False (and nothing changed) on another moto version."""
-    global _installed
-    if _installed:
-        return True
+def supported() -> bool:
+    """Are the installed moto and werkzeug the versions these fixes were read from?"""
+    from importlib.metadata import version
+
     import moto
 
-    if moto.__version__ != MOTO_VERSION:
-        log.info("moto %s (not %s): no local speed fixes applied", moto.__version__, MOTO_VERSION)
+    werkzeug = version("werkzeug")
+    if moto.__version__ != MOTO_VERSION or werkzeug != WERKZEUG_VERSION:
+        log.info("moto %s, werkzeug %s (not %s, %s): no local speed fixes applied",
+                 moto.__version__, werkzeug, MOTO_VERSION, WERKZEUG_VERSION)
         return False
+    return True
+
+
+def patch() -> None:
+    """Apply the fixes (only inside `patches.applied()`, which gates them and takes them out again)."""
+    _patch_sqs_models()
     _patch_sqs_queue()
     _patch_sqs_send()
     _patch_dispatch()
@@ -51,8 +62,24 @@ def install() -> bool:
     patch_put_validation()
     moto_speed_calls.install()
     moto_speed_requests.install()
-    _installed = True
-    return True
+
+
+def _patch_sqs_models() -> None:
+    # Two hot spots with the same results, cheaper: moto converts every attribute name with a regex
+    # on each access, and re-derives all queue attributes (O(depth)) to read one number for every
+    # message it receives.
+    import moto.sqs.models as sqs_models
+
+    from .clock import camelcase_to_underscores
+
+    put(sqs_models, "camelcase_to_underscores", camelcase_to_underscores)
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention_s = int(self.get_queue(queue_name).message_retention_period)
+        return retention_s + message.sent_timestamp / 1000 > sqs_models.unix_time()
+
+    put(sqs_models.SQSBackend, "is_message_valid_based_on_retention_period",
+        is_message_valid_based_on_retention_period)
 
 
 def _patch_sqs_queue() -> None:
@@ -92,14 +119,11 @@ def _patch_sqs_queue() -> None:
             raise m.ReceiptHandleIsInvalid()
         self._messages = kept
 
-    Queue.messages = property(messages)  # type: ignore[assignment]
-    Queue.approximate_number_of_messages_delayed = property(  # type: ignore[assignment]
-        approximate_number_of_messages_delayed
-    )
-    Queue.approximate_number_of_messages_not_visible = property(  # type: ignore[assignment]
-        approximate_number_of_messages_not_visible
-    )
-    Queue.delete_message = delete_message  # type: ignore[method-assign]
+    put(Queue, "messages", property(messages))
+    put(Queue, "approximate_number_of_messages_delayed", property(approximate_number_of_messages_delayed))
+    put(Queue, "approximate_number_of_messages_not_visible",
+        property(approximate_number_of_messages_not_visible))
+    put(Queue, "delete_message", delete_message)
 
 
 def _patch_sqs_send() -> None:
@@ -157,7 +181,7 @@ def _patch_sqs_send() -> None:
 
     send_message.original = original  # type: ignore[attr-defined]
     send_message.content_based_deduplication = content_based_deduplication  # type: ignore[attr-defined]
-    m.SQSBackend.send_message = send_message  # type: ignore[method-assign]
+    put(m.SQSBackend, "send_message", send_message)
 
 
 def _patch_dispatch() -> None:
@@ -165,6 +189,5 @@ def _patch_dispatch() -> None:
 
     # Called with the response class on every request; a class's functions do not change
     # while the process runs, so the answer can be kept per class.
-    responses.method_names_from_class = functools.lru_cache(maxsize=None)(  # type: ignore[assignment]
-        responses.method_names_from_class
-    )
+    put(responses, "method_names_from_class",
+        functools.lru_cache(maxsize=None)(responses.method_names_from_class))

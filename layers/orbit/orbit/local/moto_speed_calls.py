@@ -40,6 +40,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .patch_registry import put
+
 CONDITION_CACHE_SIZE = 4096  # distinct (expression, names, value names) kept
 
 
@@ -131,13 +133,13 @@ def _patch_routing() -> None:
         return None
 
     process_request.original = original  # type: ignore[attr-defined]
-    cls.process_request = process_request  # type: ignore[method-assign]
+    put(cls, "process_request", process_request)
 
     import moto.core.responses as responses
 
     from orbit.local.clock import camelcase_to_underscores
 
-    responses.camelcase_to_underscores = camelcase_to_underscores  # type: ignore[assignment]
+    put(responses, "camelcase_to_underscores", camelcase_to_underscores)
 
 
 def _patch_serializer() -> None:
@@ -191,7 +193,7 @@ def _patch_serializer() -> None:
 
     fast_get_value.original = original  # type: ignore[attr-defined]
     fast_get_value.dict_keys = dict_keys  # type: ignore[attr-defined]  # moto_speed_requests reads them
-    cls.get_value = fast_get_value  # type: ignore[method-assign]
+    put(cls, "get_value", fast_get_value)
 
 
 def _patch_random() -> None:
@@ -211,7 +213,7 @@ def _patch_random() -> None:
         return random_str.lower() if lower_case else random_str
 
     get_random_string.original = original  # type: ignore[attr-defined]
-    MotoRandom.get_random_string = get_random_string  # type: ignore[method-assign]
+    put(MotoRandom, "get_random_string", get_random_string)
 
     receipt = sqs_utils.generate_receipt_handle
     receipt_original = getattr(receipt, "original", receipt)
@@ -220,8 +222,8 @@ def _patch_random() -> None:
         return "".join(mock_random.choices(string.ascii_lowercase, k=185))
 
     generate_receipt_handle.original = receipt_original  # type: ignore[attr-defined]
-    sqs_utils.generate_receipt_handle = generate_receipt_handle
-    sqs_models.generate_receipt_handle = generate_receipt_handle  # the name models.py imported
+    put(sqs_utils, "generate_receipt_handle", generate_receipt_handle)
+    put(sqs_models, "generate_receipt_handle", generate_receipt_handle)  # the name models.py imported
 
 
 def _json_data(value: Any) -> bool:
@@ -294,4 +296,4 @@ def _patch_condition_parser() -> None:
         return self._make_op_condition(node)
 
     parse.original = original  # type: ignore[attr-defined]
-    Parser.parse = parse  # type: ignore[method-assign]
+    put(Parser, "parse", parse)

@@ -28,6 +28,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .patch_registry import put
+
 
 def patch_item() -> None:
     from moto.dynamodb.models import dynamo_type as d
@@ -48,7 +50,7 @@ def patch_item() -> None:
             held += d.bytesize(str(key)) + value_size
 
     __init__.original = original  # type: ignore[attr-defined]
-    d.Item.__init__ = __init__  # type: ignore[method-assign]
+    put(d.Item, "__init__", __init__)
 
 
 def patch_put_validation() -> None:
@@ -76,7 +78,7 @@ def patch_put_validation() -> None:
                     _validate_attr(val)
 
     validate_put_has_empty_attrs.original = original  # type: ignore[attr-defined]
-    r.validate_put_has_empty_attrs = validate_put_has_empty_attrs
+    put(r, "validate_put_has_empty_attrs", validate_put_has_empty_attrs)
 
 
 def patch_query() -> None:
@@ -155,7 +157,7 @@ def patch_query() -> None:
         return results, scanned_count, last_evaluated_key
 
     query.original = original  # type: ignore[attr-defined]  # tests compare both answers
-    t.Table.query = query  # type: ignore[method-assign]
+    put(t.Table, "query", query)
 
     # An index Query (the execution list) sorts by a tuple of DynamoTypes, recomputing their
     # `cast_value` on every comparison; a tuple of those values, computed once per item, sorts the
@@ -167,4 +169,4 @@ def patch_query() -> None:
         return items
 
     sorted_items.original = getattr(t.Table.sorted_items, "original", t.Table.sorted_items)  # type: ignore[attr-defined]
-    t.Table.sorted_items = sorted_items  # type: ignore[method-assign]
+    put(t.Table, "sorted_items", sorted_items)

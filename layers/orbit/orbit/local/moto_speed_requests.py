@@ -40,6 +40,8 @@ import sys
 from io import BytesIO
 from typing import Any
 
+from .patch_registry import put
+
 URL_CACHE_SIZE = 1024  # distinct (method, URL) kept; in process these are a handful of endpoints
 
 
@@ -127,7 +129,7 @@ def _patch_request_building() -> None:
         return request
 
     from_primitives.original = original  # type: ignore[attr-defined]
-    cls.from_primitives = classmethod(from_primitives)  # type: ignore[method-assign,assignment]
+    put(cls, "from_primitives", classmethod(from_primitives))
 
 
 def _patch_response_headers() -> None:
@@ -148,7 +150,7 @@ def _patch_response_headers() -> None:
         return kept[1]
 
     http_date.original = original_date  # type: ignore[attr-defined]
-    responses.http_date = http_date  # the name setup_class calls
+    put(responses, "http_date", http_date)  # the name setup_class calls
 
     cls = responses.BaseResponse
     enrich = cls.__dict__["_enrich_response"].__func__
@@ -164,7 +166,7 @@ def _patch_response_headers() -> None:
         return headers, body
 
     _enrich_response.original = original_enrich  # type: ignore[attr-defined]
-    cls._enrich_response = staticmethod(_enrich_response)  # type: ignore[method-assign,assignment]
+    put(cls, "_enrich_response", staticmethod(_enrich_response))
 
 
 def _patch_json_parser() -> None:
@@ -214,8 +216,8 @@ def _patch_json_parser() -> None:
 
     _parse_structure.original = original_structure  # type: ignore[attr-defined]
     _parse_shape.original = original_shape  # type: ignore[attr-defined]
-    cls._parse_structure = _parse_structure  # type: ignore[method-assign]
-    cls._parse_shape = _parse_shape  # type: ignore[method-assign]
+    put(cls, "_parse_structure", _parse_structure)
+    put(cls, "_parse_shape", _parse_shape)
 
 
 def _patch_serializer_structures() -> None:
@@ -260,4 +262,4 @@ def _patch_serializer_structures() -> None:
         return None
 
     _serialize_type_structure.original = original  # type: ignore[attr-defined]
-    cls._serialize_type_structure = _serialize_type_structure  # type: ignore[method-assign]
+    put(cls, "_serialize_type_structure", _serialize_type_structure)
