@@ -31,10 +31,17 @@ class Run:
 
 LEDGER: list[Run] = []
 CURRENT = [0]  # the invocation in progress (set by the world before each handler call)
+TRACE: list[list[str]] = []  # the world's trace, while one runs
+
+
+def _record(run: Run) -> None:
+    LEDGER.append(run)
+    if TRACE:
+        TRACE[0].append(f"    ran {run.key} attempt {run.attempt}")
 
 
 def _ran(ctx: worker.TaskContext) -> None:
-    LEDGER.append(Run(ctx.idempotency_key, ctx.attempt, CURRENT[0]))
+    _record(Run(ctx.idempotency_key, ctx.attempt, CURRENT[0]))
 
 
 @worker.task("chaos.add")
@@ -93,7 +100,7 @@ INLINE = {"orbit": 1, "name": "chaos-inline", "version": "1",
 # ------------------------------------------------------------------------------ code workflows
 def note(key: str, value: int) -> int:
     """A ctx.run function: counts its runs by `key` (execution and label)."""
-    LEDGER.append(Run(key, None, CURRENT[0]))
+    _record(Run(key, None, CURRENT[0]))
     return value + 1
 
 

@@ -596,6 +596,7 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
         try:
             world = World(seed, clients, stack, profile)
             THROTTLE.world = world
+            W.TRACE[:] = [world.trace]
             try:
                 world.run()
             except Stuck as e:
@@ -603,6 +604,7 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
             problems += check(world)
         finally:
             THROTTLE.world = None
+            W.TRACE.clear()
             REGISTRY.replace(held)
             aws.reset()
             os.environ.clear()
