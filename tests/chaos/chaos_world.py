@@ -59,6 +59,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 import chaos_workloads as W  # noqa: E402
 from aws_resources import _TEMPLATE, Clients, Stack, create_stack  # noqa: E402
+from botocore.awsrequest import AWSResponse  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 from harness import load_app, load_event  # noqa: E402
 from moto import mock_aws  # noqa: E402
@@ -152,7 +153,7 @@ class Throttle:
                 c.meta.events.register("before-call", self._before, unique_id="orbit-chaos-throttle")
                 self._attached.add(id(c))
 
-    def _before(self, model: Any, params: Any, **_: Any) -> None:
+    def _before(self, model: Any, params: Any, **_: Any) -> Any:
         w = self.world
         if w is None or w.running is None:
             return  # the harness's own calls
@@ -160,8 +161,18 @@ class Throttle:
         w.calls += 1
         if service == "sqs" and op.startswith("SendMessage"):
             w.dirty.add(str((json.loads(params.get("body") or b"{}")).get("QueueUrl", "")))
-        if not w.faulty or w.rng.random() >= w.profile.throttle:
-            return
+        if w.faulty and w.rng.random() < w.profile.throttle:
+            self._throttle(w, service, op)
+        if service == "sqs" and op == "ChangeMessageVisibility":
+            # A receipt handle of the model (a worker deferring a possible duplicate, or heartbeating):
+            # applied to the model, answered as SQS answers it; moto never knew the handle.
+            body = json.loads(params.get("body") or b"{}")
+            w.change_visibility(str(body.get("ReceiptHandle")), int(body.get("VisibilityTimeout", 0)))
+            return AWSResponse("https://sqs.us-east-1.amazonaws.com/", 200, {}, None), {}
+        return None
+
+    @staticmethod
+    def _throttle(w: World, service: str, op: str) -> None:
         code = {"dynamodb": "ThrottlingException" if op.startswith("Transact")
                 else "ProvisionedThroughputExceededException",
                 "sqs": "ThrottlingException", "s3": "SlowDown"}.get(service, "ThrottlingException")
@@ -240,6 +251,7 @@ class World:
         self.ticks = self.invocations = self.calls = self.throttled = 0
         self.failed_after: dict[int, int] = {}  # invocation -> runs in the ledger when it last failed
         self.dirty: set[str] = set()
+        self.handles: dict[str, Msg] = {}
         self.spurious: Counter[tuple[str, Any]] = Counter()  # (key, attempt) handed over twice at once
         self.msg_counter = 0
         self.trace: list[str] = []
@@ -343,7 +355,14 @@ class World:
         if failed:
             self.trace.append(f"  failed: {sorted(failed)}")
 
+    def change_visibility(self, handle: str, seconds: int) -> None:
+        m = self.handles.get(handle)
+        if m is not None and m in self.queues[m.queue] and handle == f"{m.mid}/{m.receives}":
+            m.visible_ms = self.clock.now + 1000 * seconds
+            self.trace.append(f"  visibility of {m.mid} set to {seconds}s")
+
     def _record(self, m: Msg, handle: str) -> dict[str, Any]:
+        self.handles[handle] = m
         return {"MessageId": m.mid, "ReceiptHandle": handle, "Body": m.body,
                 "MD5OfBody": hashlib.md5(m.body.encode()).hexdigest(),  # noqa: S324 - what SQS sends
                 "MessageAttributes": m.attributes,
