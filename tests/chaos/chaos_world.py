@@ -71,6 +71,9 @@ QUEUES = {k: v["Properties"] for k, v in _TEMPLATE["Resources"].items() if v["Ty
 SERVED = {"DecisionQueue": "decider", "DefaultTaskQueue": "worker"}
 TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+# Longest legitimate run: 36 min of sleeps plus faults (a message comes back at most 4 times, after
+# 180 s or 900 s each). A lost timer shows as a 30-day wait timeout or a 7-day step deadline.
+LATE_MS = 24 * 3_600_000
 
 
 class _Sink(io.TextIOBase):
@@ -508,6 +511,11 @@ def check(world: World) -> list[str]:
         if desc["status"] != "COMPLETED" or desc.get("output") != wl.output:
             problems.append(f"{ex.id}: ended {desc['status']} with output {desc.get('output')!r} "
                             f"(error {desc.get('error')!r}); expected COMPLETED with {wl.output!r}")
+        took = (desc.get("finished_at_ms") or world.clock.now) - (desc.get("created_at_ms") or START_MS)
+        if took > LATE_MS:
+            problems.append(f"{ex.id}: took {took / 3_600_000:.1f} h of virtual time "
+                            f"(over {LATE_MS // 3_600_000} h: it waited for a timer it should not have, "
+                            "e.g. a re-armed wait timeout)")
         events = engine.history(ex.id)
         ids = [ex.id] + sorted({e["child_id"] for e in events if e["type"] == "ChildStarted"})
         if len(ids) - 1 != wl.children:
