@@ -75,10 +75,13 @@ SLEEPS = {"orbit": 1, "name": "chaos-sleeps", "version": "1",
                     "t2": _add("{% steps.t1.output.v + steps.approve.output.n %}", 1, after=["long"])},
           "output": {"v": "{% steps.t2.output.v %}", "by": "{% steps.approve.output.by %}"},
           "signals": {"approval": {"schema": {"type": "object", "required": ["by"]}}}}
-# Finding 1's shape: a signal, then a sleep past SQS's 15 minutes, then a step.
+# Finding 1's shape: a step (its result decided by one environment, which caches the state), a
+# signal, then a sleep past SQS's 15 minutes, then a step.
 SIGNAL_SLEEP = {"orbit": 1, "name": "chaos-signal-sleep", "version": "1",
-                "steps": {"go": {"wait_for": "go"}, "nap": {"sleep": "16m", "after": ["go"]},
-                          "done": _add("{% steps.go.output.n %}", 1, after=["nap"])},
+                "steps": {"first": _add("{% input.v %}", 1),
+                          "go": {"wait_for": "go", "after": ["first"]},
+                          "nap": {"sleep": "16m", "after": ["go"]},
+                          "done": _add("{% steps.first.output.v + steps.go.output.n %}", 1, after=["nap"])},
                 "output": "{% steps.done.output.v %}"}
 PARENT = {"orbit": 1, "name": "chaos-parent", "version": "1",
           "steps": {"first": _add("{% input.v %}", 1),
@@ -150,7 +153,7 @@ WORKLOADS = {w.name: w for w in (
     Workload("fanout", "chaos-fanout", {"v": 1}, {"each": [2, 3, 4, 5], "join": 32}),
     Workload("sleeps", "chaos-sleeps", {"v": 1}, {"v": 10, "by": "ops"},
              signals=(("approval", {"by": "ops", "n": 7}),)),
-    Workload("signal-sleep", "chaos-signal-sleep", {}, 6, signals=(("go", {"n": 5}),)),
+    Workload("signal-sleep", "chaos-signal-sleep", {"v": 1}, 8, signals=(("go", {"n": 5}),)),
     Workload("child", "chaos-parent", {"v": 1}, 1005, children=1),
     Workload("inline", "chaos-inline", {"v": 1}, 26, signals=(("go", {"n": 10}),),
              at_most_once=("b", "c")),

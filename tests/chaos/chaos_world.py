@@ -69,6 +69,7 @@ from orbit.local.pump import to_record  # noqa: E402
 
 QUEUES = {k: v["Properties"] for k, v in _TEMPLATE["Resources"].items() if v["Type"] == "AWS::SQS::Queue"}
 SERVED = {"DecisionQueue": "decider", "DefaultTaskQueue": "worker"}
+WRITES = frozenset({"PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem", "DeleteItem"})
 TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 # Longest legitimate run: 36 min of sleeps plus faults (a message comes back at most 4 times, after
@@ -100,10 +101,14 @@ class Profile:
     fault_ticks: int = 150  # deliveries with faults on; then the faults stop
     executions: int = 2  # workloads per seed (drawn at random, distinct)
     envs: int = 2  # decider (and worker) environments
+    # Not a fault (it goes on after the faults stop): before a decider's write, the other decider
+    # environment decides a batch (two environments at once).
+    interleave: float = 0.3
 
     @classmethod
     def none(cls) -> Profile:
-        return cls(0, 0, 0, 0, 0, 0)
+        """No injected fault; two environments, which also decide at once now and then."""
+        return cls(dup_in_batch=0, dup_late=0, reorder=0, lost_delete=0, throttle=0, fault_ticks=0)
 
 
 class VirtualClock:
@@ -166,6 +171,9 @@ class Throttle:
             w.dirty.add(str((json.loads(params.get("body") or b"{}")).get("QueueUrl", "")))
         if w.faulty and w.rng.random() < w.profile.throttle:
             self._throttle(w, service, op)
+        if service == "dynamodb" and op in WRITES and w.running.startswith("decider#") and not w.nested \
+                and len(w.envs["decider"]) > 1 and w.rng.random() < w.profile.interleave:
+            w.meanwhile()
         if service == "sqs" and op == "ChangeMessageVisibility":
             # A receipt handle of the model (a worker deferring a possible duplicate, or heartbeating):
             # applied to the model, answered as SQS answers it; moto never knew the handle.
@@ -254,6 +262,7 @@ class World:
         self.ticks = self.invocations = self.calls = self.throttled = 0
         self.failed_after: dict[int, int] = {}  # invocation -> runs in the ledger when it last failed
         self.dirty: set[str] = set()
+        self.nested = False  # a `meanwhile` invocation runs
         self.handles: dict[str, Msg] = {}
         self.spurious: Counter[tuple[str, Any]] = Counter()  # (key, attempt) handed over twice at once
         self.msg_counter = 0
@@ -264,20 +273,40 @@ class World:
     # ------------------------------------------------------------------------------ invocations
     def invoke(self, env: Env, function: str, event: dict[str, Any]) -> Any:
         self.invocations += 1
-        W.CURRENT[0] = self.invocations
-        saved = code_runtime._DEFAULT
+        number = self.invocations
+        outer = (W.CURRENT[0], aws._cached, code_runtime._DEFAULT, self.running)  # a nested invocation's
+        W.CURRENT[0] = number
         aws._cached, code_runtime._DEFAULT = env.services, env.runtime
         self.running = env.name
         try:
             with contextlib.redirect_stdout(_SINK):  # the handlers' EMF metrics and logs
-                return load_app(function).handler(event, Context(function, f"{self.seed}-{self.invocations}"))
+                return load_app(function).handler(event, Context(function, f"{self.seed}-{number}"))
         except Exception:
-            self.failed_after[self.invocations] = len(W.LEDGER)
+            self.failed_after[number] = len(W.LEDGER)
             raise
         finally:
             self.running = None
-            aws._cached, code_runtime._DEFAULT = None, saved
             self.collect()
+            W.CURRENT[0], aws._cached, code_runtime._DEFAULT, self.running = outer
+
+    def meanwhile(self) -> None:
+        """Something else happens while a decider is about to write: the other decider environment
+        decides a batch, a worker answers, or the client sends a signal (environments run at once)."""
+        options = [q for q in SERVED if any(m.visible_ms <= self.clock.now for m in self.queues[q])]
+        if any(e.started for e in self.executions) and any(e.signals for e in self.executions):
+            options.append("client")
+        if not options:
+            return
+        choice = self.rng.choice(options)
+        running, self.nested = self.running, True
+        self.trace.append(f"  meanwhile, beside {running}:")
+        try:
+            if choice == "client":
+                self.client_step(signals_only=True)
+            else:
+                self.deliver(choice, besides=running)
+        finally:
+            self.nested = False
 
     def collect(self) -> None:
         """Move what the handlers sent to moto's queues into the model (the harness's calls: no faults)."""
@@ -306,11 +335,11 @@ class World:
                         self.trace.append(f"late copy of {mid} at +{(late - self.clock.now) // 1000}s")
         self.dirty.clear()
 
-    def deliver(self, queue: str) -> None:
+    def deliver(self, queue: str, besides: str | None = None) -> None:
         """One poll of `queue`'s event source mapping and one invocation of its function."""
         now = self.clock.now
         visible = [m for m in self.queues[queue] if m.visible_ms <= now]
-        size = self.rng.randint(1, 10) if self.faulty else 10
+        size = self.rng.randint(1, 10)
         if self.faulty and self.rng.random() < self.profile.reorder:
             batch = self.rng.sample(visible, min(size, len(visible)))
         else:
@@ -337,7 +366,7 @@ class World:
             return
         if self.faulty and self.rng.random() < self.profile.reorder:
             self.rng.shuffle(records)
-        env = self.rng.choice(self.envs[SERVED[queue]])
+        env = self.rng.choice([e for e in self.envs[SERVED[queue]] if e.name != besides])
         function = "decider" if queue == "DecisionQueue" else "example_worker"
         event = {"Records": [to_record(r, self.stack.arns[queue]) for r in records]}
         self.trace.append(f"t+{(now - START_MS) // 1000}s {env.name} <- "
@@ -414,10 +443,10 @@ class World:
             assert status == 201, f"registering {d['name']}: {status} {got}"
         self.faulty = faulty
 
-    def client_step(self) -> bool:
+    def client_step(self, signals_only: bool = False) -> bool:
         """The client's next action (a start or a signal), retried later when the API failed."""
         pending = [e for e in self.executions if not e.started]
-        if pending:
+        if pending and not signals_only:
             ex = pending[0]
             status, got = self.api("POST", "/executions", {"workflow": ex.workload.workflow, "id": ex.id,
                                                            "input": ex.workload.input})
@@ -426,7 +455,7 @@ class World:
             if status not in (200, 201, 599) and status < 500:
                 raise AssertionError(f"start {ex.id}: {status} {got}")
             return True
-        waiting = [e for e in self.executions if e.signals]
+        waiting = [e for e in self.executions if e.signals and e.started]
         if not waiting:
             return False
         ex = self.rng.choice(waiting)
