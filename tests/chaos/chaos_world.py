@@ -104,6 +104,7 @@ class Profile:
     # Not a fault (it goes on after the faults stop): before a decider's write, the other decider
     # environment decides a batch (two environments at once).
     interleave: float = 0.3
+    workloads: tuple[str, ...] = ()  # drawn from these only (default: all)
 
     @classmethod
     def none(cls) -> Profile:
@@ -231,6 +232,7 @@ class Result:
     invocations: int
     throttled: int
     trace: list[str]
+    flags: str = ""  # the run's options, for the reproduction command
 
     @property
     def ok(self) -> bool:
@@ -240,7 +242,7 @@ class Result:
         if self.ok:
             return f"seed {self.seed}: ok ({self.invocations} invocations, {self.seconds:.2f}s)"
         return (f"seed {self.seed}: FAILED ({self.invocations} invocations, {self.seconds:.2f}s)\n    "
-                + "\n    ".join(self.problems) + f"\n  reproduce: {repro_command(self.seed)}")
+                + "\n    ".join(self.problems) + f"\n  reproduce: {repro_command(self.seed)}{self.flags}")
 
 
 class World:
@@ -430,7 +432,7 @@ class World:
 
     # ------------------------------------------------------------------------------------ the run
     def setup(self) -> None:
-        names = sorted(W.WORKLOADS)
+        names = sorted(self.profile.workloads or W.WORKLOADS)
         picked = self.rng.sample(names, min(self.profile.executions, len(names)))
         for i, name in enumerate(picked):
             wl = W.WORKLOADS[name]

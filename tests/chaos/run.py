@@ -8,6 +8,7 @@ number of seeds, failures and the time per seed. `--verbose` prints each failing
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 import warnings
@@ -24,14 +25,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print the trace of each failing seed")
     parser.add_argument("--no-faults", action="store_true",
                         help="two decider environments, no injected faults (the control)")
+    parser.add_argument("--workloads", default="",
+                        help=f"comma-separated, drawn from these only ({', '.join(sorted(C.W.WORKLOADS))})")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     profile = C.Profile.none() if args.no_faults else C.Profile()
+    if args.workloads:
+        names = tuple(n for n in args.workloads.split(",") if n)
+        unknown = sorted(set(names) - set(C.W.WORKLOADS))
+        if unknown:
+            parser.error(f"--workloads: unknown {unknown}; known: {sorted(C.W.WORKLOADS)}")
+        profile = dataclasses.replace(profile, workloads=names,
+                                      executions=min(profile.executions, len(names)))
+    flags = " --no-faults" if args.no_faults else ""
+    flags += f" --workloads {args.workloads}" if args.workloads else ""
     seeds = C.parse_seeds(args.seeds)
     failed = []
     started = time.perf_counter()
     for seed in seeds:
         result = C.run_seed(seed, profile)
+        result.flags = flags
         if not result.ok:
             failed.append(seed)
             print(result.report(), flush=True)
