@@ -37,7 +37,7 @@ bench: $(STAMP)
 
 # Seeded delivery chaos through the real handlers on moto (docs/testing-delivery.md):
 #   make chaos SEEDS=1-10000   - any range; a failing seed prints the command that reproduces it
-SEEDS ?= 1-300
+SEEDS ?= 1-250
 chaos: $(STAMP)
 	$(PY) -m tests.chaos.run --seeds $(SEEDS)
 

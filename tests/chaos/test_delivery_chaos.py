@@ -2,7 +2,7 @@
 lost deletes, throttling and two decider environments; after the faults stop every execution must
 reach its exact expected end with clean histories, no DLQ message and no side effect run twice.
 
-`CHAOS_SEEDS` picks the seeds (default 1-300, about 0.5 s of CPU each): `make chaos SEEDS=1-10000`
+`CHAOS_SEEDS` picks the seeds (default 1-250, about 0.6 s of CPU each): `make chaos SEEDS=1-10000`
 or `python -m tests.chaos.run --seeds 1-100` run any range. A failing seed prints the command that
 reproduces it. The seeds are strict: a failing seed fails its test.
 """
@@ -19,7 +19,9 @@ import chaos_workloads as W
 import pytest
 from chaos_world import Profile, parse_seeds, run_seed
 
-SEEDS = parse_seeds(os.environ.get("CHAOS_SEEDS", "1-300"))
+# 250 seeds at 0.60 s of CPU each (measured on 60 seeds, 2026-12-03, 2 shared cores): 2.5 min of CPU.
+# CHAOS_SEEDS= (empty) runs none.
+SEEDS = parse_seeds(os.environ.get("CHAOS_SEEDS", "1-250"))
 CONTROL = dataclasses.replace(Profile.none(), envs=1, executions=len(W.WORKLOADS))
 TIMES: list[float] = []  # CPU seconds per seed (conftest.py prints the mean)
 
@@ -80,5 +82,6 @@ def test_delivery_chaos(seed: int) -> None:
     started = time.process_time()
     result = run_seed(seed)
     TIMES.append(time.process_time() - started)
-    assert result.ok, result.report()
+    if not result.ok:
+        pytest.fail(result.report(), pytrace=False)
 
