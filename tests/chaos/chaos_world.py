@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import os
 import random
 import sys
@@ -685,10 +686,13 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
             world = World(seed, clients, stack, profile)
             THROTTLE.world = world
             W.TRACE[:] = [world.trace]
+            logging.disable(logging.ERROR)  # throttled calls log thousands of lines; the trace says it
             try:
                 world.run()
             except Stuck as e:
                 problems.append(str(e))
+            finally:
+                logging.disable(logging.NOTSET)
             problems += check(world)
         finally:
             THROTTLE.world = None

@@ -71,10 +71,9 @@ def test_the_faults_are_injected_and_a_seed_replays_the_same_run() -> None:
     assert norm(first.trace) == norm(again.trace)
     assert first.problems == again.problems
     faults = [run_seed(s) for s in range(3, 8)]
-    kinds = {k for r in faults for t in r.trace
-             for k in ("throttle", "duplicate of", "late copy", "lost delete", "decider#1", "decider#2")
-             if k in t}
-    assert kinds == {"throttle", "duplicate of", "late copy", "lost delete", "decider#1", "decider#2"}, kinds
+    expected = {"throttle", "duplicate of", "late copy", "lost delete", "decider#1", "decider#2", "meanwhile"}
+    kinds = {k for r in faults for t in r.trace for k in expected if k in t}
+    assert kinds == expected, kinds
 
 
 @pytest.mark.parametrize("seed", SEEDS)
