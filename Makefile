@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orbit-installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: demo test test-local-unpatched test-newest-moto install lock bench clean-venv
+.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv
 
 install: $(STAMP)
 
@@ -66,6 +66,12 @@ test-newest-moto:
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py
+
+# Seeded delivery chaos through the real handlers on moto (docs/testing-delivery.md):
+#   make chaos SEEDS=1-10000   - any range; a failing seed prints the command that reproduces it
+SEEDS ?= 1-250
+chaos: $(STAMP)
+	$(PY) -m tests.chaos.run --seeds $(SEEDS)
 
 lock: $(STAMP)
 	( echo '# Exact versions for `make` (pip -c constraints). Regenerate with `make lock`.'; \
