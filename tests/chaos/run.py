@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import chaos_world as C  # noqa: E402
+import chaos_world as C
 
 
 def main(argv: list[str] | None = None) -> int:
