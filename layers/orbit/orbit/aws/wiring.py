@@ -175,7 +175,14 @@ class Services:
 
         s = self.settings
         return SqsQueues(self.sqs, s.decision_url, s.task_urls, s.default_task_url, self.payloads,
-                         clock=self.clock)
+                         clock=self.clock, routes=self.task_routes.lookup)
+
+    @cached_property
+    def task_routes(self) -> Any:
+        """Apps' task queues (Custom::OrbitTaskQueue): queue name -> URL, cached."""
+        from orbit.adapters.dynamodb.routes import TaskRoutes
+
+        return TaskRoutes(self.dynamodb, self.settings.table)
 
     @cached_property
     def table_timers(self) -> Any:
