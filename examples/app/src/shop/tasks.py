@@ -21,7 +21,8 @@ def quote(input: Any, ctx: worker.TaskContext) -> dict[str, Any]:
         raise TaskError("BAD_INPUT", "shop.quote needs {items: [{sku, qty}]}", retryable=False)
     unknown = [i.get("sku") for i in items if i.get("sku") not in PRICES]
     if unknown:
-        raise TaskError("UNKNOWN_SKU", f"shop.quote: no price for {', '.join(map(str, unknown))}", retryable=False)
+        raise TaskError("UNKNOWN_SKU", f"shop.quote: no price for {', '.join(map(str, unknown))}",
+                        retryable=False)
     return {"total": round(sum(PRICES[i["sku"]] * int(i["qty"]) for i in items), 2)}
 
 

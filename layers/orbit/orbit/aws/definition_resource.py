@@ -20,7 +20,7 @@ def put_response(url: str, response: dict[str, Any], timeout_s: float = 30.0) ->
     # The URL is pre-signed without a content type: sending one would break its signature.
     request = urllib.request.Request(url, data=body, method="PUT",
                                      headers={"Content-Type": "", "Content-Length": str(len(body))})
-    with urllib.request.urlopen(request, timeout=timeout_s) as reply:  # noqa: S310 - CloudFormation's URL
+    with urllib.request.urlopen(request, timeout=timeout_s) as reply:
         if reply.status >= 300:
             raise OSError(f"CloudFormation refused the response: HTTP {reply.status}")
 

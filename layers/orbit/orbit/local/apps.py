@@ -30,7 +30,8 @@ def app_template(app: str | Path) -> Path:
     p = Path(app)
     path = p / "template.yaml" if p.is_dir() else p
     if not path.is_file():
-        raise TemplateError(f"--app {app}: no template.yaml there (an app is a SAM app directory: examples/app)")
+        raise TemplateError(f"--app {app}: no template.yaml there "
+                            "(an app is a SAM application directory, like examples/app)")
     return path
 
 
@@ -42,13 +43,13 @@ class ResponseReceiver:
         self.answers = answers
 
         class Receive(BaseHTTPRequestHandler):
-            def do_PUT(self) -> None:  # noqa: N802 - http.server's name
+            def do_PUT(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
                 answers[self.path.lstrip("/")] = json.loads(self.rfile.read(size) or b"{}")
                 self.send_response(200)
                 self.end_headers()
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Receive)
@@ -110,7 +111,8 @@ def create_custom(dep: Deployment, functions: dict[str, FunctionInfo], handlers:
         token = str(props.get("ServiceToken") or "")
         target = token.rsplit(":", 1)[-1]  # the local stack's ARNs end with the logical id
         if target not in handlers:
-            raise TemplateError(f"Resources.{lid}: ServiceToken {token!r} names no function of the local stack")
+            raise TemplateError(f"Resources.{lid}: ServiceToken {token!r} names no function "
+                                "of the local stack")
         key = f"{lid}-{uuid.uuid4().hex[:8]}"
         event = custom_request("Create", dep, lid, rtype, props, receiver.url(key))
         invoke(functions[target], handlers[target], event)

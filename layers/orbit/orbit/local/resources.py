@@ -263,8 +263,9 @@ def _identities(
 def _ssm_value(name: str, where: str) -> str:
     try:
         return str(boto3.client("ssm").get_parameter(Name=name)["Parameter"]["Value"])
-    except Exception as exc:  # noqa: BLE001 - ParameterNotFound, said with the parameter's name
-        raise TemplateError(f"{where}: SSM parameter {name} not found (deploy the stack that writes it first)") from exc
+    except Exception as exc:
+        raise TemplateError(f"{where}: SSM parameter {name} not found "
+                            "(deploy the stack that writes it first)") from exc
 
 
 def _create_secret(name: str, props: dict[str, Any]) -> str:

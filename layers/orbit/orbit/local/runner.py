@@ -23,10 +23,10 @@ import boto3
 
 from . import clock
 from .at_schedules import AtSchedules
+from .cfn import TemplateError
 from .emulator import Emulator, Mode
 from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
-from .cfn import TemplateError
 from .resources import Deployment, deploy
 from .scheduler import Scheduler
 

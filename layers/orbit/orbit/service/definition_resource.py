@@ -98,15 +98,16 @@ def _is_latest(registry: Any, definition: Any) -> bool:
         current = registry.get(definition.name)
     except (UnknownWorkflow, WorkflowRetired):
         return False
-    return bool(str(current.version) == str(definition.version) and getattr(current, "hash", None) == definition.hash)
+    return bool(str(current.version) == str(definition.version)
+                and getattr(current, "hash", None) == definition.hash)
 
 
 def _task_queue(kind: str, event: dict[str, Any], old_id: str, routes: Any,
                 prefix: str) -> tuple[str, dict[str, Any]]:
     if kind == "Delete":
-        name, _, url = old_id.partition("=")
-        if name and url:
-            routes.delete(name, url)
+        old_name, _, old_url = old_id.partition("=")
+        if old_name and old_url:
+            routes.delete(old_name, old_url)
         return old_id, {}
     props = event.get("ResourceProperties") or {}
     name, url = props.get("Name"), props.get("QueueUrl")

@@ -47,7 +47,8 @@ class TaskRoutes:
         return url
 
     def put(self, name: str, url: str) -> None:
-        self._db.put_item(TableName=self.table, Item={"pk": s(f"ROUTE#{name}"), "sk": s("ROUTE"), "url": s(url)})
+        self._db.put_item(TableName=self.table,
+                          Item={"pk": s(f"ROUTE#{name}"), "sk": s("ROUTE"), "url": s(url)})
         with self._lock:
             self._cache[name] = (url, self._monotonic())
 
