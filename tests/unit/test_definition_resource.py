@@ -92,7 +92,7 @@ def test_create_registers_and_answers_name_at_version() -> None:
     assert cfn.sim.start("wf", {}, id="e1") == "e1"
 
 
-def test_update_registers_a_new_version_running_executions_stay_on_theirs_and_cleanup_retires_the_old() -> None:
+def test_update_registers_a_new_version_running_stay_on_theirs_and_the_cleanup_retires_the_old() -> None:
     cfn = Cfn()
     cfn.send(cfn.event("Create", text("1")))
     cfn.sim.start("wf", {}, id="old")
@@ -133,7 +133,8 @@ def test_an_invalid_definition_fails_with_the_validation_error_and_its_rollback_
     bad = {"Definition": json.dumps(definition({"s": {"task": "a.b", "next": "nowhere"}}))}
     answer = cfn.send(cfn.event("Create", bad))
     assert answer["Status"] == "FAILED"
-    assert answer["Reason"].startswith("Custom::OrbitDefinition Flow: ") and "steps.s.next" in answer["Reason"]
+    assert answer["Reason"].startswith("Custom::OrbitDefinition Flow: ")
+    assert "steps.s.next" in answer["Reason"]
     assert answer["PhysicalResourceId"] == "failed:req-1" and cfn.registered == []
     assert cfn.send(cfn.event("Delete", {}, physical="failed:req-1"))["Status"] == "SUCCESS"
     missing = cfn.send(cfn.event("Create", {}))
@@ -245,7 +246,7 @@ def test_the_answer_is_a_real_http_put_without_a_content_type() -> None:
     status = [200]
 
     class Receive(BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:  # noqa: N802
+        def do_PUT(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             got.append((self.path, self.headers.get("Content-Type"), json.loads(body)))
             self.send_response(status[0])
