@@ -86,6 +86,29 @@ def stack_name(template: Path) -> str:
     return str(name)
 
 
+def import_workflows(template: Path) -> list[str]:
+    """The app's code workflows, as Orbit's decider gets them on AWS (WorkflowModules from the
+    AppLayerArns layer): the template's `Metadata.Orbit.WorkflowModules`, imported from the
+    ContentUri of its `WorkflowsLayer`. Returns the modules imported."""
+    import sys
+
+    from orbit.aws.wiring import import_workflow_modules
+
+    tpl = load_template(template)
+    meta = (tpl.get("Metadata") or {}).get("Orbit") or {}
+    modules = str(meta.get("WorkflowModules") or "")
+    if not modules.strip():
+        return []
+    layer = tpl["Resources"].get(str(meta.get("WorkflowsLayer") or ""))
+    if layer is None:
+        raise TemplateError(f"{template}: Metadata.Orbit.WorkflowsLayer must name the layer of "
+                            f"{modules} (an AWS::Serverless::LayerVersion of the template)")
+    root = str((template.parent / str(layer["Properties"]["ContentUri"])).resolve())
+    if root not in sys.path:
+        sys.path.insert(0, root)  # the layer's python/ directory, as Lambda mounts it
+    return import_workflow_modules(modules)
+
+
 def custom_request(kind: str, dep: Deployment, lid: str, rtype: str, props: dict[str, Any],
                    response_url: str, physical: str | None = None,
                    old: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -107,7 +107,7 @@ class LocalCloud:
         """Each app's template after Orbit's: its workers join the pump (their environment stays
         their own: the engine this process shares reads Orbit's), its custom resources are created
         through Orbit's DefinitionsFunction."""
-        from .apps import ResponseReceiver, create_custom, deploy_app
+        from .apps import ResponseReceiver, app_template, create_custom, deploy_app, import_workflows
 
         assert self.deployment is not None
         if not self.apps:
@@ -115,6 +115,7 @@ class LocalCloud:
         receiver = ResponseReceiver()
         try:
             for app in self.apps:
+                import_workflows(app_template(app))  # before its definitions: the decider holds them
                 dep = deploy_app(app, self.deployment)
                 for fn in dep.functions.values():
                     fn.env.update(self.env_overrides)
