@@ -33,7 +33,8 @@ def forget_app() -> Iterator[None]:
         del sys.modules[mod]
 
 
-def test_the_app_runs_its_definition_and_code_workflow_with_its_own_worker_and_queue(forget_app: None) -> None:
+def test_the_app_runs_its_definition_and_code_workflow_with_its_own_worker_and_queue(
+        forget_app: None) -> None:
     with LocalStack(mode="inprocess", app=str(APP)) as stack:
         answers = stack.cloud.app_resources
         assert answers["ShopOrderDefinition"]["Status"] == "SUCCESS"
@@ -46,10 +47,10 @@ def test_the_app_runs_its_definition_and_code_workflow_with_its_own_worker_and_q
             done = stack.run_until_done(eid)
             assert done["status"] == "COMPLETED", done
             assert done["output"]["total"] == 4.5 and done["output"]["reservation"].startswith("res-")
-        [app_worker] = [p for p in stack.cloud.pollers if p.mapping.function.logical_id == "ShopWorkerFunction"]
+        by_function = {p.mapping.function.logical_id: p for p in stack.cloud.pollers}
+        app_worker, example = by_function["ShopWorkerFunction"], by_function["ExampleWorkerFunction"]
         assert app_worker.mapping.queue.name == "orbit-app-shop-shop" and app_worker.mapping.report_failures
         assert app_worker.invocations >= 4  # two steps of each workflow, served on the app's queue
-        [example] = [p for p in stack.cloud.pollers if p.mapping.function.logical_id == "ExampleWorkerFunction"]
         assert example.invocations == 0  # nothing went to Orbit's default queue
 
 
@@ -66,7 +67,8 @@ def test_an_invalid_definition_in_the_app_template_fails_the_deploy_with_its_err
         with LocalStack(mode="inprocess", app=str(app)):
             pass
     message = str(err.value)
-    assert "Resources.ShopOrderDefinition: CREATE_FAILED: Custom::OrbitDefinition ShopOrderDefinition: " in message
+    assert ("Resources.ShopOrderDefinition: CREATE_FAILED: Custom::OrbitDefinition ShopOrderDefinition: "
+            in message)
     assert "steps.quote.next" in message and "would roll back" in message
 
 
@@ -75,6 +77,7 @@ def test_orbit_dev_app_serves_the_app(forget_app: None) -> None:
         said = "".join(lines)
         assert "app stack shop: shop=" in said and "shop-order@1; workers: ShopWorkerFunction" in said
         assert "no worker serves" not in said
-        done = orbit_cli("start", "shop-order", "--input", json.dumps(ORDER), "--wait", env={"ORBIT_URL": url})
+        done = orbit_cli("start", "shop-order", "--input", json.dumps(ORDER), "--wait",
+                         env={"ORBIT_URL": url})
         assert done.returncode == 0, done.stdout + done.stderr
         assert "\"reservation\": \"res-" in done.stdout and "\"total\": 4.5" in done.stdout
