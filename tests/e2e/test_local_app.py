@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from orbit.local import LocalStack
@@ -81,3 +82,117 @@ def test_orbit_dev_app_serves_the_app(forget_app: None) -> None:
                          env={"ORBIT_URL": url})
         assert done.returncode == 0, done.stdout + done.stderr
         assert "\"reservation\": \"res-" in done.stdout and "\"total\": 4.5" in done.stdout
+
+
+class Calls:
+    """The AWS requests of one function's invocations: (service:Action, DynamoDB key prefix or
+    queue name or '')."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        self.current: str | None = None
+        self.seen: dict[str, set[tuple[str, str]]] = {}
+        svc = stack.services
+        for client in (svc.dynamodb, svc.sqs, svc.s3):
+            client.meta.events.register("before-parameter-build.*.*", self._record)
+
+    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if self.current is None:
+            return
+        service = model.service_model.endpoint_prefix
+        detail = ""
+        key = params.get("Key") or params.get("Item")
+        if key and "pk" in key:
+            detail = key["pk"]["S"].split("#")[0] + ("#" if "#" in key["pk"]["S"] else "")
+        elif model.name == "Query":
+            detail = params["ExpressionAttributeValues"][":pk"]["S"].split("#")[0] + "#"
+        elif "QueueUrl" in params:
+            detail = params["QueueUrl"].rsplit("/", 1)[-1]
+        action = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage"}.get(
+            model.name, model.name)
+        self.seen.setdefault(self.current, set()).add((f"{service}:{action}", detail))
+
+    def wrap(self, name: str, handler: Any) -> Any:
+        def run(event: Any, context: Any) -> Any:
+            self.current = name
+            try:
+                return handler(event, context)
+            finally:
+                self.current = None
+        return run
+
+
+def _allowed(statements: list[dict[str, Any]], action: str, detail: str) -> bool:
+    import fnmatch
+
+    for st in statements:
+        acts = [st["Action"]] if isinstance(st["Action"], str) else st["Action"]
+        if action not in acts:
+            continue
+        keys = ((st.get("Condition") or {}).get("ForAllValues:StringLike") or {}).get("dynamodb:LeadingKeys")
+        if not action.startswith("dynamodb:") or keys is None or any(
+                fnmatch.fnmatchcase(detail, k) or fnmatch.fnmatchcase(detail.rstrip("#"), k) for k in keys):
+            return True
+    return False
+
+
+def test_update_and_delete_on_the_local_stack_and_every_request_fits_both_stacks_policies(
+        forget_app: None) -> None:
+    """The app's worker and Orbit's DefinitionsFunction, recorded on a real run: every request fits
+    ShopWorkerRole + Orbit's AppWorkerPolicy (the worker sends to its own queue and Orbit's decision
+    queue only), or DefinitionsRole. An update while an execution runs leaves it on its version."""
+    from orbit.errors import WorkflowRetired
+    from orbit.local.apps import ResponseReceiver, custom_request
+    from orbit.local.cfn import load_template
+
+    orbit_res = load_template(ROOT / "template.yaml")["Resources"]
+    app_res = load_template(APP / "template.yaml")["Resources"]
+
+    def policy(*docs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [st for d in docs for st in d["Statement"] if st.get("Effect") == "Allow"]
+
+    worker_role = app_res["ShopWorkerRole"]["Properties"]
+    worker_grants = policy(*[p["PolicyDocument"] for p in worker_role["Policies"]],
+                           orbit_res["AppWorkerPolicy"]["Properties"]["PolicyDocument"])
+    definitions_grants = policy(*[p["PolicyDocument"]
+                                  for p in orbit_res["DefinitionsRole"]["Properties"]["Policies"]])
+    with LocalStack(mode="inprocess", app=str(APP)) as stack:
+        calls = Calls(stack)
+        [poller] = [p for p in stack.cloud.pollers if p.mapping.function.logical_id == "ShopWorkerFunction"]
+        poller.handler = calls.wrap("worker", poller.handler)
+        long_running = stack.start("shop-order", ORDER, id="before-update")
+        dep = stack.cloud.app_deployments[0]
+        [(lid, rtype, props)] = [c for c in dep.custom if c[0] == "ShopOrderDefinition"]
+        receiver = ResponseReceiver()
+        fn = stack.cloud.deployment.functions["DefinitionsFunction"]
+        handler = calls.wrap("definitions", stack.cloud.handlers["DefinitionsFunction"])
+        try:
+            v2 = {**props, "Definition": props["Definition"].replace('version: "1"', 'version: "2"')}
+            update = custom_request("Update", dep, lid, rtype, v2, receiver.url("u"), "shop-order@1", props)
+            from orbit.local.lambdas import invoke
+            invoke(fn, handler, update)
+            assert receiver.answers["u"]["PhysicalResourceId"] == "shop-order@2"
+            invoke(fn, handler, update)  # Lambda's retry of the same request: the same answer
+            assert receiver.answers["u"]["PhysicalResourceId"] == "shop-order@2"
+            new = stack.start("shop-order", ORDER, id="after-update")
+            cleanup = custom_request("Delete", dep, lid, rtype, props, receiver.url("d"), "shop-order@1")
+            invoke(fn, handler, cleanup)  # CloudFormation's clean-up of the old id retires v1
+            assert receiver.answers["d"]["Status"] == "SUCCESS"
+        finally:
+            receiver.close()
+        with pytest.raises(WorkflowRetired):
+            stack.engine.start("shop-order", "1", ORDER, "v1-refused")
+        for eid, version in ((long_running, "1"), (new, "2")):
+            done = stack.run_until_done(eid)
+            assert (done["status"], done["version"]) == ("COMPLETED", version)
+    worker_calls, definition_calls = calls.seen["worker"], calls.seen["definitions"]
+    assert ("sqs:SendMessage", "orbit-DecisionQueue") in worker_calls
+    sends = {d for a, d in worker_calls if a == "sqs:SendMessage"}
+    assert sends <= {"orbit-DecisionQueue", "orbit-app-shop-shop"}, sends
+    # Local only: this process's engine reads Orbit's ORBIT_TASK_QUEUES, so the worker asks for its
+    # queue's URL; on Lambda its own environment maps `shop` (the app's template) and it never asks.
+    worker_calls.discard(("sqs:GetQueueUrl", ""))
+    refused = [c for c in worker_calls if not c[0].startswith("sqs:") and not _allowed(worker_grants, *c)]
+    refused += [c for c in worker_calls if c[0].startswith("sqs:") and not _allowed(worker_grants, c[0], "")]
+    refused += [c for c in definition_calls if not _allowed(definitions_grants, *c)]
+    assert not refused, refused
+    assert {d for a, d in definition_calls if a.startswith("dynamodb:")} >= {"DEF#", "CFNREQ#"}
