@@ -267,3 +267,43 @@ def test_the_answer_is_a_real_http_put_without_a_content_type() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_task_queue_is_the_stacks_map_then_an_apps_route_then_the_default() -> None:
+    from orbit.adapters.sqs import SqsQueues
+
+    asked: list[str] = []
+
+    def routes(name: str) -> str | None:
+        asked.append(name)
+        return {"shop": "https://sqs/1/orbit-app-shop"}.get(name)
+
+    queues = SqsQueues(None, "https://sqs/1/decisions", {"http": "https://sqs/1/http"}, "https://sqs/1/default",
+                       None, routes=routes)
+    assert queues.task_url("http") == "https://sqs/1/http"
+    assert queues.task_url("shop") == "https://sqs/1/orbit-app-shop"
+    assert queues.task_url("inventory") == "https://sqs/1/default"
+    assert asked == ["shop", "inventory"]  # the stack's own map is not looked up in the table
+
+
+def test_routes_are_cached_hits_and_misses_for_their_ttl() -> None:
+    from orbit.adapters.dynamodb.routes import TaskRoutes
+
+    class Db:
+        def __init__(self) -> None:
+            self.gets = 0
+            self.items: dict[str, str] = {}
+
+        def get_item(self, **kw: Any) -> dict[str, Any]:
+            self.gets += 1
+            url = self.items.get(kw["Key"]["pk"]["S"])
+            return {"Item": {"url": {"S": url}}} if url else {}
+
+    db, now = Db(), [0.0]
+    routes = TaskRoutes(db, "t", ttl_s=30, monotonic=lambda: now[0])
+    assert routes.lookup("shop") is None and routes.lookup("shop") is None and db.gets == 1
+    db.items["ROUTE#shop"] = "https://sqs/1/orbit-app-shop"
+    now[0] = 29.9
+    assert routes.lookup("shop") is None  # a miss is trusted for the TTL
+    now[0] = 30.0
+    assert routes.lookup("shop") == "https://sqs/1/orbit-app-shop" and db.gets == 2
