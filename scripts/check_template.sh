@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sam validate --lint` on template.yaml, in a venv of its own (.venv-sam):
+# `sam validate --lint` on template.yaml and examples/app/template.yaml, in a venv of its own (.venv-sam):
 # aws-sam-cli 1.170.0 pins boto3, click and cfn-lint<1.59, which must not leak
 # into the project venv. Works offline once installed (needs only a region).
 # If the CLI cannot be installed (no registry access), says so and exits 0 on a
@@ -23,5 +23,6 @@ if [ ! -x "$sam" ]; then
 fi
 export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 export SAM_CLI_TELEMETRY=0
-echo "check_template: sam validate --lint"
-exec "$sam" validate --lint --template-file template.yaml
+echo "check_template: sam validate --lint (Orbit, then examples/app)"
+"$sam" validate --lint --template-file template.yaml || exit 1
+exec "$sam" validate --lint --template-file examples/app/template.yaml

@@ -110,10 +110,10 @@ def test_dev_and_run_refuse_an_unknown_parameter_or_a_bad_value(cli):
         assert res.returncode == 2, res.stdout
         assert (
             f"orbit {command[0]}: --parameter HttpTaskEnable=true: template.yaml has no parameter "
-            "'HttpTaskEnable'; it has: AlarmActionArn, ArchiveDays, DeciderMemorySize, DeciderTimeout, "
-            "DefaultWorkerMaxConcurrency, HttpAllowedHosts, HttpPrivateHosts, HttpTaskEnabled, "
-            "HttpWorkerMaxConcurrency, InlineTaskModules, InlineTasksLayerArn, LogLevel, LogRetentionDays, "
-            "QueueAgeAlarmSeconds, RetentionDays"
+            "'HttpTaskEnable'; it has: AlarmActionArn, AppLayerArns, ArchiveDays, DeciderMemorySize, "
+            "DeciderTimeout, DefaultWorkerMaxConcurrency, HttpAllowedHosts, HttpPrivateHosts, "
+            "HttpTaskEnabled, HttpWorkerMaxConcurrency, InlineTaskModules, InlineTasksLayerArn, LogLevel, "
+            "LogRetentionDays, QueueAgeAlarmSeconds, RetentionDays, WorkflowModules"
         ) in res.stderr
         res = cli(*command, "--parameter", "HttpTaskEnabled=yes", "--parameter", "LogRetentionDays=month")
         assert res.returncode == 2

@@ -128,8 +128,10 @@ class SqsQueues:
         payloads: Any,
         inline_limit: int = INLINE_LIMIT,
         clock: Any = None,
+        routes: Any = None,
     ) -> None:
         self._sqs = client
+        self._routes = routes  # name -> URL of an app's queue (adapters/dynamodb/routes.py), or None
         self._clock = clock
         self.decision_url = decision_url
         self.task_urls = dict(task_urls)
@@ -159,8 +161,13 @@ class SqsQueues:
                 self._send_now(url, bodies, delay_s)
 
     def task_url(self, queue: str) -> str:
-        """Queue name (task prefix before the first '.') -> URL; unmapped names use the default queue."""
-        return self.task_urls.get(queue) or self.default_task_url
+        """Queue name (task prefix before the first '.') -> URL: the stack's map, then the routes apps
+        registered (`Custom::OrbitTaskQueue`); unmapped names use the default queue."""
+        mapped = self.task_urls.get(queue)
+        if mapped:
+            return mapped
+        routed = self._routes(queue) if self._routes is not None else None
+        return routed or self.default_task_url
 
     def send_decision(self, message: Any, delay_s: int = 0) -> None:
         self.send_decisions([message], delay_s)

@@ -174,7 +174,14 @@ class Services:
 
         s = self.settings
         return SqsQueues(self.sqs, s.decision_url, s.task_urls, s.default_task_url, self.payloads,
-                         clock=self.clock)
+                         clock=self.clock, routes=self.task_routes.lookup)
+
+    @cached_property
+    def task_routes(self) -> Any:
+        """Apps' task queues (Custom::OrbitTaskQueue): queue name -> URL, cached."""
+        from orbit.adapters.dynamodb.routes import TaskRoutes
+
+        return TaskRoutes(self.dynamodb, self.settings.table)
 
     @cached_property
     def table_timers(self) -> Any:
@@ -230,6 +237,7 @@ class Services:
         engine.archive = self.archive
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
+        import_workflow_modules(os.environ.get("ORBIT_WORKFLOW_MODULES", ""))
         modules = os.environ.get("ORBIT_INLINE_MODULES", "")
         if modules.strip():  # registration (the API) refuses inline tasks those modules do not register
             from orbit.worker.inline import modules_from_env, served_by
@@ -331,6 +339,24 @@ def services() -> Services:
         if _cached is None:
             _cached = build_services(os.environ, _clock_override)
         return _cached
+
+
+def import_workflow_modules(spec: str) -> list[str]:
+    """ORBIT_WORKFLOW_MODULES (the template's WorkflowModules): modules whose @orbit.workflow
+    functions register as this process imports them (apps' code workflows, shipped in AppLayerArns).
+    A module that does not import fails the cold start with one line naming it."""
+    import importlib
+
+    from orbit.errors import OrbitError
+
+    names = [m for m in spec.replace(",", " ").split() if m]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise OrbitError(f"ORBIT_WORKFLOW_MODULES: cannot import {name!r} ({type(exc).__name__}: {exc}); "
+                             "is its layer in AppLayerArns?") from exc
+    return names
 
 
 def engine() -> Any:

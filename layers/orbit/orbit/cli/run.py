@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from orbit.cli.args import (
@@ -142,6 +143,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
         require_file(f)
     for f in args.register or []:
         require_file(f, "--register")
+    for app in getattr(args, "app", None) or []:
+        if not (Path(app) / "template.yaml").is_file():
+            raise UsageError(f"--app {app}: no template.yaml there (an app is a SAM application "
+                             "directory, like examples/app)")
     for spec in args.workers or []:
         import_user_file(spec, "--workers")  # as `orbit run` does: a missing or broken file, before serving
     files = list(args.files or []) + list(args.register or [])
@@ -155,6 +160,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         definitions=[f for f in files if not f.endswith(".py")],
         parameters=parameters,
         on_start=[_console_on_dev],
+        apps=list(getattr(args, "app", None) or []),
     )
 
 

@@ -135,7 +135,10 @@ LOCAL = (
         cmd_dev,
         (arg("files", nargs="*", metavar="FILE", help="definitions, or .py files of code workflows, to "
              "register, e.g. examples/trial_reminder.yaml"),
-         arg("--port", type=port, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000")),
+         arg("--port", type=port, default=8765, help="the API's port on 127.0.0.1, e.g. --port 9000"),
+         arg("--app", action="append", metavar="DIR",
+             help="an app's SAM directory, deployed after Orbit's template: its queues, workers, "
+                  "code workflows and Custom::OrbitDefinition resources, e.g. --app examples/app")),
         opts="local"),
     Command(
         "validate", "check a definition (every problem with its path) or a .py file of code workflows",

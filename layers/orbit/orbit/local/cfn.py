@@ -91,11 +91,13 @@ class Resolver:
     parameter) to its `Ref` value; `attrs` maps (logical id, attribute) to `GetAtt` values."""
 
     def __init__(
-        self, template: dict[str, Any], refs: dict[str, Any], attrs: dict[tuple[str, str], Any]
+        self, template: dict[str, Any], refs: dict[str, Any], attrs: dict[tuple[str, str], Any],
+        imports: dict[str, Any] | None = None,
     ) -> None:
         self.template = template
         self.refs = refs
         self.attrs = attrs
+        self.imports = imports or {}  # export name -> value (another local stack's Outputs)
 
     def condition(self, name: str) -> bool:
         conditions = self.template.get("Conditions") or {}
@@ -146,6 +148,12 @@ class Resolver:
             return self._getatt(res, attr, where)
         if fn == "Sub":
             return self._sub(arg, where)
+        if fn == "ImportValue":
+            name = self._resolve(arg, where)
+            if name not in self.imports:
+                known = ", ".join(sorted(self.imports)) or "none"
+                raise TemplateError(f"{where}: !ImportValue {name}: no stack exports it (exports: {known})")
+            return self.imports[name]
         if fn == "Join":
             sep, items = arg
             return str(sep).join(str(x) for x in self._resolve(items, where))

@@ -238,15 +238,25 @@ def serve(
     definitions: list[str],
     parameters: dict[str, str] | None = None,
     on_start: list[Callable[[DevServer], None]] | None = None,
+    apps: list[str] | None = None,
 ) -> int:
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
     with LocalStack(
-        template=template, mode="server", workers=workers, parameters=parameters, logs_to_stderr=True
+        template=template, mode="server", workers=workers, parameters=parameters, logs_to_stderr=True,
+        app=list(apps) if apps else None,
     ) as stack:
         names = [stack.register(Path(d)) for d in definitions]
+        app_lines = []
+        for dep in stack.cloud.app_deployments:  # registered by their Custom::OrbitDefinition resources
+            ids = [stack.cloud.app_resources[lid]["PhysicalResourceId"] for lid, _, _ in dep.custom]
+            workers_of = ", ".join(sorted(m.function.logical_id for m in dep.mappings)) or "none"
+            app_lines.append(f"app stack {dep.stack_name}: {', '.join(ids) or 'no resources'}; "
+                             f"workers: {workers_of}")
+            names += [stack.cloud.app_resources[lid]["Data"]["Name"] for lid, kind, _ in dep.custom
+                      if kind == "Custom::OrbitDefinition"]
         try:
             dev = DevServer(stack, port)
         except OSError as exc:
@@ -256,6 +266,8 @@ def serve(
         dev.say(f"Orbit dev: API on {dev.url}  (AWS emulator on {stack.endpoint_url})")
         for announce in on_start or []:
             announce(dev)
+        for line in app_lines:
+            dev.say(line)
         if names:
             dev.say(f"registered: {', '.join(names)}")
         for line in unserved_lines([stack.engine.registry.get(n) for n in names]):

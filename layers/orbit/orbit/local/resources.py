@@ -86,6 +86,10 @@ class Deployment:
     mappings: list[SqsMapping] = field(default_factory=list)
     schedules: list[ScheduleRule] = field(default_factory=list)
     schedule_groups: dict[str, str] = field(default_factory=dict)  # logical id -> EventBridge Scheduler group
+    exports: dict[str, Any] = field(default_factory=dict)  # Outputs' Export names -> values
+    # custom resources (Custom::* or AWS::CloudFormation::CustomResource), in template order:
+    # (logical id, type, resolved properties); the local cloud sends them to their ServiceToken
+    custom: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
     def queue_by_arn(self, arn: str) -> QueueInfo:
         for q in self.queues.values():
@@ -128,14 +132,16 @@ def parse_rate(expression: str, where: str) -> int:
 
 
 def deploy(
-    template_path: str | Path, stack_name: str = "orbit-local", parameters: dict[str, str] | None = None
+    template_path: str | Path, stack_name: str = "orbit-local", parameters: dict[str, str] | None = None,
+    imports: dict[str, Any] | None = None,
 ) -> Deployment:
-    """Create the template's resources on the (already started) emulator."""
+    """Create the template's resources on the (already started) emulator. `imports`: the exports
+    of stacks deployed before (an app's !ImportValue of Orbit's outputs)."""
     path = Path(template_path).resolve()
     tpl = load_template(path)
     resources: dict[str, dict[str, Any]] = tpl["Resources"]
-    refs, attrs = _identities(tpl, stack_name, parameters or {})
-    resolver = Resolver(tpl, refs, attrs)
+    refs, attrs = _identities(tpl, stack_name, parameters or {}, imports or {})
+    resolver = Resolver(tpl, refs, attrs, imports)
     dep = Deployment(stack_name=stack_name, root=path.parent)
 
     ddb, s3, sqs = boto3.client("dynamodb"), boto3.client("s3"), boto3.client("sqs")
@@ -156,6 +162,11 @@ def deploy(
             refs[lid] = dep.schedule_groups[lid] = name
         elif res.get("Type") == "AWS::SecretsManager::Secret":
             refs[lid] = _create_secret(refs[lid], props)  # !Ref of a secret is its ARN
+        elif res.get("Type") == "AWS::SSM::Parameter":
+            ssm = resolver.resolve(props, f"Resources.{lid}")
+            boto3.client("ssm").put_parameter(Name=ssm["Name"], Value=str(ssm["Value"]), Type="String",
+                                              Overwrite=True)
+            refs[lid] = ssm["Name"]  # !Ref of a parameter is its name
     queue_ids = [lid for lid, r in resources.items() if r.get("Type") == "AWS::SQS::Queue"]
     for lid in queue_ids:  # first pass: every queue exists, so redrive targets resolve
         props = resources[lid].get("Properties") or {}
@@ -191,11 +202,19 @@ def deploy(
     for lid, res in resources.items():
         if res.get("Type") == "AWS::Serverless::Function":
             _add_function(dep, lid, res.get("Properties") or {}, globals_fn, resolver)
+    for lid, res in resources.items():
+        kind = str(res.get("Type") or "")
+        if kind.startswith("Custom::") or kind == "AWS::CloudFormation::CustomResource":
+            dep.custom.append((lid, kind, resolver.resolve(res.get("Properties") or {}, f"Resources.{lid}")))
+    for out_id, out in (tpl.get("Outputs") or {}).items():
+        if isinstance(out, dict) and out.get("Export"):
+            name = resolver.resolve(out["Export"].get("Name"), f"Outputs.{out_id}.Export.Name")
+            dep.exports[str(name)] = resolver.resolve(out.get("Value"), f"Outputs.{out_id}.Value")
     return dep
 
 
 def _identities(
-    tpl: dict[str, Any], stack: str, params: dict[str, str]
+    tpl: dict[str, Any], stack: str, params: dict[str, str], imports: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
     """Physical names and ARNs, decided before anything is created (CloudFormation does the same)."""
     refs: dict[str, Any] = {
@@ -209,14 +228,17 @@ def _identities(
         value = params.get(name, (spec or {}).get("Default"))
         if value is None:
             raise TemplateError(f"Parameters.{name}: no Default; pass a value for the local stack")
+        if str((spec or {}).get("Type", "")).startswith("AWS::SSM::Parameter::Value"):
+            value = _ssm_value(str(value), f"Parameters.{name}")  # as CloudFormation resolves it
         refs[name] = value
     attrs: dict[tuple[str, str], Any] = {}
+    names = Resolver(tpl, refs, attrs, imports)  # physical names may use parameters (an app's prefix)
     for lid, res in tpl["Resources"].items():
         kind = res.get("Type", "")
         props = res.get("Properties") or {}
         base = f"{stack}-{lid}"
         if kind == "AWS::SQS::Queue":
-            name = str(props.get("QueueName") or base)
+            name = str(names.resolve(props.get("QueueName"), f"Resources.{lid}.Properties.QueueName") or base)
             if props.get("FifoQueue") and not name.endswith(".fifo"):
                 name += ".fifo"
             arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
@@ -236,6 +258,14 @@ def _identities(
             attrs[(lid, "Arn")] = f"arn:aws:local:{REGION}:{ACCOUNT}:{lid}"
             attrs[(lid, "QueueName")] = base
     return refs, attrs
+
+
+def _ssm_value(name: str, where: str) -> str:
+    try:
+        return str(boto3.client("ssm").get_parameter(Name=name)["Parameter"]["Value"])
+    except Exception as exc:
+        raise TemplateError(f"{where}: SSM parameter {name} not found "
+                            "(deploy the stack that writes it first)") from exc
 
 
 def _create_secret(name: str, props: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ import boto3
 
 from . import clock
 from .at_schedules import AtSchedules
+from .cfn import TemplateError
 from .emulator import Emulator, Mode
 from .lambdas import EmfFilter, load_handler
 from .pump import PollResult, QueuePoller
@@ -46,8 +47,12 @@ class LocalCloud:
         env_overrides: dict[str, str] | None = None,
         concurrent: bool = False,
         logs_to_stderr: bool = False,
+        apps: list[str | Path] | tuple[str | Path, ...] = (),
     ) -> None:
         self.template = Path(template)
+        self.apps = list(apps)  # app directories deployed after Orbit (local/apps.py)
+        self.app_deployments: list[Deployment] = []
+        self.app_resources: dict[str, dict[str, Any]] = {}  # logical id -> custom resource answer
         # Run mappings with ScalingConfig.MaximumConcurrency that many invocations at a time (as
         # Lambda does); off: one at a time, which honours any cap and keeps runs reproducible.
         self.concurrent = concurrent
@@ -84,9 +89,11 @@ class LocalCloud:
             sqs = boto3.client("sqs")
             for fn in self.deployment.functions.values():
                 self.handlers[fn.logical_id] = load_handler(fn)
-            self.pollers = [
-                QueuePoller(m, self.handlers[m.function.logical_id], sqs) for m in self.deployment.mappings
-            ]
+            mappings = list(self.deployment.mappings)
+            self._deploy_apps()
+            for app in self.app_deployments:
+                mappings += app.mappings
+            self.pollers = [QueuePoller(m, self.handlers[m.function.logical_id], sqs) for m in mappings]
             self.scheduler = Scheduler(
                 [(r, self.handlers[r.function.logical_id]) for r in self.deployment.schedules], clock.now_ms()
             )
@@ -95,6 +102,32 @@ class LocalCloud:
             self.stop()  # emulator down, stdout and environment restored
             raise
         return self.deployment
+
+    def _deploy_apps(self) -> None:
+        """Each app's template after Orbit's: its workers join the pump (their environment stays
+        their own: the engine this process shares reads Orbit's), its custom resources are created
+        through Orbit's DefinitionsFunction."""
+        from .apps import ResponseReceiver, app_template, create_custom, deploy_app, import_workflows
+
+        assert self.deployment is not None
+        if not self.apps:
+            return
+        receiver = ResponseReceiver()
+        try:
+            for app in self.apps:
+                import_workflows(app_template(app))  # before its definitions: the decider holds them
+                dep = deploy_app(app, self.deployment)
+                for fn in dep.functions.values():
+                    fn.env.update(self.env_overrides)
+                    if fn.logical_id in self.handlers:
+                        raise TemplateError(f"{app}: Resources.{fn.logical_id}: Orbit's template has a "
+                                            "function of that name; rename the app's")
+                    self.handlers[fn.logical_id] = load_handler(fn)
+                self.app_deployments.append(dep)
+                functions = {**self.deployment.functions, **dep.functions}
+                self.app_resources.update(create_custom(dep, functions, self.handlers, receiver))
+        finally:
+            receiver.close()
 
     def stop(self) -> None:
         if self._stdout is not None:

@@ -89,8 +89,11 @@ class LocalStack(ScheduleOps):
         parameters: dict[str, str] | None = None,
         concurrent_workers: bool = False,
         logs_to_stderr: bool = False,
+        app: str | Path | list[str | Path] | None = None,
     ) -> None:
-        """`concurrent_workers`: run each worker function with as many invocations at once as its
+        """`app`: an app directory (its own template.yaml, examples/app), or several, deployed after
+        Orbit's with their workers and custom resources (orbit/local/apps.py).
+        `concurrent_workers`: run each worker function with as many invocations at once as its
         MaximumConcurrency parameter allows, as Lambda does (default: one at a time).
         `logs_to_stderr`: what the handlers print (their JSON log lines) goes to stderr, keeping
         stdout for a command's result (the CLI sets it)."""
@@ -110,6 +113,10 @@ class LocalStack(ScheduleOps):
             env_overrides={"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_TRACE_DISABLED": "true"},
             concurrent=concurrent_workers,
             logs_to_stderr=logs_to_stderr,
+            apps=[] if app is None else list(app) if isinstance(app, list) else [app],
+            # with apps, Orbit's stack is named as samconfig.toml names it: an app's template then
+            # deploys with its defaults as written (OrbitStack=orbit, /orbit/orbit/layer-arn)
+            **({"stack_name": "orbit"} if app else {}),
         )
         self.workers = list(workers)
         self.auto_advance = auto_advance

@@ -1,0 +1,1 @@
+"""The shop app's code: its tasks (tasks.py)."""
