@@ -1,0 +1,33 @@
+"""Reconciliation (issue 31, docs/definitions.md): an older history, recorded when a late success
+of a timed-out attempt was StaleResultIgnored, folds to the state it folded to then; the new rule
+shows up only as a flag on the events it records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orbit.core.history.events import StepSucceeded
+from orbit.core.history.model import fold, recorded_from_dict
+
+from tests.unit.test_golden_dsl import replay_problems
+
+LEGACY = Path(__file__).resolve().parents[1] / "golden" / "legacy" / "late_answer_stale.json"
+
+
+def test_a_history_recorded_before_reconciliation_replays_unchanged() -> None:
+    golden = json.loads(LEGACY.read_text())
+    types = [e["type"] for e in golden["history"]]
+    assert types[types.index("StaleResultIgnored") + 1:] == [
+        "StepScheduled", "StepDispatched", "StepSucceeded", "WorkflowCompleted"]
+    assert replay_problems(golden) == []
+    state = fold(golden["execution_id"], [recorded_from_dict(e) for e in golden["history"]])
+    assert state.output == {"a": "second"} and state.units["a"].attempt == 2
+
+
+def test_the_flag_is_absent_from_an_ordinary_success() -> None:
+    assert "reconciled_attempt" not in StepSucceeded("a", 1, "ok").to_dict()
+    flagged = StepSucceeded("a", 2, "ok", reconciled_attempt=1).to_dict()
+    assert flagged["reconciled_attempt"] == 1
+    back = recorded_from_dict({**flagged, "seq": 5, "timestamp_ms": 0})
+    assert back.event == StepSucceeded("a", 2, "ok", reconciled_attempt=1)
