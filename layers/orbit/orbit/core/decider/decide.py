@@ -22,7 +22,7 @@ from orbit.core.decider import updates
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
-from orbit.core.decider.parking import try_unpark
+from orbit.core.decider.parking import bugs_park, try_unpark
 from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
@@ -271,7 +271,7 @@ def _fixpoint(ctx: Ctx, retry_asked: bool = False, code_runtime: Runtime | None 
         if s.terminal:
             return True
         runtime = runtime or runtime_for(ctx.workflow, code_runtime)
-        commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
+        commands: list[Any] | None = bugs_park(ctx.workflow, runtime.run(ctx.workflow, s, ctx.now))
         if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
             commands = try_unpark(ctx, commands or [], retry_asked)
             retry_asked = False
