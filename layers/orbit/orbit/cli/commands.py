@@ -154,6 +154,18 @@ def cmd_cancel(args: argparse.Namespace, connect: Clients) -> int:
     return 0
 
 
+def cmd_pause(args: argparse.Namespace, connect: Clients) -> int:
+    res = connect(args).pause(args.id, reason=args.reason or "")
+    _print_json(res) if args.json else print(f"pause requested for {args.id}")
+    return 0
+
+
+def cmd_unpause(args: argparse.Namespace, connect: Clients) -> int:
+    res = connect(args).unpause(args.id, reason=args.reason or "")
+    _print_json(res) if args.json else print(f"unpause requested for {args.id}")
+    return 0
+
+
 def cmd_query(args: argparse.Namespace, connect: Clients) -> int:
     inp = parse_json_arg(args.input, "--input") if args.input else None
     _print_json(connect(args).query(args.id, args.name, inp))

@@ -189,7 +189,7 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
 
 def heartbeat(ctx: Ctx, unit: str, token: str, details: object) -> None:
     u = ctx.state.units.get(unit)
-    if u is not None and u.heartbeat_timeout_ms is not None and _due(ctx, unit):
+    if u is not None and u.heartbeat_timeout_ms is not None and not ctx.state.paused and _due(ctx, unit):
         # The heartbeat came after its deadline (before the wake-up did): the attempt has
         # already timed out, so time it out first; the token is then no longer current.
         _wake_unit(ctx, unit, u)
@@ -262,7 +262,7 @@ def attempt_failed(ctx: Ctx, unit: str, error: TaskError) -> None:
         return
     delay = backoff_ms(policy, u.attempt - u.attempt_base, ctx.state.id, unit)
     ctx.emit(RetryScheduled(unit, u.attempt + 1, delay, ctx.now + delay))
-    if delay == 0:
+    if delay == 0 and not ctx.state.paused:  # paused: the retry runs at the unpause
         redispatch(ctx, unit, redelivery=False)
 
 

@@ -407,6 +407,21 @@ class ExecutionUnparked(Event):
 
 
 @event
+class ExecutionPaused(Event):
+    """`orbit pause`: the execution dispatches nothing new and fires no timer until it is un-paused;
+    results, signals, updates and hook resumes that arrive meanwhile are recorded."""
+
+    reason: str = ""
+
+
+@event
+class ExecutionUnpaused(Event):
+    """`orbit unpause` (or a cancel, which is not held by a pause): everything due runs."""
+
+    reason: str = ""
+
+
+@event
 class PatchMarked(Event):
     """`ctx.patched(change_id)` was reached on code that has the change (durable call `position`)."""
 
