@@ -122,3 +122,30 @@ def test_a_pause_message_for_an_already_paused_execution_records_nothing() -> No
         sim.queues.send_decision({"kind": "pause", "execution_id": eid, "id": f"pause:{n}"})
     sim.run_until_idle()
     assert sim.types(eid).count("ExecutionPaused") == 1
+
+
+def test_a_paused_code_workflow_is_not_replayed_until_the_unpause() -> None:
+    from orbit.workflow import CodeRegistry, workflow
+
+    from tests.unit.code_harness import Harness
+
+    @workflow("pause-code", registry=CodeRegistry())
+    def wf(ctx, input):
+        a = ctx.step("p.first", {"n": 1})
+        ctx.sleep("10m")
+        return [a, ctx.step("p.second", {"n": 2})]
+
+    h = Harness(wf, workers={"p.first": lambda i, n: "A", "p.second": lambda i, n: "B"})
+    h.held.add("p.first")
+    h.start("pause-code")
+    h.pause("ex-1")
+    h.run_until_idle()
+    h.release("p.first")  # its answer is recorded; the code does not go on to the sleep
+    types = h.types()
+    assert types.index("ExecutionPaused") < types.index("StepSucceeded") == len(types) - 1
+    h.advance(3_600_000)
+    assert [t for t, _ in h.calls] == ["p.first"] and "TimerStarted" not in h.types()
+    h.unpause("ex-1")
+    h.run()
+    d = h.describe()
+    assert d["status"] == "COMPLETED" and d["output"] == ["A", "B"]

@@ -31,3 +31,24 @@ def test_the_flag_is_absent_from_an_ordinary_success() -> None:
     assert flagged["reconciled_attempt"] == 1
     back = recorded_from_dict({**flagged, "seq": 5, "timestamp_ms": 0})
     assert back.event == StepSucceeded("a", 2, "ok", reconciled_attempt=1)
+
+
+def test_a_code_workflow_step_is_reconciled_too() -> None:
+    from orbit.testing.simulator import late
+    from orbit.workflow import CodeRegistry, workflow
+
+    from tests.unit.code_harness import Harness
+
+    @workflow("reconcile-code", registry=CodeRegistry())
+    def wf(ctx, input):
+        return ctx.step("r.slow", {}, timeout="10s", retry={"max_attempts": 3, "backoff": "1m"})
+
+    h = Harness(wf)
+    h.worker("r.slow", late(15_000, "first"), late(1_000, "second"))
+    h.start("reconcile-code")
+    h.run()
+    d = h.describe()
+    assert d["status"] == "COMPLETED" and d["output"] == "first"
+    ok = [e for e in h.history() if e["type"] == "StepSucceeded"]
+    assert [(e["attempt"], e["reconciled_attempt"]) for e in ok] == [(2, 1)]
+    assert [e["type"] for e in h.history()].count("StepScheduled") == 1  # the retry never ran
