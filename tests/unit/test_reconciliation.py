@@ -52,3 +52,27 @@ def test_a_code_workflow_step_is_reconciled_too() -> None:
     ok = [e for e in h.history() if e["type"] == "StepSucceeded"]
     assert [(e["attempt"], e["reconciled_attempt"]) for e in ok] == [(2, 1)]
     assert [e["type"] for e in h.history()].count("StepScheduled") == 1  # the retry never ran
+
+
+def test_a_reconciled_answer_delivered_again_is_applied_once() -> None:
+    from orbit.testing.simulator import hang, succeed
+
+    from tests.unit.dsl_harness import events, sim_with
+
+    sim = sim_with({"a": {"task": "t.a", "timeout": "10s", "retry": {"max_attempts": 2, "backoff": "1m"}}})
+    sim.worker("t.a", hang(), succeed("second"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    sim.advance(15_000)  # attempt 1 timed out; the retry waits
+    first = events(sim, eid, "StepScheduled")[0]["token"]
+    answer = {"kind": "result", "execution_id": eid, "id": f"result:{first}", "unit": "a",
+              "token": first, "output": "first"}
+    sim.engine.handle(answer)
+    after = sim.history(eid)
+    sim.engine.handle(answer)  # the queue delivers it again: the same commit's message
+    assert sim.history(eid) == after
+    sim.engine.handle({**answer, "id": f"result:{first}:again"})  # another message, same token
+    sim.run()
+    assert [e["type"] for e in sim.history(eid)].count("StepSucceeded") == 1
+    assert events(sim, eid, "StaleResultIgnored")[-1]["outcome"] == "succeeded"
+    assert sim.describe(eid)["output"] == {"a": "first"}
