@@ -99,6 +99,10 @@ def cmd_describe(args: argparse.Namespace, connect: Clients) -> int:
             print(cut(f"    {st['waiting']}", columns))
     if desc.get("parked"):  # RUNNING but not deciding until someone acts: say why
         print(cut(f"parked: {json.dumps(desc['parked'])}", columns))
+    if desc.get("paused"):  # `orbit pause`: held until `orbit unpause`
+        why = f" ({desc['paused'].get('reason')})" if desc["paused"].get("reason") else ""
+        since = utc(desc["paused"].get("since_ms"))
+        print(f"paused since {since}{why}: `orbit unpause {desc['id']}` lets it go on")
     if desc.get("progress") is not None:
         print(cut(f"progress: {json.dumps(desc['progress'])}", columns))
     if desc.get("error"):
