@@ -87,6 +87,22 @@ def test_describe_shows_progress_and_why_an_execution_is_parked(monkeypatch, cap
     assert 'parked: {"code": "BUILD_MISMATCH"' in out
 
 
+def test_describe_says_an_execution_is_paused(monkeypatch, capsys):
+    from orbit.cli import main as orbit_cli
+
+    desc = {"id": "e1", "workflow": "wf", "version": "1", "status": "RUNNING", "input": {}, "output": None,
+            "error": None, "steps": {}, "paused": {"since_ms": 1_700_000_000_000, "reason": "outage"}}
+
+    class Stub:
+        def describe(self, eid, **paging):
+            return desc
+
+    monkeypatch.setattr(orbit_cli, "_client", lambda args: Stub())
+    assert orbit_cli.main(["describe", "e1"]) == 0
+    out = capsys.readouterr().out
+    assert "paused since 2023-11-14" in out and "(outage): `orbit unpause e1` lets it go on" in out
+
+
 def test_dev_registers_code_workflow_files(monkeypatch, capsys):
     from orbit.cli import main as orbit_cli
     from orbit.local import devserver

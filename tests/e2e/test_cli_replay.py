@@ -107,3 +107,20 @@ def test_replay_reads_histories_from_the_api(cli, api, tmp_path):
                                                   "steps": {"a": {"compute": "{% 1 %}"}}}))
     res = cli("replay", "done", "--url", url, "--workflows", str(tmp_path / "wf.yaml"))
     assert res.returncode == 0 and "done: ok (" in res.stdout, res.stdout + res.stderr
+
+
+def test_pause_and_unpause_through_the_api(cli, api):
+    url, sim = api
+    res = cli("pause", "stuck", "--url", url, "--reason", "outage")
+    assert res.returncode == 0 and "pause requested for stuck" in res.stdout, res.stderr
+    sim.run_until_idle()
+    assert sim.describe("stuck")["paused"]["reason"] == "outage"
+    again = cli("pause", "stuck", "--url", url)
+    assert again.returncode == 1 and "execution 'stuck' is already paused" in again.stderr
+    assert "Traceback" not in again.stderr
+    res = cli("unpause", "stuck", "--url", url)
+    assert res.returncode == 0 and "unpause requested for stuck" in res.stdout, res.stderr
+    sim.run_until_idle()
+    assert sim.describe("stuck")["paused"] is None
+    res = cli("unpause", "done", "--url", url)
+    assert res.returncode == 1 and "has already ended (COMPLETED)" in res.stderr

@@ -135,3 +135,11 @@ def test_unpark_posts_to_the_execution(recorder):
     url, seen = recorder
     Client(url=url).unpark("e 1")
     assert seen[-1]["method"] == "POST" and seen[-1]["path"] == "/executions/e%201/unpark"
+
+
+def test_pause_and_unpause_post_to_the_execution(recorder):
+    url, seen = recorder
+    Client(url=url).pause("e 1", "outage")
+    assert seen[-1]["method"] == "POST" and seen[-1]["path"] == "/executions/e%201/pause"
+    Client(url=url).unpause("e 1")
+    assert seen[-1]["path"] == "/executions/e%201/unpause"

@@ -261,3 +261,28 @@ def test_schedules_list_detail_and_pause_resume(page: Page, rec: Rec) -> None:
 
     action.locator("a").click()  # a recent action opens its run
     expect(page.locator("#header h2")).to_have_text(run)
+
+
+def test_pause_holds_the_execution_and_unpause_lets_it_finish(page: Page, rec: Rec) -> None:
+    rec.locked(rec.stack.deploy, build(v1))
+    eid = rec.client.start("consolerec-code", {"n": 1}, id="paused-1")["id"]
+    rec.locked(rec.stack.run_until_idle)
+    open_execution(page, rec, eid)
+    expect(page.locator("#action-unpause")).to_have_count(0)
+    page.click("#action-pause")
+    expect(page.locator("#modal-title")).to_have_text("Pause")
+    page.click("#modal-ok")
+    expect(page.locator("#action-result")).to_contain_text("pause sent")
+    expect(page.locator("#action-unpause")).to_be_visible(timeout=30000)
+    expect(page.locator("#action-pause")).to_have_count(0)
+    rec.client.signal(eid, "go", "while paused")
+    rec.locked(rec.stack.run_until_idle)
+    d = rec.client.describe(eid)
+    assert d["status"] == "RUNNING" and d["paused"]["reason"] == "console"
+    shot(page, "execution-paused")
+    page.click("#action-unpause")
+    expect(page.locator("#modal-title")).to_have_text("Unpause")
+    page.click("#modal-ok")
+    expect(page.locator("#exec-status .badge")).to_have_text("COMPLETED", timeout=30000)
+    expect(page.locator("#action-unpause")).to_have_count(0)
+    assert rec.client.describe(eid)["paused"] is None

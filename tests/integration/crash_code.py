@@ -41,8 +41,16 @@ def reordered(ctx: Any, input: Any) -> Any:
     return {"a": a["v2"], "b": b["v2"], "by": by["by"]}
 
 
+def buggy(ctx: Any, input: Any) -> Any:
+    a = ctx.step("crashmx.double", {"v": input["v"]})
+    by = ctx.wait_for("approval")
+    b = ctx.step("crashmx.double", {"v": a["v2"]}, name="again")
+    return {"a": a["v2"], "b": b["v2"], "by": by.by}  # a bug: AttributeError (test_aws_bug_parks.py)
+
+
 BUILDS = {name: orbit.workflow(NAME, registry=CodeRegistry())(fn)
-          for name, fn in (("v1", v1), ("v1_comment", v1_comment), ("reordered", reordered))}
+          for name, fn in (("v1", v1), ("v1_comment", v1_comment), ("reordered", reordered),
+                           ("buggy", buggy))}
 
 
 def branches(ctx: Any, input: Any) -> Any:

@@ -285,7 +285,7 @@ class World:
 
     def act(self, action: str) -> None:
         """An operator action: deploy a code build (no AWS call: the functions' code changes),
-        `orbit unpark` or an update through the API."""
+        `orbit unpark`, `orbit pause` / `unpause` or an update through the API."""
         from crash_code import deploy
 
         self.actions_done += 1
@@ -293,6 +293,8 @@ class World:
             deploy(action.removeprefix("deploy:"))
         elif action == "unpark":
             self.api("POST", f"/executions/{EXECUTION}/unpark", {}, 202)
+        elif action in ("pause", "unpause"):  # test_aws_crash_pause.py
+            self.api("POST", f"/executions/{EXECUTION}/{action}", {"reason": "crash matrix"}, 202)
         elif action.startswith("update:"):  # crash_updates.py
             from crash_updates import send_update
 

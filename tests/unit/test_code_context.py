@@ -361,7 +361,7 @@ def test_a_workflow_error_points_at_the_users_code_not_the_engine():
     h = Harness(wf)
     h.start("ctx-where")
     message = h.describe()["error"]["message"]
-    line = wf.fn.__code__.co_firstlineno + 2
+    line = wf.fn.__wrapped__.__code__.co_firstlineno + 2  # fn: the function, guarded (code_errors)
     assert message.endswith(f" at {__file__}:{line}"), message
 
     @workflow("ctx-where-name", registry=REG)
@@ -371,4 +371,4 @@ def test_a_workflow_error_points_at_the_users_code_not_the_engine():
     h = Harness(named)
     h.start("ctx-where-name")
     message = h.describe()["error"]["message"]
-    assert message.endswith(f" at {__file__}:{named.fn.__code__.co_firstlineno + 2}"), message
+    assert message.endswith(f" at {__file__}:{named.fn.__wrapped__.__code__.co_firstlineno + 2}"), message

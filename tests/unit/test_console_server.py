@@ -125,7 +125,7 @@ def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[Co
                          ("GET", "/executions/e/history/12", None)]
     rec.calls.clear()
     actions = ["/schedules/nightly/pause", "/schedules/nightly/resume", "/executions/e/redrive",
-               "/executions/e/unpark"]
+               "/executions/e/unpark", "/executions/e/pause", "/executions/e/unpause"]
     for path in actions:
         assert post(console, PREFIX + "/api" + path, {}, x_orbit_csrf="wrong")[0] == 403
         assert post(console, PREFIX + "/api" + path, {}, origin="http://evil.example")[0] == 403

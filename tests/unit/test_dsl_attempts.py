@@ -171,7 +171,9 @@ def test_answer_twice_applies_once_and_records_the_stale_one() -> None:
     assert stale["step"] == "a" and stale["outcome"] == "succeeded"
 
 
-def test_late_answer_for_a_timed_out_attempt_is_stale() -> None:
+def test_late_success_of_a_timed_out_attempt_resolves_the_step_waiting_to_retry() -> None:
+    """Reconciliation (issue 31): attempt 1 timed out at 10 s, its success comes at 15 s while the
+    step waits 1 min to retry: it resolves the step; the retry never runs."""
     sim = sim_with({"a": {"task": "t.a", "timeout": "10s", "retry": {"max_attempts": 2, "backoff": "1m"}}})
     sim.worker("t.a", late(15_000, "first"), succeed("second"))
     eid = sim.start("wf", {}, id="e1")
@@ -182,11 +184,50 @@ def test_late_answer_for_a_timed_out_attempt_is_stale() -> None:
         "StepDispatched",
         "StepAttemptFailed",
         "RetryScheduled",
-        "StaleResultIgnored",
+        "StepSucceeded",
+    ]
+    ok = events(sim, eid, "StepSucceeded")[0]
+    assert ok["reconciled_attempt"] == 1 and ok["attempt"] == 2 and ok["timestamp_ms"] == T0 + 15_000
+    d = sim.describe(eid)
+    assert d["status"] == "COMPLETED" and d["output"] == {"a": "first"}
+    assert sim.cancelled_tasks == []  # nothing was running: the retry's wake-up ended with the step
+    assert "StaleResultIgnored" not in sim.types(eid)
+
+
+def test_late_success_of_a_timed_out_attempt_cancels_the_running_retry() -> None:
+    sim = sim_with({"a": {"task": "t.a", "timeout": "10s", "retry": {"max_attempts": 3, "backoff": "1s"}}})
+    sim.worker("t.a", late(15_000, "first"), late(60_000, "second"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run()
+    assert unit_types(sim, eid, "a") == [
+        "StepScheduled",
+        "StepDispatched",
+        "StepAttemptFailed",
+        "RetryScheduled",
         "StepScheduled",
         "StepDispatched",
         "StepSucceeded",
+        "StaleResultIgnored",  # attempt 2's own answer, after the step was resolved
     ]
+    ok = events(sim, eid, "StepSucceeded")[0]
+    assert ok["reconciled_attempt"] == 1 and ok["output"] == "first"
+    second = events(sim, eid, "StepScheduled")[1]["token"]
+    assert [c["token"] for c in sim.cancelled_tasks] == [second]  # attempt 2 withdrawn like a cancel
+    assert sim.describe(eid)["output"] == {"a": "first"}
+
+
+def test_late_failure_of_a_timed_out_attempt_stays_stale() -> None:
+    """Only a success reconciles: the attempt was already counted failed (its timeout)."""
+    sim = sim_with({"a": {"task": "t.a", "timeout": "10s", "retry": {"max_attempts": 2, "backoff": "1m"}}})
+    sim.worker("t.a", hang(), succeed("second"))
+    eid = sim.start("wf", {}, id="e1")
+    sim.run_until_idle()
+    sim.advance(15_000)  # attempt 1 timed out at 10 s; the retry waits until 70 s
+    first = events(sim, eid, "StepScheduled")[0]["token"]
+    sim.engine.handle({"kind": "result", "execution_id": eid, "id": f"result:{first}", "unit": "a",
+                       "token": first, "error": {"code": "BOOM", "message": "late", "retryable": True}})
+    sim.run()
+    assert unit_types(sim, eid, "a")[4] == "StaleResultIgnored"
     assert sim.describe(eid)["output"] == {"a": "second"}
 
 

@@ -40,15 +40,17 @@ def test_a_started_task_without_heartbeats_times_out_then_the_retry_succeeds() -
     assert sim.describe(eid)["output"] == {"a": "second"}
 
 
-def test_a_late_result_of_the_timed_out_attempt_is_stale() -> None:
+def test_a_late_success_of_the_timed_out_attempt_resolves_the_unresolved_step() -> None:
+    """Reconciliation (docs/definitions.md): the step had not ended when attempt 1's success came."""
     sim = sim_with({"a": {"task": "t.a", "heartbeat_timeout": "10s", "retry": RETRY_ONCE}})
-    sim.worker("t.a", late(15_000, "first"), succeed("second"))
+    sim.worker("t.a", late(15_000, "first"), late(30_000, "second"))
     eid = sim.start("wf", {}, id="e1")
     sim.run()
     assert attempt_errors(sim, eid) == [(HEARTBEAT_TIMEOUT, 10_000)]
-    stale = events(sim, eid, "StaleResultIgnored")
-    assert [(e["step"], e["outcome"], e["timestamp_ms"] - T0) for e in stale] == [("a", "succeeded", 15_000)]
-    assert sim.describe(eid)["output"] == {"a": "second"}
+    ok = events(sim, eid, "StepSucceeded")
+    assert [(e["reconciled_attempt"], e["timestamp_ms"] - T0) for e in ok] == [(1, 15_000)]
+    assert events(sim, eid, "StaleResultIgnored") == []  # during the 1 min backoff: no attempt 2
+    assert sim.describe(eid)["output"] == {"a": "first"}
 
 
 def test_heartbeats_every_interval_keep_a_long_task_alive() -> None:

@@ -40,5 +40,5 @@ def test_unknown_effect_and_message_kinds_keep_their_messages() -> None:
     assert f"unknown kind 'bogus'; expected one of {sorted(MESSAGE_TYPES)}" in str(e.value)
     assert "message.kind" in str(e.value)
     # continue_decision; forward_signal and unpark (issue 10a); redrive and fork (issue 10b);
-    # the update message (issue 13)
-    assert len(EFFECT_TYPES) == 12 and len(MESSAGE_TYPES) == 13
+    # the update message (issue 13); pause and unpause (issue 31)
+    assert len(EFFECT_TYPES) == 12 and len(MESSAGE_TYPES) == 15

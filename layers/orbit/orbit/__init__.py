@@ -26,6 +26,9 @@ from orbit.errors import (
 )
 from orbit.workflow import workflow  # eager: a lazy name would be shadowed by the submodule `orbit.workflow`
 
+# An error raised on purpose by workflow code: it fails the execution (a bug parks it instead).
+ApplicationError = TaskError
+
 _LAZY = {
     "LocalStack": "orbit.local",
     "Client": "orbit.client",
@@ -56,6 +59,7 @@ __all__ = [
     "UnknownWorkflow",
     "ExpressionError",
     "TaskError",
+    "ApplicationError",
     "workflow",
     *_LAZY,
 ]

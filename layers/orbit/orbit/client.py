@@ -221,6 +221,15 @@ class Client:
         body = {"input": input, "update_id": uid, "timeout": timeout}
         return update_result(self._call("POST", path, body), timeout)
 
+    def pause(self, execution_id: str, reason: str = "") -> dict[str, Any]:
+        """Hold a running execution: nothing new is dispatched, no timer fires (409 when it is
+        already paused or has ended)."""
+        return self._call("POST", f"/executions/{_q(execution_id)}/pause", {"reason": reason})
+
+    def unpause(self, execution_id: str, reason: str = "") -> dict[str, Any]:
+        """Let a paused execution go on; what came due meanwhile runs (409 when it is not paused)."""
+        return self._call("POST", f"/executions/{_q(execution_id)}/unpause", {"reason": reason})
+
     def unpark(self, execution_id: str) -> dict[str, Any]:
         """Try a parked execution again now (HTTP 409 when it is not parked or has ended)."""
         return self._call("POST", f"/executions/{_q(execution_id)}/unpark", {})

@@ -157,6 +157,14 @@ class NotParked(OrbitError):
         super().__init__(f"execution {execution_id!r} is not parked ({status}); there is nothing to un-park")
 
 
+class PauseRefused(OrbitError):
+    """`pause` of an execution already paused, or `unpause` of one that is not."""
+
+    def __init__(self, execution_id: str, why: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"execution {execution_id!r} {why}")
+
+
 class UpdateRefused(ValidationError):
     """An update's validator refused it, or its name is unknown; nothing was recorded. For a
     refusal the message is the validator's, word for word."""

@@ -36,7 +36,8 @@ def workflow(name: str, version: str = "1", build: str | None = None,
              timeout: str | int | None = None, signals: dict[str, Any] | None = None,
              registry: CodeRegistry | None = None,
              retention: str | int | None = None,
-             tasks: dict[str, Any] | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
+             tasks: dict[str, Any] | None = None,
+             on_workflow_error: str = "park") -> Callable[[WorkflowFunction], CodeWorkflow]:
     """Register `fn(ctx, input) -> output` as build `build` (default: source hash) of `name`/`version`.
 
     `timeout` bounds the whole execution (`30m`, `7d`, or ms): when it passes,
@@ -47,6 +48,10 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     `tasks` declares task contracts as a definition's `tasks:` key does: `{TASK: {input, output}}`
     JSON Schemas, checked when a step (or `ctx.run`) of that task is scheduled and when its result
     is recorded; a violation fails the step with `orbit.ContractViolation` (docs/definitions.md).
+    `on_workflow_error`: what an unexpected exception in the code (a bug: `KeyError`,
+    `AttributeError`...) does: `"park"` (the default) parks the execution, traceback in describe,
+    until a deploy whose replay gets past it carries it on; `"fail"` fails it with WORKFLOW_ERROR.
+    A `TaskError` (`orbit.ApplicationError`) raised on purpose always fails it (docs/evolution.md).
     """
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("workflow name must be a non-empty string", "workflow.name")
@@ -65,12 +70,17 @@ def workflow(name: str, version: str = "1", build: str | None = None,
 
     _check_signal_schemas(signals or {})
     _check_task_contracts(tasks)
+    from orbit.core.runtime.code_errors import ON_WORKFLOW_ERROR, guarded
+
+    if on_workflow_error not in ON_WORKFLOW_ERROR:
+        raise ValidationError(f"on_workflow_error must be 'park' or 'fail', not {on_workflow_error!r}",
+                              "workflow.on_workflow_error")
 
     def register(fn: WorkflowFunction) -> CodeWorkflow:
         if not callable(fn) or len(inspect.signature(fn).parameters) != 2:
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
-        wf = CodeWorkflow(name, version, build or source_build_id(fn), fn, timeout_ms, dict(signals or {}),
-                          retention_ms, dict(tasks or {}))
+        wf = CodeWorkflow(name, version, build or source_build_id(fn), guarded(fn), timeout_ms,
+                          dict(signals or {}), retention_ms, dict(tasks or {}), on_workflow_error)
         return (registry or REGISTRY).register(wf)
 
     return register

@@ -99,6 +99,10 @@ def cmd_describe(args: argparse.Namespace, connect: Clients) -> int:
             print(cut(f"    {st['waiting']}", columns))
     if desc.get("parked"):  # RUNNING but not deciding until someone acts: say why
         print(cut(f"parked: {json.dumps(desc['parked'])}", columns))
+    if desc.get("paused"):  # `orbit pause`: held until `orbit unpause`
+        why = f" ({desc['paused'].get('reason')})" if desc["paused"].get("reason") else ""
+        since = utc(desc["paused"].get("since_ms"))
+        print(f"paused since {since}{why}: `orbit unpause {desc['id']}` lets it go on")
     if desc.get("progress") is not None:
         print(cut(f"progress: {json.dumps(desc['progress'])}", columns))
     if desc.get("error"):
@@ -151,6 +155,18 @@ def cmd_signal(args: argparse.Namespace, connect: Clients) -> int:
 def cmd_cancel(args: argparse.Namespace, connect: Clients) -> int:
     res = connect(args).cancel(args.id, reason=args.reason, force=args.force)
     _print_json(res) if args.json else print(f"cancel requested for {args.id}")
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace, connect: Clients) -> int:
+    res = connect(args).pause(args.id, reason=args.reason or "")
+    _print_json(res) if args.json else print(f"pause requested for {args.id}")
+    return 0
+
+
+def cmd_unpause(args: argparse.Namespace, connect: Clients) -> int:
+    res = connect(args).unpause(args.id, reason=args.reason or "")
+    _print_json(res) if args.json else print(f"unpause requested for {args.id}")
     return 0
 
 

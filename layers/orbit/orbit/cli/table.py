@@ -22,9 +22,11 @@ from orbit.cli.commands import (
     cmd_graph,
     cmd_history,
     cmd_list,
+    cmd_pause,
     cmd_query,
     cmd_signal,
     cmd_start,
+    cmd_unpause,
     cmd_validate,
 )
 from orbit.cli.finding import add_list_filters
@@ -211,6 +213,18 @@ API = (
         (ID,
          arg("--reason", help="recorded in the history, e.g. --reason 'customer left'"),
          arg("--force", action="store_true", help="skip compensation")),
+        opts="api"),
+    Command(
+        "pause", "hold an execution: nothing new is dispatched, no timer fires; answers are recorded",
+        ("orbit pause order-1 --reason 'supplier outage'",),
+        cmd_pause,
+        (ID, arg("--reason", help="recorded in the history, e.g. --reason 'supplier outage'")),
+        opts="api"),
+    Command(
+        "unpause", "let a paused execution go on: everything that came due meanwhile runs",
+        ("orbit unpause order-1",),
+        cmd_unpause,
+        (ID, arg("--reason", help="recorded in the history")),
         opts="api"),
     Command(
         "query", "ask a running or ended execution a query it declares (records nothing)",

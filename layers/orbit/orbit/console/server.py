@@ -64,6 +64,7 @@ _POSTS = [
         r"/executions/[^/]+/cancel",
         r"/executions/[^/]+/redrive",
         r"/executions/[^/]+/unpark",
+        r"/executions/[^/]+/(pause|unpause)",
         r"/hooks/[^/]+",
         r"/schedules/[^/]+/(pause|resume)",
     )

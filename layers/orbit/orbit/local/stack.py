@@ -246,6 +246,14 @@ class LocalStack(ScheduleOps):
         with self.services.queues.batched():
             return str(self.engine.fork(execution_id, from_step, id, version))
 
+    def pause(self, id: str, reason: str = "") -> str:
+        """Hold an execution (`orbit pause`); recorded when the queues are pumped."""
+        return self.engine.pause(id, reason)
+
+    def unpause(self, id: str, reason: str = "") -> str:
+        """Let a paused execution go on (`orbit unpause`)."""
+        return self.engine.unpause(id, reason)
+
     def unpark(self, id: str) -> str:
         """Try a parked execution again now (it runs when the queues are pumped: `run_until_idle`)."""
         return self.engine.unpark(id)

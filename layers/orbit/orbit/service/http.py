@@ -29,6 +29,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/updates/{name}      {input?, update_id?, timeout?} -> 200 {update_id, status,
                                               result, error} | 202 while not done (docs/updates.md)
     POST /executions/{id}/unpark                                             -> 202 {id}
+    POST /executions/{id}/pause               {reason?}                      -> 202 {id}
+    POST /executions/{id}/unpause             {reason?}                      -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
     POST /definitions/{name}/retire           {version?} (every version when left out) -> 200
@@ -41,8 +43,9 @@ request, invalid definition, payload refused, ids that do not fit, lone surrogat
 deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_BYTES`), 404
 (unknown execution, workflow, hook, route), 405, 409 (execution exists with a different input,
 hook already resumed, a signal or update id sent again with another name or payload,
-signal/hook/cancel/unpark for an execution that has ended, unpark of one that is not parked,
-a redrive refused, a start of a retired version: WORKFLOW_RETIRED) and
+signal/hook/cancel/unpark/pause for an execution that has ended, unpark of one that is not
+parked, pause of one already paused, unpause of one that is not, a redrive refused, a start of a
+retired version: WORKFLOW_RETIRED) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -66,6 +69,7 @@ from orbit.errors import (
     NotFound,
     NotParked,
     OrbitError,
+    PauseRefused,
     PayloadRefused,
     RedriveRefused,
     UnknownWorkflow,
@@ -227,6 +231,14 @@ def _unpark(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {"id": engine.unpark(eid)}
 
 
+def _pause(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 202, {"id": engine.pause(eid, body.get("reason") or "")}
+
+
+def _unpause(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    return 202, {"id": engine.unpause(eid, body.get("reason") or "")}
+
+
 def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: str) -> Response:
     return 202, {"execution_id": engine.resume_hook(token, body.get("payload"))}
 
@@ -273,6 +285,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
     ("POST", re.compile(r"/executions/([^/]+)/queries/([^/]+)"), _query),
     ("POST", re.compile(r"/executions/([^/]+)/unpark"), _unpark),
+    ("POST", re.compile(r"/executions/([^/]+)/pause"), _pause),
+    ("POST", re.compile(r"/executions/([^/]+)/unpause"), _unpause),
     ("POST", re.compile(r"/hooks/([^/]+)"), _resume),
     ("POST", re.compile(r"/definitions"), _register),
     ("POST", re.compile(r"/definitions/([^/]+)/retire"), _retire),
@@ -309,7 +323,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             return _error(409, WorkflowRetired.code, str(e))
         except (NotFound, UnknownWorkflow) as e:
             return _error(404, "NOT_FOUND", str(e))
-        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, IdReused, NotParked,
+        except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, IdReused, NotParked, PauseRefused,
                 RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
         except OrbitError as e:

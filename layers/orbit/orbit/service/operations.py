@@ -21,6 +21,7 @@ from orbit.errors import (
     IdReused,
     NotFound,
     NotParked,
+    PauseRefused,
     PayloadRefused,
     ValidationError,
 )
@@ -31,6 +32,7 @@ from orbit.service.ports import Clock, HistoryStore, IdSource, IndexEntry, Queue
 # Pages of the HTTP API (docs/limits.md): a read never returns more than the maximum, and a caller
 # who names no limit gets the default, so one request stays small after a 200,000-element fan-out.
 HISTORY_PAGE, MAX_HISTORY_PAGE = 1000, 10_000
+MAX_PAUSE_REASON = 1000  # characters of an `orbit pause` / `unpause` reason
 STEPS_PAGE, MAX_STEPS_PAGE = 1000, 10_000
 
 
@@ -257,6 +259,30 @@ class EngineApi(CatalogApi):
             raise NotParked(execution_id, state.status)
         mid = f"unpark:{self.ids.token()}"
         self.queues.send_decision({"kind": "unpark", "execution_id": execution_id, "id": mid})
+        return mid
+
+    def pause(self, execution_id: str, reason: str = "") -> str:
+        """Hold a running execution (docs/operations.md): nothing new is dispatched and no timer
+        fires until `unpause`; what arrives meanwhile is recorded. Returns the message id."""
+        return self._pause_message(execution_id, "pause", reason)
+
+    def unpause(self, execution_id: str, reason: str = "") -> str:
+        """Let a paused execution go on: everything that came due while it was paused runs."""
+        return self._pause_message(execution_id, "unpause", reason)
+
+    def _pause_message(self, execution_id: str, kind: str, reason: str) -> str:
+        if not isinstance(reason, str) or len(reason) > MAX_PAUSE_REASON:
+            raise ValidationError(f"reason must be a string of at most {MAX_PAUSE_REASON} characters",
+                                  "reason")
+        check_json(reason, "reason")
+        state = self.load_state(execution_id)  # NotFound for an unknown id
+        _check_running(state, f"nothing to {kind}")
+        if kind == "pause" and state.paused:
+            raise PauseRefused(execution_id, f"is already paused (since {state.paused_at_ms} ms)")
+        if kind == "unpause" and not state.paused:
+            raise PauseRefused(execution_id, f"is not paused ({state.status}); there is nothing to un-pause")
+        mid = f"{kind}:{self.ids.token()}"
+        self.queues.send_decision({"kind": kind, "execution_id": execution_id, "id": mid, "reason": reason})
         return mid
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:

@@ -190,6 +190,12 @@ class Simulator:
     def fork(self, execution_id: str, from_step: str, id: str | None = None) -> str:
         return self.engine.fork(execution_id, from_step, id)
 
+    def pause(self, execution_id: str, reason: str = "") -> str:
+        return self.engine.pause(execution_id, reason)
+
+    def unpause(self, execution_id: str, reason: str = "") -> str:
+        return self.engine.unpause(execution_id, reason)
+
     def unpark(self, execution_id: str) -> str:
         return self.engine.unpark(execution_id)
 

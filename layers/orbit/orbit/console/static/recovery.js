@@ -1,5 +1,6 @@
 // Recovery actions (docs/recovery.md, docs/evolution.md), registered in Orbit.actions:
-// redrive a FAILED or TIMED_OUT execution where it stopped, and un-park a parked one at once.
+// redrive a FAILED or TIMED_OUT execution where it stopped, un-park a parked one at once, pause
+// a running one and un-pause it.
 // Each sends a POST through the console server (CSRF-checked) after a confirmation; the API's
 // refusal (a compensated saga, an execution that is not parked...) is shown word for word.
 "use strict";
@@ -18,5 +19,15 @@
         "If its build is still missing or its code still disagrees with its history, it parks again.",
       post: (eid) => ["/executions/" + enc(eid) + "/unpark", {}],
       done: () => "un-park sent: the execution is replayed on its build now" },
+    // orbit pause / unpause (docs/operations.md#pausing-an-execution)
+    { id: "pause", label: "Pause", when: (d) => ["RUNNING", "COMPENSATING"].includes(d.status) && !d.paused,
+      confirm: "Pause this execution? Nothing new is dispatched and no timer fires until it is " +
+        "un-paused; answers and signals that arrive are recorded.",
+      post: (eid) => ["/executions/" + enc(eid) + "/pause", { reason: "console" }],
+      done: () => "pause sent" },
+    { id: "unpause", label: "Unpause", when: (d) => Boolean(d.paused),
+      confirm: "Un-pause this execution? Everything that came due while it was paused runs now.",
+      post: (eid) => ["/executions/" + enc(eid) + "/unpause", { reason: "console" }],
+      done: () => "unpause sent: what came due runs now" },
   );
 })();

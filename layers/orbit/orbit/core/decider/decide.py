@@ -22,7 +22,7 @@ from orbit.core.decider import updates
 from orbit.core.decider.abort import compensation_unanswered, progress_abort
 from orbit.core.decider.context import Ctx, Decision, IdSource
 from orbit.core.decider.execute import create_hook, execute
-from orbit.core.decider.parking import try_unpark
+from orbit.core.decider.parking import bugs_park, try_unpark
 from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
@@ -33,6 +33,8 @@ from orbit.core.history.events import (
     CANCELLED,
     WORKFLOW_TIMEOUT,
     CancelRequested,
+    ExecutionPaused,
+    ExecutionUnpaused,
     HookResumed,
     SignalReceived,
     StaleResultIgnored,
@@ -48,12 +50,14 @@ from orbit.core.history.messages import (
     HeartbeatMessage,
     HookMessage,
     Message,
+    PauseMessage,
     RedriveMessage,
     ResultMessage,
     SignalMessage,
     StartedMessage,
     StartMessage,
     UnparkMessage,
+    UnpauseMessage,
     UpdateMessage,
     WakeMessage,
 )
@@ -116,12 +120,15 @@ def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int,
         was_terminal, wake_before = False, None  # running again: arm its timers as a start does
     else:
         _inbound(ctx, inbound)
+    if state.paused:  # `orbit pause`: what arrived is recorded; nothing runs, no timer is armed
+        return ctx.decision
     if not state.terminal and not _fixpoint(ctx, isinstance(inbound, UnparkMessage), code_runtime):
         ctx.effect(ContinueDecision(state.id, f"continue:{state.id}:{state.last_seq}"))
     if not state.terminal and not was_terminal:
         wake = state.next_wake_ms()
         if wake is not None and (
-            wake != wake_before or isinstance(inbound, (WakeMessage, StartMessage, RedriveMessage))
+            wake != wake_before
+            or isinstance(inbound, (WakeMessage, StartMessage, RedriveMessage, UnpauseMessage))
         ):
             if _pushed_back_by_heartbeat(inbound, wake_before, wake, now_ms):
                 return ctx.decision
@@ -189,20 +196,30 @@ def _inbound(ctx: Ctx, m: Message) -> None:  # one branch per message kind
     elif isinstance(m, HeartbeatMessage):
         heartbeat(ctx, m.unit, m.token, m.details)
     elif isinstance(m, WakeMessage):
-        wake_due(ctx)
+        if not s.paused:  # a timer armed before the pause: handled at the unpause
+            wake_due(ctx)
     elif isinstance(m, SignalMessage):
         ctx.emit(SignalReceived(m.name, m.payload, m.id))
         deliver(ctx, m.name)
     elif isinstance(m, HookMessage):
         _hook_resumed(ctx, m)
     elif isinstance(m, CancelMessage):
+        if s.paused and s.abort is None:  # a cancel is not held by a pause: it winds down now
+            ctx.emit(ExecutionUnpaused("cancel requested"))
         if s.abort is None:
             ctx.emit(CancelRequested(m.reason or "cancelled", m.force))
     elif isinstance(m, ChildDoneMessage):
         _child_done(ctx, m)
     elif isinstance(m, UpdateMessage) and (signal := updates.accept(ctx, m)):
         deliver(ctx, signal)  # a definition's update: delivered as its signal
-    if not isinstance(m, WakeMessage) and _overdue(s, ctx.now):
+    elif isinstance(m, PauseMessage):
+        if not s.paused:
+            ctx.emit(ExecutionPaused(m.reason))
+    elif isinstance(m, UnpauseMessage):
+        if s.paused:
+            ctx.emit(ExecutionUnpaused(m.reason))
+            wake_due(ctx)  # everything that came due while paused
+    if not isinstance(m, WakeMessage) and not s.paused and _overdue(s, ctx.now):
         wake_due(ctx)  # a late timer: act on what is already due rather than wait for it
 
 
@@ -271,7 +288,7 @@ def _fixpoint(ctx: Ctx, retry_asked: bool = False, code_runtime: Runtime | None 
         if s.terminal:
             return True
         runtime = runtime or runtime_for(ctx.workflow, code_runtime)
-        commands: list[Any] | None = runtime.run(ctx.workflow, s, ctx.now)
+        commands: list[Any] | None = bugs_park(ctx.workflow, runtime.run(ctx.workflow, s, ctx.now))
         if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
             commands = try_unpark(ctx, commands or [], retry_asked)
             retry_asked = False

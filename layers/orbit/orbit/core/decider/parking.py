@@ -2,7 +2,8 @@
 
 An execution parks when its replay cannot go on (the code asks for another
 call than history recorded, or its build is not deployed and the deployed one
-diverges). It keeps recording answers, signals and cancels while parked. The
+diverges, or the code raised an unexpected exception: a bug, `bugs_park`).
+It keeps recording answers, signals and cancels while parked. The
 engine runs the runtime again on every decision of a parked execution (a
 result, a signal, its retry timer, `orbit unpark`): as soon as the replay is
 clean (a deploy brought compatible code back, or the bug was fixed) it records
@@ -22,7 +23,8 @@ from __future__ import annotations
 from orbit.core.decider.context import Ctx
 from orbit.core.history.events import BuildSwitched, ExecutionParked, ExecutionUnparked, TaskError
 from orbit.core.history.state import UNPARK_WAKE, ExecutionState
-from orbit.core.runtime.commands import Command, Park, SwitchBuild
+from orbit.core.runtime.code_errors import is_workflow_bug
+from orbit.core.runtime.commands import Command, Fail, Park, SwitchBuild
 
 FIRST_RETRY_MS = 60_000
 MAX_RETRY_MS = 3_600_000
@@ -41,6 +43,15 @@ def next_retry_ms(state: ExecutionState, now_ms: int, reset: bool = False) -> in
     last = state.wakeups.get(UNPARK_WAKE)
     prev = last - state.parked_at_ms if last is not None and state.parked_at_ms is not None else 0
     return now_ms + min(MAX_RETRY_MS, max(FIRST_RETRY_MS, 2 * prev))
+
+
+def bugs_park(workflow: object, commands: list[Command]) -> list[Command]:
+    """A code workflow's unexpected exception (a bug: `code_errors.workflow_bug`) parks the
+    execution instead of failing it, so a deploy that fixes the code carries it on (the retries
+    below, or any message, replay it; `try_unpark`). `on_workflow_error="fail"` keeps the failure."""
+    if getattr(workflow, "on_workflow_error", "fail") != "park":
+        return commands
+    return [Park(c.error) if isinstance(c, Fail) and is_workflow_bug(c.error) else c for c in commands]
 
 
 def park(ctx: Ctx, error: TaskError) -> None:

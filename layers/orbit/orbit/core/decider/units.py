@@ -1,4 +1,4 @@
-"""Unit life cycles: schedule, dispatch, results, retries, timeouts, stale answers.
+"""Unit life cycles: schedule, dispatch, results, retries, timeouts, stale and reconciled answers.
 
 Every function here takes the decision context and emits events through it;
 none scans all units: they touch the one unit named by the inbound message
@@ -189,7 +189,7 @@ def started(ctx: Ctx, unit: str, token: str, worker_id: str, session: str) -> No
 
 def heartbeat(ctx: Ctx, unit: str, token: str, details: object) -> None:
     u = ctx.state.units.get(unit)
-    if u is not None and u.heartbeat_timeout_ms is not None and _due(ctx, unit):
+    if u is not None and u.heartbeat_timeout_ms is not None and not ctx.state.paused and _due(ctx, unit):
         # The heartbeat came after its deadline (before the wake-up did): the attempt has
         # already timed out, so time it out first; the token is then no longer current.
         _wake_unit(ctx, unit, u)
@@ -202,9 +202,38 @@ def _due(ctx: Ctx, unit: str) -> bool:
     return at is not None and at <= ctx.now
 
 
+def _reconcilable(u: UnitState | None, token: str) -> int | None:
+    """The earlier attempt whose success may still resolve the unit (reconciliation), or None.
+
+    Every token a unit issued since its last redrive counts while the unit is unresolved: waiting
+    to retry, or queued/running a later attempt. The live attempt's own tokens are `_current`."""
+    if u is None or u.terminal or u.status not in (SCHEDULED, DISPATCHED, RETRY_WAIT):
+        return None
+    attempt = u.tokens.get(token)
+    if attempt is None or attempt <= u.attempt_base or attempt >= u.attempt:
+        return None
+    return attempt
+
+
+def _reconcile(ctx: Ctx, unit: str, u: UnitState, attempt: int, output: object) -> bool:
+    """Resolve the unit with the late success of an earlier attempt: the pending retry's wake-up
+    ends with the unit; a queued or running later attempt is withdrawn (CancelTask, as a cancel
+    does). An output its task's contract refuses resolves nothing (that attempt already failed)."""
+    if violation(ctx, u.task, unit, "output", output) is not None:
+        return False
+    live_token, status, queue = u.token, u.status, u.queue
+    ctx.emit(StepSucceeded(unit, u.attempt, output, reconciled_attempt=attempt))
+    if status in (SCHEDULED, DISPATCHED) and live_token:
+        ctx.effect(CancelTask(ctx.state.id, unit, live_token, queue))
+    return True
+
+
 def result(ctx: Ctx, unit: str, token: str, output: object, error: TaskError | None) -> None:
     u = ctx.state.units.get(unit)
     if not _current(u, token):
+        earlier = _reconcilable(u, token) if error is None else None
+        if earlier is not None and u is not None and _reconcile(ctx, unit, u, earlier, output):
+            return
         outcome = "succeeded" if error is None else f"failed:{error.code}"
         ctx.emit(StaleResultIgnored(unit, token, outcome))
         return
@@ -233,7 +262,7 @@ def attempt_failed(ctx: Ctx, unit: str, error: TaskError) -> None:
         return
     delay = backoff_ms(policy, u.attempt - u.attempt_base, ctx.state.id, unit)
     ctx.emit(RetryScheduled(unit, u.attempt + 1, delay, ctx.now + delay))
-    if delay == 0:
+    if delay == 0 and not ctx.state.paused:  # paused: the retry runs at the unpause
         redispatch(ctx, unit, redelivery=False)
 
 

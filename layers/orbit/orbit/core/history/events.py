@@ -149,9 +149,14 @@ class StepHeartbeat(Event):
 
 @event
 class StepSucceeded(Event):
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"reconciled_attempt"})
     step: str
     attempt: int = 1
     output: JSON = None
+    # Reconciliation (docs/definitions.md): the unit was resolved by the late success of this
+    # earlier attempt, whose token it had issued, while `attempt` was waiting to retry or running.
+    # None (and absent from the JSON) for the live attempt's own result and in every older history.
+    reconciled_attempt: int | None = None
 
 
 @event
@@ -398,6 +403,21 @@ class ExecutionUnparked(Event):
     """A parked execution replays cleanly again (on `build`) and goes on deciding."""
 
     build: str = ""
+    reason: str = ""
+
+
+@event
+class ExecutionPaused(Event):
+    """`orbit pause`: the execution dispatches nothing new and fires no timer until it is un-paused;
+    results, signals, updates and hook resumes that arrive meanwhile are recorded."""
+
+    reason: str = ""
+
+
+@event
+class ExecutionUnpaused(Event):
+    """`orbit unpause` (or a cancel, which is not held by a pause): everything due runs."""
+
     reason: str = ""
 
 

@@ -208,6 +208,14 @@ def _unparked(s: ExecutionState, e: E.ExecutionUnparked, ts: int) -> None:
         s.build = e.build
 
 
+def _paused(s: ExecutionState, e: E.ExecutionPaused, ts: int) -> None:
+    s.paused_at_ms, s.paused_reason = ts, e.reason
+
+
+def _unpaused(s: ExecutionState, e: E.ExecutionUnpaused, ts: int) -> None:
+    s.paused_at_ms, s.paused_reason = None, ""
+
+
 def _build_switched(s: ExecutionState, e: E.BuildSwitched, ts: int) -> None:
     s.build = e.to_build
 
@@ -244,6 +252,8 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.ExecutionParked: _parked,
     E.ExecutionUnparked: _unparked,
     E.BuildSwitched: _build_switched,
+    E.ExecutionPaused: _paused,
+    E.ExecutionUnpaused: _unpaused,
     E.PatchMarked: _patch_marked,
 }
 

@@ -17,7 +17,8 @@ _STEP_METRICS = {"StepScheduled": "StepAttempts", "StepFailed": "StepFailures"}
 
 
 def decision_metrics(state: ExecutionState, was: tuple[str, bool], events: list[Recorded]) -> list[str]:
-    """Metric names, once per occurrence: the execution started or ended, step attempts and failures.
+    """Metric names, once per occurrence: the execution started or ended, step attempts and failures,
+    the execution parked or un-parked.
     `was` is (status, created) before the decision."""
     out = []
     if state.created and not was[1]:
@@ -26,6 +27,13 @@ def decision_metrics(state: ExecutionState, was: tuple[str, bool], events: list[
         failed = state.status in (FAILED, TIMED_OUT)
         out.append("ExecutionsFailed" if failed else f"Executions{state.status.title()}")
     out += [_STEP_METRICS[r.event.type] for r in events if r.event.type in _STEP_METRICS]
+    # Parked executions (a bug in the code, a build mismatch): counted once when they park (a
+    # parked one re-records ExecutionParked at each retry: not counted again) and when they
+    # come back, so ExecutionsParked - ExecutionsUnparked is how many wait for someone.
+    parked = [r for r in events if r.event.type == "ExecutionParked"]
+    if state.parked is not None and any(r.timestamp_ms == state.parked_since_ms for r in parked):
+        out.append("ExecutionsParked")
+    out += ["ExecutionsUnparked" for r in events if r.event.type == "ExecutionUnparked"]
     return out
 
 

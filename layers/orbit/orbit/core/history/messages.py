@@ -157,6 +157,24 @@ class UnparkMessage(Message):
 
 
 @dataclass(frozen=True)
+class PauseMessage(Message):
+    """`orbit pause`: dispatch nothing new and fire no timer until `orbit unpause`."""
+
+    KIND: ClassVar[str] = "pause"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"reason": (str, False)}
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class UnpauseMessage(Message):
+    """`orbit unpause`: everything that came due while paused runs now."""
+
+    KIND: ClassVar[str] = "unpause"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"reason": (str, False)}
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class ChildDoneMessage(Message):
     KIND: ClassVar[str] = "child_done"
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {
@@ -223,6 +241,8 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
     ForkCreatedMessage,
     UnparkMessage,
     UpdateMessage,
+    PauseMessage,
+    UnpauseMessage,
 )
 
 

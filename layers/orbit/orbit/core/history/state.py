@@ -235,6 +235,9 @@ class ExecutionState:
     # Added with safe deploys and the continue-as-new hand-over; left out of snapshots while empty.
     parked_at_ms: int | None = None  # the last ExecutionParked
     parked_since_ms: int | None = None  # the first one since the execution last ran
+    # `orbit pause` (docs/operations.md): when it was paused and why; None while it is not.
+    paused_at_ms: int | None = None
+    paused_reason: str = ""
     continued_from: str | None = None
     idle_hops: int = 0  # runs before this one, in a row, that continued as new without a durable call
     patches: dict[str, int] = field(default_factory=dict)  # ctx.patched markers: change id -> position
@@ -261,6 +264,10 @@ class ExecutionState:
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_WORKFLOW
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at_ms is not None
 
     def unit(self, key: str) -> UnitState | None:
         return self.units.get(key)
@@ -361,6 +368,8 @@ class ExecutionState:
             "finished_at_ms": self.finished_at_ms,
             "deadline_ms": self.deadline_ms,  # the whole-execution deadline, or the one a timeout recorded
             "parked": self.parked.to_dict() if self.parked else None,
+            "paused": ({"since_ms": self.paused_at_ms, "reason": self.paused_reason}
+                       if self.paused_at_ms is not None else None),
             "continued_as": self.continued_as,
             "redrive_count": self.redrive_count,
             "forked_from": copy.deepcopy(self.forked_from),
@@ -375,7 +384,8 @@ class ExecutionState:
 
 
 _RECOVERY_FIELDS = frozenset({"redrive_count", "ran_compensation", "forked_from", "forked_to"})
-_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "continued_from", "idle_hops", "patches",
+_OPTIONAL_FIELDS = frozenset({"parked_at_ms", "parked_since_ms", "paused_at_ms", "paused_reason",
+                              "continued_from", "idle_hops", "patches",
                               "attributes", "updates", "provisional_expiry_s", "timer_free"})
 
 

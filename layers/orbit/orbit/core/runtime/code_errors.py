@@ -11,6 +11,11 @@ Two families on purpose:
 
 from __future__ import annotations
 
+import functools
+import linecache
+import os
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from orbit.core.history.events import TaskError
@@ -100,6 +105,76 @@ class WorkflowTimedOut(Cancelled):
     def __init__(self, reason: str = "", deadline_ms: int | None = None) -> None:
         self.deadline_ms = deadline_ms
         super().__init__(reason)
+
+
+WORKFLOW_ERROR = "WORKFLOW_ERROR"
+# What an unexpected exception in workflow code does (`@orbit.workflow(on_workflow_error=...)`):
+# park the execution until a build that gets past it is deployed, or fail it (WORKFLOW_ERROR).
+ON_WORKFLOW_ERROR = ("park", "fail")
+TRACEBACK_FRAMES = 5  # the deepest frames of the user's code kept in the park's details
+CONTEXT_LINES = 2  # source lines shown before and after each frame's line
+MAX_MESSAGE = 1000  # characters of the exception's text kept in the message
+_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def guarded(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """`fn` with its unexpected exceptions (a bug: KeyError, AttributeError, ..., anything that is
+    not an `OrbitError` such as `TaskError`/`ApplicationError`, `StepFailed` or `Cancelled`, and
+    was not raised by an orbit helper refusing its arguments: `raised_by_orbit`) turned
+    into a WORKFLOW_ERROR `TaskError` that carries the traceback (`workflow_bug`). The decider
+    parks on it (decider/parking.py) unless the workflow chose `on_workflow_error="fail"`."""
+
+    @functools.wraps(fn)
+    def run(ctx: Any, input: Any) -> Any:
+        try:
+            return fn(ctx, input)
+        except OrbitError:
+            raise
+        except Exception as e:  # a bug in workflow code, whatever its type
+            if raised_by_orbit(e):
+                raise  # an orbit helper refusing its arguments (a clear error): it fails, as before
+            raise workflow_bug(e) from e
+
+    return run
+
+
+def raised_by_orbit(e: BaseException) -> bool:
+    """Did an orbit function raise it (its deepest frame is in the orbit package)? Those are
+    orbit's own refusals of a bad argument (`ctx.sleep("soon")`), which fail the execution."""
+    tb = traceback.extract_tb(e.__traceback__)
+    return bool(tb) and tb[-1].filename.startswith(_ORBIT_DIR)
+
+
+def workflow_bug(e: BaseException) -> TaskError:
+    """WORKFLOW_ERROR for an unexpected exception: `Type: text at FILE:LINE` (the deepest frame of
+    the user's code) and details {exception, traceback: [{file, line, function, code}]}, the code
+    being the lines around it, the failing one marked `>`."""
+    tb = traceback.extract_tb(e.__traceback__)
+    # frames of the user's code: an error raised inside an orbit helper is the fault of the call
+    # that passed it ("<string>" frames are generated code, e.g. a dataclass __init__)
+    mine = [f for f in tb if not f.filename.startswith((_ORBIT_DIR, "<"))] or list(tb)
+    frames = [{"file": f.filename, "line": f.lineno or 0, "function": f.name,
+               "code": _around(f.filename, f.lineno or 0)} for f in mine[-TRACEBACK_FRAMES:]]
+    text = str(e)
+    text = text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "..."
+    where = f" at {frames[-1]['file']}:{frames[-1]['line']}" if frames else ""
+    return TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {text}{where}", retryable=False,
+                     details={"exception": type(e).__name__, "traceback": frames})
+
+
+def is_workflow_bug(error: TaskError) -> bool:
+    """Was this failure an unexpected exception in workflow code (`workflow_bug`)?"""
+    return (error.code == WORKFLOW_ERROR and isinstance(error.details, dict)
+            and isinstance(error.details.get("traceback"), list))
+
+
+def _around(filename: str, lineno: int) -> str:
+    lines = []
+    for n in range(max(1, lineno - CONTEXT_LINES), lineno + CONTEXT_LINES + 1):
+        text = linecache.getline(filename, n)
+        if text:
+            lines.append(f"{'>' if n == lineno else ' '} {n:4d} | {text.rstrip()}")
+    return "\n".join(lines)
 
 
 class ReplayStop(BaseException):

@@ -37,6 +37,9 @@ class CodeWorkflow:
     retention_ms: int | None = None  # how long an ended execution's data is kept; None: the stack's
     # Task contracts `{TASK: {input, output}}` (JSON Schemas), checked by the decider as a definition's
     tasks: dict[str, Any] = field(default_factory=dict, compare=False)
+    # An unexpected exception in the code (a bug): "park" the execution until a fixed build is
+    # deployed, or "fail" it with WORKFLOW_ERROR (decider/parking.py `bugs_park`).
+    on_workflow_error: str = field(default="park", compare=False)
 
     @cached_property
     def task_contracts(self) -> Any:
