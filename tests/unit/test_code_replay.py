@@ -212,7 +212,7 @@ def test_cold_and_warm_runtimes_write_identical_histories(monkeypatch):
     assert cold == warm
 
 
-def test_discarded_instances_do_not_leak_threads():
+def test_paused_instances_start_no_thread_and_discarding_ends_them():
     reg = CodeRegistry()
 
     @workflow("threads", registry=reg)
@@ -220,16 +220,42 @@ def test_discarded_instances_do_not_leak_threads():
         return ctx.wait_for("never")
 
     h = Harness(wf)
+    before = set(threading.enumerate())
     for i in range(20):
         h.start("threads", id=f"t{i}")
-    # one paused function per cached execution (counted by name: threads of earlier tests may
-    # still be ending, so a difference of active_count() was flaky)
-    names = {t.name for t in threading.enumerate()}
-    assert {f"orbit-workflow-t{i}" for i in range(20)} <= names
+    # each paused function lives on a greenlet of the deciding thread: no thread was started
+    assert set(threading.enumerate()) - before == set()
+    paused = [inst._g for key, inst in default_runtime()._cache.items() if key.startswith("t")]
+    assert len(paused) == 20 and not any(g.dead for g in paused)
     default_runtime().forget()
-    for t in [t for t in threading.enumerate() if t.name.startswith("orbit-workflow-t")]:
-        t.join(timeout=5)
-    assert not [t for t in threading.enumerate() if t.name.startswith("orbit-workflow-t")]
+    assert all(g.dead for g in paused)  # each unwound (its pending call raised Suspended) at once
+
+
+def test_an_instance_paused_on_another_thread_is_replayed_cold_here():
+    reg = CodeRegistry()
+
+    @workflow("elsewhere", registry=reg)
+    def wf(ctx, input):
+        return [ctx.step("a.first", input), ctx.wait_for("go")]
+
+    rt = CodeRuntime(reg)
+    box: dict[str, object] = {}
+
+    def start() -> None:  # the first decision, on a thread of its own
+        h = Harness(wf, workers={"a.first": echo})
+        h.engine.code_runtime = rt
+        h.start("elsewhere", "x")
+        box["h"] = h
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    h = box["h"]
+    assert rt.stats["cold"] == 1 and rt.stats["warm"] >= 1  # started, then resumed warm there
+    h.signal("go", {"ok": 1})  # decided on this thread: the paused greenlet cannot be switched to
+    assert h.describe()["status"] == "COMPLETED", h.describe()
+    assert h.describe()["output"] == [{"echo": "x"}, {"ok": 1}]
+    assert rt.stats["cold"] == 2
 
 
 @pytest.mark.parametrize("size", [1, 3])

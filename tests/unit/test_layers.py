@@ -40,7 +40,8 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Third-party packages the pure core may use; anything else outside the standard library is refused.
 # re2: regular expressions; cronsim: cron evaluation (no I/O)
-CORE_THIRD_PARTY = {"cronsim", "jsonata", "jsonschema", "re2", "referencing", "yaml"}
+# greenlet: code workflows pause on greenlets (a stack switch on the calling thread, no I/O, no thread)
+CORE_THIRD_PARTY = {"cronsim", "greenlet", "jsonata", "jsonschema", "re2", "referencing", "yaml"}
 
 
 def module_name(path: Path) -> str:

@@ -186,6 +186,8 @@ class CodeRuntime:
         r = inst.replay
         if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
             return False
+        if not inst.usable_here():
+            return False  # paused on another thread's greenlet: replay here (code_instance.py)
         if inst.redrives_seen != state.redrive_count:
             return False  # a redrive reset units the instance already consumed: replay from the start
         if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from greenlet import getcurrent
 
 from orbit.core.history.events import TaskError
 from orbit.core.history.hook_tokens import identity, token_of, tokens_view
@@ -57,8 +58,12 @@ from orbit.core.runtime.code_specs import Step, as_json
 from orbit.core.runtime.code_updates import Updates
 from orbit.core.runtime.code_witness import Seen, unit_fact
 
-THREAD = threading.local()  # .replay: the replay of the branch running on this thread, if any
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
+
+
+def running_replay() -> Replay | None:
+    """The replay of the branch whose greenlet is running (code_branches.py), if any."""
+    return getattr(getcurrent(), "replay", None)
 
 
 def private(value: Any) -> Any:
@@ -156,7 +161,7 @@ class Replay:
 
     # -- checks shared by every call -------------------------------------------------------
     def next_position(self) -> int:
-        owner = getattr(THREAD, "replay", None)  # set on a branch's thread (code_branches.py)
+        owner = running_replay()  # set on a branch's greenlet (code_branches.py)
         if owner is not None and owner is not self:
             raise TypeError("a durable call inside a branch must use the branch's own ctx (the first "
                             "argument of the branch function), not an outer one")
