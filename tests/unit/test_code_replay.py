@@ -212,7 +212,8 @@ def test_cold_and_warm_runtimes_write_identical_histories(monkeypatch):
     assert cold == warm
 
 
-def test_paused_instances_start_no_thread_and_discarding_ends_them():
+def test_discarded_instances_do_not_leak_threads():
+    """Paused instances start no thread at all, and discarding one ends its greenlet at once."""
     reg = CodeRegistry()
 
     @workflow("threads", registry=reg)
