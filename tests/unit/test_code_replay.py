@@ -232,33 +232,6 @@ def test_discarded_instances_do_not_leak_threads():
     assert all(g.dead for g in paused)  # each unwound (its pending call raised Suspended) at once
 
 
-def test_an_instance_paused_on_another_thread_is_replayed_cold_here():
-    reg = CodeRegistry()
-
-    @workflow("elsewhere", registry=reg)
-    def wf(ctx, input):
-        return [ctx.step("a.first", input), ctx.wait_for("go")]
-
-    rt = CodeRuntime(reg)
-    box: dict[str, object] = {}
-
-    def start() -> None:  # the first decision, on a thread of its own
-        h = Harness(wf, workers={"a.first": echo})
-        h.engine.code_runtime = rt
-        h.start("elsewhere", "x")
-        box["h"] = h
-
-    t = threading.Thread(target=start)
-    t.start()
-    t.join()
-    h = box["h"]
-    assert rt.stats["cold"] == 1 and rt.stats["warm"] >= 1  # started, then resumed warm there
-    h.signal("go", {"ok": 1})  # decided on this thread: the paused greenlet cannot be switched to
-    assert h.describe()["status"] == "COMPLETED", h.describe()
-    assert h.describe()["output"] == [{"echo": "x"}, {"ok": 1}]
-    assert rt.stats["cold"] == 2
-
-
 @pytest.mark.parametrize("size", [1, 3])
 def test_cache_is_bounded_lru(size):
     reg = CodeRegistry()

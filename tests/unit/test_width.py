@@ -1,0 +1,99 @@
+"""Code workflows at any width (issue 27): no OS thread per workflow or branch.
+
+Paused workflow functions and their branches live on greenlets of the thread that decides; these
+tests hold that at 10,000 branches, and that an instance paused on another thread is not switched
+to (a greenlet cannot cross threads) but replayed cold.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from code_harness import Harness
+from orbit.core.decider.decide import decide
+from orbit.core.history.messages import ResultMessage, StartMessage, WakeMessage
+from orbit.core.history.model import apply
+from orbit.core.history.state import ExecutionState
+from orbit.core.runtime.code import CodeRuntime
+from orbit.workflow import CodeRegistry, workflow
+
+HOUR = 3_600_000
+
+
+def echo(input, attempt):
+    return {"echo": input}
+
+
+def test_an_instance_paused_on_another_thread_is_replayed_cold_here():
+    reg = CodeRegistry()
+
+    @workflow("elsewhere", registry=reg)
+    def wf(ctx, input):
+        return [ctx.step("a.first", input), ctx.wait_for("go")]
+
+    rt = CodeRuntime(reg)
+    box: dict[str, object] = {}
+
+    def start() -> None:  # the first decision, on a thread of its own
+        h = Harness(wf, workers={"a.first": echo})
+        h.engine.code_runtime = rt
+        h.start("elsewhere", "x")
+        box["h"] = h
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    h = box["h"]
+    assert rt.stats["cold"] == 1 and rt.stats["warm"] >= 1  # started, then resumed warm there
+    h.signal("go", {"ok": 1})  # decided on this thread: the paused greenlet cannot be switched to
+    assert h.describe()["status"] == "COMPLETED", h.describe()
+    assert h.describe()["output"] == [{"echo": "x"}, {"ok": 1}]
+    assert rt.stats["cold"] == 2
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def token(self) -> str:
+        self.n += 1
+        return f"{self.n:032x}"
+
+
+def test_a_parallel_of_10000_branches_is_decided_on_the_calling_thread_alone():
+    reg = CodeRegistry()
+
+    def branch(ctx: Any) -> int:
+        n = ctx.step("w.work", 1)["n"]
+        ctx.sleep("1h")
+        return int(n)
+
+    @workflow("wide", build="t", registry=reg)
+    def fan(ctx: Any, n: int) -> Any:
+        return sum(ctx.parallel(*[branch] * n))
+
+    n, ids, state, now = 10_000, _Ids(), ExecutionState("wide"), 0
+    rt = CodeRuntime(reg)
+    threads: set[int] = set()
+
+    def one(msg: Any) -> None:
+        d = decide(fan, state, msg, now, ids, code_runtime=rt)
+        threads.add(threading.active_count())
+        for r in d.events:
+            apply(state, r)
+
+    before = threading.active_count()
+    one(StartMessage("wide", "start", workflow="wide", input=n))
+    assert len(state.active) == n + 1  # every branch's step in flight, and the group
+    steps = [k for k in state.active if k.endswith("w.work")]
+    for key in steps[:3] + steps[-3:]:  # a few results, then every timer
+        one(ResultMessage("wide", f"r-{key}", unit=key, token=state.units[key].token or "", output={"n": 1}))
+    assert threads == {before}  # 10,000 paused branches, not one thread more
+    assert rt.stats["cold"] == 1  # one replay from the start; every later decision resumed it
+    timers = [k for k in state.active if k.endswith("sleep()")]
+    assert len(timers) == 6  # each resumed branch went on to its sleep
+    paused = rt._cache["wide"]
+    rt.forget()
+    assert paused._g is None and paused.finished is False  # discarded: its 10,000 branches unwound
+    assert threading.active_count() == before
