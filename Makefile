@@ -1,7 +1,8 @@
 # Two commands on a fresh machine with only Python 3.11+:
 #   make demo   - create .venv, install pinned dependencies, run the order example locally
 #   make test   - create .venv, install pinned dependencies (and Debian's chromium for the
-#                 console's browser tests, via apt when missing), run the whole test suite
+#                 console's browser tests, via apt when missing), run ruff, mypy and the whole
+#                 test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,7 +28,11 @@ demo: $(STAMP)
 # The template is also checked by `sam validate --lint` in a venv of its own
 # (aws-sam-cli pins boto3 and cfn-lint); tests/template lints the transformed
 # template with cfn-lint inside the suite.
+# ruff and mypy (configured in pyproject.toml: strict on orbit/core) run first: a lint or type
+# error fails `make test`, and so CI (.ci/run), before the suite starts.
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	bash scripts/ensure_chromium.sh
 	bash scripts/check_template.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests

@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
-from dsl_harness import sim_with  # noqa: E402
-from orbit.core.definition import load_definition, parse_definition  # noqa: E402
-from orbit.core.definition.expressions import evaluate  # noqa: E402
-from orbit.errors import ExpressionError, ValidationError  # noqa: E402
+from dsl_harness import sim_with
+from orbit.core.definition import load_definition, parse_definition
+from orbit.core.definition.expressions import evaluate
+from orbit.errors import ExpressionError, ValidationError
 
 
 def timed(label: str, fn: Callable[[], Any]) -> None:

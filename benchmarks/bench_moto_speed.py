@@ -23,8 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_inline  # noqa: E402
-import bench_local  # noqa: E402
+import bench_inline
+import bench_local
 
 
 def toggles() -> list[tuple[Any, str, Any, Any]]:

@@ -23,12 +23,12 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
-from dsl_harness import sim_with  # noqa: E402
-from orbit.cli import main as orbit_cli  # noqa: E402
-from orbit.cli.run import RUN_TIMELINE_EVENTS  # noqa: E402
-from orbit.local.timeline import render  # noqa: E402
-from orbit.service.http import handle_request  # noqa: E402
-from test_paged_reads import InProcessClient  # noqa: E402
+from dsl_harness import sim_with
+from orbit.cli import main as orbit_cli
+from orbit.cli.run import RUN_TIMELINE_EVENTS
+from orbit.local.timeline import render
+from orbit.service.http import handle_request
+from test_paged_reads import InProcessClient
 
 
 def measure(label: str, fn: Callable[[], Any]) -> None:

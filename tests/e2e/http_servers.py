@@ -44,7 +44,7 @@ def echo(received: list[Any], wrap: Callable[[Any], Any] = lambda body: body) ->
     """A handler that records each POSTed JSON body in `received` and answers `wrap(body)`."""
 
     class Echo(Quiet):
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_POST(self) -> None:  # the stdlib's name
             body = json.loads(self.read_body())
             received.append(body)
             self.reply(200, json.dumps(wrap(body)).encode())

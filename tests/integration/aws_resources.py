@@ -13,8 +13,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "template"))
 
-import sam  # noqa: E402
-from orbit.local.resources import lifecycle_rules  # noqa: E402
+import sam
+from orbit.local.resources import lifecycle_rules
 
 _TEMPLATE = sam.load_template()
 

@@ -19,8 +19,8 @@ os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
                    "POWERTOOLS_METRICS_NAMESPACE": "Orbit", "POWERTOOLS_SERVICE_NAME": "orbit"})
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-from aws_resources import Clients, Stack, create_stack  # noqa: E402
-from moto import mock_aws  # noqa: E402
+from aws_resources import Clients, Stack, create_stack
+from moto import mock_aws
 
 
 @pytest.fixture(scope="session")

@@ -82,7 +82,7 @@ def test_private_hosts_can_be_allowed_explicitly(monkeypatch: pytest.MonkeyPatch
 @pytest.fixture
 def server() -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length) or b"null")
             status = int(self.path.split("?")[0].rsplit("/", 1)[-1])

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import sam  # noqa: E402
+import sam
 
 
 @pytest.fixture(scope="session")

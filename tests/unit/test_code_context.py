@@ -327,17 +327,30 @@ def test_values_that_are_not_json_fail_at_the_call_that_passed_them():
     h = Harness(wf)
     h.start("ctx-not-json")
     d = h.describe()
-    assert d["status"] == "FAILED" and d["error"]["code"] == "WORKFLOW_ERROR"
-    assert "the input of step '1.a.b' must be JSON data" in d["error"]["message"]
+    assert d["status"] == "FAILED" and d["error"]["code"] == "VALUE_NOT_STORABLE"
+    assert "the input of step '1.a.b' must be JSON data: input.when: datetime is not JSON data at " in \
+        d["error"]["message"] and "test_code_context.py:" in d["error"]["message"]
     assert not h.calls
 
     @workflow("ctx-output-not-json", registry=REG)
     def out(ctx, input):
-        return {1, 2}
+        return {"items": [1, {"tags": {1, 2}}]}
 
     h = Harness(out)
     h.start("ctx-output-not-json")
-    assert "output must be JSON data" in h.describe()["error"]["message"]
+    error = h.describe()["error"]
+    assert error["code"] == "VALUE_NOT_STORABLE" and not error["retryable"]
+    assert "output must be JSON data: output.items[1].tags: set is not JSON data" in error["message"]
+
+    @workflow("ctx-surrogate-in-hook", registry=REG)
+    def hook(ctx, input):
+        return ctx.hook_token("h", metadata={"note": "a\ud800"})
+
+    h = Harness(hook)
+    h.start("ctx-surrogate-in-hook")
+    error = h.describe()["error"]
+    assert error["code"] == "VALUE_NOT_STORABLE", error
+    assert "metadata.note: has a lone surrogate" in error["message"]
 
 
 def test_a_workflow_error_points_at_the_users_code_not_the_engine():

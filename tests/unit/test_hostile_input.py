@@ -26,7 +26,7 @@ from tests.unit.meanwhile import answered_meanwhile
 class _Counter(BaseHTTPRequestHandler):
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:  # the stdlib's name
         _Counter.hits.append(self.path)
         body = b'{"type": "object"}'
         self.send_response(200)

@@ -19,7 +19,7 @@ from orbit.service.engine import MAX_CONFLICT_RETRIES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-import bench_contention  # noqa: E402
+import bench_contention
 
 
 def chain(n: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ orphaned and started a second one.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import time
@@ -71,7 +72,7 @@ def stack_api_url(stack: str, region: str | None = None) -> str:
         raise OrbitError(f"--stack {stack}: {exc}") from None
     try:
         outputs = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
-    except Exception as exc:  # noqa: BLE001 - botocore raises several kinds; all mean the same here
+    except Exception as exc:  # botocore raises several kinds; all mean the same here
         raise OrbitError(f"cannot read stack {stack!r}: {exc}") from exc
     for out in outputs:
         if out.get("OutputKey") == "ApiUrl":
@@ -258,7 +259,7 @@ class Client:
         """`{"counts": {status: n}, "cap": N}` (a count equal to the cap means at least that many)."""
         return self._call("GET", "/counts" + _query({"workflow": workflow}))
 
-    def workflows(self) -> list[dict[str, Any]]:
+    def workflows(self) -> builtins.list[dict[str, Any]]:
         return list(self._call("GET", "/workflows")["workflows"])
 
     def workflow_source(self, name: str, version: str, build: str) -> dict[str, Any]:
@@ -268,7 +269,9 @@ class Client:
         """The definition (or code workflow) the execution is pinned to."""
         return self._call("GET", f"/executions/{_q(execution_id)}/workflow")
 
-    def history_page(self, execution_id: str, after_seq: int = 0, limit: int = 200) -> list[dict[str, Any]]:
+    def history_page(
+        self, execution_id: str, after_seq: int = 0, limit: int = 200
+    ) -> builtins.list[dict[str, Any]]:
         """At most `limit` events with seq > `after_seq`."""
         query = _query({"after_seq": after_seq or None, "limit": limit})
         return list(self._call("GET", f"/executions/{_q(execution_id)}/history{query}"))
@@ -305,7 +308,7 @@ class Client:
 
     def backfill_schedule(
         self, schedule_id: str, start: str, end: str, overlap: str | None = None
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         body = {"start": start, "end": end, "overlap": overlap}
         return list(self._call("POST", f"/schedules/{_q(schedule_id)}/backfill", body)["execution_ids"])
 
@@ -321,7 +324,7 @@ class Client:
                 retry = not isinstance(exc, ApiError) or exc.status in RETRY_STATUSES
                 if not retry or attempt == self.attempts:
                     raise
-            time.sleep(self.backoff_s * 4 ** (attempt - 1))  # noqa: TID251 - the client is an edge
+            time.sleep(self.backoff_s * 4 ** (attempt - 1))  # the client is an edge
         raise AssertionError("unreachable")
 
     def _once(self, method: str, path: str, body: Any) -> Any:
@@ -335,7 +338,7 @@ class Client:
             headers = self._signed_headers(method, url, data, headers)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - http(s) only
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # http(s) only
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             raw = exc.read()

@@ -53,7 +53,7 @@ class MemoryHistoryStore(MemoryRetention):
         with self._lock:
             if execution_id not in self._commits:
                 raise NotFound(f"execution {execution_id!r} not found")
-            seq, snap = self._snapshots.get(execution_id, (0, None))  # type: ignore[assignment]
+            seq, snap = self._snapshots.get(execution_id, (0, None))
             state = ExecutionState.from_dict(snap) if snap is not None else ExecutionState(execution_id)
             commits = [
                 self._commits[execution_id][f] for f in self._order[execution_id] if f > seq
@@ -90,7 +90,7 @@ class MemoryHistoryStore(MemoryRetention):
         with self._lock:
             if execution_id not in self._commits:
                 raise NotFound(f"execution {execution_id!r} not found")
-            out = []
+            out: list[Any] = []
             for f in self._order[execution_id]:
                 c = self._commits[execution_id][f]
                 if c.last_seq <= after_seq:

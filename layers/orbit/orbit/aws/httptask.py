@@ -62,7 +62,7 @@ def vet_addresses(host: str, port: int, config: HttpConfig) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
         raise TaskError("HTTP_ERROR", f"cannot resolve {host!r}: {e}", retryable=True) from None
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = sorted({str(info[4][0]) for info in infos})
     if host.lower() in config.private_hosts:
         return addresses
     for a in addresses:

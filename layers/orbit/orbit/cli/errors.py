@@ -34,7 +34,8 @@ def _describe(exc: BaseException, command: str, verbose: bool) -> tuple[str, lis
         return "USAGE_ERROR", [f"{where}: {exc}"], 2
     if isinstance(exc, ValidationError):
         # one problem per line, each with its path (and file, when the error knows it)
-        prefix = f"{exc.source}: " if getattr(exc, "source", None) else ""
+        source = getattr(exc, "source", None)
+        prefix = f"{source}: " if source else ""
         lines = [f"{where}: {len(exc.problems)} problem(s):"]
         return "VALIDATION_ERROR", lines + [f"  {prefix}{p}" for p in exc.problems], 1
     if isinstance(exc, OrbitError):

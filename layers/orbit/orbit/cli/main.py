@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `orbit history ID | head`: the reader left, nothing more to say
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown from flushing again
+        sys.stdout = open(os.devnull, "w")  # keep interpreter shutdown from flushing again
         return 141  # what a shell reports for a command killed by SIGPIPE
     except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked to
         return report(exc, args.command, verbose, bool(getattr(args, "json", False)))

@@ -26,7 +26,7 @@ def _show(args: argparse.Namespace, desc: dict[str, Any]) -> None:
     print(f"{desc['id']}: {desc['workflow']} {when} [{spec.get('timezone')}] overlap={desc['overlap']}"
           f"{' PAUSED' if st.get('paused') else ''}{(' - ' + st['note']) if st.get('note') else ''}")
     print(f"  running: {', '.join(st.get('running') or []) or '-'}   counts: {st.get('counts') or {}}")
-    print("  next: " + ", ".join(desc.get("next_occurrences") or []))
+    print("  next: " + (", ".join(desc.get("next_occurrences") or []) or desc.get("next_problem") or "-"))
     for a in desc.get("actions") or []:
         eid, outcome = a.get("execution_id") or "-", a.get("outcome") or ""
         print(f"  {a['occurrence']}  {a['action']:<9} {eid}  {outcome}")
@@ -76,8 +76,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
         return 0
     for s in out["schedules"]:
-        print(f"{s['id']:<30} {s['workflow']:<24} {'PAUSED' if s['paused'] else 'active':<7} "
-              f"next {s.get('next_occurrence') or '-'}")
+        why = s.get("problem") or s.get("next_problem")
+        print(f"{s.get('id') or '?':<30} {s.get('workflow') or '?':<24} "
+              f"{'PAUSED' if s.get('paused') else 'active':<7} next {s.get('next_occurrence') or '-'}"
+              + (f"  ({why})" if why else ""))
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 
 
-def add_ui_parser(sub: argparse._SubParsersAction, port: Callable[[str], int] = int) -> None:  # type: ignore[type-arg]
+def add_ui_parser(sub: argparse._SubParsersAction, port: Callable[[str], int] = int) -> None:
     sp = sub.add_parser(
         "ui",
         help="serve the web console on 127.0.0.1 (for orbit dev, --stack or --url)",

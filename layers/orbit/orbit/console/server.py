@@ -239,7 +239,7 @@ class ConsoleServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler

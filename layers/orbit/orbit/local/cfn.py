@@ -32,7 +32,7 @@ def _construct(tag: str) -> Callable[[yaml.SafeLoader, yaml.Node], dict[str, Any
         elif isinstance(node, yaml.SequenceNode):
             value = loader.construct_sequence(node, deep=True)
         else:
-            value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+            value = loader.construct_mapping(node, deep=True)
         if tag == "Ref":
             return {"Ref": value}
         if tag == "GetAtt" and isinstance(value, str):

@@ -121,7 +121,7 @@ def next_sqs_wake_ms() -> int | None:
         for _region, backend in regions.items():
             now = now_ms()
             for queue in backend.queues.values():
-                for msg in queue._messages:  # noqa: SLF001 - moto has no public view of this
+                for msg in queue._messages:  # moto has no public view of this
                     for t in (msg.visible_at, msg.delayed_until):
                         if t and t > now and (best is None or t < best):
                             if t == msg.delayed_until and UNSERVED_MARK in msg.body and not _served(msg.body):
@@ -160,14 +160,14 @@ def visible_count(queue_name: str) -> int | None:
             if queue is None:
                 continue
             now = now_ms()
-            oldest_kept = now - int(queue.message_retention_period) * 1000
-            expired = [m for m in queue._messages if m.sent_timestamp <= oldest_kept]  # noqa: SLF001
+            oldest_kept = now - int(queue.message_retention_period) * 1000  # type: ignore[attr-defined]
+            expired = [m for m in queue._messages if m.sent_timestamp <= oldest_kept]  # type: ignore[operator]
             for m in expired:
-                queue._messages.remove(m)  # noqa: SLF001
+                queue._messages.remove(m)
                 queue.pending_messages.discard(m)
             # Message.visible / .delayed with one clock read for the whole queue (it may be deep)
             exact = time.time() * 1000.0 + _offset_ms  # noqa: TID251 - moto's float ms, as Message.visible reads it
             return sum(
-                1 for m in queue._messages if exact > m.visible_at and not exact < m.delayed_until  # noqa: SLF001
+                1 for m in queue._messages if exact > m.visible_at and not exact < m.delayed_until
             )
     return None

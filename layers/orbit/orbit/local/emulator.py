@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from botocore import UNSIGNED
 from botocore.handlers import BUILTIN_HANDLERS
@@ -46,8 +46,8 @@ class Emulator:
         self.mode: Mode = mode
         self.port = port
         self.endpoint_url: str | None = None
-        self._server = None
-        self._mock = None
+        self._server: Any = None  # moto.server.ThreadedMotoServer, imported when used
+        self._mock: Any = None
         self._saved_env: dict[str, str | None] = {}
 
     def env(self) -> dict[str, str]:

@@ -120,7 +120,7 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
             self._reply(code, {"error": {"code": "BAD_REQUEST" if code == 400 else f"HTTP_{code}",
                                          "message": message or explain or "malformed request"}}, close=True)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per request would drown the progress output
 
     return Handler

@@ -119,7 +119,7 @@ def _patch_sqs_send() -> None:
         return str(value).lower() if isinstance(value, bool) else value
 
     # moto 5.2.5's SQSBackend.send_message, reading the one attribute it needs (see above)
-    def send_message(  # noqa: PLR0913 - moto's signature
+    def send_message(  # moto's signature
         self: Any, queue_name: str, message_body: str, message_attributes: dict[str, Any] | None = None,
         delay_seconds: int | None = None, deduplication_id: str | None = None, group_id: str | None = None,
         system_attributes: dict[str, Any] | None = None, validate_group_id: bool = True,

@@ -190,7 +190,7 @@ def _patch_serializer() -> None:
         return found
 
     fast_get_value.original = original  # type: ignore[attr-defined]
-    fast_get_value.dict_keys = dict_keys  # type: ignore[attr-defined]  (moto_speed_requests reads them)
+    fast_get_value.dict_keys = dict_keys  # type: ignore[attr-defined]  # moto_speed_requests reads them
     cls.get_value = fast_get_value  # type: ignore[method-assign]
 
 
@@ -231,7 +231,7 @@ def _json_data(value: Any) -> bool:
         return True
     if type(value) is not dict:
         return False
-    todo = [value]
+    todo: list[Any] = [value]
     while todo:
         v = todo.pop()
         t = type(v)

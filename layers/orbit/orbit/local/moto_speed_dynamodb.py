@@ -84,7 +84,7 @@ def patch_query() -> None:
 
     original = getattr(t.Table.query, "original", t.Table.query)
 
-    def query(  # noqa: PLR0913 - moto's signature
+    def query(  # moto's signature
         self: Any,
         hash_key: Any,
         range_comparison: str | None,
@@ -108,7 +108,7 @@ def patch_query() -> None:
         last_range_key_name = range_key_conditions[-1][0] if range_key_conditions else None
         hash_attrs, range_attrs = [self.hash_key_attr], [self.range_key_attr]
         partition = self.items.get(hash_key) or {}
-        keyed = [(item.range_key.cast_value, n, item) for n, item in enumerate(partition.values())
+        keyed = [(item.range_key.cast_value, n, item) for n, item in enumerate(partition.values())  # type: ignore[union-attr]
                  if isinstance(item, t.Item)]
         keyed.sort(key=lambda k: (k[0], k[1]))
         possible_results = [item for _, _, item in keyed]
@@ -139,11 +139,11 @@ def patch_query() -> None:
             else:
                 attr = last_range_key_name
                 if attr and result.attrs.get(attr):
-                    if result.attrs.get(attr).compare(range_comparison, range_objs):
+                    if result.attrs.get(attr).compare(range_comparison, range_objs):  # type: ignore[union-attr]
                         results.append(result)
                         result_size += result.size()
                         scanned_count += 1
-                elif result.range_key.compare(range_comparison, range_objs):
+                elif result.range_key.compare(range_comparison, range_objs):  # type: ignore[union-attr]
                     results.append(result)
                     result_size += result.size()
                     scanned_count += 1
@@ -154,8 +154,8 @@ def patch_query() -> None:
             results = [r.project(projection_expressions) for r in results]
         return results, scanned_count, last_evaluated_key
 
-    query.original = original  # type: ignore[attr-defined]  (tests compare both answers)
-    t.Table.query = query
+    query.original = original  # type: ignore[attr-defined]  # tests compare both answers
+    t.Table.query = query  # type: ignore[method-assign]
 
     # An index Query (the execution list) sorts by a tuple of DynamoTypes, recomputing their
     # `cast_value` on every comparison; a tuple of those values, computed once per item, sorts the
@@ -167,4 +167,4 @@ def patch_query() -> None:
         return items
 
     sorted_items.original = getattr(t.Table.sorted_items, "original", t.Table.sorted_items)  # type: ignore[attr-defined]
-    t.Table.sorted_items = sorted_items
+    t.Table.sorted_items = sorted_items  # type: ignore[method-assign]

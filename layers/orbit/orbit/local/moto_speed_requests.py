@@ -106,7 +106,7 @@ def _patch_request_building() -> None:
 
     def from_primitives(request_cls: Any, method: str, url: str, headers: Any, body: Any = None) -> Any:
         if type(body) is not bytes or not body or request_cls is not cls:
-            return original.__func__(request_cls, method, url, headers, body)
+            return original.__func__(request_cls, method, url, headers, body)  # type: ignore[union-attr]
         # From here, moto 5.2.5's from_primitives with the builder's environ made as above.
         header_items = [
             (key, value.decode("utf-8") if isinstance(value, bytes) else value)
@@ -237,7 +237,7 @@ def _patch_serializer_structures() -> None:
                 or picker.alias_providers is not ser.DEFAULT_ALIAS_PROVIDERS or picker.response_transformers
                 or kind.get_value is not fast_get_value
                 or kind._serialize_structure_member is not member_of_base):
-            return original(self, serialized, value, shape, key)  # type: ignore[no-any-return]
+            return original(self, serialized, value, shape, key)  # type: ignore[return-value]
         # moto 5.2.5's ResponseSerializer._serialize_type_structure, each member asked as get_value would
         wrapper: Any = self.MAP_TYPE() if key else serialized
         for member_key, member_shape in shape.members.items():

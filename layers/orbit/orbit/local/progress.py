@@ -24,7 +24,7 @@ class ProgressPrinter:
         self.quiet = quiet
         self.expand = expand
         self.columns = columns
-        self.seen: dict[str, tuple[Any, Any]] = {}
+        self.seen: dict[str, tuple[Any, ...]] = {}
         self.status: str | None = None
         self.t0: int | None = None
 
@@ -44,7 +44,7 @@ class ProgressPrinter:
                 counts = fanouts.setdefault(m["base"], {})
                 counts[st.get("status")] = counts.get(st.get("status"), 0) + 1
                 continue
-            key = (st.get("status"), st.get("attempt"))
+            key: tuple[Any, ...] = (st.get("status"), st.get("attempt"))
             if self.seen.get(unit) != key:
                 self.seen[unit] = key
                 err = st.get("error") or {}

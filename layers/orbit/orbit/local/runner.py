@@ -74,7 +74,7 @@ class LocalCloud:
             # What the handlers print (powertools' JSON log lines, a worker's print()) is a log: the
             # CLI sends it to stderr, so stdout stays the command's result (`orbit run --json`).
             self._stdout = sys.stdout
-            sys.stdout = EmfFilter(sys.stderr if self.logs_to_stderr else sys.stdout)  # type: ignore[assignment]
+            sys.stdout = EmfFilter(sys.stderr if self.logs_to_stderr else sys.stdout)
         self.emulator.start()
         try:
             self.deployment = deploy(self.template, self.stack_name, self.parameters)

@@ -363,4 +363,4 @@ class LocalStack(ScheduleOps):
             if time.monotonic() + pause > deadline:  # say so now, not after waiting in vain
                 after = fmt_duration(int(pause * 1000))
                 raise NothingDueInTime(f"nothing is due before {utc(wake)}, {after} from now")
-            time.sleep(min(pause, 0.5))  # noqa: TID251 - real time is the point
+            time.sleep(min(pause, 0.5))  # real time is the point

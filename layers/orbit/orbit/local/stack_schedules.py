@@ -63,7 +63,7 @@ class ScheduleOps:
 
     def trigger_schedule(self, schedule_id: str, overlap: str | None = None) -> str | None:
         with self.services.queues.batched():
-            return self.schedules.trigger(schedule_id, overlap)  # type: ignore[no-any-return]
+            return self.schedules.trigger(schedule_id, overlap)
 
     def backfill_schedule(
         self, schedule_id: str, start: str, end: str, overlap: str | None = None

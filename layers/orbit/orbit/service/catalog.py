@@ -64,7 +64,7 @@ class CatalogApi:
         first = self.store.history(execution_id, 0, 1).records
         created = first[0].event if first else None
         if not isinstance(created, WorkflowCreated):  # a tombstone: NotFound, as describe says
-            self.load_state(execution_id)  # type: ignore[attr-defined] - EngineApi's
+            self.load_state(execution_id)  # type: ignore[attr-defined]  # EngineApi's
             raise NotFound(f"execution {execution_id!r} has no WorkflowCreated event")
         build = created.build or created.definition_hash  # as the state pins it (evolve)
         return self.workflow_source(created.workflow, created.version, build)

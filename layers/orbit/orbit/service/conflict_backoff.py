@@ -22,4 +22,4 @@ def conflict_delay(attempt: int, draw: float) -> float:
 
 
 def sleep_after_conflict(attempt: int) -> None:
-    time.sleep(conflict_delay(attempt, random.random()))  # noqa: S311 - jitter, not a secret
+    time.sleep(conflict_delay(attempt, random.random()))  # jitter, not a secret

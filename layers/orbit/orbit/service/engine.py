@@ -71,13 +71,14 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
-class _StaleNoop(Exception):  # noqa: N818 - a signal inside `_process`, never raised out of it
+class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
 
 class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
+    inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
     # The runtime that replays code workflows in its decisions, with its own cache of paused instances
     # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
@@ -136,7 +137,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
                     self.schedules.handle(raw)
-                except Exception as e:  # noqa: BLE001 - reported per message, the queue retries it
+                except Exception as e:  # reported per message, the queue retries it
                     log.exception("schedule message failed: %s", raw.get("execution_id"))
                     failures.append((i, e))
                 continue
@@ -155,7 +156,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         for eid, items in groups.items():
             try:
                 self._traced(eid, [m for _, m in items], delivery, traces.get(eid))
-            except Exception as e:  # noqa: BLE001 - reported per message, the queue retries them
+            except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])

@@ -295,8 +295,9 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             continue
         try:
             return fn(engine, _parse_body(body), dict(query or {}), *(unquote(g) for g in m.groups()))
-        except ValidationError as e:
-            return _error(400, "VALIDATION_ERROR", str(e), [p.to_dict() for p in e.problems])
+        except ValidationError as e:  # a query's answer that is not JSON data: its own code
+            code = getattr(e, "code", "VALIDATION_ERROR")
+            return _error(400, code, str(e), [p.to_dict() for p in e.problems])
         except PayloadRefused as e:
             return _error(400, "PAYLOAD_REFUSED", str(e), details=e.details)
         except WorkflowRetired as e:  # the workflow exists: refusing it is a conflict, not a 404

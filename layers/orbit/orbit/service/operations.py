@@ -71,7 +71,7 @@ class EngineApi(CatalogApi):
         if page.records:
             return None
         self._check_retained(execution_id, page.expires_at_s)
-        return entry[0]  # type: ignore[no-any-return]
+        return entry[0]
 
     def describe(
         self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None

@@ -12,15 +12,32 @@ call from inside a handler is an error naming the call.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from orbit.core.definition.model import Definition
+from orbit.core.history.storable import value_problem
 from orbit.core.runtime.code_updates import ctx_call as _ctx_call
 from orbit.errors import OrbitError, ValidationError
 
 
 class QueryError(ValidationError):
     """The query is unknown, or its handler or expression failed; nothing was recorded."""
+
+
+class AnswerNotStorable(QueryError):
+    """The answer is not JSON data (a datetime, a set, a lone surrogate...): HTTP 400 with code
+    VALUE_NOT_STORABLE, the message naming the path inside the answer and what is there."""
+
+    code = "VALUE_NOT_STORABLE"
+
+
+def _answer(name: str, answer: Any) -> Any:
+    problem = value_problem(answer, "answer")
+    if problem is not None:
+        raise AnswerNotStorable(f"query {name!r} answered with a value that is not JSON data: {problem}",
+                                f"queries.{name}")
+    return json.loads(json.dumps(answer))  # the caller's own copy, never the workflow's locals
 
 
 def run_query(engine: Any, execution_id: str, name: str, input: Any = None) -> Any:
@@ -33,8 +50,8 @@ def run_query(engine: Any, execution_id: str, name: str, input: Any = None) -> A
     wf = engine.registry.get_build(state.workflow, state.version, state.build)
     with keys_from(engine.ids):  # hooks.NAME.token reads as in a decision (the replay must match)
         if isinstance(wf, Definition):
-            return _definition_query(wf, state, name, input)
-        return _code_query(wf, state, name, input)
+            return _answer(name, _definition_query(wf, state, name, input))
+        return _answer(name, _code_query(wf, state, name, input))
 
 
 def _unknown(state: Any, name: str, known: Any) -> QueryError:
@@ -72,7 +89,6 @@ class _NoDurableCalls:
 
 def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
     from orbit.core.runtime.code_instance import Instance
-    from orbit.core.runtime.code_specs import as_json
 
     inst = Instance(wf, state.id)
     inst.replay.updates.dry = True  # updates not run yet stay unrun: a query records nothing
@@ -82,9 +98,9 @@ def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
         handlers = ctx.__dict__.get("query_handlers") or {}
         if name not in handlers:
             raise _unknown(state, name, handlers)
-        replay, ctx._replay = ctx._replay, _NoDurableCalls(state.id, name)
+        replay, ctx._replay = ctx._replay, _NoDurableCalls(state.id, name)  # type: ignore[assignment]
         try:
-            return as_json(handlers[name](input), f"the answer of query {name!r}")
+            return handlers[name](input)  # checked and copied by _answer
         except QueryError:
             raise
         except Exception as e:  # noqa: BLE001 - the handler is user code

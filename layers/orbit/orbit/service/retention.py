@@ -152,7 +152,7 @@ class RetentionSweeper:
                 state = self._load(eid)
             except NotFound:
                 continue  # listed but gone: nothing to pin
-            except Exception:  # noqa: BLE001 - one unreadable execution must not stop the sweep
+            except Exception:  # one unreadable execution must not stop the sweep
                 # Pin what can be found without its state (everything but its hook rows) rather
                 # than let TTL take a running execution's history, or retry it forever.
                 log.exception("retention sweep: execution %s could not be loaded; pinned without hooks", eid)

@@ -19,6 +19,7 @@ is handled here (buffered occurrences start, `pause_on_failure` applies).
 
 from __future__ import annotations
 
+import builtins
 import logging
 from typing import Any, Callable
 
@@ -59,6 +60,7 @@ class ScheduleService:
         """Create a schedule (the same config again returns it, re-armed; another is refused)."""
         config = parse_config(raw)
         self._check_workflow(config.workflow, config.version)
+        st.check_runs(config, self.now_ms)  # bounded, and runs before the year 9999 ends: else a 400
         existing = self.store.get(config.schedule_id)
         if existing is not None:
             s = self._state(*existing)
@@ -78,6 +80,7 @@ class ScheduleService:
     def update(self, schedule_id: str, raw: dict[str, Any]) -> dict[str, Any]:
         config = parse_config({**raw, "id": schedule_id})
         self._check_workflow(config.workflow, config.version)
+        st.check_runs(config, self.now_ms)
         return self._change(schedule_id, lambda s, now, _: st.update(s, config, now),
                             rearm=True).describe(self.now_ms)
 
@@ -87,7 +90,7 @@ class ScheduleService:
     def list(self, limit: int = 50, cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         states, nxt = self.store.list(limit, cursor)
         now = self.now_ms
-        return [st.ScheduleState.from_dict(d).summary(now) for d in states], nxt
+        return [_summary(d, now) for d in states], nxt
 
     def pause(self, schedule_id: str, note: str = "") -> dict[str, Any]:
         note = _note(note)
@@ -106,13 +109,15 @@ class ScheduleService:
         out: list[str | None] = []
 
         def act(s: st.ScheduleState, now: int, running: set[str]) -> None:
-            st._refresh(s, running)  # noqa: SLF001 - the same refresh a fire does
+            st._refresh(s, running)  # the same refresh a fire does
             out.append(st.trigger(s, now, overlap))
 
         self._change(schedule_id, act, check_running=True)
         return out[-1]
 
-    def backfill(self, schedule_id: str, start: Any, end: Any, overlap: str | None = None) -> list[str]:
+    def backfill(
+        self, schedule_id: str, start: Any, end: Any, overlap: str | None = None
+    ) -> builtins.list[str]:
         """Act on the occurrences in [start, end) as if each fired, under `overlap` (default
         `allow_all`); returns the runs started. The range must be in the past."""
         problems = []
@@ -138,7 +143,7 @@ class ScheduleService:
         out: list[list[str]] = []
 
         def act(s: st.ScheduleState, now: int, running: set[str]) -> None:
-            st._refresh(s, running)  # noqa: SLF001
+            st._refresh(s, running)
             out.append(st.backfill(s, occurrences, policy, now))
 
         self._change(schedule_id, act, check_running=True)
@@ -255,6 +260,26 @@ class ScheduleService:
             raise ValidationError(str(e), "workflow") from None
         except OrbitError as e:
             raise ValidationError(str(e), "workflow") from None
+
+
+def _summary(d: Any, now_ms: int) -> dict[str, Any]:
+    """One row of the listing: a stored row that cannot be read (written by an older version, by
+    hand, or before its spec was checked) is listed with what is wrong, never failing the list."""
+    try:
+        if isinstance(d, dict) and d.get("unreadable"):
+            raise ValueError(d["unreadable"])
+        return st.ScheduleState.from_dict(d).summary(now_ms)
+    except Exception as e:  # noqa: BLE001 - any stored row: one bad row must not hide the others
+        config = d.get("config") if isinstance(d, dict) else None
+        config = config if isinstance(config, dict) else {}
+        sid, workflow = config.get("id"), config.get("workflow")
+        log.warning("schedule %r cannot be read: %s", sid, e)
+        return {"id": sid if isinstance(sid, str) else None,
+                "workflow": workflow if isinstance(workflow, str) else None,
+                "paused": bool(d.get("paused")) if isinstance(d, dict) else False, "spec": None,
+                "next_occurrence": None, "running": 0,
+                "problem": f"this stored schedule cannot be read ({type(e).__name__}: {e}); "
+                           "update or delete it"}
 
 
 def _note(note: Any) -> str:

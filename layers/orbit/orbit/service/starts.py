@@ -66,7 +66,7 @@ class StartSteps:
     def _started_before(self, eid: str, workflow: str, version: str | None, input: Any) -> bool:
         """Was `eid` started with this workflow and input (and version, when given)?"""
         try:
-            state = self.load_state(eid)  # type: ignore[attr-defined] - EngineApi's
+            state = self.load_state(eid)  # type: ignore[attr-defined]  # EngineApi's
         except NotFound:
             return False
         return bool(state.created and state.workflow == workflow and state.input == input

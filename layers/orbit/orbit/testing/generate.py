@@ -40,7 +40,8 @@ def bounded(schema: Any) -> Any:
     s = dict(schema)
     if not (_SHAPING & set(s)):  # no type at all: a short scalar
         s["type"] = ANY_SCALAR
-    types = s.get("type") if isinstance(s.get("type"), list) else [s.get("type")]
+    types = s.get("type")
+    types = types if isinstance(types, list) else [types]
     if "string" in types and _at_most(s.get("minLength"), MAX_STRING) and "pattern" not in s:
         s.setdefault("maxLength", MAX_STRING)
     if "array" in types and _at_most(s.get("minItems"), MAX_ITEMS):

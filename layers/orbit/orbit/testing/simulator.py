@@ -179,7 +179,7 @@ class Simulator:
         from orbit.service.updates import submit, wait
 
         uid = submit(self.engine, execution_id, name, input, update_id)
-        return update_result(wait(self.engine, execution_id, uid, 0, self.run_until_idle), 0)
+        return update_result(wait(self.engine, execution_id, uid, 0, self.run_until_idle), 0)  # type: ignore[arg-type]
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
         self.engine.cancel(execution_id, reason, force)
@@ -217,7 +217,7 @@ class Simulator:
             self.engine.fire_timers(now)
             msgs = self._inline(self.queues.receive_decisions(now, self.batch))
             if msgs:
-                for i, err in self.engine.handle_batch(msgs):
+                for i, err in self.engine.handle_batch(list(msgs)):
                     raise RuntimeError(f"decision failed for {msgs[i]}: {err}") from err
                 continue
             if not self._serve_tasks(now):

@@ -157,9 +157,10 @@ def _task_problems(sim: Simulator, case: Case, eid: str) -> list[Mismatch]:
                                 f"answer {answers} (drop the last one's `times` to let it answer the rest)"))
     if "INPUT_CONTRACT_VIOLATION" not in json.dumps(case.expect, default=str):  # unless it is the point
         for e in sim.history(eid):
-            if e["type"] == "StepFailed" and (task := refused_task_input(e.get("error") or {})) is not None:
-                out.append(Mismatch(f"steps.{e['step']}", f"would send task {task} an input that breaks "
-                                    f"tasks.{task}.input: {e['error']['message']}"))
+            refused = refused_task_input(e.get("error") or {}) if e["type"] == "StepFailed" else None
+            if refused is not None:
+                out.append(Mismatch(f"steps.{e['step']}", f"would send task {refused} an input that breaks "
+                                    f"tasks.{refused}.input: {e['error']['message']}"))
     return out
 
 

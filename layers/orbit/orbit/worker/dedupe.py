@@ -125,7 +125,7 @@ def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
             return attempt_open(history.load(d.execution_id).fold(), d)
         except NotFound:
             return False  # the execution is gone (retention): nobody waits for the answer
-        except Exception as e:  # noqa: BLE001 - any failure: the answer is unknown, read again
+        except Exception as e:
             failure = e
             log.warning("could not read the history of %s to check a possible duplicate of %s "
                         "(read %d of %d): %s: %s", d.execution_id, d.unit, attempt + 1, READ_ATTEMPTS,

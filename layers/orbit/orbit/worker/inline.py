@@ -39,9 +39,8 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TIMEOUT, TaskError
-from orbit.core.history.storable import VALUE_NOT_STORABLE
 from orbit.core.runtime.code_inline import callable_for
-from orbit.worker.sdk import TaskContext, registered_tasks
+from orbit.worker.sdk import TaskContext, registered_tasks, storable
 
 log = logging.getLogger("orbit.worker.inline")
 NOT_FOUND = "INLINE_TASK_NOT_FOUND"
@@ -97,7 +96,7 @@ class InlineTasks:
                 box["output"] = call()
             except TaskError as e:
                 box["error"] = e
-            except Exception as e:  # noqa: BLE001 - the step's failure, retryable like a worker's
+            except Exception as e:  # the step's failure, retryable like a worker's
                 log.exception("inline task %s (%s/%s) raised", d.task, d.execution_id, d.unit)
                 box["error"] = TaskError("TASK_FAILED", f"{type(e).__name__}: {e}", retryable=True)
             except BaseException as e:  # noqa: BLE001 - SystemExit and the like: raised in the invocation
@@ -109,13 +108,10 @@ class InlineTasks:
                                             "time the decider's invocation had left)")
         if "fatal" in box:  # the process is going down as a worker's would: the lease decides later
             raise box["fatal"]
-        if "error" in box:
-            return None, box["error"]
-        try:
-            return json.loads(json.dumps(box.get("output"), allow_nan=False)), None
-        except (TypeError, ValueError) as e:
-            return None, TaskError(VALUE_NOT_STORABLE, f"inline task {d.task!r} returned a value that is not "
-                                                       f"JSON data: {e}", retryable=False)
+        output, error = storable(box.get("output"), box.get("error"))  # the worker's rule (worker/sdk.py)
+        if error is not None:
+            return None, error
+        return json.loads(json.dumps(output)), None
 
     def _resolve(self, d: DispatchTask) -> Callable[[], Any] | TaskError:
         fn = callable_for(d.execution_id, d.unit)
@@ -158,7 +154,7 @@ class _Runner:
             me.name = name
             try:
                 contextvars.Context().run(target)  # an empty context, as a new thread starts with
-            except BaseException:  # noqa: BLE001 - targets catch everything; the thread must live on
+            except BaseException:  # targets catch everything; the thread must live on
                 log.exception("inline runner: %s raised", name)
             finally:
                 self._pool.release(self)  # idle again before the caller wakes: it may lend it at once

@@ -24,7 +24,7 @@ def _queue_url(sqs: Any, arn: str, known: list[str]) -> str:
         if url.rstrip("/").rsplit("/", 1)[-1] == name:
             return url
     account = arn.split(":")[4]
-    url: str = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+    url = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
     known.append(url)
     return url
 
@@ -75,9 +75,9 @@ def lambda_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     with worker.batch():
-        result: dict[str, Any] = process_partial_response(event=event, record_handler=record_handler,
-                                                          processor=processor, context=context)
-    return result
+        result = process_partial_response(event=event, record_handler=record_handler,
+                                          processor=processor, context=context)
+    return dict(result)
 
 
 def poll(queue: str = "default", *, env: Mapping[str, str] | None = None, wait_s: int = 20,

@@ -51,6 +51,7 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask, effect_from_dict
 from orbit.core.history.events import TaskError
+from orbit.core.history.storable import not_storable, value_problem
 from orbit.core.tracing import BODY_KEY, PassThrough
 from orbit.errors import DuplicateTask, OrbitError, ValidationError
 from orbit.worker import dedupe
@@ -129,6 +130,19 @@ def _where(fn: Any) -> str:
 def registered_tasks() -> dict[str, TaskFunction]:
     with _TASKS_LOCK:
         return dict(_TASKS)
+
+
+def storable(output: Any, error: TaskError | None) -> tuple[Any, TaskError | None]:
+    """An attempt's outcome as it can be sent and stored: a result or error history cannot store (a
+    datetime, a set, bytes, a Decimal, a lone surrogate, NaN, JSON nested too deep) fails the attempt
+    with VALUE_NOT_STORABLE, not retried, naming the path (`output.items[2].when: datetime is not JSON
+    data`). Left as it was, the encoder would raise and no answer would ever be sent."""
+    if error is None:
+        refused = not_storable(output, "output")
+    else:
+        refused = not_storable(error.to_dict(), "error",
+                               f"the task failed with {error.code!r}, and its error cannot be stored: ")
+    return (output, error) if refused is None else (None, refused)
 
 
 class TaskBusy(OrbitError):
@@ -276,7 +290,8 @@ class Worker:
         else:
             grace = timers().after(self.started_grace_s, running_long)
         try:
-            output, error = self._run(d, idem, running_long, session, lease, extend_visibility, recorded)
+            output, error = storable(*self._run(d, idem, running_long, session, lease, extend_visibility,
+                                                recorded))
         finally:
             if grace is not None:
                 # waits for a grace callback that fired just now: it has claimed before we read `recorded`
@@ -393,6 +408,8 @@ class Worker:
                 idem.extend(d.idempotency_key, d.token, lease_ms)
 
         def send_beat(details: Any) -> bool:
+            if value_problem(details, "details") is not None:
+                details = None  # dropped, as the decider would: the heartbeat still counts
             beats[0] += 1
             running_long()
             self._send({"kind": "heartbeat", "execution_id": d.execution_id,

@@ -305,7 +305,7 @@ def collect_removed(records: list[dict[str, Any]], blobs: BlobRefs,
     for digest, seqs in by_digest.items():
         try:
             deleted += blobs.collect(digest, delete_object)
-        except Exception:  # noqa: BLE001 - reported per record, the stream retries them
+        except Exception:  # reported per record, the stream retries them
             logging.getLogger("orbit.retention").exception("collecting payload %s failed", digest)
             failed += [s for s in seqs if s]
     return deleted, failed

@@ -57,9 +57,22 @@ class DynamoScheduleStore:
         out = self._db.query(TableName=self.table, IndexName="gsi2", KeyConditionExpression="gsi2pk = :p",
                              ExpressionAttributeValues={":p": s(LIST_PK)}, Limit=max(1, min(limit, 100)),
                              **kw)
-        states = [json.loads(i["state"]["S"]) for i in out.get("Items", [])]
+        states = [_state(i) for i in out.get("Items", [])]
         last = out.get("LastEvaluatedKey")
         return states, (last["gsi2sk"]["S"] if last else None)
+
+
+def _state(item: dict[str, Any]) -> dict[str, Any]:
+    """A listed row's state; one that is not JSON (written by hand) is listed as unreadable, not
+    failing the whole page."""
+    try:
+        state = json.loads(item["state"]["S"])
+        if isinstance(state, dict):
+            return state
+    except (KeyError, TypeError, ValueError):
+        pass
+    sid = (item.get("gsi2sk") or {}).get("S")
+    return {"config": {"id": sid}, "unreadable": "its stored state is not a JSON object"}
 
 
 def _key(schedule_id: str) -> dict[str, Any]:

@@ -172,7 +172,7 @@ def _start(ctx: Ctx, m: StartMessage, retention_ms: int | None) -> None:
             ctx.emit(SignalReceived(sig["name"], sig.get("payload"), str(sig.get("signal_id") or "")))
 
 
-def _inbound(ctx: Ctx, m: Message) -> None:  # noqa: C901 - one branch per message kind
+def _inbound(ctx: Ctx, m: Message) -> None:  # one branch per message kind
     s = ctx.state
     if s.terminal:
         if isinstance(m, ResultMessage):  # evidence of a late answer, never applied
@@ -296,7 +296,8 @@ def runtime_for(workflow: Any, code_runtime: Runtime | None = None) -> Runtime:
     when given)."""
     rt = getattr(workflow, "runtime", None)
     if rt is not None:
-        return rt() if isinstance(rt, type) else rt
+        runtime: Runtime = rt() if isinstance(rt, type) else rt
+        return runtime
     if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
         if getattr(workflow, "handlers", None):  # on_signal: the interpreter with event handlers
             from orbit.core.runtime.dsl_handlers import HandlersRuntime
@@ -309,4 +310,4 @@ def runtime_for(workflow: Any, code_runtime: Runtime | None = None) -> Runtime:
         return code_runtime
     from orbit.core.runtime import code  # the Python replayer (orbit/runtime/code.py)
 
-    return code.runtime_for(workflow)  # type: ignore[attr-defined, no-any-return]
+    return code.runtime_for(workflow)

@@ -85,7 +85,7 @@ def execute(ctx: Ctx, commands: list[Command]) -> None:
         _one(ctx, storable(c))
 
 
-def _one(ctx: Ctx, c: Command) -> None:  # noqa: C901 - one branch per command, flat on purpose
+def _one(ctx: Ctx, c: Command) -> None:  # one branch per command, flat on purpose
     s = ctx.state
     cleanup = cleans_up(ctx)
     aborting = s.abort is not None and not cleanup

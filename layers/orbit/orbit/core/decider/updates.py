@@ -68,7 +68,7 @@ def consumed(ctx: Ctx, unit: str, signal_id: str) -> None:
     rec = s.updates.get(uid)
     if rec is None or rec.get("status") != "ACCEPTED":
         return
-    spec = (definition_updates(ctx.workflow) or {}).get(rec.get("name")) or {}
+    spec = (definition_updates(ctx.workflow) or {}).get(rec.get("name")) or {}  # type: ignore[arg-type]
     u = s.units.get(unit)
     result, error = (u.output if u is not None else None), None
     if isinstance(spec, dict) and spec.get("result") is not None:

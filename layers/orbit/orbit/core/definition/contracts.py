@@ -82,7 +82,7 @@ def _schema_problems(key: str) -> tuple[str, ...]:
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         meta = cls(cls.META_SCHEMA)  # the meta-schemas' own refs: all bundled with jsonschema
         problems = [_schema_problem(err) for err in meta.iter_errors(schema)]
-    except Exception as exc:  # unknown $schema URIs, unhashable oddities: report, never raise
+    except Exception as exc:  # noqa: BLE001 - unknown $schema URIs, unhashable oddities: report, never raise
         return (f"{type(exc).__name__}: {exc}",)
     return tuple(sorted(problems))
 
@@ -98,7 +98,7 @@ def check_schema(schema: Any, value: Any, code: str, label: str | None = None,
     root = label or _ROOT_LABEL.get(code, "value")
     try:
         validator = compile_schema(schema)
-    except Exception as exc:  # a schema that slipped past validation (or was stored before a rule)
+    except Exception as exc:  # noqa: BLE001 - a schema that slipped past validation (or stored before a rule)
         return _unusable(code, root, unusable_reason(exc, schema_path))
     return check_compiled(validator, value, code, root)
 
@@ -135,7 +135,7 @@ def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskErro
             errors = list(validator.iter_errors(value))
     except SchemaBudgetExceeded as exc:
         return TaskError(code, f"{root}: {exc}", retryable=False, details={"errors": []})
-    except Exception as exc:  # an unresolvable $ref, a schema that cannot be applied
+    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a schema that cannot be applied
         return _unusable(code, root, unusable_reason(exc))
     if not errors:
         return None
@@ -175,16 +175,16 @@ def _message(err: js_exceptions.ValidationError) -> str:
 
     Its messages start with the value's Python repr ("None is not of type 'object'").
     """
-    shown = repr(err.instance)
-    if not err.message.startswith(shown):
-        return err.message
+    shown, message = repr(err.instance), str(err.message)
+    if not message.startswith(shown):
+        return message
     try:
         as_json = json.dumps(err.instance, ensure_ascii=False)
     except (TypeError, ValueError):
-        return err.message
+        return message
     if len(as_json) > 80:
         as_json = as_json[:77] + "..."
-    return as_json + err.message[len(shown):]
+    return as_json + message[len(shown):]
 
 
 def _value_path(root: str, err: js_exceptions.ValidationError) -> str:

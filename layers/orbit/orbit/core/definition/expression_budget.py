@@ -209,11 +209,11 @@ _CHECKS = {
 }
 
 
-class _Guarded(jsonata.Jsonata.JNativeFunction):
+class _Guarded(jsonata.Jsonata.JNativeFunction):  # type: ignore[misc]  # jsonata is untyped
     """A built-in that checks the size it is about to make before the real one runs (after the
     signature has validated and coerced its arguments, as for the built-in itself)."""
 
-    def __init__(self, original: Any, check: Any) -> None:  # noqa: D107 - copies the built-in
+    def __init__(self, original: Any, check: Any) -> None:  # copies the built-in
         self.__dict__.update(original.__dict__)
         self._check = check
 
@@ -222,7 +222,7 @@ class _Guarded(jsonata.Jsonata.JNativeFunction):
         return super().call(input, args)
 
 
-class BudgetedJsonata(jsonata.Jsonata):
+class BudgetedJsonata(jsonata.Jsonata):  # type: ignore[misc]  # jsonata is untyped
     """A compiled expression whose ranges ``[a..b]`` respect the array budget and whose
     function applications have their results checked (a call in a lambda's tail position is
     run by jsonata's trampoline, outside the evaluator's exit callback)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jsonata
 
 from orbit.errors import ExpressionError
@@ -21,7 +23,7 @@ def unknown_functions(text: str) -> list[str]:
     called: list[str] = []
     bound: set[str] = set()
     for current in ast_symbols(ast):
-        target = None
+        target: Any = None
         if current.type in ("function", "partial"):
             target = current.procedure
         elif current.type == "apply":

@@ -89,7 +89,7 @@ def _compile(text: str) -> jsonata.Jsonata:
         raise ExpressionError(f"{exc} in {text!r}") from None
     except RecursionError:
         raise ExpressionError(f"expression nested too deeply: {text[:80]!r}") from None
-    except Exception as exc:  # the parser has rough edges (e.g. IndexError on some inputs)
+    except Exception as exc:  # noqa: BLE001 - the parser has rough edges (e.g. IndexError on some inputs)
         raise ExpressionError(f"cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if compiled.errors:
         raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}")
@@ -161,7 +161,7 @@ def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str)
             budget.check_size(result)
     except BudgetExceeded as exc:
         raise ExpressionError(f"{where}{exc} in {_short(template)}") from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any evaluation failure becomes an EXPRESSION_ERROR
         if budget.exceeded is not None:  # wrapped by jsonata (e.g. inside $eval): report the budget
             raise ExpressionError(f"{where}{budget.exceeded} in {_short(template)}") from None
         raise _plain_error(exc, where, template) from None
@@ -188,7 +188,8 @@ def _plain_error(exc: Exception, where: str, template: str) -> ExpressionError:
 
 def _clock_bindings(now_ms: int) -> dict[str, Any]:
     def now(picture: str | None = None, timezone: str | None = None) -> str | None:
-        return Functions.datetime_from_millis(now_ms, picture, timezone)
+        text: str | None = Functions.datetime_from_millis(now_ms, picture, timezone)
+        return text
 
     def millis() -> int:
         return now_ms

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from orbit.core.definition.checks import Problems, check_size
 from orbit.core.definition.model import Definition
 from orbit.core.definition.parse import DefinitionError, parse_definition
 from orbit.errors import Problem
@@ -20,7 +21,7 @@ _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_DEFINITION_CHARS = 1_000_000
 
 
-class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _Loader(_SafeLoader):  # type: ignore[misc]
     """SafeLoader without the timestamp resolver: ``2024-06-01`` stays a string,
     so YAML and JSON spellings of a definition load (and hash) the same. It also
     notes duplicate keys, which YAML would silently resolve to the last one (two
@@ -41,7 +42,8 @@ class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
                                                    f"(first at line {first_line[key_node.value]})"))
             else:
                 first_line[key_node.value] = line
-        return super().construct_mapping(node, deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -87,6 +89,11 @@ def parse_text(text: str, source: str | None = None) -> Any:
         raise DefinitionError([Problem("", "the document is empty")], source)
     if len(documents) != 1:
         raise DefinitionError([Problem("", f"expected one YAML document, found {len(documents)}")], source)
+    # Aliases share one object per anchor, so loading an alias bomb is quick; whoever walks the
+    # result (a test file's checks, hashing, JSON) expands it. Count values once per use, first.
+    out = Problems()
+    if not check_size(documents[0], out):
+        raise DefinitionError(out.items, source)
     return documents[0]
 
 

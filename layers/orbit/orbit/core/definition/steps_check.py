@@ -70,8 +70,8 @@ def check_step(name: str, body: Any, path: str, out: Problems) -> str | None:
         out.add(path, f"a step needs exactly one kind: {', '.join(STEP_KINDS)}")
     elif len(kinds) > 1:
         out.add(path, f"a step has exactly one kind, this one has {len(kinds)}: {', '.join(kinds)}")
-    for kind in kinds:
-        _check_kind(kind, body, path, out)
+    for each in kinds:
+        _check_kind(each, body, path, out)
     kind = kinds[0] if len(kinds) == 1 else None
     if kind is not None:
         for key, kinds_ok in KEY_KINDS.items():

@@ -105,7 +105,7 @@ class TaskContracts:
         if key not in self._compiled:  # compiled once, a failure too (the schema does not change)
             try:
                 self._compiled[key] = compile_schema(self._schemas[key])
-            except Exception as exc:  # a schema that slipped past validation: the step fails
+            except Exception as exc:  # noqa: BLE001 - a schema that slipped past validation: the step fails
                 self._compiled[key] = exc
         compiled = self._compiled[key]
         if isinstance(compiled, Exception):

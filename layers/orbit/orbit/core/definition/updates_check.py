@@ -29,7 +29,8 @@ def check_updates(document: dict[str, Any], out: Problems, reads: Callable[[Any,
         out.add("updates", f"must be a mapping of update names to {{signal, validator?, result?}}, "
                            f"not {type_name(updates)}")
         return
-    steps = document.get("steps") if isinstance(document.get("steps"), dict) else {}
+    steps = document.get("steps")
+    steps = steps if isinstance(steps, dict) else {}
     waited = {b["wait_for"] for b in steps.values()
               if isinstance(b, dict) and isinstance(b.get("wait_for"), str)}
     for name, body in updates.items():

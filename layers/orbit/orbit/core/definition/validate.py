@@ -95,7 +95,8 @@ def _check_patterns(document: dict[str, Any], out: Problems) -> None:
     """Every schema's regular expressions run on RE2: one it cannot run is refused, by its path."""
     from orbit.core.definition.schema_regex import pattern_problems
 
-    schemas = [(key, document[key]) for key in ("input", "output_schema") if key in document]
+    schemas: list[tuple[str, Any]] = [(key, document[key]) for key in ("input", "output_schema")
+                                      if key in document]
     for group, side_keys in (("signals", ("schema",)), ("tasks", ("input", "output"))):
         bodies = document.get(group)
         for name, body in (bodies.items() if isinstance(bodies, dict) else ()):

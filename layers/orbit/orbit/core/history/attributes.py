@@ -42,7 +42,7 @@ def value_problem(value: Any) -> str | None:
         if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
             return "a string with a lone surrogate"
         return None
-    kinds = {list: "a list", dict: "an object"}
+    kinds: dict[type, str] = {list: "a list", dict: "an object"}
     kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
     return f"must be a string, a number or a boolean, not {kind}"
 

@@ -9,7 +9,7 @@ names it `step` (a unit key: `step`, `step[i]` or `compensate:step`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from orbit.core.history.serial import known_fields, tagged_dict
 from orbit.core.history.task_error import (  # noqa: F401  (re-export: events.py was TaskError's home)
@@ -49,7 +49,11 @@ class Event:
 EVENT_TYPES: dict[str, type[Event]] = {}
 
 
-def event(cls: type[Event]) -> type[Event]:
+_E = TypeVar("_E", bound=Event)
+
+
+@dataclass_transform(frozen_default=True)
+def event(cls: type[_E]) -> type[_E]:
     """Register an event class under its own name (the JSON `type`)."""
     cls = dataclass(frozen=True)(cls)
     cls.TYPE = cls.__name__

@@ -9,6 +9,9 @@ succeeded units of another; `ForkCreated` links the original to its fork.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from orbit.core.history import events as E
 from orbit.core.history.state import (
     CANCELLED,
@@ -73,8 +76,8 @@ def _forked(s: ExecutionState, e: E.ExecutionForked, ts: int) -> None:
             task=str(rec.get("task") or ""),
             input=rec.get("input"),
             output=rec.get("output"),
-            signal=rec.get("signal"),  # type: ignore[arg-type]
-            retry=rec.get("retry") if isinstance(rec.get("retry"), dict) else None,  # type: ignore[arg-type]
+            signal=rec.get("signal"),
+            retry=rec.get("retry") if isinstance(rec.get("retry"), dict) else None,
             timeout_ms=_ms(rec.get("timeout_ms")),
             queue_timeout_ms=_ms(rec.get("queue_timeout_ms")),
             heartbeat_timeout_ms=_ms(rec.get("heartbeat_timeout_ms")),
@@ -92,7 +95,7 @@ def _fork_created(s: ExecutionState, e: E.ForkCreated, ts: int) -> None:
         s.forked_to.append(e.fork_id)
 
 
-RECOVERY_HANDLERS = {
+RECOVERY_HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.ExecutionRedriven: _redriven,
     E.ExecutionForked: _forked,
     E.ForkCreated: _fork_created,

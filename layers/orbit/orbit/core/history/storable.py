@@ -17,6 +17,7 @@ import math
 import re
 from typing import Any
 
+from orbit.core.history.task_error import TaskError
 from orbit.errors import Problem
 
 MAX_DEPTH = 64
@@ -50,6 +51,22 @@ def value_problem(value: Any, where: str) -> Problem | None:
     return None
 
 
+class NotStorable(TaskError):
+    """A value produced by user code (a task's result, a workflow's output, a query's answer) that
+    history cannot store: code VALUE_NOT_STORABLE, not retryable (the same code returns the same
+    value), the message naming the path and what is wrong (`output.items[2].when: datetime is not
+    JSON data`)."""
+
+    def __init__(self, problem: Problem | str, prefix: str = "") -> None:
+        super().__init__(VALUE_NOT_STORABLE, f"{prefix}{problem}", retryable=False)
+
+
+def not_storable(value: Any, where: str, prefix: str = "") -> NotStorable | None:
+    """The failure `value` becomes when history cannot store it (see NotStorable), else None."""
+    problem = value_problem(value, where)
+    return None if problem is None else NotStorable(problem, prefix)
+
+
 def _deeper_than(value: Any, limit: int) -> bool:
     containers = (dict, list)
     level = [value] if isinstance(value, containers) else []
@@ -80,10 +97,10 @@ def _first_problem(value: Any, where: str) -> Problem | None:
             if not math.isfinite(v):
                 return Problem(path, f"{v} is not a JSON number")
             continue
-        if isinstance(v, (dict, list)):
+        if isinstance(v, (dict, list, tuple)):
             if depth >= MAX_DEPTH:
                 return Problem(path, f"nested more than {MAX_DEPTH} levels deep")
-            if isinstance(v, list):
+            if isinstance(v, (list, tuple)):  # the encoder writes a tuple as a list
                 stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(v))
                 continue
             for k, item in v.items():

@@ -99,6 +99,10 @@ class TaskError(OrbitError):
     """
 
     __slots__ = ("code", "message", "retryable", "details")
+    code: str
+    message: str
+    retryable: bool
+    details: JSON
 
     def __init__(self, code: str, message: str = "", retryable: bool = True, details: JSON = None) -> None:
         object.__setattr__(self, "code", str(code))

@@ -102,7 +102,7 @@ class BranchReplay(Replay):
         if kind == "workflow":  # a child that fails fails its branch, not the execution
             inner = make
 
-            def make(key: str) -> C.Command:  # noqa: F811 - the branch's version of the command
+            def make(key: str) -> C.Command:  # the branch's version of the command
                 c = inner(key)
                 return dataclasses.replace(c, on_exhausted=C.CONTINUE_WORKFLOW) \
                     if isinstance(c, C.LinkChild) else c

@@ -46,7 +46,7 @@ def wait_for_condition(ctx: Any, check: Any, initial_state: Any = None, *,
     if isinstance(check, str) and check:
         task = check
 
-        def check(c: Any, state: Any) -> Any:  # noqa: F811 - a task name polls with that step
+        def check(c: Any, state: Any) -> Any:  # a task name polls with that step
             return c.step(task, state)
     if not callable(check):
         raise TypeError(f"wait_for_condition needs check(ctx, state) or a task name, got {check!r}")

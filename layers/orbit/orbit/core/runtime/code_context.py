@@ -203,7 +203,7 @@ class WorkflowContext:
     def hook_token(self, name: str, metadata: Any = None) -> str:
         """The token that resumes `wait_for(name)` through the hook API; known before the wait.
         `metadata` (JSON: who may answer, a link, ...) is kept with the hook and shown by describe."""
-        return self._replay.hook_token(name, as_json(metadata, f"the metadata of hook {name!r}"))
+        return self._replay.hook_token(name, as_json(metadata, f"the metadata of hook {name!r}", "metadata"))
 
     def dispose_hook(self, name: str) -> None:
         """Be done with hook `name`: its token resumes nothing any more (the API answers 404)."""
@@ -226,7 +226,7 @@ class WorkflowContext:
             raise TypeError(f"child needs a workflow name, got {workflow!r}")
         def command(key: str) -> C.Command:
             return C.LinkChild(key, f"{self.execution_id}/{key}", workflow, version,
-                               as_json(input, f"the input of child {key!r}"), on_exhausted)
+                               as_json(input, f"the input of child {key!r}", "input"), on_exhausted)
         label = f"child({workflow})" if parent_policy == "cancel" else f"child({workflow}, abandon)"
         return self._replay.await_unit("workflow", label, command,
                                        fail_run=on_exhausted == C.FAIL_RUN, workflow=workflow)
@@ -278,4 +278,4 @@ class WorkflowContext:
 
     def continue_as_new(self, input: Any = None) -> None:
         """End this run and start the workflow again with `input` and an empty history."""
-        raise ContinuedAsNew(as_json(input, "the continue_as_new input"))
+        raise ContinuedAsNew(as_json(input, "the continue_as_new input", "input"))

@@ -48,6 +48,8 @@ def run_group(parent: Replay, make_ctx: MakeCtx, kind: str, names: list[str], re
     requested = describe_call(kind, base)
     record = as_json(record, f"the items of {base!r}")
     u = parent.state.units.get(base)
+    if u is None and len(record) > C.MAX_FOR_ITEMS:  # a new group only: one recorded before replays
+        raise C.too_many_items(base, kind, len(record))
     if u is None:
         parent._check_absent(position, requested)
     else:

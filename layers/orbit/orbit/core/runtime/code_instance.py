@@ -26,6 +26,7 @@ from greenlet import getcurrent, greenlet
 from orbit.core.history.events import TaskError
 from orbit.core.history.hook_tokens import current_keys
 from orbit.core.history.state import ExecutionState
+from orbit.core.history.storable import NotStorable
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_context import WorkflowContext
 from orbit.core.runtime.code_errors import (
@@ -148,16 +149,13 @@ class Instance:
             return self._stopped(e if isinstance(e, Cancelled) else Cancelled(""))
         if isinstance(e, StepFailed):
             return C.Fail(e.error.replace(message=f"step {e.step!r} failed: {e.error.message}"))
+        if isinstance(e, NotStorable):  # a value the code passed or returned: VALUE_NOT_STORABLE, located
+            return C.Fail(e.replace(message=e.message + _where(e)))
         if isinstance(e, TaskError):
             return C.Fail(e)
         if isinstance(e, OrbitError):
             return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}", retryable=False))
-        tb = traceback.extract_tb(e.__traceback__)
-        # the deepest frame in the user's code: an error raised by an orbit helper (a value
-        # that is not JSON, a bad argument) is the fault of the call that passed it
-        # ("<string>" frames are generated code, e.g. a dataclass __init__)
-        mine = [f for f in tb if not f.filename.startswith((_ORBIT_DIR, "<"))] or tb
-        where = f" at {mine[-1].filename}:{mine[-1].lineno}" if mine else ""
+        where = _where(e)
         return C.Fail(TaskError(WORKFLOW_ERROR, f"{type(e).__name__}: {e}{where}", retryable=False,
                                 details={"exception": type(e).__name__}))
 
@@ -167,9 +165,18 @@ class Instance:
             return [C.Cancel(str((self.replay.state.abort or {}).get("reason") or ""))]
         if kind == "timed_out":
             return [C.Timeout("workflow timed out")]
-        return [C.Complete(as_json(output, "the workflow's output"))]
+        return [C.Complete(as_json(output, "the workflow's output", "output"))]
 
     def _stopped(self, e: Cancelled) -> C.Command:
         if isinstance(e, WorkflowTimedOut) or self.replay.abort_kind() == "timed_out":
             return C.Timeout(e.reason, getattr(e, "deadline_ms", None))
         return C.Cancel(e.reason)
+
+
+def _where(e: BaseException) -> str:
+    """` at FILE:LINE` of the deepest frame in the user's code: an error raised by an orbit helper (a
+    value that is not JSON, a bad argument) is the fault of the call that passed it ("<string>"
+    frames are generated code, e.g. a dataclass __init__)."""
+    tb = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in tb if not f.filename.startswith((_ORBIT_DIR, "<"))] or tb
+    return f" at {mine[-1].filename}:{mine[-1].lineno}" if mine else ""

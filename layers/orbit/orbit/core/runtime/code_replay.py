@@ -349,6 +349,8 @@ class Replay:
                 compared = True
                 self._check_map(position, base, parent, spec, items, requested)
             if parent is None:
+                if len(items) > C.MAX_FOR_ITEMS:  # a new map only: one recorded before the limit replays
+                    raise C.too_many_items(base, "map", len(items))
                 compared = True
                 self._check_absent(position, requested)
                 self._maybe_deliver_cancel()
@@ -356,7 +358,7 @@ class Replay:
                          for i, item in enumerate(items[:limit])]
                 self._emit_units(position, [base] + [f"{base}[{i}]" for i in range(len(first))])
                 done: list[C.Command] = [C.RecordResult(base, [])] if not items else []
-                fan_out = C.FanOut(base, as_json(list(items), f"the items of map {base!r}"))
+                fan_out = C.FanOut(base, as_json(list(items), f"the items of map {base!r}", "items"))
                 self._wait([fan_out, *first, *done])
                 continue
             self._check_present(position, base, parent, requested)
@@ -367,7 +369,7 @@ class Replay:
     def _check_map(self, position: int, base: str, parent: UnitState, spec: Step, items: list[Any],
                    requested: dict[str, Any]) -> None:
         """A recorded map must have the same items, and its elements the same task and policy."""
-        want = as_json(items, f"the items of map {base!r}")
+        want = as_json(items, f"the items of map {base!r}", "items")
         differs = items_differences(parent.input, want, self._hook_view())
         if differs:
             raise non_determinism(position, _recorded(base, parent), requested, self.execution_id, differs)
@@ -426,7 +428,7 @@ class Replay:
         self.last_progress = data
         self.progress_made += 1
         if self.progress_made > getattr(self.state, "progress_count", 0):
-            self.outbox.append(C.RecordProgress(as_json(data, "progress data")))
+            self.outbox.append(C.RecordProgress(as_json(data, "progress data", "progress")))
 
     def draw(self, purpose: str) -> bytes:
         self.draws += 1

@@ -7,10 +7,12 @@ definition format, durations, `on_exhausted`) reads as one idea.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from orbit.core.definition.durations import parse_duration
+from orbit.core.history.storable import NotStorable, not_storable
 from orbit.core.history.task_error import retry_on_problems
 from orbit.core.runtime.commands import CONTINUE_WORKFLOW, FAIL_RUN, RetryPolicy, StepCommand
 from orbit.core.runtime.dsl import default_queue  # one rule for both runtimes: prefix before the first "."
@@ -18,18 +20,26 @@ from orbit.core.runtime.dsl import default_queue  # one rule for both runtimes: 
 ON_EXHAUSTED = (FAIL_RUN, CONTINUE_WORKFLOW)
 
 
-def as_json(value: Any, what: str) -> Any:
-    """`value` as history will store it (a private JSON copy), or TypeError naming `what`.
+def as_json(value: Any, what: str, where: str = "value") -> Any:
+    """`value` as history will store it (a private JSON copy), or NotStorable naming `what`, the
+    path inside the value from `where` and the type found there (VALUE_NOT_STORABLE).
 
     Checking here fails the workflow at the call that passed the value, not later in a store,
     and the code can never alias (and later mutate) what was recorded.
     """
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
+    if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and value.isascii()):
+        return value if not isinstance(value, float) or math.isfinite(value) else _refuse(value, what, where)
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"{what} must be JSON data: {e}") from None
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate: no store can write it
+    except (TypeError, ValueError, RecursionError):
+        _refuse(value, what, where)
+    return json.loads(text)
+
+
+def _refuse(value: Any, what: str, where: str) -> NoReturn:
+    prefix = f"{what} must be JSON data: "
+    raise not_storable(value, where, prefix) or NotStorable(prefix + "it cannot be stored")
 
 
 def retry_policy(retry: Any) -> RetryPolicy:
@@ -123,7 +133,8 @@ class Step:
     def command(self, unit: str, input: Any = None, on_exhausted: str | None = None) -> StepCommand:
         return StepCommand(
             unit=unit, task=self.task, queue="" if self.inline else self.queue or default_queue(self.task),
-            input=as_json(self.input if input is None else input, f"the input of step {unit!r}"), kind="task",
+            input=as_json(self.input if input is None else input, f"the input of step {unit!r}", "input"),
+            kind="task",
             retry=retry_policy(self.retry),
             timeout_ms=optional_ms(self.timeout, f"step {self.task!r} timeout"),
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),

@@ -141,7 +141,8 @@ class Updates:
             result, error = None, None
             try:
                 validate(self.ctx, validator, name, rec.get("input"))
-                result = as_json(self._call(fn, name, rec.get("input")), f"the result of update {name!r}")
+                result = as_json(self._call(fn, name, rec.get("input")), f"the result of update {name!r}",
+                                 "result")
             except Refused as e:
                 error = TaskError(UPDATE_REFUSED, str(e), retryable=False)
             except TaskError as e:

@@ -39,7 +39,7 @@ def holds(fact: tuple[Any, ...], state: Any) -> bool:
         h = state.hooks.get(fact[1])
         return h is not None and identity(h) == fact[2]
     if fact[0] == "abort":
-        return (state.abort or {}).get("kind") == fact[1]
+        return bool((state.abort or {}).get("kind") == fact[1])
     return False
 
 

@@ -41,6 +41,16 @@ from orbit.core.history.storable import VALUE_NOT_STORABLE, value_problem
 
 FAIL_RUN = "fail_run"
 CONTINUE_WORKFLOW = "continue_workflow"
+# Elements one `for` step (or `ctx.map`) may fan out to (docs/limits.md): each is a unit in the state
+# and a few events in history; a million took 177 s and 2.4 GB to start. Past it the step fails.
+MAX_FOR_ITEMS = 10_000
+TOO_MANY_ITEMS = "TOO_MANY_ITEMS"
+
+
+def too_many_items(unit: str, what: str, count: int) -> TaskError:
+    return TaskError(TOO_MANY_ITEMS, f"{unit}.{what}: gave {count} items, more than the limit of "
+                                     f"{MAX_FOR_ITEMS} elements a step may fan out to; give each element a "
+                                     "batch of items, or a child workflow a slice", retryable=False)
 
 
 @dataclass(frozen=True)

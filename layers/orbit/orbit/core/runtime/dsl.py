@@ -30,6 +30,7 @@ from orbit.core.history.state import (
 from orbit.core.runtime.commands import (
     CONTINUE_WORKFLOW,
     FAIL_RUN,
+    MAX_FOR_ITEMS,
     Command,
     Complete,
     CreateHook,
@@ -45,6 +46,7 @@ from orbit.core.runtime.commands import (
     WaitForSignal,
     WaitUntil,
     storable,
+    too_many_items,
 )
 from orbit.core.runtime.dsl_attributes import attribute_commands
 from orbit.core.runtime.dsl_plan import Plan
@@ -83,7 +85,8 @@ def _json_type(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {str: "a string", dict: "an object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "a string", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _preview(value: Any) -> str:
@@ -215,6 +218,8 @@ class _Run:
                 msg = (f"must give an array, but gave {got}; wrap a path that may give one value "
                        "in brackets, e.g. [input.items]")
                 return [FailStep(name, _expression_error(name, "for", ValueError(msg)), continue_)]
+            if len(items) > MAX_FOR_ITEMS:
+                return [FailStep(name, too_many_items(name, "for", len(items)), continue_)]
             return [FanOut(name, items)]
         return self.unit_commands(
             step,

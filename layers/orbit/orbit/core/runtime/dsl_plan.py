@@ -25,7 +25,7 @@ class Plan:
         self.watch: set[str] = set()
         self.waiting: dict[str, list[str]] = {}  # step -> steps blocked until it ends
         self.ended: set[str] = set()
-        self.hooks = defn.signal_names()
+        self.hooks: list[str] = defn.signal_names()
         self.handlers: Any = None  # the live on_signal instances (runtime.dsl_handlers), built on first use
 
     def candidates(self) -> list[str]:

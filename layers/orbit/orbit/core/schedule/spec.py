@@ -14,24 +14,55 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
 from orbit.core.definition.durations import DurationError, parse_duration
-from orbit.core.schedule.times import format_time, parse_time
+from orbit.core.schedule.times import MAX_MS, MIN_MS, format_time, parse_time
 from orbit.errors import Problem, ValidationError
 
 MIN_EVERY_MS = 1_000
 MAX_JITTER_MS = 24 * 3_600_000
 MAX_EXCLUSIONS = 100
-# Occurrences a single question may walk over (exclusions can hide many in a row): bounded work
-# whatever the spec says; past it the question answers "none found".
+# Candidate instants one question may look at (docs/decisions/sec-values-schedules-bounded.md):
+# an excluded candidate costs one step and the search jumps to the end of the block that excludes
+# it (a date, a range, the minute, hour, day or month a cron exclusion covers), so exclusions cost
+# steps per block, not per occurrence. Past the budget the question stops with SearchExhausted.
 MAX_STEPS = 10_000
+DAY_MS = 86_400_000
+# Occurrences lie between these (a day inside year 1 .. 9999: a day of jitter or of time zone
+# offset still formats, and no date arithmetic overflows).
+FIRST_MS = MIN_MS + DAY_MS
+LAST_MS = MAX_MS - DAY_MS
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class SearchExhausted(ValidationError):
+    """A question about a schedule looked at MAX_STEPS candidates without an answer: the exclusions
+    hide that many blocks in a row. `cursor_ms`: every candidate up to it is excluded."""
+
+    def __init__(self, cursor_ms: int) -> None:
+        self.cursor_ms = cursor_ms
+        super().__init__(f"exclusions hide every occurrence from {format_time(cursor_ms)} on for more than "
+                         f"{MAX_STEPS} candidate times in a row; remove or narrow some", "spec.exclude")
+
+
+@dataclass
+class Budget:
+    """The steps one question may still take (shared by every search the question makes)."""
+
+    left: int = MAX_STEPS
+    past_last: bool = False  # a search ran into LAST_MS (the year 9999)
+
+    def step(self, cursor_ms: int) -> None:
+        if self.left <= 0:
+            raise SearchExhausted(cursor_ms)
+        self.left -= 1
 
 
 @dataclass(frozen=True)
@@ -40,6 +71,12 @@ class Exclusion:
     cron: str | None = None
     start_ms: int | None = None
     end_ms: int | None = None
+    # the cron exclusion parsed once: matching a minute is then a few set lookups, never a search
+    matcher: CronSim | None = field(default=None, compare=False, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.cron is not None and self.matcher is None:
+            object.__setattr__(self, "matcher", CronSim(self.cron, datetime(2000, 1, 1, tzinfo=timezone.utc)))
 
     def to_json(self) -> Any:
         if self.day is not None:
@@ -82,58 +119,99 @@ class Spec:
         return out
 
     # ------------------------------------------------------------ occurrences
-    def next_after(self, after_ms: int) -> int | None:
-        """The first occurrence strictly after `after_ms` (ms since the epoch, UTC), or None."""
-        floor = after_ms if self.start_ms is None else max(after_ms, self.start_ms - 1)
-        for candidate in self._raw_after(floor):
+    def next_after(self, after_ms: int, budget: Budget | None = None) -> int | None:
+        """The first occurrence strictly after `after_ms` (ms since the epoch, UTC), or None (past
+        `end`, or none before the year 9999 ends: then `budget.past_last`). At most `budget`'s steps
+        (a fresh MAX_STEPS if not given); SearchExhausted past them."""
+        budget = budget if budget is not None else Budget()
+        t = max(after_ms, FIRST_MS) if self.start_ms is None else max(after_ms, self.start_ms - 1, FIRST_MS)
+        raw = self._raw(t)
+        while True:
+            budget.step(t)
+            candidate = next(raw, None)
+            if candidate is None or candidate > LAST_MS:
+                budget.past_last = budget.past_last or self.end_ms is None or self.end_ms > LAST_MS
+                return None
             if self.end_ms is not None and candidate > self.end_ms:
                 return None
-            if not self.excluded(candidate):
+            until = self.excluded_until(candidate)
+            if until is None:
                 return candidate
-        return None
+            t = max(candidate, until - 1)
+            if self.every_ms is not None or until - candidate > 60_000:
+                raw = self._raw(t)  # jump over the block (a cron's next minute is past a minute's block)
 
-    def between(self, after_ms: int, until_ms: int, limit: int) -> list[int]:
-        """Occurrences in (after_ms, until_ms], oldest first, at most `limit`."""
+    def between(self, after_ms: int, until_ms: int, limit: int, budget: Budget | None = None) -> list[int]:
+        """Occurrences in (after_ms, until_ms], oldest first, at most `limit`, within one budget."""
+        budget = budget if budget is not None else Budget()
         out: list[int] = []
         t = after_ms
         while len(out) < limit:
-            nxt = self.next_after(t)
+            nxt = self.next_after(t, budget)
             if nxt is None or nxt > until_ms:
                 break
             out.append(nxt)
             t = nxt
         return out
 
-    def _raw_after(self, after_ms: int) -> Any:
-        """Occurrences ignoring start/end/exclusions, at most MAX_STEPS of them."""
+    def _raw(self, after_ms: int) -> Iterator[int]:
+        """Occurrences strictly after `after_ms`, ignoring start/end/exclusions."""
         if self.every_ms is not None:
             k = (after_ms - self.offset_ms) // self.every_ms + 1
-            for i in range(MAX_STEPS):
-                yield self.offset_ms + (k + i) * self.every_ms
-            return
+            while True:
+                yield self.offset_ms + k * self.every_ms
+                k += 1
         assert self.cron is not None
         # cronsim yields minutes strictly after the given local time, whole minutes only
-        start = datetime.fromtimestamp(after_ms // 1000, tz=timezone.utc).astimezone(self.zone)
-        it = CronSim(self.cron, start)
-        for _ in range(MAX_STEPS):
-            try:
-                d = next(it)
-            except (StopIteration, CronSimError):
-                return
-            yield int(d.timestamp()) * 1000
+        try:
+            local = datetime.fromtimestamp(after_ms // 1000, tz=timezone.utc).astimezone(self.zone)
+            it = CronSim(self.cron, local)
+            while True:
+                yield int(next(it).timestamp()) * 1000
+        except (StopIteration, CronSimError, OverflowError, ValueError):  # none in 50 years, or the year 9999
+            return
 
     def excluded(self, at_ms: int) -> bool:
+        return self.excluded_until(at_ms) is not None
+
+    def excluded_until(self, at_ms: int) -> int | None:
+        """None when `at_ms` is not excluded; else where the excluded block holding it ends (every
+        instant in [at_ms, that end) is excluded by one same exclusion)."""
         if not self.exclude:
-            return False
+            return None
         local = datetime.fromtimestamp(at_ms / 1000, tz=timezone.utc).astimezone(self.zone)
+        until: int | None = None
         for e in self.exclude:
-            if e.day is not None and local.date() == e.day:
-                return True
-            if e.start_ms is not None and e.end_ms is not None and e.start_ms <= at_ms < e.end_ms:
-                return True
-            if e.cron is not None and _cron_matches(e.cron, local):
-                return True
-        return False
+            end: int | None = None
+            try:
+                if e.day is not None and local.date() == e.day:
+                    end = self._midnight_after(local)
+                elif e.start_ms is not None and e.end_ms is not None and e.start_ms <= at_ms < e.end_ms:
+                    end = e.end_ms
+                elif e.matcher is not None and _cron_matches(e.matcher, local):
+                    end = self._cron_block_end(e.matcher, at_ms, local)
+            except (OverflowError, ValueError):  # the block ends past the year 9999: so does the schedule
+                end = MAX_MS
+            if end is not None and (until is None or end > until):
+                until = end
+        return until
+
+    def _midnight_after(self, local: datetime) -> int:
+        nxt = datetime.combine(local.date() + timedelta(days=1), time(0), tzinfo=self.zone)
+        return int(nxt.timestamp()) * 1000
+
+    def _cron_block_end(self, c: CronSim, at_ms: int, local: datetime) -> int:
+        """The end of the minute, hour, day or month around `local` that `c` excludes whole."""
+        # the local minute's start (a zone's offset may have seconds: local mean time before 1900)
+        minute_start = at_ms - local.second * 1000 - local.microsecond // 1000
+        if len(c.minutes) < 60:
+            return minute_start + 60_000
+        if len(c.hours) < 24:
+            return minute_start - local.minute * 60_000 + 3_600_000
+        if not _every_day(c):
+            return self._midnight_after(local)
+        first = local.date().replace(day=1) + timedelta(days=32)
+        return int(datetime.combine(first.replace(day=1), time(0), tzinfo=self.zone).timestamp()) * 1000
 
     def fire_at(self, schedule_id: str, occurrence_ms: int) -> int:
         """When the occurrence is fired: the occurrence plus its jitter (stable per occurrence)."""
@@ -143,12 +221,20 @@ class Spec:
         return occurrence_ms + int.from_bytes(digest[:8], "big") % (self.jitter_ms + 1)
 
 
-def _cron_matches(expr: str, local: datetime) -> bool:
-    minute = local.replace(second=0, microsecond=0)
-    try:
-        return bool(next(CronSim(expr, minute - timedelta(minutes=1))) == minute)
-    except (StopIteration, CronSimError):
-        return False
+def _cron_matches(c: CronSim, local: datetime) -> bool:
+    """Does the cron `c` fire at the local minute of `local` (its fields, as cronsim reads them)?"""
+    return (local.minute in c.minutes and local.hour in c.hours and local.month in c.months
+            and c.match_day(local.date()))
+
+
+def _every_day(c: CronSim) -> bool:
+    dom = set(range(1, 32)) <= c.days
+    dow = set(range(7)) <= {w % 7 for w in c.weekdays if isinstance(w, int)}
+    return (dom and dow) if c.day_and else (dom or dow)
+
+
+def _every_minute(c: CronSim) -> bool:
+    return len(c.minutes) == 60 and len(c.hours) == 24 and len(c.months) == 12 and _every_day(c)
 
 
 def check_cron(expr: Any, path: str, problems: list[Problem]) -> str | None:
@@ -242,7 +328,10 @@ def _exclusions(raw: Any, path: str, problems: list[Problem]) -> tuple[Exclusion
         elif isinstance(item, str):
             expr = check_cron(item, where, problems)
             if expr:
-                out.append(Exclusion(cron=expr))
+                exclusion = Exclusion(cron=expr)
+                if exclusion.matcher is not None and _every_minute(exclusion.matcher):
+                    problems.append(Problem(where, f"{item!r} excludes every minute: nothing would ever run"))
+                out.append(exclusion)
         elif isinstance(item, dict) and set(item) == {"start", "end"}:
             s = _time(item["start"], f"{where}.start", problems)
             e = _time(item["end"], f"{where}.end", problems)

@@ -16,7 +16,9 @@ from typing import Any
 
 from orbit.core.history.storable import SCHEDULE_ID_PREFIX
 from orbit.core.schedule.config import Config, parse_config
+from orbit.core.schedule.spec import LAST_MS, Budget, SearchExhausted
 from orbit.core.schedule.times import format_time
+from orbit.errors import ValidationError
 
 MAX_ACTIONS = 10
 MAX_BUFFERED = 1_000
@@ -73,30 +75,56 @@ class ScheduleState:
     def next_occurrences(self, now_ms: int, n: int = 5) -> list[int]:
         return self.config.spec.between(max(self.watermark_ms, now_ms), 2**62, n)
 
+    def _next(self, now_ms: int, n: int) -> tuple[list[str], str | None]:
+        """The next `n` occurrences as text, and why they may be fewer (a read never fails on them)."""
+        try:
+            return [format_time(o) for o in self.next_occurrences(now_ms, n)], None
+        except SearchExhausted as e:
+            return [], str(e)
+
     def describe(self, now_ms: int) -> dict[str, Any]:
         c = self.config.to_dict()
+        nxt, problem = self._next(now_ms, 5)
         return {
             **c,
             "state": {
                 "paused": self.paused,
                 "note": self.note,
                 "running": list(self.running),
-                "buffered": [format_time(o) for o in self.buffered],
+                "buffered": [_shown(o) for o in self.buffered],
                 "counts": dict(self.counts),
-                "last_occurrence": format_time(self.watermark_ms) if self.watermark_ms else None,
-                "armed_at": None if self.armed_ms is None else format_time(self.armed_ms),
+                "last_occurrence": _shown(self.watermark_ms) if self.watermark_ms else None,
+                "armed_at": None if self.armed_ms is None else _shown(self.armed_ms),
             },
             "actions": list(reversed(self.actions)),  # newest first
-            "next_occurrences": [format_time(o) for o in self.next_occurrences(now_ms)],
-            "created_at": format_time(self.created_at_ms),
-            "updated_at": format_time(self.updated_at_ms or self.created_at_ms),
+            "next_occurrences": nxt,
+            **({"next_problem": problem} if problem else {}),
+            "created_at": _shown(self.created_at_ms),
+            "updated_at": _shown(self.updated_at_ms or self.created_at_ms),
         }
 
     def summary(self, now_ms: int) -> dict[str, Any]:
-        nxt = self.next_occurrences(now_ms, 1)
+        nxt, problem = self._next(now_ms, 1)
         return {"id": self.schedule_id, "workflow": self.config.workflow, "paused": self.paused,
-                "spec": self.config.spec.to_dict(), "next_occurrence": format_time(nxt[0]) if nxt else None,
-                "running": len(self.running)}
+                "spec": self.config.spec.to_dict(), "next_occurrence": nxt[0] if nxt else None,
+                "running": len(self.running), **({"next_problem": problem} if problem else {})}
+
+
+def _shown(ms: Any) -> str:
+    """A stored instant as RFC 3339; one no date can spell (a row written by hand) as itself."""
+    try:
+        return format_time(int(ms))
+    except (OverflowError, ValueError, TypeError, OSError):
+        return f"out of range: {ms!r}"
+
+
+def check_runs(config: Config, now_ms: int) -> None:
+    """ValidationError unless the schedule's next occurrence after `now_ms` can be found within one
+    question's budget and falls before the year 9999 ends (or the schedule's `end` came first)."""
+    budget = Budget()
+    if config.spec.next_after(now_ms, budget) is None and budget.past_last:  # SearchExhausted: a 400 too
+        raise ValidationError(f"has no occurrence after {format_time(now_ms)} and before "
+                              f"{format_time(LAST_MS)}: nothing would ever run", "spec")
 
 
 def new_state(config: Config, now_ms: int) -> ScheduleState:
@@ -115,8 +143,13 @@ def tick(s: ScheduleState, now_ms: int, still_running: set[str]) -> None:
     else:
         # older than the catch-up window: skipped and counted, never started
         _count(s, "missed_catchup", _skip_until(s, now_ms - window - 1))
+        budget = Budget()  # one search budget for this fire, whatever it catches up
         for _ in range(MAX_CATCHUP_FIRES):
-            o = spec.next_after(s.watermark_ms)
+            try:
+                o = spec.next_after(s.watermark_ms, budget)
+            except SearchExhausted as e:  # all excluded up to the cursor: the next fire searches on
+                s.watermark_ms = max(s.watermark_ms, min(e.cursor_ms, now_ms))
+                break
             if o is None or o > now_ms or spec.fire_at(s.schedule_id, o) > now_ms:
                 break
             s.watermark_ms = o
@@ -182,7 +215,11 @@ def update(s: ScheduleState, config: Config, now_ms: int) -> None:
 
 def rearm(s: ScheduleState) -> None:
     """When the clock must next fire: the next occurrence plus its jitter (None while paused)."""
-    nxt = None if s.paused else s.config.spec.next_after(s.watermark_ms)
+    try:
+        nxt = None if s.paused else s.config.spec.next_after(s.watermark_ms)
+    except SearchExhausted as e:  # every candidate up to the cursor is excluded: fire there, search on
+        s.armed_ms = e.cursor_ms
+        return
     s.armed_ms = None if nxt is None else s.config.spec.fire_at(s.schedule_id, nxt)
 
 
@@ -238,12 +275,16 @@ def _refresh(s: ScheduleState, still_running: set[str]) -> None:
 def _skip_until(s: ScheduleState, until_ms: int) -> int:
     """Mark every occurrence up to `until_ms` handled without acting; returns how many."""
     n = 0
-    while n < MAX_MISSED_COUNT:
-        batch = s.config.spec.between(s.watermark_ms, until_ms, 1_000)
-        if not batch:
-            break
-        n += len(batch)
-        s.watermark_ms = batch[-1]
+    budget = Budget(MAX_MISSED_COUNT)  # steps, occurrences and excluded blocks alike: bounded work
+    try:
+        while n < MAX_MISSED_COUNT:
+            batch = s.config.spec.between(s.watermark_ms, until_ms, 1_000, budget)
+            if not batch:
+                break
+            n += len(batch)
+            s.watermark_ms = batch[-1]
+    except SearchExhausted:
+        pass  # the count is then a lower bound; every occurrence up to `until_ms` is handled all the same
     s.watermark_ms = max(s.watermark_ms, until_ms)
     return n
 
