@@ -97,3 +97,29 @@ def test_a_parallel_of_10000_branches_is_decided_on_the_calling_thread_alone():
     rt.forget()
     assert paused._g is None and paused.finished is False  # discarded: its 10,000 branches unwound
     assert threading.active_count() == before
+
+
+def test_an_execution_past_the_live_unit_limit_fails_naming_the_call(monkeypatch):
+    from orbit.core.runtime import code_limits
+
+    monkeypatch.setattr(code_limits, "MAX_LIVE_UNITS", 8)
+    reg = CodeRegistry()
+
+    def inner(ctx: Any, i: int) -> Any:  # two steps each: nested groups multiply the live units
+        return ctx.parallel(lambda c: c.step("w.a", i), lambda c: c.step("w.b", i))
+
+    @workflow("nested", registry=reg)
+    def wf(ctx: Any, n: int) -> Any:
+        return ctx.map(list(range(n)), inner)
+
+    h = Harness(wf, workers={"w.a": echo, "w.b": echo})
+    h.held = {"w.a", "w.b"}
+    h.start("nested", 2)  # 1 map + 2 x (1 group + 2 steps) = 7 live units: within the limit
+    assert h.describe()["status"] == "RUNNING", h.describe()
+    h.start("nested", 3, id="ex-3")  # the third branch's group is the eighth, its first step the ninth
+    d = h.describe("ex-3")
+    assert d["status"] == "FAILED", d
+    assert d["error"]["code"] == "TOO_MANY_UNITS"
+    assert "would make 9 units live at once, more than the limit of 8" in d["error"]["message"]
+    assert d["error"]["message"].startswith("'1.map()/2/1.parallel()/0/1.w.a' of workflow 'nested' "
+                                            "(execution 'ex-3')")

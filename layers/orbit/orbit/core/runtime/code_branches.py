@@ -25,6 +25,7 @@ from orbit.core.history.events import TaskError
 from orbit.core.history.state import parse_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_errors import Cancelled, ReplayStop, StepFailed, Suspended
+from orbit.core.runtime.code_limits import check_live
 from orbit.core.runtime.code_replay import Replay, running_replay
 from orbit.core.runtime.code_specs import Step, as_json
 
@@ -71,6 +72,7 @@ class BranchReplay(Replay):
         return self.root.nested_index.setdefault(self.prefix, {})
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
+        check_live(self.root, keys)
         if position:
             self.index.setdefault(position, parse_key(keys[0])[1])
         self.root.emitted_units.extend(keys)

@@ -53,6 +53,7 @@ from orbit.core.runtime.code_errors import (
     step_failed,
 )
 from orbit.core.runtime.code_keys import build_index
+from orbit.core.runtime.code_limits import check_live
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 from orbit.core.runtime.code_updates import Updates
@@ -143,6 +144,7 @@ class Replay:
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
         """Remember units this feed asks for: a cached instance is valid only once they exist."""
+        check_live(self, keys)
         if position:
             self.index.setdefault(position, parse_key(keys[0])[1])
         self.emitted_units.extend(keys)
