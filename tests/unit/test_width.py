@@ -12,7 +12,7 @@ from typing import Any
 
 from code_harness import Harness
 from orbit.core.decider.decide import decide
-from orbit.core.history.messages import ResultMessage, StartMessage, WakeMessage
+from orbit.core.history.messages import ResultMessage, StartMessage
 from orbit.core.history.model import apply
 from orbit.core.history.state import ExecutionState
 from orbit.core.runtime.code import CodeRuntime

@@ -26,7 +26,8 @@ def check_live(root: Any, keys: Sequence[str]) -> None:
     live = len(root.state.active) + len(root.emitted_units) + len(keys)
     if live > MAX_LIVE_UNITS:
         raise FailRun(TaskError(TOO_MANY_UNITS, (
-            f"{keys[0]!r} of workflow {root.state.workflow!r} (execution {root.execution_id!r}) would make {live} units live at once, more "
+            f"{keys[0]!r} of workflow {root.state.workflow!r} (execution {root.execution_id!r}) would make "
+            f"{live} units live at once, more "
             f"than the limit of {MAX_LIVE_UNITS} (steps, timers, waits and children in flight, across "
             "every branch); bound the fan-out with concurrency=, or give child workflows a slice each"),
             retryable=False, details={"limit": MAX_LIVE_UNITS, "live": live, "unit": keys[0]}))
