@@ -272,7 +272,8 @@ def test_the_core_state_check_sees_threads_and_state(tmp_path: Path) -> None:
     core = tmp_path / "core"
     core.mkdir()
     (core / "m.py").write_text("import threading\nTHREAD = threading.local()\nCACHE: dict = {}\n"
-                               "N = (1, 2)\n\ndef f():\n    global N\n    threading.Thread(target=f).start()\n")
+                               "N = (1, 2)\n\ndef f():\n    global N\n"
+                               "    threading.Thread(target=f).start()\n")
     state, bad = core_state(tmp_path)
     assert state == {"core/m.py:THREAD", "core/m.py:CACHE"}
     assert bad == ["core/m.py:7: rebinds module state (global N)",
