@@ -8,8 +8,10 @@ to (a greenlet cannot cross threads) but replayed cold.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
+import pytest
 from code_harness import Harness
 from orbit.core.decider.decide import decide
 from orbit.core.history.messages import ResultMessage, StartMessage
@@ -123,3 +125,45 @@ def test_an_execution_past_the_live_unit_limit_fails_naming_the_call(monkeypatch
     assert "would make 9 units live at once, more than the limit of 8" in d["error"]["message"]
     assert d["error"]["message"].startswith("'1.map()/2/1.parallel()/0/1.w.a' of workflow 'nested' "
                                             "(execution 'ex-3')")
+
+
+def test_code_looping_without_a_durable_call_fails_the_decision_naming_the_line():
+    from orbit.core.runtime.code_errors import Stalled
+    from orbit.service.stall import StallGuard
+
+    reg = CodeRegistry()
+
+    def spin(ctx: Any) -> None:
+        ctx.step("w.a", 1)
+        while True:  # no durable call: only the guard's signal gets out of here
+            pass
+
+    @workflow("spin", build="t", registry=reg)
+    def stuck(ctx: Any, n: int) -> Any:
+        return ctx.parallel(spin, lambda c: c.step("w.b", 2))
+
+    @workflow("fine", build="t", registry=reg)
+    def fine(ctx: Any, n: int) -> Any:
+        return ctx.step("w.a", n)
+
+    rt = CodeRuntime(reg)
+    rt.guard = StallGuard(budget_s=0.3)
+    state = ExecutionState("s1")
+    for r in decide(stuck, state, StartMessage("s1", "start", workflow="spin", input=0), 0, _Ids(),
+                    code_runtime=rt).events:
+        apply(state, r)
+    key = next(k for k in state.active if k.endswith("w.a"))
+    t0 = time.monotonic()
+    with pytest.raises(Stalled) as e:
+        decide(stuck, state, ResultMessage("s1", "r", unit=key, token=state.units[key].token or "",
+                                           output={"n": 1}), 1, _Ids(), code_runtime=rt)
+    assert 0.3 <= time.monotonic() - t0 < 3
+    loop = {f"at {__file__}:{spin.__code__.co_firstlineno + i}" for i in (2, 3)}  # `while True:` / `pass`
+    assert str(e.value).startswith("workflow 'spin' ran 0.3 s without a durable call (budget 0.3 s")
+    assert str(e.value).rpartition(", ")[2] in loop, str(e.value)
+    assert "s1" not in rt._cache  # dropped: the retry replays from history
+    # the same runtime goes on serving others (the timer and its signal handler are gone)
+    other = ExecutionState("s2")
+    d = decide(fine, other, StartMessage("s2", "start", workflow="fine", input=5), 0, _Ids(), code_runtime=rt)
+    assert any(type(r.event).__name__ == "StepScheduled" for r in d.events)
+    time.sleep(0.2)  # no late alarm

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from orbit.core.history.events import TaskError
@@ -67,6 +69,9 @@ class CodeRuntime:
         self._cache: OrderedDict[str, Instance] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = {"cold": 0, "warm": 0}
+        # the host's bound on code running without a durable call (orbit/service/stall.py):
+        # guard(workflow name, calls made so far) -> a context manager around each feed
+        self.guard: Callable[[str, Callable[[], int]], AbstractContextManager[Any]] | None = None
 
     def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[C.Command]:
         if state.terminal:
@@ -87,7 +92,12 @@ class CodeRuntime:
             inst = Instance(wf, state.id)
         else:
             self.stats["warm"] += 1
-        commands = inst.feed(state) + self._compensation(inst, state)
+        if self.guard is None:
+            commands = inst.feed(state)
+        else:
+            with self.guard(wf.name, lambda: inst.replay.calls):
+                commands = inst.feed(state)
+        commands += self._compensation(inst, state)
         inst.redrives_seen = state.redrive_count
         if inst.finished or self.cache_size <= 0:
             inst.discard()

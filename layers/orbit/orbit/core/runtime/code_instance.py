@@ -34,6 +34,7 @@ from orbit.core.runtime.code_errors import (
     ContinuedAsNew,
     Diverged,
     FailRun,
+    Stalled,
     StepFailed,
     Suspended,
     WorkflowTimedOut,
@@ -88,6 +89,8 @@ class Instance:
         else:
             self._g.parent = getcurrent()  # the feeder it hands the turn back to (and returns to)
             commands = self._g.switch(state)
+        if isinstance(commands, Stalled):
+            raise commands  # the decision fails; the instance is finished, never fed again
         return list(commands)
 
     def discard(self) -> None:
@@ -112,12 +115,15 @@ class Instance:
             raise Suspended()
         self.replay.begin(state)
 
-    def _main(self, input: Any) -> list[C.Command]:
+    def _main(self, input: Any) -> list[C.Command] | Stalled:
         """The greenlet's body: what it returns goes to its parent, the feeder."""
         try:
             commands = self._run(input)
         except Suspended:
             return []  # discarded while waiting: nobody listens any more
+        except Stalled as e:
+            self.finished = True
+            return e  # type: ignore[return-value] - raised again by feed, on the decider's side
         except BaseException as e:  # noqa: BLE001 - a runaway BaseException must not kill the decider
             commands = _park(RuntimeError(f"workflow code died: {type(e).__name__}: {e}"), WORKFLOW_ERROR)
         self.finished = True

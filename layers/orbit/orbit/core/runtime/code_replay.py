@@ -116,6 +116,7 @@ class Replay:
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
         self.updates = Updates()  # ctx.update_handler (code_updates.py)
         self.seen = Seen()  # what every earlier feed relied on (code_witness.py)
+        self.calls = 0  # durable calls made, in any branch (read by a stall guard between them)
 
     # -- feeding ---------------------------------------------------------------------------
     def begin(self, state: ExecutionState) -> None:
@@ -168,6 +169,7 @@ class Replay:
             raise TypeError("a durable call inside a branch must use the branch's own ctx (the first "
                             "argument of the branch function), not an outer one")
         self.position += 1
+        getattr(self, "root", self).calls += 1  # progress, for the host's stall guard
         return self.position
 
     def _check_absent(self, position: int, requested: dict[str, Any]) -> None:
