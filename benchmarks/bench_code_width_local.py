@@ -74,7 +74,8 @@ def main() -> None:
             if out.returncode:
                 sys.exit(out.stderr[-2000:])
             f = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"{label:<8} {n:>8,} {f['idle_s']:>12.1f} s {f['done_s']:>11.1f} s {f['threads_peak']:>15,}")
+            print(f"{label:<8} {n:>8,} {f['idle_s']:>12.1f} s {f['done_s']:>11.1f} s "
+                  f"{f['threads_peak']:>15,}")
 
 
 if __name__ == "__main__":
