@@ -167,3 +167,20 @@ def test_code_looping_without_a_durable_call_fails_the_decision_naming_the_line(
     d = decide(fine, other, StartMessage("s2", "start", workflow="fine", input=5), 0, _Ids(), code_runtime=rt)
     assert any(type(r.event).__name__ == "StepScheduled" for r in d.events)
     time.sleep(0.2)  # no late alarm
+
+
+def test_the_instance_cache_is_bounded_by_parked_units_not_only_by_executions():
+    reg = CodeRegistry()
+
+    @workflow("fan", registry=reg)
+    def fan(ctx: Any, n: int) -> Any:
+        return ctx.parallel(*[lambda c: c.wait_for("go")] * n)
+
+    h = Harness(fan)
+    rt = CodeRuntime(reg, cache_units=25)
+    h.engine.code_runtime = rt
+    for i in range(3):
+        h.start("fan", 10, id=f"f{i}")  # 11 live units each (10 waits and the group)
+    assert list(rt._cache) == ["f1", "f2"]  # f0 evicted: 33 parked units > 25
+    rt.forget()
+    assert rt._cache == {} and rt._weights == {}

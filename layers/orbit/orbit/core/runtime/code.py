@@ -52,6 +52,9 @@ from orbit.core.runtime.code_witness import holds
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
 DEFAULT_CACHE_SIZE = 256
+# Paused branches the cache may hold across its instances (each about 6.5 kB parked, so ~130 MB):
+# a wide execution counts for its live units, not as one entry (docs/decisions/width-greenlets.md).
+DEFAULT_CACHE_UNITS = 20_000
 
 
 def replaceable(build: str) -> bool:
@@ -63,9 +66,12 @@ def replaceable(build: str) -> bool:
 class CodeRuntime:
     """Runtime for code workflows; one per process is enough (it is thread-safe)."""
 
-    def __init__(self, registry: CodeRegistry | None = None, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, registry: CodeRegistry | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
+                 cache_units: int = DEFAULT_CACHE_UNITS) -> None:
         self.registry = registry or REGISTRY
         self.cache_size = cache_size
+        self.cache_units = cache_units  # live units (≈ parked branches) of every cached instance
+        self._weights: dict[str, int] = {}
         self._cache: OrderedDict[str, Instance] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = {"cold": 0, "warm": 0}
@@ -167,8 +173,10 @@ class CodeRuntime:
                 [i for i in [self._cache.get(execution_id)] if i is not None]
             if execution_id is None:
                 self._cache.clear()
+                self._weights.clear()
             else:
                 self._cache.pop(execution_id, None)
+                self._weights.pop(execution_id, None)
         for inst in victims:
             inst.discard()
 
@@ -176,6 +184,7 @@ class CodeRuntime:
     def _take(self, execution_id: str) -> Instance | None:
         """Remove and return the cached instance: one decision uses it at a time."""
         with self._lock:
+            self._weights.pop(execution_id, None)
             return self._cache.pop(execution_id, None)
 
     def _put(self, execution_id: str, inst: Instance) -> None:
@@ -185,8 +194,12 @@ class CodeRuntime:
             if old is not None and old is not inst:
                 evicted.append(old)
             self._cache[execution_id] = inst
-            while len(self._cache) > self.cache_size:
-                evicted.append(self._cache.popitem(last=False)[1])
+            self._weights[execution_id] = len(inst.replay.state.active)
+            while len(self._cache) > self.cache_size or (
+                    len(self._cache) > 1 and sum(self._weights.values()) > self.cache_units):
+                eid, victim = self._cache.popitem(last=False)
+                self._weights.pop(eid, None)
+                evicted.append(victim)
         for e in evicted:
             e.discard()
 
