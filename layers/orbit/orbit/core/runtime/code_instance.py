@@ -123,7 +123,7 @@ class Instance:
             return []  # discarded while waiting: nobody listens any more
         except Stalled as e:
             self.finished = True
-            return e  # type: ignore[return-value] - raised again by feed, on the decider's side
+            return e  # raised again by feed, on the decider's side
         except BaseException as e:  # noqa: BLE001 - a runaway BaseException must not kill the decider
             commands = _park(RuntimeError(f"workflow code died: {type(e).__name__}: {e}"), WORKFLOW_ERROR)
         self.finished = True
