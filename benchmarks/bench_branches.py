@@ -165,6 +165,8 @@ def width_figures(wide: int, cold_n: int) -> dict[str, Any]:
     rt.forget()
     gc.collect()
     out["parked_mb"] = (with_parked - tracemalloc.get_traced_memory()[0]) / 2**20
+    if out["threads_max"] > base_threads + 8:
+        out["parked_mb"] = None  # parked on threads: their stacks are not traced, see the RSS
     tracemalloc.stop()
     del held
     cold = Driver(cold_n)
@@ -212,6 +214,9 @@ def width(args: argparse.Namespace) -> None:
         row = f"{label.format(wide=args.wide, cold_n=args.cold):<62} {'<= ' + str(target):>8}"
         for f in figures:
             note = "" if f["wide"] == args.wide or key == "cold_ms" else f" @{f['wide']:,}"
+            if f[key] is None:
+                row += f" {'n/a':>9} {'':<4}{note}"
+                continue
             ok = "ok" if f[key] <= target else "MISS"
             row += f" {f[key]:>9.2f} {ok:<4}{note}"
         print(row)
