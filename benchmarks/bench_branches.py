@@ -1,6 +1,15 @@
-"""Decision cost per branch of a code-workflow parallel: 10 branches against 1,000.
+"""Decision cost per branch of a code-workflow parallel: 10 branches against 1,000; and the width
+figures of issue 27, for this checkout and (side by side, in one run) another one.
 
     python benchmarks/bench_branches.py [--sizes 10,1000] [--rounds 3]
+    python benchmarks/bench_branches.py --width [--old /work/main/layers/orbit] [--old-width 10000]
+
+`--width` measures, each in a child process of its own (so threads and memory do not mix), for this
+checkout and for the `orbit` package under `--old` (e.g. a checkout of main): threads alive during a
+10,000-branch parallel's decisions, memory added by its 10,000 parked branches (RSS and virtual),
+its first decision, a cold replay (empty cache) of a 1,000-branch parallel per decision, and the
+warm decision at 10,000 branches against at 10, each printed against the issue's target.
+`--old-width` caps the old checkout's widest run (a thread per branch makes 10,000 slow).
 
 Each branch runs a step, then sleeps an hour: `ctx.parallel(*[branch] * n)`. The whole
 execution is driven through the real pure decision (`orbit.core.decider.decide.decide`): the
@@ -13,7 +22,15 @@ the decider's instance cache on (as in a warm Lambda). Target: 1,000 branches wi
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
 import time
+import tracemalloc
 from typing import Any
 
 from orbit.core.decider.decide import decide
@@ -72,11 +89,160 @@ def run(n: int) -> tuple[float, int]:
     return spent, count
 
 
+def _memory_kb() -> tuple[int, int]:
+    """(resident, virtual) size of this process in kB (Linux)."""
+    fields = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            fields[k] = v.split()[0] if v.split() else "0"
+    return int(fields.get("VmRSS", 0)), int(fields.get("VmSize", 0))
+
+
+class Driver:
+    """One execution of `fan(n)`, decided one message at a time; times and thread counts kept."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.ids, self.state = n, Ids(), ExecutionState("bench")
+        self.threads_max = threading.active_count()
+
+    def one(self, msg: Any, now: int) -> float:
+        t0 = time.perf_counter()
+        d = decide(fan, self.state, msg, now, self.ids)
+        spent = time.perf_counter() - t0
+        self.threads_max = max(self.threads_max, threading.active_count())
+        for r in d.events:
+            apply(self.state, r)
+        return spent
+
+    def start(self) -> float:
+        return self.one(StartMessage("bench", "start", workflow="bench-branches", input=self.n), 0)
+
+    def results(self, count: int, forget: bool = False) -> list[float]:
+        """Times of `count` result decisions (spread over the branches); `forget`: each cold."""
+        steps = [k for k in self.state.active if k.endswith("bench.work")]
+        pick = steps[:: max(1, len(steps) // count)][:count]
+        times = []
+        for i, key in enumerate(pick, start=1):
+            if forget:
+                code_runtime.default_runtime().forget()
+            u = self.state.units[key]
+            times.append(self.one(ResultMessage("bench", f"r-{key}", unit=key, token=u.token or "",
+                                                output={"n": 1}), i))
+        return times
+
+
+def width_figures(wide: int, cold_n: int) -> dict[str, Any]:
+    """The issue's figures for the orbit package this process imports (printed as JSON)."""
+    rt = code_runtime.default_runtime()
+    out: dict[str, Any] = {"orbit": os.path.dirname(code_runtime.__file__), "wide": wide}
+    small = Driver(10)
+    small.start()
+    small.results(1)  # first resume done: what follows is warm
+    out["warm_10_ms"] = statistics.median(small.results(8)) * 1000
+    rt.forget()
+    time.sleep(0.2)  # an old checkout's discarded threads end
+    base_threads = threading.active_count()
+    rss0, vm0 = _memory_kb()
+    big = Driver(wide)
+    out["first_ms"] = big.start() * 1000
+    rss1, vm1 = _memory_kb()
+    out["rss_added_mb"], out["vm_added_mb"] = (rss1 - rss0) / 1024, (vm1 - vm0) / 1024
+    big.results(1)
+    out["warm_wide_ms"] = statistics.median(big.results(20)) * 1000
+    out["threads_max"] = big.threads_max
+    out["threads_before"] = base_threads
+    rt.forget()
+    del big
+    time.sleep(0.5)
+    # what the parked instance itself holds: traced memory its discard gives back (the state stays);
+    # thread stacks are not traced (an old checkout's figure leaves them out: see its RSS)
+    tracemalloc.start()
+    held = Driver(wide)
+    held.start()
+    gc.collect()
+    with_parked = tracemalloc.get_traced_memory()[0]
+    rt.forget()
+    gc.collect()
+    out["parked_mb"] = (with_parked - tracemalloc.get_traced_memory()[0]) / 2**20
+    if out["threads_max"] > base_threads + 8:
+        out["parked_mb"] = None  # parked on threads: their stacks are not traced, see the RSS
+    tracemalloc.stop()
+    del held
+    cold = Driver(cold_n)
+    cold.start()
+    times = cold.results(10, forget=True)
+    out["cold_n"] = cold_n
+    out["cold_ms"] = statistics.mean(times) * 1000
+    out["cold_threads_max"] = cold.threads_max
+    rt.forget()
+    return out
+
+
+TARGETS = [  # (label, figure, target, lower is better)
+    ("threads alive during a {wide:,}-branch parallel's decisions", "threads_max", 8),
+    ("memory held by {wide:,} parked branches (traced), MB", "parked_mb", 100),
+    ("RSS added by the first decision (state + parked), MB", "rss_added_mb", 100),
+    ("first decision of a {wide:,}-branch parallel, ms", "first_ms", 2000),
+    ("cold replay of a {cold_n:,}-branch parallel, ms per decision", "cold_ms", 150),
+    ("warm decision at {wide:,} branches / at 10", "ratio", 3),
+]
+
+
+def width(args: argparse.Namespace) -> None:
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers", "orbit")
+    runs: list[tuple[str, int, str]] = [("new (this checkout)", args.wide, here)]
+    if args.old:
+        runs.append(("old (--old)", min(args.old_width, args.wide), args.old))
+    figures = []
+    for label, wide, path in runs:
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(path)}
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--figures", str(wide),
+                               "--cold", str(args.cold)], env=env, capture_output=True, text=True)
+        if done.returncode:
+            sys.exit(f"{label}: {done.stderr[-2000:]}")
+        f = json.loads(done.stdout.strip().splitlines()[-1])
+        f["ratio"] = f["warm_wide_ms"] / f["warm_10_ms"]
+        f["label"], f["wall_s"] = label, time.perf_counter() - t0
+        figures.append(f)
+    for f in figures:
+        print(f"{f['label']}: orbit from {f['orbit']} ({f['wall_s']:.1f} s)")
+    head = f"{'figure':<62} {'target':>8}" + "".join(f" {f['label'].split()[0]:>14}" for f in figures)
+    print(head)
+    for label, key, target in TARGETS:
+        row = f"{label.format(wide=args.wide, cold_n=args.cold):<62} {'<= ' + str(target):>8}"
+        for f in figures:
+            note = "" if f["wide"] == args.wide or key == "cold_ms" else f" @{f['wide']:,}"
+            if f[key] is None:
+                row += f" {'n/a':>9} {'':<4}{note}"
+                continue
+            ok = "ok" if f[key] <= target else "MISS"
+            row += f" {f[key]:>9.2f} {ok:<4}{note}"
+        print(row)
+    for f in figures:
+        print(f"  {f['label']}: warm decision {f['warm_10_ms']:.3f} ms at 10, {f['warm_wide_ms']:.3f} ms at "
+              f"{f['wide']:,}; virtual memory added {f['vm_added_mb']:,.0f} MB; threads before "
+              f"{f['threads_before']}, during the cold replays at most {f['cold_threads_max']}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10,1000")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--width", action="store_true", help="the width figures against their targets")
+    p.add_argument("--wide", type=int, default=10_000, help="branches of the wide parallel")
+    p.add_argument("--cold", type=int, default=1_000, help="branches of the cold-replay parallel")
+    p.add_argument("--old", help="an orbit package directory to compare with (e.g. main's layers/orbit)")
+    p.add_argument("--old-width", type=int, default=10_000, help="cap on the old checkout's wide run")
+    p.add_argument("--figures", type=int, help=argparse.SUPPRESS)  # child: print the figures as JSON
     args = p.parse_args()
+    if args.figures:
+        print(json.dumps(width_figures(args.figures, args.cold)))
+        return
+    if args.width:
+        width(args)
+        return
     rt = code_runtime.default_runtime()
     sizes = [int(s) for s in args.sizes.split(",")]
     per: dict[int, float] = {}

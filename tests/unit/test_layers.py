@@ -42,7 +42,8 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Third-party packages the pure core may use; anything else outside the standard library is refused.
 # re2: regular expressions; cronsim: cron evaluation (no I/O)
-CORE_THIRD_PARTY = {"cronsim", "jsonata", "jsonschema", "re2", "referencing", "yaml"}
+# greenlet: code workflows pause on greenlets (a stack switch on the calling thread, no I/O, no thread)
+CORE_THIRD_PARTY = {"cronsim", "greenlet", "jsonata", "jsonschema", "re2", "referencing", "yaml"}
 
 
 def module_name(path: Path) -> str:
@@ -184,3 +185,98 @@ def test_a_violation_is_reported() -> None:
     assert not allowed("orbit.adapters.memory", "orbit.service.engine")
     assert allowed("orbit.adapters.memory", "orbit.service.ports")
     assert not allowed("orbit.core.history.events", "orbit")
+
+
+# -- a pure core: no thread, no module-level mutable state (issue 27, section 5) ----------------------
+# Calls that create mutable containers or per-process/per-thread state, and calls that start threads.
+_STATEFUL = {"dict", "list", "set", "bytearray", "OrderedDict", "defaultdict", "deque", "Counter", "local",
+             "Lock", "RLock", "ContextVar", "Event", "Condition", "Semaphore", "SimpleQueue", "Queue",
+             "WeakValueDictionary", "WeakKeyDictionary", "WeakSet", "CodeRuntime", "CodeRegistry", "Registry"}
+_THREADS = {"Thread", "Timer", "start_new_thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process",
+            "fork"}
+# Module-level tables filled once at import and only read after (keep them few; prefer tuples,
+# frozensets or MappingProxyType for new ones).
+CORE_CONSTANT_TABLES = {
+    "core/decider/decide.py:__all__", "core/decider/execute.py:__all__",
+    "core/definition/__init__.py:__all__",
+    "core/definition/expressions.py:__all__", "core/history/hook_tokens.py:__all__",
+    "core/history/model.py:__all__", "core/runtime/code_keys.py:__all__",
+    "core/definition/contracts.py:_ROOT_LABEL", "core/definition/contracts.py:_NOTHING_TO_RETRIEVE",
+    "core/definition/durations.py:_UNIT_MS", "core/definition/durations.py:_ISO_UNITS",
+    "core/definition/expression_budget.py:_CHECKS", "core/definition/mermaid.py:_SHAPES",
+    "core/definition/schema_budget.py:_left", "core/definition/schema_unique.py:_enum_keys",
+    "core/definition/steps_check.py:KEY_KINDS", "core/definition/task_contracts.py:_CODES",
+    "core/history/events.py:EVENT_TYPES", "core/history/evolve.py:HANDLERS",
+    "core/history/evolve_handlers.py:HANDLER_HANDLERS", "core/history/evolve_recovery.py:RECOVERY_HANDLERS",
+    "core/history/evolve_steps.py:STEP_HANDLERS", "core/history/evolve_updates.py:UPDATE_HANDLERS",
+    "core/history/lifecycle.py:_STEP_METRICS", "core/runtime/replay_check.py:ENDINGS",
+}
+# Process state still under core/, to move into the service that hosts replay (issue 27, section 5).
+# Nothing may join this list; remove an entry when its state moves out.
+CORE_PROCESS_STATE = {
+    "core/runtime/code.py:_DEFAULT",  # the process's CodeRuntime: its cache of paused instances
+    "core/runtime/code_registry.py:REGISTRY",  # the process's registry of code workflows
+    "core/runtime/code_inline.py:_CALLABLES",  # the ctx.run closure table
+    "core/runtime/code_inline.py:_LOCK",
+    "core/definition/expression_budget.py:_THREAD",  # the thread-local expression budget
+    "core/definition/expressions.py:_THREAD",
+    "core/history/hook_tokens.py:_KEYS",  # the ContextVar holding the decision's stack key
+}
+
+
+def _callee(node: ast.Call) -> str:
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _stateful(value: ast.AST) -> bool:
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return True
+    return isinstance(value, ast.Call) and _callee(value) in _STATEFUL
+
+
+def core_state(root: Path) -> tuple[set[str], list[str]]:
+    """Module-level mutable bindings ("path:name") and thread starts / `global`s ("path:line: what")
+    of every module under `root`/core."""
+    state: set[str] = set()
+    bad: list[str] = []
+    for path in sorted((root / "core").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets = [node.target]
+            if targets and _stateful(node.value):  # type: ignore[union-attr]
+                state.update(f"{rel}:{t.id}" for t in targets if isinstance(t, ast.Name))
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and _callee(n) in _THREADS:
+                bad.append(f"{rel}:{n.lineno}: starts a thread or process ({_callee(n)})")
+            elif isinstance(n, ast.Global):
+                bad.append(f"{rel}:{n.lineno}: rebinds module state (global {', '.join(n.names)})")
+    return state, bad
+
+
+def test_the_core_starts_no_thread_and_keeps_no_new_module_state() -> None:
+    state, bad = core_state(PKG)
+    assert bad == [], "\n".join(bad)
+    new = sorted(state - CORE_CONSTANT_TABLES - CORE_PROCESS_STATE)
+    assert new == [], \
+        "module-level mutable state in core/ (move it to the service, or make it immutable):\n" + \
+        "\n".join(new)
+    gone = sorted(CORE_PROCESS_STATE - state)
+    assert gone == [], f"moved out of core/ (drop from CORE_PROCESS_STATE): {gone}"
+
+
+def test_the_core_state_check_sees_threads_and_state(tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.mkdir()
+    (core / "m.py").write_text("import threading\nTHREAD = threading.local()\nCACHE: dict = {}\n"
+                               "N = (1, 2)\n\ndef f():\n    global N\n"
+                               "    threading.Thread(target=f).start()\n")
+    state, bad = core_state(tmp_path)
+    assert state == {"core/m.py:THREAD", "core/m.py:CACHE"}
+    assert bad == ["core/m.py:7: rebinds module state (global N)",
+                   "core/m.py:8: starts a thread or process (Thread)"]

@@ -238,6 +238,11 @@ class Services:
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         import_workflow_modules(os.environ.get("ORBIT_WORKFLOW_MODULES", ""))
+        from orbit.core.runtime.code import default_runtime
+        from orbit.service.stall import StallGuard
+
+        # code that runs ORBIT_CODE_BUDGET_S without a durable call fails its decision (issue 27)
+        (engine.code_runtime or default_runtime()).guard = StallGuard()
         modules = os.environ.get("ORBIT_INLINE_MODULES", "")
         if modules.strip():  # registration (the API) refuses inline tasks those modules do not register
             from orbit.worker.inline import modules_from_env, served_by

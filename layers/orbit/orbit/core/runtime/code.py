@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from orbit.core.history.events import TaskError
@@ -50,6 +52,9 @@ from orbit.core.runtime.code_witness import holds
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
 DEFAULT_CACHE_SIZE = 256
+# Paused branches the cache may hold across its instances (each about 6.5 kB parked, so ~130 MB):
+# a wide execution counts for its live units, not as one entry (docs/decisions/width-greenlets.md).
+DEFAULT_CACHE_UNITS = 20_000
 
 
 def replaceable(build: str) -> bool:
@@ -61,12 +66,18 @@ def replaceable(build: str) -> bool:
 class CodeRuntime:
     """Runtime for code workflows; one per process is enough (it is thread-safe)."""
 
-    def __init__(self, registry: CodeRegistry | None = None, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, registry: CodeRegistry | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
+                 cache_units: int = DEFAULT_CACHE_UNITS) -> None:
         self.registry = registry or REGISTRY
         self.cache_size = cache_size
+        self.cache_units = cache_units  # live units (≈ parked branches) of every cached instance
+        self._weights: dict[str, int] = {}
         self._cache: OrderedDict[str, Instance] = OrderedDict()
         self._lock = threading.Lock()
         self.stats = {"cold": 0, "warm": 0}
+        # the host's bound on code running without a durable call (orbit/service/stall.py):
+        # guard(workflow name, calls made so far) -> a context manager around each feed
+        self.guard: Callable[[str, Callable[[], int]], AbstractContextManager[Any]] | None = None
 
     def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[C.Command]:
         if state.terminal:
@@ -87,7 +98,12 @@ class CodeRuntime:
             inst = Instance(wf, state.id)
         else:
             self.stats["warm"] += 1
-        commands = inst.feed(state) + self._compensation(inst, state)
+        if self.guard is None:
+            commands = inst.feed(state)
+        else:
+            with self.guard(wf.name, lambda: inst.replay.calls):
+                commands = inst.feed(state)
+        commands += self._compensation(inst, state)
         inst.redrives_seen = state.redrive_count
         if inst.finished or self.cache_size <= 0:
             inst.discard()
@@ -157,8 +173,10 @@ class CodeRuntime:
                 [i for i in [self._cache.get(execution_id)] if i is not None]
             if execution_id is None:
                 self._cache.clear()
+                self._weights.clear()
             else:
                 self._cache.pop(execution_id, None)
+                self._weights.pop(execution_id, None)
         for inst in victims:
             inst.discard()
 
@@ -166,6 +184,7 @@ class CodeRuntime:
     def _take(self, execution_id: str) -> Instance | None:
         """Remove and return the cached instance: one decision uses it at a time."""
         with self._lock:
+            self._weights.pop(execution_id, None)
             return self._cache.pop(execution_id, None)
 
     def _put(self, execution_id: str, inst: Instance) -> None:
@@ -175,8 +194,12 @@ class CodeRuntime:
             if old is not None and old is not inst:
                 evicted.append(old)
             self._cache[execution_id] = inst
-            while len(self._cache) > self.cache_size:
-                evicted.append(self._cache.popitem(last=False)[1])
+            self._weights[execution_id] = len(inst.replay.state.active)
+            while len(self._cache) > self.cache_size or (
+                    len(self._cache) > 1 and sum(self._weights.values()) > self.cache_units):
+                eid, victim = self._cache.popitem(last=False)
+                self._weights.pop(eid, None)
+                evicted.append(victim)
         for e in evicted:
             e.discard()
 
@@ -186,6 +209,8 @@ class CodeRuntime:
         r = inst.replay
         if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
             return False
+        if not inst.usable_here():
+            return False  # paused on another thread's greenlet: replay here (code_instance.py)
         if inst.redrives_seen != state.redrive_count:
             return False  # a redrive reset units the instance already consumed: replay from the start
         if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (

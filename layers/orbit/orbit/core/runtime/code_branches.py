@@ -1,8 +1,8 @@
-"""One branch of a group: its own replay (positions under a key prefix) run on its own thread.
+"""One branch of a group: its own replay (positions under a key prefix) run on its own greenlet.
 
 A branch is a function of its own `ctx` (`fn(ctx)`, `fn(ctx, item)`, `fn(ctx, item, index)`).
-Like the workflow function itself (`code_instance.py`) it runs on a thread so it can stop at
-any durable call and go on later. Branches never run at the same time as each other or as
+Like the workflow function itself (`code_instance.py`) it runs on a greenlet (no OS thread)
+so it can stop at any durable call and go on later. Branches never run at the same time as each other or as
 their parent: the group (`code_group.py`) runs one branch until it waits or ends, then the
 next, in index order, so a replay stays a pure function of the state.
 
@@ -15,26 +15,32 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import queue
-import threading
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from greenlet import getcurrent, greenlet
 
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import parse_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_errors import Cancelled, ReplayStop, StepFailed, Suspended
-from orbit.core.runtime.code_replay import THREAD, Replay
+from orbit.core.runtime.code_limits import check_live
+from orbit.core.runtime.code_replay import Replay, running_replay
 from orbit.core.runtime.code_specs import Step, as_json
 
 BRANCH_ERROR = "BRANCH_ERROR"  # a branch raised something that is not a TaskError
-CURRENT = THREAD  # .replay: the replay of the branch running on this thread
 
 
 def current(default: Replay) -> Replay:
-    """The replay of the branch whose thread calls (the workflow's own thread: `default`)."""
-    return getattr(CURRENT, "replay", None) or default
+    """The replay of the branch whose greenlet calls (the workflow's own: `default`)."""
+    return running_replay() or default
+
+
+class BranchGreenlet(greenlet):  # type: ignore[misc]
+    """A branch's greenlet; `.replay` tells a durable call which branch makes it."""
+
+    replay: Replay | None = None
 
 
 class BranchReplay(Replay):
@@ -66,6 +72,7 @@ class BranchReplay(Replay):
         return self.root.nested_index.setdefault(self.prefix, {})
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
+        check_live(self.root, keys)
         if position:
             self.index.setdefault(position, parse_key(keys[0])[1])
         self.root.emitted_units.extend(keys)
@@ -121,7 +128,7 @@ def _continue(spec: Step) -> Step:
 
 
 class Branch:
-    """A branch function on its thread, handed the turn by its group and handing it back."""
+    """A branch function on its greenlet, handed the turn by its group and handing it back."""
 
     def __init__(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...], replay: BranchReplay,
                  ctx: Any) -> None:
@@ -135,9 +142,7 @@ class Branch:
         self.done = False
         self.outcome: tuple[str, Any] = ("", None)  # ("ok", value) | ("err", TaskError) | ("raise", exc)
         self._discarded = False
-        self._thread: threading.Thread | None = None
-        self._to_branch: queue.SimpleQueue[bool] = queue.SimpleQueue()
-        self._to_group: queue.SimpleQueue[list[C.Command] | None] = queue.SimpleQueue()
+        self._g: BranchGreenlet | None = None
 
     @property
     def end_ms(self) -> int:
@@ -147,35 +152,35 @@ class Branch:
     def run(self) -> None:
         """Start (or resume) the branch; return once it waits again or ended."""
         self.replay.watch, self.replay.poll = [], False
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._main, daemon=True,
-                                            name=f"orbit-branch-{self.replay.prefix}")
-            self._thread.start()
+        if self._g is None:
+            self._g = BranchGreenlet(self._main)  # its parent: the group's greenlet, which it returns to
+            self._g.replay = self.replay
+            commands = self._g.switch()
         else:
-            self._to_branch.put(True)
-        commands = self._to_group.get()
+            self._g.parent = getcurrent()
+            commands = self._g.switch(True)
         self.commands = commands or []
 
     def discard(self) -> None:
-        """Let a waiting branch unwind; returns once its thread is gone."""
+        """Let a waiting branch unwind; returns once it has."""
         if self._discarded:
             return
         self._discarded = True
-        if self._thread is not None and not self.done:
-            self._to_branch.put(False)
-            self._thread.join()
+        g, self._g = self._g, None
+        if g is not None and not self.done and not g.dead:
+            g.parent = getcurrent()
+            g.throw(Suspended())
 
     # -- branch side -----------------------------------------------------------------------------
     def _block(self, commands: list[C.Command]) -> None:
         if self._discarded:
             raise Suspended()
-        self._to_group.put(commands)
-        if not self._to_branch.get() or self._discarded:
+        assert self._g is not None and self._g.parent is not None
+        if not self._g.parent.switch(commands) or self._discarded:  # back to the group, until its turn
             raise Suspended()
         self.replay.watch, self.replay.poll = [], False
 
     def _main(self) -> None:
-        CURRENT.replay = self.replay
         try:
             value = self.fn(self.ctx, *self.args)
             self.replay.check_finished()
@@ -194,9 +199,7 @@ class Branch:
             self.outcome = ("err", _branch_error(e))
         except BaseException as e:  # noqa: BLE001
             self.outcome = ("raise", e)
-        self.done = True
-        if not self._discarded:
-            self._to_group.put(None)
+        self.done = True  # returning hands the turn back to the group (with no commands)
 
 
 def _branch_error(e: Exception) -> TaskError:

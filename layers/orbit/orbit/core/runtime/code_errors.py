@@ -185,6 +185,11 @@ class Suspended(ReplayStop):
     """The replay is being discarded while waiting: unwind the workflow function."""
 
 
+class Stalled(ReplayStop):
+    """Workflow code ran longer than its budget without a durable call (raised by the host's guard,
+    orbit/service/stall.py): the decision fails (the queue retries it), nothing is recorded."""
+
+
 class FailRun(ReplayStop):
     """A step with `on_exhausted="fail_run"` failed: the execution fails, no catching."""
 

@@ -1,11 +1,13 @@
 """One live run of a workflow function, paused at its pending durable call.
 
-The function runs on its own thread so it can stop in the middle of its body
-(a plain `(ctx, input)` function cannot be resumed any other way) and wait
-there for the next state. The decider's thread and the workflow's thread never
-run at the same time: `feed` hands over a state and blocks until the workflow
-stops again (waiting, or finished), so the replay stays a pure function of
-the state, only cheaper.
+The function runs on a greenlet of its own so it can stop in the middle of
+its body (a plain `(ctx, input)` function cannot be resumed any other way) and
+wait there for the next state. No OS thread is started: `feed` switches into
+the workflow's greenlet on the calling thread and gets control back when the
+workflow stops again (waiting, or finished), so the replay stays a pure
+function of the state, only cheaper (docs/decisions/width-greenlets.md).
+A greenlet belongs to the thread that created it: an instance fed from
+another thread is not usable there (`usable_here`), and is replayed cold.
 
 A fresh instance replays from the first call (cold); a cached one only
 consumes what is new (warm). Discarding a waiting instance makes its pending
@@ -15,10 +17,11 @@ call raise `Suspended` (a BaseException) so the function unwinds.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 import traceback
 from typing import Any
+
+from greenlet import getcurrent, greenlet
 
 from orbit.core.history.events import TaskError
 from orbit.core.history.hook_tokens import current_keys
@@ -31,6 +34,7 @@ from orbit.core.runtime.code_errors import (
     ContinuedAsNew,
     Diverged,
     FailRun,
+    Stalled,
     StepFailed,
     Suspended,
     WorkflowTimedOut,
@@ -61,9 +65,12 @@ class Instance:
         self.origin: tuple[int, Any] | None = None  # (created_at_ms, input) of the execution it replays
         self.finished = False
         self._discarded = False
-        self._thread: threading.Thread | None = None
-        self._to_workflow: queue.SimpleQueue[ExecutionState | None] = queue.SimpleQueue()
-        self._to_decider: queue.SimpleQueue[list[C.Command]] = queue.SimpleQueue()
+        self._g: greenlet | None = None  # the function's greenlet, once started
+        self._home = threading.get_ident()  # the thread its greenlet belongs to
+
+    def usable_here(self) -> bool:
+        """Can the calling thread feed it? (A greenlet never switches across threads.)"""
+        return self._home == threading.get_ident()
 
     # -- decider side --------------------------------------------------------------------------
     def feed(self, state: ExecutionState) -> list[C.Command]:
@@ -72,44 +79,55 @@ class Instance:
             raise RuntimeError("a finished or discarded workflow instance cannot be fed")
         self.seen_seq = state.last_seq
         self.replay.keys = current_keys()  # the stack key, for ctx.hook_token on the workflow's thread
-        if self._thread is None:
+        if not self.usable_here():
+            raise RuntimeError("a workflow instance is fed only on the thread that started it")
+        if self._g is None:
             self.origin = (state.created_at_ms, state.input)
             self.replay.begin(state)
-            self._thread = threading.Thread(target=self._main, args=(private(state.input),), daemon=True,
-                                            name=f"orbit-workflow-{state.id}")
-            self._thread.start()
+            self._g = greenlet(self._main)  # its parent: this greenlet, which it returns to
+            commands = self._g.switch(private(state.input))
         else:
-            self._to_workflow.put(state)
-        return self._to_decider.get()
+            self._g.parent = getcurrent()  # the feeder it hands the turn back to (and returns to)
+            commands = self._g.switch(state)
+        if isinstance(commands, Stalled):
+            raise commands  # the decision fails; the instance is finished, never fed again
+        return list(commands)
 
     def discard(self) -> None:
-        """Let a waiting function unwind (its pending call raises `Suspended`); never blocks."""
+        """Let a waiting function unwind (its pending call raises `Suspended`): on the thread that
+        runs it, at once; from another thread it is left to the garbage collector (which raises
+        GreenletExit there instead)."""
         if self._discarded:
             return
         self._discarded = True
-        if self._thread is not None and not self.finished:
-            self._to_workflow.put(None)
+        g, self._g = self._g, None
+        if g is not None and not self.finished and not g.dead and self.usable_here():
+            g.parent = getcurrent()
+            g.throw(Suspended())
 
     # -- workflow side -------------------------------------------------------------------------
     def _block(self, commands: list[C.Command]) -> None:
         if self._discarded:
             raise Suspended()
-        self._to_decider.put(commands)
-        state = self._to_workflow.get()
+        assert self._g is not None and self._g.parent is not None
+        state = self._g.parent.switch(commands)  # to the feeder; back with the next state
         if state is None or self._discarded:
             raise Suspended()
         self.replay.begin(state)
 
-    def _main(self, input: Any) -> None:
+    def _main(self, input: Any) -> list[C.Command] | Stalled:
+        """The greenlet's body: what it returns goes to its parent, the feeder."""
         try:
             commands = self._run(input)
         except Suspended:
-            return  # discarded while waiting: nobody listens any more
+            return []  # discarded while waiting: nobody listens any more
+        except Stalled as e:
+            self.finished = True
+            return e  # raised again by feed, on the decider's side
         except BaseException as e:  # noqa: BLE001 - a runaway BaseException must not kill the decider
-            commands = _park(RuntimeError(f"workflow thread died: {type(e).__name__}: {e}"), WORKFLOW_ERROR)
+            commands = _park(RuntimeError(f"workflow code died: {type(e).__name__}: {e}"), WORKFLOW_ERROR)
         self.finished = True
-        if not self._discarded:
-            self._to_decider.put(commands)
+        return commands
 
     def _run(self, input: Any) -> list[C.Command]:
         """Call the function; turn how it ended into the final commands."""

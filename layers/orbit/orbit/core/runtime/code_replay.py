@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from greenlet import getcurrent
 
 from orbit.core.history.events import TaskError
 from orbit.core.history.hook_tokens import identity, token_of, tokens_view
@@ -52,13 +53,18 @@ from orbit.core.runtime.code_errors import (
     step_failed,
 )
 from orbit.core.runtime.code_keys import build_index
+from orbit.core.runtime.code_limits import check_live
 from orbit.core.runtime.code_patches import patched as _patched
 from orbit.core.runtime.code_specs import Step, as_json
 from orbit.core.runtime.code_updates import Updates
 from orbit.core.runtime.code_witness import Seen, unit_fact
 
-THREAD = threading.local()  # .replay: the replay of the branch running on this thread, if any
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
+
+
+def running_replay() -> Replay | None:
+    """The replay of the branch whose greenlet is running (code_branches.py), if any."""
+    return getattr(getcurrent(), "replay", None)
 
 
 def private(value: Any) -> Any:
@@ -110,6 +116,7 @@ class Replay:
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
         self.updates = Updates()  # ctx.update_handler (code_updates.py)
         self.seen = Seen()  # what every earlier feed relied on (code_witness.py)
+        self.calls = 0  # durable calls made, in any branch (read by a stall guard between them)
 
     # -- feeding ---------------------------------------------------------------------------
     def begin(self, state: ExecutionState) -> None:
@@ -138,6 +145,7 @@ class Replay:
 
     def _emit_units(self, position: int, keys: Sequence[str]) -> None:
         """Remember units this feed asks for: a cached instance is valid only once they exist."""
+        check_live(self, keys)
         if position:
             self.index.setdefault(position, parse_key(keys[0])[1])
         self.emitted_units.extend(keys)
@@ -156,11 +164,12 @@ class Replay:
 
     # -- checks shared by every call -------------------------------------------------------
     def next_position(self) -> int:
-        owner = getattr(THREAD, "replay", None)  # set on a branch's thread (code_branches.py)
+        owner = running_replay()  # set on a branch's greenlet (code_branches.py)
         if owner is not None and owner is not self:
             raise TypeError("a durable call inside a branch must use the branch's own ctx (the first "
                             "argument of the branch function), not an outer one")
         self.position += 1
+        getattr(self, "root", self).calls += 1  # progress, for the host's stall guard
         return self.position
 
     def _check_absent(self, position: int, requested: dict[str, Any]) -> None:
