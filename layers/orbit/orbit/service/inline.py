@@ -270,8 +270,7 @@ def carry_out(engine: Any, eid: str, effects: list[Effect], fresh: bool) -> list
         if d in here:
             engine.inline.pending().setdefault(eid, []).append(d)
         else:
-            engine.queues.send_decision({"kind": "wake", "execution_id": eid,
-                                         "id": f"{HANDOFF}{d.token}:{d.unit}"})
+            engine.queues.send_decision(handover(eid, d).to_dict())
     # No timer for these leases either way: the process running an attempt commits again before
     # its lease ends; a hand-over is a message on the decision queue. If this invocation dies before
     # either, the message it was handling comes back (a redelivery: `recover` wakes or arms what is
@@ -297,8 +296,7 @@ def drive(engine: Any, eid: str, msgs: list[Message]) -> None:
         for d in pending:
             limit = runner.limit_ms(d, engine.clock.now_ms())
             if limit is None:  # the invocation ran short: the next one takes it
-                engine.queues.send_decision({"kind": "wake", "execution_id": eid,
-                                             "id": f"{HANDOFF}{d.token}:{d.unit}"})
+                engine.queues.send_decision(handover(eid, d).to_dict())
                 continue
             output, error = runner.tasks.run(d, limit)
             results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
@@ -348,6 +346,11 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
     state = cached[0] if cached is not None else engine.load_state(eid)
     return ready + [dispatch_of(state, m.unit) for m in starts
                     if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
+
+
+def handover(eid: str, d: DispatchTask) -> WakeMessage:
+    """The wake that hands inline attempt `d` over to the decider that receives it."""
+    return WakeMessage(eid, f"{HANDOFF}{d.token}:{d.unit}")
 
 
 def _live_handover(state: ExecutionState, m: WakeMessage) -> bool:
@@ -401,7 +404,7 @@ def recover(engine: Any, eid: str, state: ExecutionState, since_ms: int | None =
         if u.status not in (SCHEDULED, "DISPATCHED"):
             continue
         if u.deadline_ms <= now:
-            engine.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{now}"})
+            engine.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{now}").to_dict())
             return
         engine.timers.arm(eid, u.deadline_ms, state.last_seq)
 
