@@ -10,7 +10,6 @@ effect is carried out twice: armed here, then turned into a `wake` message when 
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from orbit.core.history.effects import (
@@ -42,25 +41,26 @@ from orbit.service import inline
 
 
 class EffectSteps:
-    """Mixin of Engine: `queues`, `timers`, `store`, `clock` and `_local` (.trace) come from the engine."""
+    """Mixin of Engine: `queues`, `timers`, `store` and `clock` come from the engine."""
 
     queues: Any
     clock: Any
     timers: Any
     store: Any
-    _local: threading.local
+    inline: Any  # InlineRunner, or None
 
     def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
-                   fresh: bool = True, seq: int | None = None) -> None:
+                   fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None) -> None:
         """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
         `_write_expiry` gives for the execution's current state) goes on the hook rows it writes.
         `seq`: the last seq of the state they were derived from (the commit's, or the verified
-        head's): a timer is armed only if no newer commit armed one (Timers.arm)."""
-        header = getattr(self._local, "trace", None)
+        head's): a timer is armed only if no newer commit armed one (Timers.arm). `turn`: the
+        decision's pass (its trace header; inline attempts it runs here); None outside a decision."""
+        header = turn.trace if turn is not None else None
         trace = {BODY_KEY: header} if header else {}
         # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
         resent = {} if fresh else {"resent": True}
-        for e in inline.carry_out(self, eid, effects, fresh):
+        for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
             elif isinstance(e, CancelTask):

@@ -21,7 +21,6 @@ process had committed), and dropped on any failure.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -108,7 +107,6 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         self.retention_ms = retention_ms  # for workflows that set no retention of their own
         self.tracer: Tracer = tracer or PassThrough()
         self.meter = meter  # per-workflow counters (orbit.aws.observability.Meter), or None
-        self._local = threading.local()  # .trace: the header the current decision's messages carry
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
@@ -165,11 +163,9 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         """One decision in its own span of the execution's trace; what it sends carries the span."""
         started = time.perf_counter()
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
-            self._local.trace = span.header
-            try:
-                inline.decide_and_drive(self, eid, msgs, delivery)  # _process, then its inline steps
+            try:  # _process, then its inline steps; what it sends carries the span's header
+                inline.decide_and_drive(self, eid, msgs, delivery, inline.Turn(trace=span.header))
             finally:
-                self._local.trace = None
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
                 if workflow:
@@ -178,7 +174,13 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                         elapsed_ms = (time.perf_counter() - started) * 1000
                         self.meter.observe(workflow, "DecisionLatency", elapsed_ms)
 
-    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None) -> None:
+    def process(self, eid: str, msgs: list[Message], turn: inline.Turn) -> None:
+        """Decide `msgs` and carry out the effects, within `turn` (inline.Decider)."""
+        self._process(eid, msgs, None, turn)
+
+    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None,
+                 turn: inline.Turn | None = None) -> None:
+        turn = turn if turn is not None else inline.Turn()  # the API's decisions: no inline work here
         # A group of starts is decided on a blank state without reading the store first: the commit
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
@@ -189,7 +191,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             self._cache.pop(eid, None)
         for attempt in range(MAX_CONFLICT_RETRIES):
             try:
-                self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
+                self._decide_and_commit(eid, msgs, delivery or {}, turn, assume_new)
                 return
             except _StaleNoop:
                 # Nothing changed on the cached state: another process (the API's redrive) may have
@@ -210,6 +212,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         eid: str,
         msgs: list[Message],
         delivery: Deliveries,
+        turn: inline.Turn,
         assume_new: bool = False,
     ) -> None:
         # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
@@ -283,7 +286,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
-        if cached and not events and (handled or resend) and not inline.taking_handover(self) \
+        if cached and not events and (handled or resend) and not turn.taking \
                 and self._overtaken(eid, state):
             # A decision that commits nothing meets no conflicting write, so acting on a stale cached
             # state would go unnoticed: a no-op would drop the message for good (a child's notice
@@ -295,8 +298,8 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
-            inline.run_before_commit(self, state, wf, events, effects, handled)
-            inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
+            inline.run_before_commit(self, state, wf, events, effects, handled, turn)
+            inline.add_started(self, state, wf, effects, events, now, turn)  # at_most_once: started first
         # What this decision writes expires with the execution: when it ended, or provisionally
         # while it is young (service/retention.py); None: no expiry (yet).
         expires, provisional = self._write_expiry(state, now)  # the hooks _carry_out registers too
@@ -340,16 +343,45 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False,
-                            seq=c.last_seq)
+                            seq=c.last_seq, turn=turn)
         if resend and state.created:
             # The invocation that handled it may have died mid-chain: every internal commit since
             # the oldest one found is recovered too (inline.recover).
-            inline.recover(self, eid, state, min(c.timestamp_ms for c in resend.values()), resend)
-        self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq)
+            inline.recover(self, eid, state, min(c.timestamp_ms for c in resend.values()), resend, turn)
+        self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq, turn=turn)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
         if ended and expires is not None and (events or resend):
             self._retire(state, expires)
+
+    # ------------------------------------------- what inline work reads (inline.Decider)
+    def cached_state(self, eid: str) -> ExecutionState | None:
+        """This process's cached state of the execution, or None."""
+        cached = self._cache.get(eid)
+        return cached[0] if cached is not None else None
+
+    def current_state(self, eid: str) -> ExecutionState:
+        """The cached state (moved to the front of the cache), else the stored one, now cached."""
+        state, since_snapshot = self._state(eid, create=False)
+        self._remember(eid, state, since_snapshot)
+        return state
+
+    def reload_if_overtaken(self, eid: str, state: ExecutionState) -> ExecutionState:
+        """`state` if no newer commit exists (one consistent read), else the stored state, now cached."""
+        if not self._overtaken(eid, state):
+            return state
+        self._cache.pop(eid, None)
+        return self.current_state(eid)
+
+    def workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
+        return self._workflow_for(state, m)
+
+    def write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
+        return self._write_expiry(state, now_ms)
+
+    def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool], fresh: bool = True,
+                  seq: int | None = None, turn: inline.Turn | None = None) -> None:
+        self._carry_out(eid, effects, expiry, fresh, seq=seq, turn=turn)
 
     def _overtaken(self, eid: str, state: ExecutionState) -> bool:
         """Whether a newer commit than the (cached) state's last one exists: one consistent read."""
@@ -378,7 +410,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def _workflow_for(self, state: ExecutionState, m: Message) -> Any:
+    def _workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
         if isinstance(m, StartMessage):
             return self.registry.get(m.workflow, m.version)
         try:
