@@ -163,8 +163,8 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         """One decision in its own span of the execution's trace; what it sends carries the span."""
         started = time.perf_counter()
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
-            try:  # _process, then its inline steps; what it sends carries the span's header
-                inline.decide_and_drive(self, eid, msgs, delivery, inline.Turn(trace=span.header))
+            try:  # what the decision sends carries the span's header
+                self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
             finally:
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
@@ -174,9 +174,47 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                         elapsed_ms = (time.perf_counter() - started) * 1000
                         self.meter.observe(workflow, "DecisionLatency", elapsed_ms)
 
-    def process(self, eid: str, msgs: list[Message], turn: inline.Turn) -> None:
-        """Decide `msgs` and carry out the effects, within `turn` (inline.Decider)."""
-        self._process(eid, msgs, None, turn)
+    def _pipeline(self, eid: str, msgs: list[Message], delivery: Deliveries, turn: inline.Turn) -> None:
+        """One execution's inbound messages, top to bottom (docs/architecture.md, "The decision pipeline"):
+        1. `_process`: load -> decide -> inline work before the commit -> commit -> carry out effects;
+        2. on a decider (a runner), a redelivery recovers what its first invocation may have left;
+        3. hand-over wakes: take the attempts over (their started records first, one more `_process`);
+        4. run the inline attempts the commits left, decide their results (`_process`), until none.
+        Only decisions made here run inline work in this process; the API's (a redrive, a fork) hand
+        it over."""
+        runner = self.inline
+        handed = inline.handed_over(msgs)
+        turn.drives = runner is not None
+        turn.taking = runner is not None and len(handed) == len(msgs)
+        self._process(eid, msgs, delivery, turn)
+        if runner is None:
+            return
+        turn.taking = False
+        again, since = inline.redelivered_since(msgs, delivery)
+        cached = self.cached_state(eid)
+        if again and cached is not None and not turn.recovered:  # else: recovered by its own commit
+            self.recover(eid, cached, since, (), turn)
+        pending = turn.take_pending()
+        if handed:
+            state = self.current_state(eid)
+            if not inline.all_live(state, handed):  # a stale cached state drops nothing (take_over)
+                state = self.reload_if_overtaken(eid, state)
+            ready, starts = inline.take_over(runner, self.clock.now_ms(), state, handed)
+            if starts:
+                turn.taking = True  # this process runs them next: their lease needs no timer (carry_out)
+                try:
+                    self._process(eid, starts, None, turn)
+                finally:
+                    turn.taking = False
+                after = self.cached_state(eid)
+                ready += inline.started_attempts(after if after is not None else self.load_state(eid), starts)
+            pending += ready
+        while pending:
+            results = inline.run_attempts(self, eid, pending)
+            if not results:
+                return
+            self._process(eid, results, None, turn)  # one commit: these results + the decision after them
+            pending = turn.take_pending()
 
     def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None,
                  turn: inline.Turn | None = None) -> None:
@@ -294,7 +332,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             # re-arm would set an old wake-up, a resend would filter a commit's effects against
             # units it does not know yet. When one read of the head shows a newer commit, the
             # messages are decided again on the stored state. A decision that commits pays nothing:
-            # its conditional commit is the check. (Hand-over wakes: `inline._taken_over` checks.)
+            # its conditional commit is the check. (Hand-over wakes: `inline.take_over` checks.)
             raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
@@ -347,7 +385,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         if resend and state.created:
             # The invocation that handled it may have died mid-chain: every internal commit since
             # the oldest one found is recovered too (inline.recover).
-            inline.recover(self, eid, state, min(c.timestamp_ms for c in resend.values()), resend, turn)
+            self.recover(eid, state, min(c.timestamp_ms for c in resend.values()), resend, turn)
         self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq, turn=turn)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
@@ -376,12 +414,36 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     def workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
         return self._workflow_for(state, m)
 
-    def write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
-        return self._write_expiry(state, now_ms)
-
-    def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool], fresh: bool = True,
-                  seq: int | None = None, turn: inline.Turn | None = None) -> None:
-        self._carry_out(eid, effects, expiry, fresh, seq=seq, turn=turn)
+    def recover(self, eid: str, state: ExecutionState, since_ms: int | None = None, done: Any = (),
+                turn: inline.Turn | None = None) -> None:
+        """A redelivered message: the invocation that handled it may have died inside a chain."""
+        # A chain carries out each commit's effects before it runs the next step, but the sends of a
+        # decider invocation leave together at its end (queues.batched): a crash or a refused send can
+        # leave the effects of every commit of the chain unsent (a worker dispatch, a child's start...).
+        # Those commits handled the chain's own results and started records, which no queue redelivers;
+        # other commits may have landed in between (a signal). So every internal commit since
+        # `since_ms` (the handled commit's time, or the redelivered message's send time) has its still
+        # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
+        # newest commit only (docs/decisions/delivery-engine-outbox.md). Then the live inline leases
+        # are woken or armed (inline.lease_actions).
+        if turn is not None:
+            turn.recovered = True
+        # a cached state another decider overtook: filter on the stored one
+        state = self.reload_if_overtaken(eid, state)
+        now = self.clock.now_ms()
+        expiry = None
+        for commit in inline.internal_commits(self.store, eid, state, since_ms):
+            if commit.first_seq in done:
+                continue
+            # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
+            expiry = expiry or self._write_expiry(state, now)
+            self._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq,
+                            turn=turn)
+        arms, wake = inline.lease_actions(state, now)
+        for at in arms:
+            self.timers.arm(eid, at, state.last_seq)
+        if wake is not None:
+            self.queues.send_decision(wake.to_dict())
 
     def _overtaken(self, eid: str, state: ExecutionState) -> bool:
         """Whether a newer commit than the (cached) state's last one exists: one consistent read."""

@@ -40,8 +40,8 @@ from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
 from orbit.errors import ValidationError
-from orbit.service.outbox import SEND_SKEW_MS, still_due
-from orbit.service.ports import Clock, IdSource, Queues, Timers
+from orbit.service.outbox import SEND_SKEW_MS
+from orbit.service.ports import Clock, IdSource, Queues
 
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
@@ -63,32 +63,30 @@ class Turn:
     on the thread): `Engine._traced` makes one per inbound group, the API's decisions a blank one."""
 
     drives: bool = False  # the attempts this pass schedules may run in this process (a decider's pass)
-    taking: bool = False  # the decision takes hand-over wakes only (their check is `_taken_over`'s)
+    taking: bool = False  # the decision takes hand-over wakes only (their check is `take_over`'s)
     trace: str | None = None  # the trace header the messages it sends carry
     pending: list[DispatchTask] = field(default_factory=list)  # attempts to run after the commit
     recovered: bool = False  # `recover` ran for this pass already
+
+    def take_pending(self) -> list[DispatchTask]:
+        pending, self.pending = self.pending, []
+        return pending
 
 
 class Decider(Protocol):
     """What inline work uses of the engine that decides (service/engine.py `Engine`)."""
 
     inline: InlineRunner | None
-    store: Any  # service.ports.HistoryStore
     queues: Queues
-    timers: Timers
     clock: Clock
     ids: IdSource
     code_runtime: Any
 
-    def process(self, eid: str, msgs: list[Message], turn: Turn) -> None: ...
     def cached_state(self, eid: str) -> ExecutionState | None: ...
     def load_state(self, execution_id: str) -> ExecutionState: ...
-    def current_state(self, eid: str) -> ExecutionState: ...
-    def reload_if_overtaken(self, eid: str, state: ExecutionState) -> ExecutionState: ...
     def workflow_for(self, state: ExecutionState, m: Message | None) -> Any: ...
-    def write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]: ...
-    def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool], fresh: bool = True,
-                  seq: int | None = None, turn: Turn | None = None) -> None: ...
+    def recover(self, eid: str, state: ExecutionState, since_ms: int | None = None, done: Any = (),
+                turn: Turn | None = None) -> None: ...
 
 
 class InlineRunner:
@@ -181,32 +179,20 @@ def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
         inst.discard()
 
 
-def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any, turn: Turn) -> None:
-    """`Engine._process`, then the inline attempts it scheduled (`drive`). Only decisions made
-    here run inline work in this process; others (a redrive or fork from the API) hand it over."""
-    runner = engine.inline
-    if runner is None:
-        engine._process(eid, msgs, delivery, turn)
-        return
-    turn.drives = True
-    turn.taking = all(isinstance(m, WakeMessage) and m.id.startswith(HANDOFF) for m in msgs)
-    try:
-        engine._process(eid, msgs, delivery, turn)
-        turn.taking = False
-        again = [(delivery or {}).get(m.id, (None, 1)) for m in msgs]
-        again = [sent for sent, count in again if count > 1]
-        cached = engine.cached_state(eid)
-        if again and cached is not None:
-            # A redelivery: its first invocation may have died mid-chain, after commits that handled
-            # internal results. They all came after the message was sent (outbox.SEND_SKEW_MS as in
-            # find_handled); the decision's own resend may have recovered them already.
-            since = min(again) - SEND_SKEW_MS if all(isinstance(t, int) for t in again) else None
-            if not turn.recovered:  # else: recovered since the message's own commit
-                recover(engine, eid, cached, since, (), turn)
-        drive(engine, eid, msgs, turn)
-    finally:
-        turn.drives = turn.taking = False
-        turn.pending.clear()
+def handed_over(msgs: list[Message]) -> list[WakeMessage]:
+    """The hand-over wakes among `msgs` (`handover`)."""
+    return [m for m in msgs if isinstance(m, WakeMessage) and m.id.startswith(HANDOFF)]
+
+
+def redelivered_since(msgs: list[Message], delivery: Any) -> tuple[bool, int | None]:
+    """Whether a message of `msgs` is a redelivery, and since when its first invocation's commits
+    may have landed: they all came after the message was sent (outbox.SEND_SKEW_MS as in
+    find_handled); None when a send time is unknown."""
+    again = [(delivery or {}).get(m.id, (None, 1)) for m in msgs]
+    sent = [at for at, count in again if count > 1]
+    if not sent:
+        return False, None
+    return True, (min(sent) - SEND_SKEW_MS if all(isinstance(t, int) for t in sent) else None)
 
 
 def runs_here(runner: InlineRunner | None, clock: Clock, d: DispatchTask, turn: Turn | None) -> bool:
@@ -311,48 +297,39 @@ def carry_out(runner: InlineRunner | None, queues: Queues, clock: Clock, eid: st
     return [e for e in rest if not (isinstance(e, ArmTimer) and e.fire_at_ms in leases)]
 
 
-def drive(engine: Decider, eid: str, msgs: list[Message], turn: Turn) -> None:
-    """After a decision: run the inline attempts it scheduled (and any handed over to us by a
-    message), decide each outcome at once, and go on while new inline attempts come up."""
+def run_attempts(engine: Decider, eid: str, pending: list[DispatchTask]) -> list[Message]:
+    """Run the inline attempts `pending` here, each within what its lease and the invocation leave;
+    their outcomes as the `result` messages a worker would have sent. One that no longer fits is
+    handed over (a wake on the decision queue) and has no result here."""
     runner = engine.inline
-    if runner is None:
-        return
-    pending, turn.pending = turn.pending, []
-    handed = [m for m in msgs if isinstance(m, WakeMessage) and m.id.startswith(HANDOFF)]
-    if handed:
-        pending += _taken_over(engine, eid, handed, turn)
-    while pending:
-        recall(engine, eid, pending)
-        results: list[Message] = []
-        for d in pending:
-            limit = runner.limit_ms(d, engine.clock.now_ms())
-            if limit is None:  # the invocation ran short: the next one takes it
-                engine.queues.send_decision(handover(eid, d).to_dict())
-                continue
-            output, error = runner.tasks.run(d, limit)
-            results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
-                                         output if error is None else None, error))
-        if not results:
-            return
-        engine.process(eid, results, turn)  # one commit: these results + the decision that follows
-        pending, turn.pending = turn.pending, []
+    assert runner is not None  # only a pass that drives runs attempts
+    recall(engine, eid, pending)
+    results: list[Message] = []
+    for d in pending:
+        limit = runner.limit_ms(d, engine.clock.now_ms())
+        if limit is None:  # the invocation ran short: the next one takes it
+            engine.queues.send_decision(handover(eid, d).to_dict())
+            continue
+        output, error = runner.tasks.run(d, limit)
+        results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
+                                     output if error is None else None, error))
+    return results
 
 
-def _taken_over(engine: Decider, eid: str, handed: list[WakeMessage], turn: Turn) -> list[DispatchTask]:
+def take_over(runner: InlineRunner, now: int, state: ExecutionState,
+              handed: list[WakeMessage]) -> tuple[list[DispatchTask], list[Message]]:
     """Attempts another process handed over: still live with that token, never started, lease not
-    over (an expired one was just redispatched by the wake itself). An at_most_once one, or one
-    whose lease is too short to run in, first gets a started record from this invocation (a fresh
-    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease.
+    over (an expired one was just redispatched by the wake itself). Returns (the at_least_once ones
+    whose lease is long enough to run in now, the started records the others need first): an
+    at_most_once one, or one whose lease is too short, first gets a started record from this
+    invocation (a fresh lease; one extra commit, on hand-overs only; `started_attempts` after it).
 
-    The state may be a cached one that another decider overtook: an attempt found live runs, and
+    `state` may be a cached one that another decider overtook: an attempt found live runs, and
     the conditional commit of its result or started record settles it; one found missing is only
-    dropped once a read of the history's head shows the state is current."""
-    state = engine.current_state(eid)
-    if any(not _live_handover(state, m) for m in handed):
-        state = engine.reload_if_overtaken(eid, state)
-    runner, now = engine.inline, engine.clock.now_ms()
-    assert runner is not None  # only a pass that drives takes a hand-over
-    starts, ready = [], []
+    dropped once a read of the history's head shows the state is current (`all_live`)."""
+    eid = state.id
+    starts: list[Message] = []
+    ready: list[DispatchTask] = []
     for m in handed:
         token, _, unit = m.id[len(HANDOFF):].partition(":")
         u = state.units.get(unit)
@@ -366,23 +343,23 @@ def _taken_over(engine: Decider, eid: str, handed: list[WakeMessage], turn: Turn
             continue
         starts.append(StartedMessage(eid, f"started:{token}:{runner.session}", unit, token,
                                      runner.worker_id, runner.session))
-    if not starts:
-        return ready
-    turn.taking = True  # this process runs them next: their lease needs no timer (carry_out)
-    try:
-        records: list[Message] = [*starts]
-        engine.process(eid, records, turn)
-    finally:
-        turn.taking = False
-    cached = engine.cached_state(eid)
-    state = cached if cached is not None else engine.load_state(eid)
-    return ready + [dispatch_of(state, m.unit) for m in starts
-                    if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
+    return ready, starts
+
+
+def started_attempts(state: ExecutionState, starts: list[Message]) -> list[DispatchTask]:
+    """After the commit of `take_over`'s started records: the attempts they started."""
+    return [dispatch_of(state, m.unit) for m in starts if isinstance(m, StartedMessage)
+            and state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
 
 
 def handover(eid: str, d: DispatchTask) -> WakeMessage:
     """The wake that hands inline attempt `d` over to the decider that receives it."""
     return WakeMessage(eid, f"{HANDOFF}{d.token}:{d.unit}")
+
+
+def all_live(state: ExecutionState, handed: list[WakeMessage]) -> bool:
+    """Whether every hand-over in `handed` names an attempt still live in `state`."""
+    return all(_live_handover(state, m) for m in handed)
 
 
 def _live_handover(state: ExecutionState, m: WakeMessage) -> bool:
@@ -399,30 +376,16 @@ def dispatch_of(state: ExecutionState, unit: str) -> DispatchTask:
 
 def recover(engine: Decider, eid: str, state: ExecutionState, since_ms: int | None = None,
             done: Any = (), turn: Turn | None = None) -> None:
-    """A redelivered message: the invocation that handled it may have died inside a chain. A live
-    inline attempt whose lease passed is woken now; one still leased gets a timer at the lease's
-    end, in case its owner is gone (a spare wake finds nothing due and changes nothing)."""
-    # A chain carries out each commit's effects before it runs the next step, but the sends of a
-    # decider invocation leave together at its end (queues.batched): a crash or a refused send can
-    # leave the effects of every commit of the chain unsent (a worker dispatch, a child's start...).
-    # Those commits handled the chain's own results and started records, which no queue redelivers;
-    # other commits may have landed in between (a signal). So every internal commit since
-    # `since_ms` (the handled commit's time, or the redelivered message's send time) has its still
-    # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
-    # newest commit only (docs/decisions/delivery-engine-outbox.md).
-    if turn is not None:
-        turn.recovered = True
-    # a cached state another decider overtook: filter on the stored one
-    state = engine.reload_if_overtaken(eid, state)
-    now = engine.clock.now_ms()
-    expiry = None
-    for commit in _internal_commits(engine, eid, state, since_ms):
-        if commit.first_seq in done:
-            continue
-        # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
-        expiry = expiry or engine.write_expiry(state, now)
-        engine.carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq,
-                         turn=turn)
+    """`Engine.recover` for a caller outside a decision (a test, a tool)."""
+    engine.recover(eid, state, since_ms, done, turn)
+
+
+def lease_actions(state: ExecutionState, now: int) -> tuple[list[int], WakeMessage | None]:
+    """After a redelivery (`Engine.recover`): a live inline attempt whose lease passed is woken now
+    (the wake, which ends the list); one still leased gets a timer at the lease's end, in case its
+    owner is gone (a spare wake finds nothing due and changes nothing). Returns (the lease ends to
+    arm, in order, the wake to send or None)."""
+    arms: list[int] = []
     for key in list(state.active):
         u = state.units.get(key)
         if u is None or u.inline is None or u.deadline_ms is None:
@@ -430,22 +393,22 @@ def recover(engine: Decider, eid: str, state: ExecutionState, since_ms: int | No
         if u.status not in (SCHEDULED, "DISPATCHED"):
             continue
         if u.deadline_ms <= now:
-            engine.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{now}").to_dict())
-            return
-        engine.timers.arm(eid, u.deadline_ms, state.last_seq)
+            return arms, WakeMessage(state.id, f"wake:{state.id}:{now}")
+        arms.append(u.deadline_ms)
+    return arms, None
 
 
-def _internal_commits(engine: Decider, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
+def internal_commits(store: Any, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
     """The commits since `since_ms` (or the newest one) that touched an inline unit, oldest first."""
     if not any(u.inline is not None for u in state.units.values()):
         return []  # no inline unit, no internal commit: nothing to read
     if since_ms is None:
         last = max(state.inbound.values(), default=None)
-        newest = engine.store.read_commit(eid, last) if last is not None else None
+        newest = store.read_commit(eid, last) if last is not None else None
         commits = [newest] if newest is not None else []
     else:
         commits = []
-        for c in engine.store.scan_commits(eid, newest_first=True):
+        for c in store.scan_commits(eid, newest_first=True):
             if c.timestamp_ms < since_ms:
                 break
             commits.append(c)
