@@ -1,4 +1,7 @@
-"""The engine service: load -> decide -> commit -> carry out effects.
+"""The engine service: load -> decide -> inline work -> commit -> carry out effects.
+
+`Engine._pipeline` is the decision pipeline, read top to bottom (docs/architecture.md, "The
+decision pipeline"); its stages pass each other an `inline.Turn`, never state on the thread.
 
 `Engine` is the one place where the pure decider meets the ports. The commit
 (conditional on the next seq) is the only synchronisation: a writer that loses
@@ -384,7 +387,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                             seq=c.last_seq, turn=turn)
         if resend and state.created:
             # The invocation that handled it may have died mid-chain: every internal commit since
-            # the oldest one found is recovered too (inline.recover).
+            # the oldest one found is recovered too (`recover`).
             self.recover(eid, state, min(c.timestamp_ms for c in resend.values()), resend, turn)
         self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq, turn=turn)
         # Last, after every write of this decision: an ended execution's items get their expiry.

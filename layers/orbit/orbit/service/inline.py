@@ -24,7 +24,7 @@ Who runs what:
 - anything else (the API's `start`, a decider short of time) hands the attempt over: a `wake`
   message with id `inline:<token>:<unit>` on the decision queue, whose decider runs it;
 - a redelivered message whose commit scheduled an attempt re-runs nothing itself: the attempt's
-  lease decides (`recover`: a wake when it already passed, a timer at its end otherwise).
+  lease decides (`Engine.recover`: a wake when it already passed, a timer at its end otherwise).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Turn:
     taking: bool = False  # the decision takes hand-over wakes only (their check is `take_over`'s)
     trace: str | None = None  # the trace header the messages it sends carry
     pending: list[DispatchTask] = field(default_factory=list)  # attempts to run after the commit
-    recovered: bool = False  # `recover` ran for this pass already
+    recovered: bool = False  # `Engine.recover` ran for this pass already
 
     def take_pending(self) -> list[DispatchTask]:
         pending, self.pending = self.pending, []
@@ -90,7 +90,7 @@ class Decider(Protocol):
 
 
 class InlineRunner:
-    """The decider's side of inline steps: what runs, within which limit, and the chain loop."""
+    """The decider's side of inline steps: what runs, within which limit (the loop: `Engine._pipeline`)."""
 
     def __init__(self, tasks: InlineTasks, session: str, worker_id: str = "decider",
                  remaining_ms: Callable[[], int | None] | None = None) -> None:
@@ -270,7 +270,7 @@ def carry_out(runner: InlineRunner | None, queues: Queues, clock: Clock, eid: st
               fresh: bool, turn: Turn | None) -> list[Effect]:
     """Take the inline dispatches out of `effects` (the rest is sent as usual). Fresh ones are run
     by this process or handed over; ones re-sent for a redelivered message wait for their lease
-    (`recover`). An ArmTimer for the lease of an attempt this process runs now is dropped: the
+    (`Engine.recover`). An ArmTimer for the lease of an attempt this process runs now is dropped: the
     commit after the attempt re-arms whatever is due next, so a chain costs no timer per step."""
     if runner is not None and fresh and turn is not None and turn.taking:
         # Taking a hand-over: the timer for the current wake-up was armed by the process that
@@ -290,7 +290,7 @@ def carry_out(runner: InlineRunner | None, queues: Queues, clock: Clock, eid: st
             queues.send_decision(handover(eid, d).to_dict())
     # No timer for these leases either way: the process running an attempt commits again before
     # its lease ends; a hand-over is a message on the decision queue. If this invocation dies before
-    # either, the message it was handling comes back (a redelivery: `recover` wakes or arms what is
+    # either, the message it was handling comes back (a redelivery: `Engine.recover` wakes or arms what is
     # due); an API call that dies is retried by its client, which re-sends the commit's effects, as
     # for a worker dispatch the API did not get to send.
     leases = {d.deadline_ms for d in inline}
