@@ -27,6 +27,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from orbit.core.decider.decide import decide
@@ -71,6 +72,17 @@ log = logging.getLogger("orbit.core.decider")
 MAX_CONFLICT_RETRIES = 8
 # message id -> (its sent_at_ms if the body carries one, SQS ApproximateReceiveCount or 1)
 Deliveries = dict[str, tuple[int | None, int]]
+
+
+@dataclass
+class _Decided:
+    """What stage 2 (`Engine._decide`) gives the commit."""
+
+    events: list[Recorded]
+    effects: list[Effect]
+    handled: list[str]  # the ids of the messages decided, first the commit's own
+    resend: dict[int, Commit]  # first seq -> a redelivered message's commit, its effects to re-send
+    workflow: Any  # the workflow the last message was decided with (None: none was)
 
 
 class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
@@ -219,61 +231,14 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             self._process(eid, results, None, turn)  # one commit: these results + the decision after them
             pending = turn.take_pending()
 
-    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None,
-                 turn: inline.Turn | None = None) -> None:
-        turn = turn if turn is not None else inline.Turn()  # the API's decisions: no inline work here
-        # A group of starts is decided on a blank state without reading the store first: the commit
-        # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
-        # (a repeated start then costs one refused write instead of every start costing a read).
-        assume_new = all(isinstance(m, StartMessage) for m in msgs)
-        if any(isinstance(m, RedriveMessage) for m in msgs):
-            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
-            # process saw the execution running) the refusal would never meet a conflicting write.
-            self._cache.pop(eid, None)
-        for attempt in range(MAX_CONFLICT_RETRIES):
-            try:
-                self._decide_and_commit(eid, msgs, delivery or {}, turn, assume_new)
-                return
-            except _StaleNoop:
-                # Nothing changed on the cached state: another process (the API's redrive) may have
-                # committed since, so the message is decided once more on the stored state.
-                self._cache.pop(eid, None)
-            except ConflictError:
-                self._cache.pop(eid, None)  # somebody else committed: reload and decide again
-                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
-                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
-                assume_new = False
-            except BaseException:
-                self._cache.pop(eid, None)
-                raise
-        raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
-
-    def _decide_and_commit(
-        self,
-        eid: str,
-        msgs: list[Message],
-        delivery: Deliveries,
-        turn: inline.Turn,
-        assume_new: bool = False,
-    ) -> None:
-        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
-        # write to an execution that does not exist yet; anything else is NotFound.
-        cached = eid in self._cache
-        state, since_snapshot = self._state(
-            eid,
-            create=any(
-                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
-            ),
-            assume_new=assume_new,
-        )
-        now = self.clock.now_ms()
-        first_seq = state.last_seq + 1
+    def _decide(self, eid: str, state: ExecutionState, msgs: list[Message], delivery: Deliveries,
+                now: int) -> _Decided:
+        """Stage 2: decide each new message on `state` (advanced in place); a redelivery's commit is
+        found instead (its effects are re-sent), in the state's inbound ids or the commit log."""
         events: list[Recorded] = []
         effects: list[Effect] = []
         handled: list[str] = []
         resend: dict[int, Commit] = {}
-        was = (state.status, state.created)
-        had = dict(state.attributes)  # search attributes: the index row follows them too
         wf: Any = None
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
@@ -327,6 +292,61 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
+        return _Decided(events, effects, handled, resend, wf)
+
+    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None,
+                 turn: inline.Turn | None = None) -> None:
+        turn = turn if turn is not None else inline.Turn()  # the API's decisions: no inline work here
+        # A group of starts is decided on a blank state without reading the store first: the commit
+        # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
+        # (a repeated start then costs one refused write instead of every start costing a read).
+        assume_new = all(isinstance(m, StartMessage) for m in msgs)
+        if any(isinstance(m, RedriveMessage) for m in msgs):
+            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
+            # process saw the execution running) the refusal would never meet a conflicting write.
+            self._cache.pop(eid, None)
+        for attempt in range(MAX_CONFLICT_RETRIES):
+            try:
+                self._decide_and_commit(eid, msgs, delivery or {}, turn, assume_new)
+                return
+            except _StaleNoop:
+                # Nothing changed on the cached state: another process (the API's redrive) may have
+                # committed since, so the message is decided once more on the stored state.
+                self._cache.pop(eid, None)
+            except ConflictError:
+                self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
+                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
+                assume_new = False
+            except BaseException:
+                self._cache.pop(eid, None)
+                raise
+        raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+    def _decide_and_commit(
+        self,
+        eid: str,
+        msgs: list[Message],
+        delivery: Deliveries,
+        turn: inline.Turn,
+        assume_new: bool = False,
+    ) -> None:
+        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
+        # write to an execution that does not exist yet; anything else is NotFound.
+        cached = eid in self._cache
+        state, since_snapshot = self._state(
+            eid,
+            create=any(
+                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
+            ),
+            assume_new=assume_new,
+        )
+        now = self.clock.now_ms()
+        first_seq = state.last_seq + 1
+        was = (state.status, state.created)
+        had = dict(state.attributes)  # search attributes: the index row follows them too
+        d = self._decide(eid, state, msgs, delivery, now)  # stage 2; advances `state` in place
+        events, effects, handled, resend, wf = d.events, d.effects, d.handled, d.resend, d.workflow
         if cached and not events and (handled or resend) and not turn.taking \
                 and self._overtaken(eid, state):
             # A decision that commits nothing meets no conflicting write, so acting on a stale cached
