@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from orbit.adapters.payload_values import VALUE_LIMIT, extract, resolve
+from orbit.core.history.messages import WakeMessage
 from orbit.core.tracing import BODY_KEY, TRACE_ATTRIBUTE
 from orbit.errors import OrbitError, ValidationError
 
@@ -282,7 +283,7 @@ class DelayedWakeTimers:
             return
         delay_s = max(0, -(-delay_ms // 1000))
         wake_id = f"wake:{execution_id}:{fire_at_ms}:{uuid.uuid4().hex[:12]}"
-        self._queues.send_decision({"kind": "wake", "execution_id": execution_id, "id": wake_id}, delay_s)
+        self._queues.send_decision(WakeMessage(execution_id, wake_id).to_dict(), delay_s)
 
     def due(self, now_ms: int, limit: int = 100) -> list[tuple[str, int]]:
         result: list[tuple[str, int]] = self.table.due(now_ms, limit)

@@ -10,7 +10,6 @@ effect is carried out twice: armed here, then turned into a `wake` message when 
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from orbit.core.history.effects import (
@@ -28,30 +27,40 @@ from orbit.core.history.effects import (
     RegisterHook,
     StartChild,
 )
+from orbit.core.history.messages import (
+    CancelMessage,
+    ChildDoneMessage,
+    ForkCreatedMessage,
+    RedriveMessage,
+    SignalMessage,
+    StartMessage,
+    WakeMessage,
+)
 from orbit.core.tracing import BODY_KEY
 from orbit.service import inline
 
 
 class EffectSteps:
-    """Mixin of Engine: `queues`, `timers`, `store`, `clock` and `_local` (.trace) come from the engine."""
+    """Mixin of Engine: `queues`, `timers`, `store` and `clock` come from the engine."""
 
     queues: Any
     clock: Any
     timers: Any
     store: Any
-    _local: threading.local
+    inline: Any  # InlineRunner, or None
 
     def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
-                   fresh: bool = True, seq: int | None = None) -> None:
+                   fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None) -> None:
         """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
         `_write_expiry` gives for the execution's current state) goes on the hook rows it writes.
         `seq`: the last seq of the state they were derived from (the commit's, or the verified
-        head's): a timer is armed only if no newer commit armed one (Timers.arm)."""
-        header = getattr(self._local, "trace", None)
+        head's): a timer is armed only if no newer commit armed one (Timers.arm). `turn`: the
+        decision's pass (its trace header; inline attempts it runs here); None outside a decision."""
+        header = turn.trace if turn is not None else None
         trace = {BODY_KEY: header} if header else {}
         # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
         resent = {} if fresh else {"resent": True}
-        for e in inline.carry_out(self, eid, effects, fresh):
+        for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
             elif isinstance(e, CancelTask):
@@ -61,79 +70,36 @@ class EffectSteps:
             elif isinstance(e, RegisterHook):
                 self.store.put_hook(e.token, e.execution_id, e.name, *expiry)
             elif isinstance(e, StartChild):
-                self.queues.send_decision(
-                    self._start_body(
-                        e.child_id,
-                        e.workflow,
-                        e.version,
-                        e.input,
-                        {"execution_id": e.parent_id, "step": e.unit},
-                    )
-                    | trace
-                )
+                child = StartMessage(e.child_id, f"start:{e.child_id}", e.workflow, e.version, e.input,
+                                     {"execution_id": e.parent_id, "step": e.unit})
+                self.queues.send_decision(child.to_dict() | trace)
             elif isinstance(e, ContinueExecution):
-                body = self._start_body(e.new_execution_id, e.workflow, e.version, e.input, e.parent)
-                body["continued_from"] = e.execution_id
-                if e.signals:
-                    body["signals"] = e.signals
-                if e.idle_hops:
-                    body["idle_hops"] = e.idle_hops
-                self.queues.send_decision(body | trace)
+                # `signals` and `idle_hops` travel only when set (OMIT_IF_NONE), as the run's first start
+                start = StartMessage(e.new_execution_id, f"start:{e.new_execution_id}", e.workflow, e.version,
+                                     e.input, e.parent, continued_from=e.execution_id,
+                                     signals=e.signals or None, idle_hops=e.idle_hops or None)
+                self.queues.send_decision(start.to_dict() | trace)
             elif isinstance(e, ForwardSignal):
-                self.queues.send_decision({"kind": "signal", "execution_id": e.execution_id,
-                                           "id": e.message_id, "name": e.name, "payload": e.payload} | trace)
+                self.queues.send_decision(
+                    SignalMessage(e.execution_id, e.message_id, e.name, e.payload).to_dict() | trace)
             elif isinstance(e, CancelChild):
                 self.queues.send_decision(
-                    {
-                        "kind": "cancel",
-                        "execution_id": e.child_id,
-                        "id": f"cancel:{e.child_id}",
-                        "reason": e.reason,
-                        "force": False,
-                        "parent_id": eid,
-                    }
-                    | trace
-                )
+                    CancelMessage(e.child_id, f"cancel:{e.child_id}", e.reason, False, eid).to_dict() | trace)
             elif isinstance(e, ContinueDecision):
-                self.queues.send_decision(
-                    {"kind": "wake", "execution_id": e.execution_id, "id": e.message_id}
-                )
+                self.queues.send_decision(WakeMessage(e.execution_id, e.message_id).to_dict())
             elif isinstance(e, NotifyParent):
                 self.queues.send_decision(
-                    {
-                        "kind": "child_done",
-                        "execution_id": e.parent_id,
-                        "id": e.message_id,
-                        "unit": e.unit,
-                        "child_id": e.child_id,
-                        "status": e.status,
-                        "output": e.output,
-                        "error": e.error.to_dict() if e.error else None,
-                    }
+                    ChildDoneMessage(e.parent_id, e.message_id, e.unit, e.child_id, e.status, e.output,
+                                     e.error).to_dict()
                     | trace
                 )
-
             elif isinstance(e, RedriveChild):
-                self.queues.send_decision({"kind": "redrive", "execution_id": e.child_id, "id": e.request_id,
-                                           "parent_id": e.parent_id, "unit": e.unit})
+                self.queues.send_decision(
+                    RedriveMessage(e.child_id, e.request_id, e.parent_id, e.unit).to_dict())
             elif isinstance(e, LinkFork):
-                self.queues.send_decision({"kind": "fork_created", "execution_id": e.execution_id,
-                                           "id": f"fork_created:{e.fork_id}", "fork_id": e.fork_id,
-                                           "from_step": e.from_step})
-
-    @staticmethod
-    def _start_body(
-        eid: str, workflow: str, version: str | None, input: Any, parent: dict[str, str] | None
-    ) -> dict[str, Any]:
-        return {
-            "kind": "start",
-            "execution_id": eid,
-            "id": f"start:{eid}",
-            "workflow": workflow,
-            "version": version,
-            "input": input,
-            "parent": parent,
-        }
+                self.queues.send_decision(
+                    ForkCreatedMessage(e.execution_id, f"fork_created:{e.fork_id}", e.fork_id,
+                                       e.from_step).to_dict())
 
     # ----------------------------------------------------------------- timers
     def fire_timers(self, now_ms: int | None = None, limit: int = 100) -> int:
@@ -141,6 +107,6 @@ class EffectSteps:
         now = self.clock.now_ms() if now_ms is None else now_ms
         due = self.timers.due(now, limit)
         for eid, at in due:
-            self.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{at}"})
+            self.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{at}").to_dict())
             self.timers.disarm(eid, at)
         return len(due)

@@ -1,4 +1,7 @@
-"""The engine service: load -> decide -> commit -> carry out effects.
+"""The engine service: load -> decide -> inline work -> commit -> carry out effects.
+
+`Engine._pipeline` is the decision pipeline, read top to bottom (docs/architecture.md, "The
+decision pipeline"); its stages pass each other an `inline.Turn`, never state on the thread.
 
 `Engine` is the one place where the pure decider meets the ports. The commit
 (conditional on the next seq) is the only synchronisation: a writer that loses
@@ -21,10 +24,10 @@ process had committed), and dropped on any failure.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from orbit.core.decider.decide import decide
@@ -71,6 +74,17 @@ MAX_CONFLICT_RETRIES = 8
 Deliveries = dict[str, tuple[int | None, int]]
 
 
+@dataclass
+class _Decided:
+    """What stage 2 (`Engine._decide`) gives the commit."""
+
+    events: list[Recorded]
+    effects: list[Effect]
+    handled: list[str]  # the ids of the messages decided, first the commit's own
+    resend: dict[int, Commit]  # first seq -> a redelivered message's commit, its effects to re-send
+    workflow: Any  # the workflow the last message was decided with (None: none was)
+
+
 class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
@@ -108,7 +122,6 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         self.retention_ms = retention_ms  # for workflows that set no retention of their own
         self.tracer: Tracer = tracer or PassThrough()
         self.meter = meter  # per-workflow counters (orbit.aws.observability.Meter), or None
-        self._local = threading.local()  # .trace: the header the current decision's messages carry
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
@@ -165,11 +178,9 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         """One decision in its own span of the execution's trace; what it sends carries the span."""
         started = time.perf_counter()
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
-            self._local.trace = span.header
-            try:
-                inline.decide_and_drive(self, eid, msgs, delivery)  # _process, then its inline steps
+            try:  # what the decision sends carries the span's header
+                self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
             finally:
-                self._local.trace = None
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
                 if workflow:
@@ -178,58 +189,56 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                         elapsed_ms = (time.perf_counter() - started) * 1000
                         self.meter.observe(workflow, "DecisionLatency", elapsed_ms)
 
-    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None) -> None:
-        # A group of starts is decided on a blank state without reading the store first: the commit
-        # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
-        # (a repeated start then costs one refused write instead of every start costing a read).
-        assume_new = all(isinstance(m, StartMessage) for m in msgs)
-        if any(isinstance(m, RedriveMessage) for m in msgs):
-            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
-            # process saw the execution running) the refusal would never meet a conflicting write.
-            self._cache.pop(eid, None)
-        for attempt in range(MAX_CONFLICT_RETRIES):
-            try:
-                self._decide_and_commit(eid, msgs, delivery or {}, assume_new)
+    def _pipeline(self, eid: str, msgs: list[Message], delivery: Deliveries, turn: inline.Turn) -> None:
+        """One execution's inbound messages, top to bottom (docs/architecture.md, "The decision pipeline"):
+        1. `_process`: load -> decide -> inline work before the commit -> commit -> carry out effects;
+        2. on a decider (a runner), a redelivery recovers what its first invocation may have left;
+        3. hand-over wakes: take the attempts over (their started records first, one more `_process`);
+        4. run the inline attempts the commits left, decide their results (`_process`), until none.
+        Only decisions made here run inline work in this process; the API's (a redrive, a fork) hand
+        it over."""
+        runner = self.inline
+        handed = inline.handed_over(msgs)
+        turn.drives = runner is not None
+        turn.taking = runner is not None and len(handed) == len(msgs)
+        self._process(eid, msgs, delivery, turn)
+        if runner is None:
+            return
+        turn.taking = False
+        again, since = inline.redelivered_since(msgs, delivery)
+        cached = self.cached_state(eid)
+        if again and cached is not None and not turn.recovered:  # else: recovered by its own commit
+            self.recover(eid, cached, since, (), turn)
+        pending = turn.take_pending()
+        if handed:
+            state = self.current_state(eid)
+            if not inline.all_live(state, handed):  # a stale cached state drops nothing (take_over)
+                state = self.reload_if_overtaken(eid, state)
+            ready, starts = inline.take_over(runner, self.clock.now_ms(), state, handed)
+            if starts:
+                turn.taking = True  # this process runs them next: their lease needs no timer (carry_out)
+                try:
+                    self._process(eid, starts, None, turn)
+                finally:
+                    turn.taking = False
+                after = self.cached_state(eid)
+                ready += inline.started_attempts(after if after is not None else self.load_state(eid), starts)
+            pending += ready
+        while pending:
+            results = inline.run_attempts(self, eid, pending)
+            if not results:
                 return
-            except _StaleNoop:
-                # Nothing changed on the cached state: another process (the API's redrive) may have
-                # committed since, so the message is decided once more on the stored state.
-                self._cache.pop(eid, None)
-            except ConflictError:
-                self._cache.pop(eid, None)  # somebody else committed: reload and decide again
-                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
-                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
-                assume_new = False
-            except BaseException:
-                self._cache.pop(eid, None)
-                raise
-        raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+            self._process(eid, results, None, turn)  # one commit: these results + the decision after them
+            pending = turn.take_pending()
 
-    def _decide_and_commit(
-        self,
-        eid: str,
-        msgs: list[Message],
-        delivery: Deliveries,
-        assume_new: bool = False,
-    ) -> None:
-        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
-        # write to an execution that does not exist yet; anything else is NotFound.
-        cached = eid in self._cache
-        state, since_snapshot = self._state(
-            eid,
-            create=any(
-                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
-            ),
-            assume_new=assume_new,
-        )
-        now = self.clock.now_ms()
-        first_seq = state.last_seq + 1
+    def _decide(self, eid: str, state: ExecutionState, msgs: list[Message], delivery: Deliveries,
+                now: int) -> _Decided:
+        """Stage 2: decide each new message on `state` (advanced in place); a redelivery's commit is
+        found instead (its effects are re-sent), in the state's inbound ids or the commit log."""
         events: list[Recorded] = []
         effects: list[Effect] = []
         handled: list[str] = []
         resend: dict[int, Commit] = {}
-        was = (state.status, state.created)
-        had = dict(state.attributes)  # search attributes: the index row follows them too
         wf: Any = None
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
@@ -283,7 +292,62 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
-        if cached and not events and (handled or resend) and not inline.taking_handover(self) \
+        return _Decided(events, effects, handled, resend, wf)
+
+    def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None,
+                 turn: inline.Turn | None = None) -> None:
+        turn = turn if turn is not None else inline.Turn()  # the API's decisions: no inline work here
+        # A group of starts is decided on a blank state without reading the store first: the commit
+        # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
+        # (a repeated start then costs one refused write instead of every start costing a read).
+        assume_new = all(isinstance(m, StartMessage) for m in msgs)
+        if any(isinstance(m, RedriveMessage) for m in msgs):
+            # A redrive may be refused, which commits nothing: decided on a stale cached state (this
+            # process saw the execution running) the refusal would never meet a conflicting write.
+            self._cache.pop(eid, None)
+        for attempt in range(MAX_CONFLICT_RETRIES):
+            try:
+                self._decide_and_commit(eid, msgs, delivery or {}, turn, assume_new)
+                return
+            except _StaleNoop:
+                # Nothing changed on the cached state: another process (the API's redrive) may have
+                # committed since, so the message is decided once more on the stored state.
+                self._cache.pop(eid, None)
+            except ConflictError:
+                self._cache.pop(eid, None)  # somebody else committed: reload and decide again
+                if not assume_new and attempt + 1 < MAX_CONFLICT_RETRIES:
+                    self.backoff(attempt)  # a repeated start's conflict is no race: no wait
+                assume_new = False
+            except BaseException:
+                self._cache.pop(eid, None)
+                raise
+        raise ConflictError(eid, -1, f"execution {eid!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+    def _decide_and_commit(
+        self,
+        eid: str,
+        msgs: list[Message],
+        delivery: Deliveries,
+        turn: inline.Turn,
+        assume_new: bool = False,
+    ) -> None:
+        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
+        # write to an execution that does not exist yet; anything else is NotFound.
+        cached = eid in self._cache
+        state, since_snapshot = self._state(
+            eid,
+            create=any(
+                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
+            ),
+            assume_new=assume_new,
+        )
+        now = self.clock.now_ms()
+        first_seq = state.last_seq + 1
+        was = (state.status, state.created)
+        had = dict(state.attributes)  # search attributes: the index row follows them too
+        d = self._decide(eid, state, msgs, delivery, now)  # stage 2; advances `state` in place
+        events, effects, handled, resend, wf = d.events, d.effects, d.handled, d.resend, d.workflow
+        if cached and not events and (handled or resend) and not turn.taking \
                 and self._overtaken(eid, state):
             # A decision that commits nothing meets no conflicting write, so acting on a stale cached
             # state would go unnoticed: a no-op would drop the message for good (a child's notice
@@ -291,12 +355,12 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             # re-arm would set an old wake-up, a resend would filter a commit's effects against
             # units it does not know yet. When one read of the head shows a newer commit, the
             # messages are decided again on the stored state. A decision that commits pays nothing:
-            # its conditional commit is the check. (Hand-over wakes: `inline._taken_over` checks.)
+            # its conditional commit is the check. (Hand-over wakes: `inline.take_over` checks.)
             raise _StaleNoop(eid)
         # An execution that ends here writes its last items with their expiry (see _retire).
         if self.inline is not None:  # at_least_once steps run now, their results in this commit;
-            inline.run_before_commit(self, state, wf, events, effects, handled)
-            inline.add_started(self, state, wf, effects, events, now)  # at_most_once: started first
+            inline.run_before_commit(self, state, wf, events, effects, handled, turn)
+            inline.add_started(self, state, wf, effects, events, now, turn)  # at_most_once: started first
         # What this decision writes expires with the execution: when it ended, or provisionally
         # while it is young (service/retention.py); None: no expiry (yet).
         expires, provisional = self._write_expiry(state, now)  # the hooks _carry_out registers too
@@ -340,16 +404,69 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             self._unretire_if_redriven(state, events, resend)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False,
-                            seq=c.last_seq)
+                            seq=c.last_seq, turn=turn)
         if resend and state.created:
             # The invocation that handled it may have died mid-chain: every internal commit since
-            # the oldest one found is recovered too (inline.recover).
-            inline.recover(self, eid, state, min(c.timestamp_ms for c in resend.values()), resend)
-        self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq)
+            # the oldest one found is recovered too (`recover`).
+            self.recover(eid, state, min(c.timestamp_ms for c in resend.values()), resend, turn)
+        self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq, turn=turn)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
         if ended and expires is not None and (events or resend):
             self._retire(state, expires)
+
+    # ------------------------------------------- what inline work reads (inline.Decider)
+    def cached_state(self, eid: str) -> ExecutionState | None:
+        """This process's cached state of the execution, or None."""
+        cached = self._cache.get(eid)
+        return cached[0] if cached is not None else None
+
+    def current_state(self, eid: str) -> ExecutionState:
+        """The cached state (moved to the front of the cache), else the stored one, now cached."""
+        state, since_snapshot = self._state(eid, create=False)
+        self._remember(eid, state, since_snapshot)
+        return state
+
+    def reload_if_overtaken(self, eid: str, state: ExecutionState) -> ExecutionState:
+        """`state` if no newer commit exists (one consistent read), else the stored state, now cached."""
+        if not self._overtaken(eid, state):
+            return state
+        self._cache.pop(eid, None)
+        return self.current_state(eid)
+
+    def workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
+        return self._workflow_for(state, m)
+
+    def recover(self, eid: str, state: ExecutionState, since_ms: int | None = None, done: Any = (),
+                turn: inline.Turn | None = None) -> None:
+        """A redelivered message: the invocation that handled it may have died inside a chain."""
+        # A chain carries out each commit's effects before it runs the next step, but the sends of a
+        # decider invocation leave together at its end (queues.batched): a crash or a refused send can
+        # leave the effects of every commit of the chain unsent (a worker dispatch, a child's start...).
+        # Those commits handled the chain's own results and started records, which no queue redelivers;
+        # other commits may have landed in between (a signal). So every internal commit since
+        # `since_ms` (the handled commit's time, or the redelivered message's send time) has its still
+        # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
+        # newest commit only (docs/decisions/delivery-engine-outbox.md). Then the live inline leases
+        # are woken or armed (inline.lease_actions).
+        if turn is not None:
+            turn.recovered = True
+        # a cached state another decider overtook: filter on the stored one
+        state = self.reload_if_overtaken(eid, state)
+        now = self.clock.now_ms()
+        expiry = None
+        for commit in inline.internal_commits(self.store, eid, state, since_ms):
+            if commit.first_seq in done:
+                continue
+            # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
+            expiry = expiry or self._write_expiry(state, now)
+            self._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq,
+                            turn=turn)
+        arms, wake = inline.lease_actions(state, now)
+        for at in arms:
+            self.timers.arm(eid, at, state.last_seq)
+        if wake is not None:
+            self.queues.send_decision(wake.to_dict())
 
     def _overtaken(self, eid: str, state: ExecutionState) -> bool:
         """Whether a newer commit than the (cached) state's last one exists: one consistent read."""
@@ -378,7 +495,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def _workflow_for(self, state: ExecutionState, m: Message) -> Any:
+    def _workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
         if isinstance(m, StartMessage):
             return self.registry.get(m.workflow, m.version)
         try:

@@ -24,13 +24,14 @@ Who runs what:
 - anything else (the API's `start`, a decider short of time) hands the attempt over: a `wake`
   message with id `inline:<token>:<unit>` on the decision queue, whose decider runs it;
 - a redelivered message whose commit scheduled an attempt re-runs nothing itself: the attempt's
-  lease decides (`recover`: a wake when it already passed, a timer at its end otherwise).
+  lease decides (`Engine.recover`: a wake when it already passed, a timer at its end otherwise).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from orbit.core.definition.inline import AT_MOST_ONCE, inline_timeout_problems, unserved_inline_problems
@@ -39,7 +40,8 @@ from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
 from orbit.errors import ValidationError
-from orbit.service.outbox import SEND_SKEW_MS, still_due
+from orbit.service.outbox import SEND_SKEW_MS
+from orbit.service.ports import Clock, IdSource, Queues
 
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
@@ -55,14 +57,46 @@ class InlineTasks(Protocol):
         ...
 
 
+@dataclass
+class Turn:
+    """One pass of the decision pipeline for one execution, handed from stage to stage (no state
+    on the thread): `Engine._traced` makes one per inbound group, the API's decisions a blank one."""
+
+    drives: bool = False  # the attempts this pass schedules may run in this process (a decider's pass)
+    taking: bool = False  # the decision takes hand-over wakes only (their check is `take_over`'s)
+    trace: str | None = None  # the trace header the messages it sends carry
+    pending: list[DispatchTask] = field(default_factory=list)  # attempts to run after the commit
+    recovered: bool = False  # `Engine.recover` ran for this pass already
+
+    def take_pending(self) -> list[DispatchTask]:
+        pending, self.pending = self.pending, []
+        return pending
+
+
+class Decider(Protocol):
+    """What inline work uses of the engine that decides (service/engine.py `Engine`)."""
+
+    inline: InlineRunner | None
+    queues: Queues
+    clock: Clock
+    ids: IdSource
+    code_runtime: Any
+
+    def cached_state(self, eid: str) -> ExecutionState | None: ...
+    def load_state(self, execution_id: str) -> ExecutionState: ...
+    def workflow_for(self, state: ExecutionState, m: Message | None) -> Any: ...
+    def recover(self, eid: str, state: ExecutionState, since_ms: int | None = None, done: Any = (),
+                turn: Turn | None = None) -> None: ...
+
+
 class InlineRunner:
-    """The decider's side of inline steps: what runs, within which limit, and the chain loop."""
+    """The decider's side of inline steps: what runs, within which limit (the loop: `Engine._pipeline`)."""
 
     def __init__(self, tasks: InlineTasks, session: str, worker_id: str = "decider",
                  remaining_ms: Callable[[], int | None] | None = None) -> None:
         self.tasks, self.worker_id = tasks, worker_id
         self._default_session, self._default_remaining = session, remaining_ms or (lambda: None)
-        # per thread: .pending (eid -> dispatches its decisions made), .driving, .remaining, .session
+        # per thread (one invocation each): .remaining, .session (`until`)
         self._local = threading.local()
 
     def until(self, remaining_ms: Callable[[], int | None], session: str | None = None) -> None:
@@ -86,12 +120,6 @@ class InlineRunner:
         if remaining is not None:
             limit = min(limit, remaining - RESERVE_MS)
         return limit if limit >= MIN_RUN_MS else None
-
-    def pending(self) -> dict[str, list[DispatchTask]]:
-        p = getattr(self._local, "pending", None)
-        if p is None:
-            p = self._local.pending = {}
-        return p
 
 
 def check_registration(engine: Any, definition: Any) -> None:
@@ -124,7 +152,7 @@ def served_inline_tasks(engine: Any) -> frozenset[str] | None:
     return None if known is None else frozenset(known)
 
 
-def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
+def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
            state: ExecutionState | None = None, wf: Any = None) -> None:
     """Before running inline attempts this process did not schedule itself (a hand-over, a restart):
     a code workflow's `ctx.run` function is only ever the object its replay passed, so when one is
@@ -137,9 +165,9 @@ def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
     if all(":" not in d.task or callable_for(eid, d.unit) is not None for d in dispatches):
         return
     if state is None:
-        cached = engine._cache.get(eid)
-        state = cached[0] if cached is not None else engine.load_state(eid)
-    wf = wf if wf is not None else engine._workflow_for(state, None)
+        state = engine.cached_state(eid)
+        state = state if state is not None else engine.load_state(eid)
+    wf = wf if wf is not None else engine.workflow_for(state, None)
     if getattr(wf, "kind", None) != "code" or state.terminal:
         return  # a definition's inline steps run registered tasks only
     from orbit.core.runtime.code_instance import Instance
@@ -151,43 +179,29 @@ def recall(engine: Any, eid: str, dispatches: list[DispatchTask],
         inst.discard()
 
 
-def decide_and_drive(engine: Any, eid: str, msgs: list[Message], delivery: Any) -> None:
-    """`Engine._process`, then the inline attempts it scheduled (`drive`). Only decisions made
-    here run inline work in this process; others (a redrive or fork from the API) hand it over."""
-    runner = engine.inline
-    if runner is None:
-        engine._process(eid, msgs, delivery)
-        return
-    runner._local.driving = True
-    runner._local.taking = all(isinstance(m, WakeMessage) and m.id.startswith(HANDOFF) for m in msgs)
-    engine._local.recovered = None
-    try:
-        engine._process(eid, msgs, delivery)
-        runner._local.taking = False
-        again = [(delivery or {}).get(m.id, (None, 1)) for m in msgs]
-        again = [sent for sent, count in again if count > 1]
-        cached = engine._cache.get(eid)
-        if again and cached is not None:
-            # A redelivery: its first invocation may have died mid-chain, after commits that handled
-            # internal results. They all came after the message was sent (outbox.SEND_SKEW_MS as in
-            # find_handled); the decision's own resend may have recovered them already.
-            since = min(again) - SEND_SKEW_MS if all(isinstance(t, int) for t in again) else None
-            if engine._local.recovered is None:  # else: recovered since the message's own commit
-                recover(engine, eid, cached[0], since)
-        drive(engine, eid, msgs)
-    finally:
-        runner._local.driving = runner._local.taking = False
-        runner.pending().pop(eid, None)
+def handed_over(msgs: list[Message]) -> list[WakeMessage]:
+    """The hand-over wakes among `msgs` (`handover`)."""
+    return [m for m in msgs if isinstance(m, WakeMessage) and m.id.startswith(HANDOFF)]
 
 
-def runs_here(engine: Any, d: DispatchTask) -> bool:
-    runner = engine.inline
-    return (runner is not None and getattr(runner._local, "driving", False)
-            and runner.limit_ms(d, engine.clock.now_ms()) is not None)
+def redelivered_since(msgs: list[Message], delivery: Any) -> tuple[bool, int | None]:
+    """Whether a message of `msgs` is a redelivery, and since when its first invocation's commits
+    may have landed: they all came after the message was sent (outbox.SEND_SKEW_MS as in
+    find_handled); None when a send time is unknown."""
+    again = [(delivery or {}).get(m.id, (None, 1)) for m in msgs]
+    sent = [at for at, count in again if count > 1]
+    if not sent:
+        return False, None
+    return True, (min(sent) - SEND_SKEW_MS if all(isinstance(t, int) for t in sent) else None)
 
 
-def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[Recorded],
-                      effects: list[Effect], handled: list[str]) -> None:
+def runs_here(runner: InlineRunner | None, clock: Clock, d: DispatchTask, turn: Turn | None) -> bool:
+    return (runner is not None and turn is not None and turn.drives
+            and runner.limit_ms(d, clock.now_ms()) is not None)
+
+
+def run_before_commit(engine: Decider, state: ExecutionState, wf: Any, events: list[Recorded],
+                      effects: list[Effect], handled: list[str], turn: Turn) -> None:
     """Batching (docs/architecture.md, "inline steps"): before a commit, run the at_least_once
     inline attempts it schedules and decide their results into the same commit, up to BATCH_STEPS
     steps. Nothing is durable before the commit, which at_least_once allows: a crash re-runs the
@@ -197,7 +211,7 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
     from orbit.core.decider.decide import decide
 
     runner = engine.inline
-    if wf is None or runner is None or not getattr(runner._local, "driving", False):
+    if wf is None or runner is None or not turn.drives:
         return
     ran = 0
     while ran < BATCH_STEPS and not state.terminal:
@@ -205,7 +219,7 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
         others = [e for e in effects if not isinstance(e, ArmTimer) and e not in ready]
         if not ready or others or any(e.inline == AT_MOST_ONCE for e in ready):
             break
-        if len(ready) + ran > BATCH_STEPS or any(not runs_here(engine, d) for d in ready):
+        if len(ready) + ran > BATCH_STEPS or any(not runs_here(runner, engine.clock, d, turn) for d in ready):
             break
         recall(engine, state.id, ready, state, wf)  # the decision's replay passed them, unless evicted
         for d in ready:
@@ -214,7 +228,7 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
             m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
                               output if error is None else None, error)
             decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids,
-                              code_runtime=getattr(engine, "code_runtime", None))
+                              code_runtime=engine.code_runtime)
             events.extend(decision.events)
             effects.extend(decision.effects)
             handled.append(m.id)
@@ -229,8 +243,8 @@ def run_before_commit(engine: Any, state: ExecutionState, wf: Any, events: list[
             effects.append(ArmTimer(state.id, wake if wake > now else now + RETRY_STUCK_WAKE_MS))
 
 
-def add_started(engine: Any, state: ExecutionState, wf: Any, effects: list[Effect], events: list[Recorded],
-                now: int) -> None:
+def add_started(engine: Decider, state: ExecutionState, wf: Any, effects: list[Effect],
+                events: list[Recorded], now: int, turn: Turn) -> None:
     """Before the commit: the started record of every at_most_once attempt this decision schedules
     and this process will run, in the same commit (orbit.core.decider.decide, a `started` message)."""
     if wf is None:
@@ -238,24 +252,27 @@ def add_started(engine: Any, state: ExecutionState, wf: Any, effects: list[Effec
     from orbit.core.decider.decide import decide
 
     runner = engine.inline
+    if runner is None:
+        return
     for e in list(effects):
-        if isinstance(e, DispatchTask) and e.inline == AT_MOST_ONCE and runs_here(engine, e):
+        if (isinstance(e, DispatchTask) and e.inline == AT_MOST_ONCE
+                and runs_here(runner, engine.clock, e, turn)):
             u = state.units.get(e.unit)
             if u is not None and u.status == SCHEDULED and u.token == e.token:
                 m = StartedMessage(state.id, f"started:{e.token}:{runner.session}", e.unit, e.token,
                                    runner.worker_id, runner.session)
-                d = decide(wf, state, m, now, engine.ids, code_runtime=getattr(engine, "code_runtime", None))
+                d = decide(wf, state, m, now, engine.ids, code_runtime=engine.code_runtime)
                 events.extend(d.events)
                 effects.extend(d.effects)
 
 
-def carry_out(engine: Any, eid: str, effects: list[Effect], fresh: bool) -> list[Effect]:
+def carry_out(runner: InlineRunner | None, queues: Queues, clock: Clock, eid: str, effects: list[Effect],
+              fresh: bool, turn: Turn | None) -> list[Effect]:
     """Take the inline dispatches out of `effects` (the rest is sent as usual). Fresh ones are run
     by this process or handed over; ones re-sent for a redelivered message wait for their lease
-    (`recover`). An ArmTimer for the lease of an attempt this process runs now is dropped: the
+    (`Engine.recover`). An ArmTimer for the lease of an attempt this process runs now is dropped: the
     commit after the attempt re-arms whatever is due next, so a chain costs no timer per step."""
-    runner = engine.inline
-    if runner is not None and fresh and getattr(runner._local, "taking", False):
+    if runner is not None and fresh and turn is not None and turn.taking:
         # Taking a hand-over: the timer for the current wake-up was armed by the process that
         # handed it over, and what this one runs next needs none (its crash redelivers the message).
         effects = [e for e in effects if not isinstance(e, ArmTimer)]
@@ -265,65 +282,54 @@ def carry_out(engine: Any, eid: str, effects: list[Effect], fresh: bool) -> list
     rest = [e for e in effects if not (isinstance(e, DispatchTask) and e.inline is not None)]
     if not fresh:
         return rest
-    here = [d for d in inline if runs_here(engine, d)]
+    here = [d for d in inline if runs_here(runner, clock, d, turn)]
     for d in inline:
-        if d in here:
-            engine.inline.pending().setdefault(eid, []).append(d)
+        if d in here and turn is not None:
+            turn.pending.append(d)
         else:
-            engine.queues.send_decision({"kind": "wake", "execution_id": eid,
-                                         "id": f"{HANDOFF}{d.token}:{d.unit}"})
+            queues.send_decision(handover(eid, d).to_dict())
     # No timer for these leases either way: the process running an attempt commits again before
     # its lease ends; a hand-over is a message on the decision queue. If this invocation dies before
-    # either, the message it was handling comes back (a redelivery: `recover` wakes or arms what is
+    # either, the message it was handling comes back (a redelivery: `Engine.recover` wakes or arms what is
     # due); an API call that dies is retried by its client, which re-sends the commit's effects, as
     # for a worker dispatch the API did not get to send.
     leases = {d.deadline_ms for d in inline}
     return [e for e in rest if not (isinstance(e, ArmTimer) and e.fire_at_ms in leases)]
 
 
-def drive(engine: Any, eid: str, msgs: list[Message]) -> None:
-    """After a decision: run the inline attempts it scheduled (and any handed over to us by a
-    message), decide each outcome at once, and go on while new inline attempts come up."""
+def run_attempts(engine: Decider, eid: str, pending: list[DispatchTask]) -> list[Message]:
+    """Run the inline attempts `pending` here, each within what its lease and the invocation leave;
+    their outcomes as the `result` messages a worker would have sent. One that no longer fits is
+    handed over (a wake on the decision queue) and has no result here."""
     runner = engine.inline
-    if runner is None:
-        return
-    pending = runner.pending().pop(eid, [])
-    handed = [m for m in msgs if isinstance(m, WakeMessage) and m.id.startswith(HANDOFF)]
-    if handed:
-        pending += _taken_over(engine, eid, handed)
-    while pending:
-        recall(engine, eid, pending)
-        results: list[Message] = []
-        for d in pending:
-            limit = runner.limit_ms(d, engine.clock.now_ms())
-            if limit is None:  # the invocation ran short: the next one takes it
-                engine.queues.send_decision({"kind": "wake", "execution_id": eid,
-                                             "id": f"{HANDOFF}{d.token}:{d.unit}"})
-                continue
-            output, error = runner.tasks.run(d, limit)
-            results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
-                                         output if error is None else None, error))
-        if not results:
-            return
-        engine._process(eid, results)  # one commit: these results + the decision that follows
-        pending = runner.pending().pop(eid, [])
+    assert runner is not None  # only a pass that drives runs attempts
+    recall(engine, eid, pending)
+    results: list[Message] = []
+    for d in pending:
+        limit = runner.limit_ms(d, engine.clock.now_ms())
+        if limit is None:  # the invocation ran short: the next one takes it
+            engine.queues.send_decision(handover(eid, d).to_dict())
+            continue
+        output, error = runner.tasks.run(d, limit)
+        results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
+                                     output if error is None else None, error))
+    return results
 
 
-def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[DispatchTask]:
+def take_over(runner: InlineRunner, now: int, state: ExecutionState,
+              handed: list[WakeMessage]) -> tuple[list[DispatchTask], list[Message]]:
     """Attempts another process handed over: still live with that token, never started, lease not
-    over (an expired one was just redispatched by the wake itself). An at_most_once one, or one
-    whose lease is too short to run in, first gets a started record from this invocation (a fresh
-    lease; one extra commit, on hand-overs only); an at_least_once one runs under its lease.
+    over (an expired one was just redispatched by the wake itself). Returns (the at_least_once ones
+    whose lease is long enough to run in now, the started records the others need first): an
+    at_most_once one, or one whose lease is too short, first gets a started record from this
+    invocation (a fresh lease; one extra commit, on hand-overs only; `started_attempts` after it).
 
-    The state may be a cached one that another decider overtook: an attempt found live runs, and
+    `state` may be a cached one that another decider overtook: an attempt found live runs, and
     the conditional commit of its result or started record settles it; one found missing is only
-    dropped once a read of the history's head shows the state is current."""
-    state, since_snapshot = engine._state(eid, create=False)
-    if any(not _live_handover(state, m) for m in handed) and engine._overtaken(eid, state):
-        state, since_snapshot = engine._state(eid, create=False)  # _state popped the stale one: a load
-    engine._remember(eid, state, since_snapshot)
-    runner, now = engine.inline, engine.clock.now_ms()
-    starts, ready = [], []
+    dropped once a read of the history's head shows the state is current (`all_live`)."""
+    eid = state.id
+    starts: list[Message] = []
+    ready: list[DispatchTask] = []
     for m in handed:
         token, _, unit = m.id[len(HANDOFF):].partition(":")
         u = state.units.get(unit)
@@ -337,17 +343,23 @@ def _taken_over(engine: Any, eid: str, handed: list[WakeMessage]) -> list[Dispat
             continue
         starts.append(StartedMessage(eid, f"started:{token}:{runner.session}", unit, token,
                                      runner.worker_id, runner.session))
-    if not starts:
-        return ready
-    runner._local.taking = True  # this process runs them next: their lease needs no timer (carry_out)
-    try:
-        engine._process(eid, starts)
-    finally:
-        runner._local.taking = False
-    cached = engine._cache.get(eid)
-    state = cached[0] if cached is not None else engine.load_state(eid)
-    return ready + [dispatch_of(state, m.unit) for m in starts
-                    if state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
+    return ready, starts
+
+
+def started_attempts(state: ExecutionState, starts: list[Message]) -> list[DispatchTask]:
+    """After the commit of `take_over`'s started records: the attempts they started."""
+    return [dispatch_of(state, m.unit) for m in starts if isinstance(m, StartedMessage)
+            and state.units[m.unit].token == m.token and state.units[m.unit].status == "DISPATCHED"]
+
+
+def handover(eid: str, d: DispatchTask) -> WakeMessage:
+    """The wake that hands inline attempt `d` over to the decider that receives it."""
+    return WakeMessage(eid, f"{HANDOFF}{d.token}:{d.unit}")
+
+
+def all_live(state: ExecutionState, handed: list[WakeMessage]) -> bool:
+    """Whether every hand-over in `handed` names an attempt still live in `state`."""
+    return all(_live_handover(state, m) for m in handed)
 
 
 def _live_handover(state: ExecutionState, m: WakeMessage) -> bool:
@@ -356,44 +368,24 @@ def _live_handover(state: ExecutionState, m: WakeMessage) -> bool:
     return u is not None and u.inline is not None and u.token == token and u.status == SCHEDULED
 
 
-def taking_handover(engine: Any) -> bool:
-    """Whether this thread's decision takes hand-over wakes only (their check is `_taken_over`'s)."""
-    runner = engine.inline
-    return runner is not None and bool(getattr(runner._local, "taking", False))
-
-
 def dispatch_of(state: ExecutionState, unit: str) -> DispatchTask:
     u = state.units[unit]
     return DispatchTask(state.id, unit, u.task, u.queue, u.input, u.attempt, u.token or "", u.idempotency_key,
                         u.deadline_ms, u.redelivery, u.heartbeat_timeout_ms, u.inline)
 
 
-def recover(engine: Any, eid: str, state: ExecutionState, since_ms: int | None = None,
-            done: Any = ()) -> None:
-    """A redelivered message: the invocation that handled it may have died inside a chain. A live
-    inline attempt whose lease passed is woken now; one still leased gets a timer at the lease's
-    end, in case its owner is gone (a spare wake finds nothing due and changes nothing)."""
-    # A chain carries out each commit's effects before it runs the next step, but the sends of a
-    # decider invocation leave together at its end (queues.batched): a crash or a refused send can
-    # leave the effects of every commit of the chain unsent (a worker dispatch, a child's start...).
-    # Those commits handled the chain's own results and started records, which no queue redelivers;
-    # other commits may have landed in between (a signal). So every internal commit since
-    # `since_ms` (the handled commit's time, or the redelivered message's send time) has its still
-    # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
-    # newest commit only (docs/decisions/delivery-engine-outbox.md).
-    engine._local.recovered = since_ms if since_ms is not None else -1
-    if engine._overtaken(eid, state):  # a cached state another decider overtook: filter on the stored one
-        engine._cache.pop(eid, None)
-        state, since_snapshot = engine._state(eid, create=False)
-        engine._remember(eid, state, since_snapshot)
-    now = engine.clock.now_ms()
-    expiry = None
-    for commit in _internal_commits(engine, eid, state, since_ms):
-        if commit.first_seq in done:
-            continue
-        # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
-        expiry = expiry or engine._write_expiry(state, now)
-        engine._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq)
+def recover(engine: Decider, eid: str, state: ExecutionState, since_ms: int | None = None,
+            done: Any = (), turn: Turn | None = None) -> None:
+    """`Engine.recover` for a caller outside a decision (a test, a tool)."""
+    engine.recover(eid, state, since_ms, done, turn)
+
+
+def lease_actions(state: ExecutionState, now: int) -> tuple[list[int], WakeMessage | None]:
+    """After a redelivery (`Engine.recover`): a live inline attempt whose lease passed is woken now
+    (the wake, which ends the list); one still leased gets a timer at the lease's end, in case its
+    owner is gone (a spare wake finds nothing due and changes nothing). Returns (the lease ends to
+    arm, in order, the wake to send or None)."""
+    arms: list[int] = []
     for key in list(state.active):
         u = state.units.get(key)
         if u is None or u.inline is None or u.deadline_ms is None:
@@ -401,22 +393,22 @@ def recover(engine: Any, eid: str, state: ExecutionState, since_ms: int | None =
         if u.status not in (SCHEDULED, "DISPATCHED"):
             continue
         if u.deadline_ms <= now:
-            engine.queues.send_decision({"kind": "wake", "execution_id": eid, "id": f"wake:{eid}:{now}"})
-            return
-        engine.timers.arm(eid, u.deadline_ms, state.last_seq)
+            return arms, WakeMessage(state.id, f"wake:{state.id}:{now}")
+        arms.append(u.deadline_ms)
+    return arms, None
 
 
-def _internal_commits(engine: Any, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
+def internal_commits(store: Any, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
     """The commits since `since_ms` (or the newest one) that touched an inline unit, oldest first."""
     if not any(u.inline is not None for u in state.units.values()):
         return []  # no inline unit, no internal commit: nothing to read
     if since_ms is None:
         last = max(state.inbound.values(), default=None)
-        newest = engine.store.read_commit(eid, last) if last is not None else None
+        newest = store.read_commit(eid, last) if last is not None else None
         commits = [newest] if newest is not None else []
     else:
         commits = []
-        for c in engine.store.scan_commits(eid, newest_first=True):
+        for c in store.scan_commits(eid, newest_first=True):
             if c.timestamp_ms < since_ms:
                 break
             commits.append(c)

@@ -12,6 +12,7 @@ from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.hook_tokens import DIGEST_PREFIX, keys_from, matches, sha256_hex, token_of
+from orbit.core.history.messages import CancelMessage, HookMessage, SignalMessage, UnparkMessage
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
 from orbit.errors import (
@@ -171,8 +172,7 @@ class EngineApi(CatalogApi):
         # a start, hook resume, task result, child completion or timer message (deduplicated alike).
         sid = signal_id or self.ids.token()
         self.queues.send_decision(
-            {"kind": "signal", "execution_id": execution_id, "id": f"signal:{sid}", "name": name,
-             "payload": payload}
+            SignalMessage(execution_id, f"signal:{sid}", name, payload).to_dict()
         )
         return sid
 
@@ -218,13 +218,7 @@ class EngineApi(CatalogApi):
         if claim is not None and not claim(ref, payload):
             raise HookAlreadyResumed(f"hook {name!r} of execution {execution_id!r} was already resumed")
         self.queues.send_decision(
-            {
-                "kind": "hook",
-                "execution_id": execution_id,
-                "id": f"hook:{ref}",
-                "token_sha256": digest,
-                "payload": payload,
-            }
+            HookMessage(execution_id, f"hook:{ref}", payload=payload, token_sha256=digest).to_dict()
         )
         return execution_id
 
@@ -241,13 +235,7 @@ class EngineApi(CatalogApi):
         check_json(reason, "reason")
         _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
-            {
-                "kind": "cancel",
-                "execution_id": execution_id,
-                "id": f"cancel:{self.ids.token()}",
-                "reason": reason or "cancelled",
-                "force": force,
-            }
+            CancelMessage(execution_id, f"cancel:{self.ids.token()}", reason or "cancelled", force).to_dict()
         )
 
     def unpark(self, execution_id: str) -> str:
@@ -258,7 +246,7 @@ class EngineApi(CatalogApi):
         if state.parked is None:
             raise NotParked(execution_id, state.status)
         mid = f"unpark:{self.ids.token()}"
-        self.queues.send_decision({"kind": "unpark", "execution_id": execution_id, "id": mid})
+        self.queues.send_decision(UnparkMessage(execution_id, mid).to_dict())
         return mid
 
     def pause(self, execution_id: str, reason: str = "") -> str:

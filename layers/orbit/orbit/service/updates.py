@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orbit.core.definition.model import Definition
+from orbit.core.history.messages import UpdateMessage
 from orbit.core.history.storable import signal_id_problem
 from orbit.errors import ExecutionEnded, IdReused, OrbitError, UpdateRefused, ValidationError
 
@@ -58,8 +59,7 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
     else:
         _check_code(wf, state, name, input)
     uid = update_id or engine.ids.token()
-    engine.queues.send_decision({"kind": "update", "execution_id": execution_id, "id": f"update:{uid}",
-                                 "update_id": uid, "name": name, "input": input})
+    engine.queues.send_decision(UpdateMessage(execution_id, f"update:{uid}", uid, name, input).to_dict())
     return uid
 
 
