@@ -30,7 +30,9 @@ def test_the_api_refuses_an_inline_task_its_inline_modules_do_not_register(
     status, body = cloud.api("POST", "/definitions", definition(task, f"touch {marker}"))
     assert status == 400, body
     text = str(body)
-    assert f"inline task {task!r} of step 'run' is not registered" in text and "secapi.quote" in text
+    assert f"inline task {task!r} of step 'run' is not registered" in text
+    # the served tasks are named, cut after a few: under xdist this process may hold many others
+    assert "secapi.quote" in text or " more)" in text
     status, body = cloud.api("POST", "/executions", {"workflow": "secapi", "input": {}})
     assert status == 404, body  # nothing was registered
     cloud.run_until_idle()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import boto3
 import pytest
+from moto import mock_aws
 from orbit.aws.wiring import Settings, build_services
 from orbit.errors import ValidationError
 
@@ -24,8 +26,14 @@ def test_settings_and_queue_routing() -> None:
     s = Settings.from_env({**GOOD, "AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})
     assert (s.region, s.endpoint_url, s.timers, s.snapshot_every) == ("eu-west-1", "http://127.0.0.1:5000",
                                                                       "sqs-delay", 25)
-    svc = build_services(GOOD)
-    assert svc.queues.task_url("http") == "https://sqs/http"
-    assert svc.queues.task_url("inventory") == "https://sqs/default"  # unmapped task queues share the default
+    with mock_aws():  # an unmapped queue name is looked up in the table's app routes (none here)
+        boto3.client("dynamodb", region_name="eu-west-1").create_table(
+            TableName="t", BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "sk", "AttributeType": "S"}])
+        svc = build_services(GOOD)
+        assert svc.queues.task_url("http") == "https://sqs/http"
+        assert svc.queues.task_url("inventory") == "https://sqs/default"  # unmapped: the default queue
     assert type(svc.timers).__name__ == "DelayedWakeTimers"
     assert type(build_services({**GOOD, "ORBIT_TIMERS": "table"}).timers).__name__ == "DynamoTimers"
