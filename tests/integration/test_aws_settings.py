@@ -29,7 +29,8 @@ def test_settings_and_queue_routing() -> None:
     with mock_aws():  # an unmapped queue name is looked up in the table's app routes (none here)
         boto3.client("dynamodb", region_name="eu-west-1").create_table(
             TableName="t", BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                       {"AttributeName": "sk", "KeyType": "RANGE"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
                                   {"AttributeName": "sk", "AttributeType": "S"}])
         svc = build_services(GOOD)
