@@ -50,3 +50,16 @@ def echo(received: list[Any], wrap: Callable[[Any], Any] = lambda body: body) ->
             self.reply(200, json.dumps(wrap(body)).encode())
 
     return Echo
+
+
+@contextmanager
+def dev_serving(server: Any) -> Iterator[Any]:
+    """An `orbit dev` server (orbit.local.devserver.DevServer) answering on its own thread while
+    the block runs; shut down and joined after it."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.httpd.shutdown()
+        thread.join(timeout=10)

@@ -5,7 +5,6 @@ nothing runs; ids the engine derives cannot be taken through fork or start."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ import pytest
 from orbit.local import LocalStack
 from orbit.local.devserver import DevServer
 
+from tests.e2e.http_servers import dev_serving
+
 DEFINITION = {"orbit": 1, "name": "plain", "version": "1", "steps": {"a": {"compute": "{% input.n + 1 %}"}}}
 
 
@@ -24,13 +25,8 @@ def dev() -> Iterator[DevServer]:
     with LocalStack(mode="inprocess") as stack:
         stack.register(DEFINITION)
         server = DevServer(stack, port=0)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 def call(dev: DevServer, method: str, path: str, body: Any = None) -> tuple[int, Any]:

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from orbit.local.devserver import DevServer
 from playwright.sync_api import Browser, BrowserType
 
 from tests.e2e.console_stack import chromium_path
-from tests.e2e.http_servers import Quiet, serve
+from tests.e2e.http_servers import Quiet, dev_serving, serve
 
 pytestmark = pytest.mark.e2e
 VICTIM = {"orbit": 1, "name": "victim", "version": "1",
@@ -91,13 +90,8 @@ def dev() -> Iterator[DevServer]:
 
         server.request = recording  # type: ignore[method-assign]
         server.routed = routed  # type: ignore[attr-defined]
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

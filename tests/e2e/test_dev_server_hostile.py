@@ -19,7 +19,7 @@ import pytest
 from orbit.local import LocalStack
 from orbit.local.devserver import DevServer
 
-from tests.e2e.http_servers import Quiet, serve
+from tests.e2e.http_servers import Quiet, dev_serving, serve
 from tests.unit.meanwhile import answered_meanwhile
 
 # How long a client silent mid-request keeps its connection: long enough that another client is
@@ -41,13 +41,8 @@ def dev() -> Iterator[DevServer]:
     with LocalStack(mode="inprocess") as stack:
         stack.register(DEFINITION)
         server = DevServer(stack, port=0, read_timeout_s=READ_TIMEOUT_S)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,8 @@ import pytest
 from orbit.console.server import ConsoleServer
 from orbit.local import LocalStack
 from orbit.local.devserver import DevServer
+
+from tests.e2e.http_servers import dev_serving
 
 pytestmark = pytest.mark.e2e
 VICTIM = {"orbit": 1, "name": "victim", "version": "1",
@@ -42,13 +43,8 @@ def dev() -> Iterator[DevServer]:
 
         server.request = recording  # type: ignore[method-assign]
         server.routed = routed  # type: ignore[attr-defined]
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 def send(port: int, method: str, path: str, body: bytes | None = None, **headers: str) -> tuple[int, Any]:

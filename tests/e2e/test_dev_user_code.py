@@ -25,6 +25,8 @@ from orbit import worker
 from orbit.local import LocalStack
 from orbit.local.devserver import DevServer
 
+from tests.e2e.http_servers import dev_serving
+
 pytestmark = pytest.mark.e2e
 BOUND_S = 1.5
 QUICK = {"orbit": 1, "name": "quick", "version": "1", "steps": {"a": {"compute": "{% input.n + 1 %}"}}}
@@ -68,13 +70,8 @@ def dev() -> Iterator[DevServer]:
             stack.register(d)
         stack.register(loops)
         server = DevServer(stack, port=0, user_code_timeout_s=BOUND_S)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 def call(dev: DevServer, method: str, path: str, body: Any = None, timeout: float = 20) -> tuple[int, Any]:

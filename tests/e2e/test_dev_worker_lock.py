@@ -5,7 +5,6 @@ of its own: an in-process stack cannot be open beside it."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +15,8 @@ import pytest
 from orbit import worker
 from orbit.local import LocalStack
 from orbit.local.devserver import DevServer
+
+from tests.e2e.http_servers import dev_serving
 
 pytestmark = pytest.mark.e2e
 QUICK = {"orbit": 1, "name": "quick", "version": "1", "steps": {"a": {"compute": "{% input.n + 1 %}"}}}
@@ -57,13 +58,8 @@ def served() -> Iterator[DevServer]:
         for d in (QUICK, SLEEPS):
             stack.register(d)
         server = DevServer(stack, port=0)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 def test_a_sleeping_task_holds_up_no_other_request(served: DevServer) -> None:

@@ -6,7 +6,6 @@ escaped by `orbit dev`'s "ended" line, by `orbit history` (timeline and --raw) a
 from __future__ import annotations
 
 import io
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +13,8 @@ from orbit.cli import main as orbit_cli
 from orbit.local import LocalStack
 from orbit.local.devserver import DevServer
 from orbit.local.text import cut, printable
+
+from tests.e2e.http_servers import dev_serving
 
 pytestmark = pytest.mark.e2e
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\u202eevil\x9b"
@@ -37,13 +38,8 @@ def dev() -> Iterator[DevServer]:
         stack.register(WAITS)
         server = DevServer(stack, port=0)
         server.out = io.StringIO()
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with dev_serving(server):
             yield server
-        finally:
-            server.httpd.shutdown()
-            thread.join(timeout=10)
 
 
 def test_dev_ended_line_and_orbit_history_escape_caller_text(dev: DevServer,
