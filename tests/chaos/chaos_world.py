@@ -132,6 +132,7 @@ class Msg:
     receives: int = 0
     first_receive_ms: int | None = None
     fault_failures: int = 0  # deliveries lost to an injected fault
+    late_copy: bool = False  # SQS's late spurious copy, handed over as a first receive
 
 
 class Context:
@@ -352,7 +353,7 @@ class World:
                     self.queues[queue].append(msg)
                     if self.faulty and self.rng.random() < self.profile.dup_late:
                         late = self.clock.now + self.rng.randint(60, 1200) * 1000
-                        copy = Msg(queue, mid, msg.body, msg.attributes, msg.sent_ms, late)
+                        copy = Msg(queue, mid, msg.body, msg.attributes, msg.sent_ms, late, late_copy=True)
                         self.queues[queue].append(copy)
                         self.trace.append(f"late copy of {mid} at +{(late - self.clock.now) // 1000}s")
         self.dirty.clear()
@@ -384,6 +385,13 @@ class World:
                 continue
             handed.append(m)
             records.append(self._record(m, f"{m.mid}/{m.receives}"))
+            if m.late_copy and m.receives == 1:
+                # docs/api.md ("What remains at-least-once"): a late first-receive copy of an attempt
+                # still open runs at once (the worker cannot tell it from the only copy behind a
+                # backlog); if the first run's result waits for redelivery, the step ran twice.
+                for d in _bodies(m.body):
+                    if d.get("kind") == "dispatch_task":
+                        self.spurious[(f"{d.get('execution_id')}:{d.get('unit')}", d.get("attempt"))] += 1
             if self.faulty and self.rng.random() < self.profile.dup_in_batch:
                 records.append(self._record(m, f"{m.mid}/{m.receives}/dup"))
                 self.trace.append(f"duplicate of {m.mid} in the batch")

@@ -114,3 +114,17 @@ def test_the_probe_tells_a_missing_grant_from_a_passing_failure() -> None:
     assert dedupe.readable(History(error=Denied())) is False
     assert dedupe.readable(History(error=TimeoutError())) is None  # asked again at the next task
     assert dedupe.readable(None) is False
+
+
+def test_a_deferral_outlasts_a_redelivery_of_the_first_runs_result() -> None:
+    """Chaos finding N3 (tests/chaos/README.md, seed 144): a re-sent dispatch deferred twice 30 s and
+    ran while the first run's result, whose decision had failed (a throttled write), waited out the
+    decision queue's visibility timeout (180 s). Each deferral now outlasts that timeout, with time
+    left to decide the redelivered result, so the history answers the copy's next look."""
+    from pathlib import Path
+
+    from orbit.local.cfn import load_template
+
+    queue = load_template(Path(__file__).resolve().parents[2] / "template.yaml")["Resources"]["DecisionQueue"]
+    visibility_s = int(queue["Properties"]["VisibilityTimeout"])
+    assert dedupe.SETTLE_DELAY_S >= visibility_s + 20

@@ -167,8 +167,14 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
             if isinstance(trace, str) and trace:
                 traces.setdefault(m.execution_id, trace)
         for eid, items in groups.items():
+            # The same message twice in one batch (SQS may hand a record over twice): decided once,
+            # and its inline work (a hand-over wake) run once; both records share the outcome.
+            msgs: list[Message] = []
+            for _, m in items:
+                if all(m.id != seen.id for seen in msgs):
+                    msgs.append(m)
             try:
-                self._traced(eid, [m for _, m in items], delivery, traces.get(eid))
+                self._traced(eid, msgs, delivery, traces.get(eid))
             except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)

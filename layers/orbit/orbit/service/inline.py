@@ -221,6 +221,11 @@ def run_before_commit(engine: Decider, state: ExecutionState, wf: Any, events: l
             break
         if len(ready) + ran > BATCH_STEPS or any(not runs_here(runner, engine.clock, d, turn) for d in ready):
             break
+        if any(d.redelivery for d in ready):
+            # An attempt whose lease passed (core/decider/inline.py): maybe decided on a cached state
+            # another decider overtook, which ran and recorded it since. The commit goes first (its
+            # condition is the check); `drive` runs the attempt after it. Recovery path only.
+            break
         recall(engine, state.id, ready, state, wf)  # the decision's replay passed them, unless evicted
         for d in ready:
             effects.remove(d)

@@ -18,9 +18,10 @@ A possible duplicate (`suspect`) reads the dedupe record first (a long first run
 if there is none, the execution's history (`verdict`): an attempt that is no longer open (its
 result recorded, a newer attempt dispatched, the execution ended or gone) is acknowledged without
 running. An open one may have its first run's result still in flight: the message is made visible
-again after `SETTLE_DELAY_S` and fails its record, so it comes back; at `SETTLE_RECEIVES` receives
-(the queues' maxReceiveCount is 5) it runs with the key claimed first, so any copy after it finds
-that claim.
+again after `SETTLE_DELAY_S` (longer than the decision queue's visibility timeout, so a first
+result whose decision failed is decided meanwhile) and fails its record, so it comes back; at
+`SETTLE_RECEIVES` receives (the queues' maxReceiveCount is 5) it runs with the key claimed first,
+so any copy after it finds that claim.
 A first delivery sent more than `OLD_MESSAGE_MS` ago (`waited`: a queue backlog, or a late copy
 SQS delivers as new) reads the record and, without one, the history too: answered attempts are
 acknowledged, open ones run at once (it is most likely the only copy, behind a backlog; a settled
@@ -49,7 +50,10 @@ from orbit.errors import NotFound, OrbitError
 log = logging.getLogger("orbit.worker")
 
 SETTLE_RECEIVES = 3  # a possible duplicate whose attempt is still open runs at this receive count
-SETTLE_DELAY_S = 30  # until then it comes back after this long (its visibility timeout)
+# Until then it comes back after this long (its visibility timeout). Each deferral outlasts one
+# redelivery of the first run's result: the decision queue's VisibilityTimeout (180 s in
+# template.yaml) plus 20 s to decide it. Shorter, a re-sent copy ran while the result waited (N3).
+SETTLE_DELAY_S = 200
 OLD_MESSAGE_MS = 5_000  # a fresh message older than this looks back too (a backlog, a late SQS copy)
 READ_ATTEMPTS = 3  # history reads per look-back before the message goes back to the queue
 READ_BACKOFF_S = (0.1, 0.4)  # waits between them
