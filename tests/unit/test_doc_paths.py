@@ -12,6 +12,8 @@ for layers/orbit/orbit/core/runtime/dsl.py.
 Not checked: a bare non-Python name (`other.json`, a user's own file), a word starting with `.`
 (`.test.yaml`, an extension), directories, URLs and links (tests/unit/test_docs.py checks
 links), dotted module names, and docs/decisions/ (records of past choices may name what was).
+
+Also here: docs/decisions/README.md links every record in docs/decisions/, and only records that exist.
 """
 
 from __future__ import annotations
@@ -66,3 +68,26 @@ def test_the_rule_finds_paths_and_python_names_and_leaves_the_rest() -> None:
 def test_every_file_a_doc_names_exists(doc: Path, repo_files: list[str]) -> None:
     gone = missing(named_files(doc.read_text()), repo_files)
     assert not gone, f"{doc.relative_to(ROOT)} names files that do not exist: {'; '.join(gone)}"
+
+
+DECISIONS = ROOT / "docs" / "decisions"
+INDEX_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def unindexed(index_text: str, names: list[str]) -> list[str]:
+    """The records in names that docs/decisions/README.md does not link to."""
+    linked = set(INDEX_LINK.findall(index_text))
+    return [name for name in names if name != "README.md" and name not in linked]
+
+
+def test_the_decision_index_finds_a_record_it_does_not_link() -> None:
+    assert unindexed("- [0001-a.md](0001-a.md): a", ["README.md", "0001-a.md", "x-b.md"]) == ["x-b.md"]
+
+
+def test_the_decision_index_links_every_record_and_only_records_that_exist() -> None:
+    text = (DECISIONS / "README.md").read_text()
+    names = sorted(p.name for p in DECISIONS.glob("*.md"))
+    missing_from_index = unindexed(text, names)
+    assert not missing_from_index, f"docs/decisions/README.md does not list: {', '.join(missing_from_index)}"
+    dangling = [t for t in INDEX_LINK.findall(text) if "://" not in t and not (DECISIONS / t).exists()]
+    assert not dangling, f"docs/decisions/README.md links to records that do not exist: {', '.join(dangling)}"
