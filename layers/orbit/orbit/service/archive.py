@@ -6,7 +6,7 @@ Format (one object per execution, `archive/<quoted id>.jsonl.gz`): the first lin
 history store returns it (`{"seq", "timestamp_ms", "type", ...fields}`, large values inline), in
 seq order. `zcat FILE | tail -n +2` gives the lines `orbit history --json` prints.
 
-When it is written (docs/architecture.md, "Archive"): by the decision that ends the execution,
+When it is written (docs/decisions/0010-retention-archive-expiry.md): by the decision that ends the execution,
 in its retire step, *before* the other items get their expiry and after the final commit landed.
 A crash anywhere before the object landed redelivers the message; its commit is re-sent and the
 retire step (archive included) runs again. The put replaces the object with the same bytes, so a

@@ -8,7 +8,7 @@ together with whatever follows (the next inline step's `StepScheduled`, a worker
 end of the run) in **one** conditional commit, then the loop runs the next inline step. A chain of
 inline steps and the decision after it therefore cost at most one commit per step, no queue message
 and no extra read (the state stays cached in the process); at_least_once steps share commits,
-up to BATCH_STEPS results in one (`run_before_commit`, argued in docs/architecture.md).
+up to BATCH_STEPS results in one (`run_before_commit`, argued in docs/decisions/0011-inline-steps.md).
 
 Semantics per attempt (the names Lambda durable functions uses):
 - at_least_once: the result is committed with the next decision. A crash between the commit that
@@ -46,7 +46,8 @@ from orbit.service.ports import Clock, IdSource, Queues
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
 MIN_RUN_MS = 200  # an attempt is not started with less than this left: it is handed over instead
-BATCH_STEPS = 8  # at_least_once steps whose results may share one commit (docs/architecture.md)
+# at_least_once steps whose results may share one commit (docs/decisions/0011-inline-steps.md)
+BATCH_STEPS = 8
 
 
 class InlineTasks(Protocol):
@@ -202,7 +203,7 @@ def runs_here(runner: InlineRunner | None, clock: Clock, d: DispatchTask, turn: 
 
 def run_before_commit(engine: Decider, state: ExecutionState, wf: Any, events: list[Recorded],
                       effects: list[Effect], handled: list[str], turn: Turn) -> None:
-    """Batching (docs/architecture.md, "inline steps"): before a commit, run the at_least_once
+    """Batching (docs/decisions/0011-inline-steps.md): before a commit, run the at_least_once
     inline attempts it schedules and decide their results into the same commit, up to BATCH_STEPS
     steps. Nothing is durable before the commit, which at_least_once allows: a crash re-runs the
     batch from the last commit. Stops at anything else the decision must carry out first (a worker

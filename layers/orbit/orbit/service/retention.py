@@ -6,7 +6,7 @@ after every other write of the decision (a crash before it redelivers the messag
 re-sent and retires again). A redrive lifts the expiry (`_unretire`) before anything runs. When
 the stack keeps an archive, `_retire` writes the history to it before the expiries.
 
-Write-time expiry (docs/architecture.md, "Write-time expiry"): while an execution is young (its first
+Write-time expiry (docs/decisions/0010-retention-archive-expiry.md): while an execution is young (its first
 hour, orbit.core.definition.retention), every item written for it already carries the expiry P it
 would get if it ended at the close of that hour, marked provisional. The start records P in its
 own commit (WorkflowCreated.provisional_expiry_s) and every later write uses that P. One that ends

@@ -228,10 +228,10 @@ def retire(db: Any, table: str, execution_id: str, ended_at_ms: int, expires_at_
     """Give every item the execution left `expires_at` (see the module docstring); idempotent.
 
     `written`: the execution ended young and every item of it was written with this expiry (the
-    engine's write-time expiry, docs/architecture.md: its start recorded the expiry, in the same
-    item as the first commit's `expires_at`, and every later write used it); then only the dedupe
-    records may need shortening. Otherwise (an execution that ended old, was redriven, or started
-    before starts recorded the expiry) every item is walked."""
+    engine's write-time expiry, docs/decisions/0010-retention-archive-expiry.md: its start recorded
+    the expiry, in the same item as the first commit's `expires_at`, and every later write used it);
+    then only the dedupe records may need shortening. Otherwise (an execution that ended old, was
+    redriven, or started before starts recorded the expiry) every item is walked."""
     t = n(expires_at_s)
     if not written:
         digests = _expire_partition(db, table, execution_id, expires_at_s)

@@ -35,9 +35,9 @@ def expires_at_s(finished_at_ms: int, retention_ms: int) -> int:
     return -(-(finished_at_ms + retention_ms) // 1000)
 
 
-# Write-time expiry (docs/architecture.md, "Write-time expiry"): most executions end within an hour of their
-# start. While young, every item written for an execution already carries the expiry it would get
-# if it ended at the close of its first hour (`provisional_expiry_s`), so an execution that does
+# Write-time expiry (docs/decisions/0010-retention-archive-expiry.md): most executions end within an
+# hour of their start. While young, every item written for an execution already carries the expiry
+# it would get if it ended at the close of its first hour (`provisional_expiry_s`), so an execution that does
 # end young needs no write at its end. One that lives longer is pinned (NO_EXPIRY) by the
 # sweeper in time and gets its exact expiry at its end, as before.
 YOUNG_MS = 60 * 60 * 1000

@@ -2,7 +2,7 @@
 
 A group of branches is a unit `<position>.<group>()`; the calls of its branch `b` are keyed
 `<position>.<group>()/<b>/<position in the branch>.<label>`, nesting as deep as groups do
-(docs/architecture.md, "Unit keys"). Only these group labels open a level, so keys recorded
+(docs/decisions/0003-code-workflows-by-replay.md). Only these group labels open a level, so keys recorded
 before groups existed keep their meaning.
 """
 
