@@ -48,6 +48,7 @@ class EffectSteps:
     timers: Any
     store: Any
     inline: Any  # InlineRunner, or None
+    _flow_dispatch: Any  # FlowSteps
 
     def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
                    fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None) -> None:
@@ -62,7 +63,9 @@ class EffectSteps:
         resent = {} if fresh else {"resent": True}
         for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
+                body = {**e.to_dict(), **trace, **resent}
+                if not self._flow_dispatch(e, body):  # service/flow_steps.py: a gated task waits its turn
+                    self.queues.send_task(e.queue, body)
             elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})
             elif isinstance(e, ArmTimer):

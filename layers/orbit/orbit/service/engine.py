@@ -49,6 +49,8 @@ from orbit.errors import BuildMismatch, ConflictError, NotFound, OrbitError, Unk
 from orbit.service import inline
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.effects import EffectSteps
+from orbit.service.flow_steps import FlowSteps
+from orbit.service.limits import FLOW_KEY
 from orbit.service.operations import EngineApi
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -89,7 +91,7 @@ class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of 
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
 
-class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
+class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
     inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
@@ -146,7 +148,19 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
         traces: dict[str, str] = {}  # execution -> the trace header its messages carried
+        admitted: set[str] = set()  # starts flow control held back and now lets go (service/limits.py)
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and FLOW_KEY in raw:
+                try:
+                    back = self.flow.come_back(raw) if self.flow is not None else None
+                except Exception as e:  # reported per message, the queue retries it
+                    log.exception("flow message failed")
+                    failures.append((i, e))
+                    continue
+                if back is None:
+                    continue
+                raw = back
+                admitted.add(str(raw.get("execution_id")))
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
                     self.schedules.handle(raw)
@@ -174,18 +188,25 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                 if all(m.id != seen.id for seen in msgs):
                     msgs.append(m)
             try:
-                self._traced(eid, msgs, delivery, traces.get(eid))
+                self._traced(eid, msgs, delivery, traces.get(eid), eid in admitted)
             except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
 
-    def _traced(self, eid: str, msgs: list[Message], delivery: Deliveries, trace: str | None) -> None:
-        """One decision in its own span of the execution's trace; what it sends carries the span."""
+    def _traced(self, eid: str, msgs: list[Message], delivery: Deliveries, trace: str | None,
+                admitted: bool = False) -> None:
+        """One decision in its own span of the execution's trace; what it sends carries the span.
+        `admitted`: its starts passed their flow-control gate already."""
         started = time.perf_counter()
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
             try:  # what the decision sends carries the span's header
+                if not admitted:
+                    msgs = self._flow_admit(eid, msgs)  # stage 0: a start that must wait is not decided
+                    if not msgs:
+                        return
                 self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
+                self._flow_after_start(eid, msgs)
             finally:
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
@@ -408,6 +429,11 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         # A crash before this redelivers the redrive message, whose commit (resend) runs it again.
         if not ended and state.created:
             self._unretire_if_redriven(state, events, resend)
+        # Flow control: the slots of the holders this commit ended go back before its dispatches
+        # take theirs (service/flow_steps.py); a redelivery gives them back again (a no-op).
+        self._flow_release(state, events, wf)
+        for c in resend.values():
+            self._flow_release(state, c.events, None, recovering=True)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False,
                             seq=c.last_seq, turn=turn)

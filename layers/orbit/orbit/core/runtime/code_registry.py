@@ -40,6 +40,15 @@ class CodeWorkflow:
     # An unexpected exception in the code (a bug): "park" the execution until a fixed build is
     # deployed, or "fail" it with WORKFLOW_ERROR (decider/parking.py `bugs_park`).
     on_workflow_error: str = field(default="park", compare=False)
+    # Flow control (docs/flow-control.md): {concurrency, rate, priority, queues} as given to
+    # @orbit.workflow, checked there; keys may be functions of the input.
+    flow_args: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def flow(self) -> Any:
+        from orbit.core.flow.spec import parse_flow
+
+        return parse_flow(self.flow_args, self.tasks, self.flow_args.get("queues"), code=True)[0]
 
     @cached_property
     def task_contracts(self) -> Any:

@@ -1,0 +1,163 @@
+"""Flow-control state in memory (the simulator, unit tests): the same contract as
+adapters/dynamodb/limits.py, each method one atomic step as each write there is one request."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+from orbit.core.flow.bucket import Level, reserve
+from orbit.core.flow.gates import Bucket, Slot
+from orbit.core.flow.order import Counter
+
+
+class MemoryLimits:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counters: dict[str, Counter] = {}
+        self.lines: dict[tuple[str, int, str], list[tuple[int, str]]] = {}  # FIFO of (since, holder)
+        self.tickets: dict[tuple[str, str], dict[str, Any]] = {}  # (scope, holder) ->
+        self.buckets: dict[str, Level] = {}
+        self.drops: dict[str, dict[str, Any]] = {}
+        self.requests = 0  # what the DynamoDB adapter would send (bench_flow.py)
+
+    def _counter(self, slot: Slot) -> Counter:
+        c = self.counters.get(slot.scope)
+        if c is None:
+            c = self.counters[slot.scope] = Counter(slot.scope, slot.name, slot.key, slot.limit)
+        c.limit = slot.limit
+        return c
+
+    def acquire(self, slot: Slot, holder: str, now_ms: int) -> bool:
+        with self._lock:
+            self.requests += 1
+            c = self._counter(slot)
+            if holder in c.holders:
+                return True
+            if len(c.holders) >= slot.limit:
+                return False
+            c.holders.add(holder)
+            return True
+
+    def enqueue(self, slot: Slot, holder: str, priority: int, ticket: dict[str, Any], now_ms: int) -> bool:
+        """Join the line, if the counter is still full; False: there is room now (acquire again)."""
+        with self._lock:
+            self.requests += 1
+            c = self._counter(slot)
+            if (slot.scope, holder) in self.tickets or holder in c.holders:
+                return True  # already in line (a redelivery), or let in since
+            if len(c.holders) < slot.limit:
+                return False
+            line = (priority, slot.fairness)
+            c.waiting[line] = c.waiting.get(line, 0) + 1
+            c.passes.setdefault(slot.fairness, c.vt)
+            c.weights[slot.fairness] = slot.weight
+            self.lines.setdefault((slot.scope, *line), []).append((now_ms, holder))
+            self.tickets[(slot.scope, holder)] = {**ticket, "scope": slot.scope, "priority": priority,
+                                    "tenant": slot.fairness, "since_ms": now_ms}
+            return True
+
+    def release(self, slot: Slot, holder: str) -> Counter | None:
+        """Give `holder`'s slot back; the counter after, or None when it held none (then the
+        counter is not changed: a second release is a no-op)."""
+        with self._lock:
+            self.requests += 1
+            c = self.counters.get(slot.scope)
+            if c is None or holder not in c.holders:
+                return None
+            c.holders.discard(holder)
+            if holder in c.granted:
+                c.granted.discard(holder)
+                self.tickets.pop((slot.scope, holder), None)
+                self.requests += 1  # the ticket's delete
+            return copy.deepcopy(c)
+
+    def read(self, scope: str) -> Counter | None:
+        with self._lock:
+            self.requests += 1
+            c = self.counters.get(scope)
+            return copy.deepcopy(c) if c is not None else None
+
+    def cancel_wait(self, slot: Slot, holder: str) -> bool:
+        """Leave the line (an attempt that ended while it waited); False: it was not in it."""
+        with self._lock:
+            self.requests += 1
+            t = self.tickets.get((slot.scope, holder))
+            if t is None or t.get("granted_ms") is not None:
+                return False
+            self.requests += 1
+            del self.tickets[(slot.scope, holder)]
+            c = self.counters[t["scope"]]
+            line = (t["priority"], t["tenant"])
+            c.waiting[line] -= 1
+            if c.waiting[line] <= 0:
+                del c.waiting[line]
+            self.lines[(t["scope"], *line)] = [x for x in self.lines[(t["scope"], *line)] if x[1] != holder]
+            return True
+
+    def head(self, scope: str, priority: int, tenant: str) -> str | None:
+        with self._lock:
+            self.requests += 1
+            line = self.lines.get((scope, priority, tenant)) or []
+            return line[0][1] if line else None
+
+    def grant(self, slot: Slot, holder: str, priority: int, tenant: str, vt: int, tenant_pass: int | None,
+              now_ms: int) -> dict[str, Any] | None:
+        """Let `holder` in from the head of its line, if there is still room: its ticket, else None."""
+        with self._lock:
+            self.requests += 1
+            c = self.counters.get(slot.scope)
+            t = self.tickets.get((slot.scope, holder))
+            line = self.lines.get((slot.scope, priority, tenant)) or []
+            if c is None or t is None or t.get("granted_ms") is not None or holder in c.holders \
+                    or len(c.holders) >= slot.limit or not any(h == holder for _, h in line):
+                return None
+            c.holders.add(holder)
+            c.granted.add(holder)
+            c.waiting[(priority, tenant)] -= 1
+            if c.waiting[(priority, tenant)] <= 0:
+                del c.waiting[(priority, tenant)]
+            c.vt = vt
+            if tenant_pass is None:
+                c.passes.pop(tenant, None)
+            else:
+                c.passes[tenant] = tenant_pass
+            self.lines[(slot.scope, priority, tenant)] = [x for x in line if x[1] != holder]
+            t["granted_ms"] = now_ms
+            return copy.deepcopy(t)
+
+    def ticket(self, scope: str, holder: str) -> dict[str, Any] | None:
+        with self._lock:
+            self.requests += 1
+            t = self.tickets.get((scope, holder))
+            return copy.deepcopy(t) if t is not None else None
+
+    def reserve(self, bucket: Bucket, now_ms: int) -> int | None:
+        with self._lock:
+            self.requests += 1
+            level, delay = reserve(self.buckets.get(bucket.scope), bucket.rate, bucket.period_ms,
+                                   bucket.burst, now_ms, bucket.on_exceed == "wait")
+            if level is not None:
+                self.buckets[bucket.scope] = level
+            return delay
+
+    def record_drop(self, holder: str, reason: str, now_ms: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.drops[holder] = {"reason": reason, "at_ms": now_ms}
+
+    def dropped(self, holder: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.drops.get(holder)
+
+    def list_counters(self) -> list[Counter]:
+        with self._lock:
+            return [copy.deepcopy(c) for c in self.counters.values()]
+
+    def line(self, scope: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Who waits on `scope`, in the order they would be let in when all lines are FIFO."""
+        with self._lock:
+            rows = [{"holder": h, "priority": p, "tenant": t, "since_ms": since}
+                    for (s, p, t), line in self.lines.items() if s == scope for since, h in line]
+        return sorted(rows, key=lambda r: (r["priority"], r["since_ms"], r["holder"]))[:limit]

@@ -1,0 +1,93 @@
+"""Flow control in the decision pipeline (a mixin of `Engine`; docs/flow-control.md).
+
+- stage 0, before a start is decided: `_flow_admit` passes it through its workflow's gate
+  (concurrency per key, then rate); one that must wait is not decided (nothing is committed);
+- stage 4/5, after a commit: `_flow_release` gives back the slots of the holders the commit ended
+  (before the effects, so a retry in the same commit finds its slot free), and `_flow_dispatch`
+  sends each gated `DispatchTask` through its task's and queue's gate instead of straight to SQS.
+
+Both are derived from the commit (orbit.core.flow.gates), never from a cached state's guess: a
+redelivered message re-derives them, and the stores make them idempotent by holder id. A workflow
+without flow keys pays nothing: no gate is built, no request is made (benchmarks/bench_flow.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orbit.core.flow.gates import attempt_gate, released, start_gate, start_holder
+from orbit.core.flow.spec import NO_FLOW, FlowSpec, flow_of
+from orbit.core.history.effects import DispatchTask
+from orbit.core.history.messages import Message, StartMessage
+from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
+from orbit.errors import OrbitError
+
+
+class FlowSteps:
+    """Mixin of Engine: `flow` (a service.limits.FlowGate, or None: no flow control), `registry`."""
+
+    flow: Any = None
+    registry: Any
+
+    def _flow_spec(self, workflow: Any) -> FlowSpec:
+        return flow_of(workflow) if workflow is not None else NO_FLOW
+
+    def _flow_spec_of(self, state: ExecutionState | None) -> FlowSpec:
+        if state is None or not state.workflow:
+            return NO_FLOW
+        try:
+            wf = self._workflow_for(state, None)  # type: ignore[attr-defined]
+        except OrbitError:
+            return NO_FLOW
+        return self._flow_spec(wf)
+
+    def _flow_admit(self, eid: str, msgs: list[Message]) -> list[Message]:
+        """The messages to decide now: a start whose workflow's gate holds it back is left out."""
+        if self.flow is None or not any(isinstance(m, StartMessage) for m in msgs):
+            return msgs
+        out: list[Message] = []
+        for m in msgs:
+            if isinstance(m, StartMessage):
+                try:
+                    wf = self.registry.get(m.workflow, m.version)
+                except OrbitError:
+                    out.append(m)  # decided as before: the decision reports the unknown workflow
+                    continue
+                gate = start_gate(self._flow_spec(wf), m.workflow, eid, m.input)
+                if gate is not None and not self.flow.admit_start(gate, m.to_dict()):
+                    continue
+            out.append(m)
+        return out
+
+    def _flow_after_start(self, eid: str, msgs: list[Message]) -> None:
+        """A start of an execution that had ended already (the same id again) took a slot its
+        decision will never give back: give it back."""
+        if self.flow is None or not any(isinstance(m, StartMessage) for m in msgs):
+            return
+        state = self.cached_state(eid)  # type: ignore[attr-defined]
+        if state is None or state.status not in TERMINAL_WORKFLOW:
+            return
+        gate = start_gate(self._flow_spec_of(state), state.workflow, eid, state.input)
+        if gate is not None and gate.slots and gate.holder == start_holder(eid):
+            self.flow.release(gate)
+
+    def _flow_release(self, state: ExecutionState, events: list[Any], workflow: Any = None,
+                      recovering: bool = False) -> None:
+        if self.flow is None or not events:
+            return
+        spec = self._flow_spec(workflow) if workflow is not None else self._flow_spec_of(state)
+        for gate in released(spec, state, events):
+            self.flow.release(gate, recovering)
+
+    def _flow_dispatch(self, e: DispatchTask, body: dict[str, Any]) -> bool:
+        """True: flow control took the dispatch (sent, held back or in line); False: send it."""
+        if self.flow is None or e.inline is not None:
+            return False
+        spec = self._flow_spec_of(self.cached_state(e.execution_id))  # type: ignore[attr-defined]
+        if spec.empty:
+            return False
+        gate = attempt_gate(spec, e.execution_id, e.unit, e.attempt, e.task, e.queue, e.input)
+        if gate is None:
+            return False
+        self.flow.dispatch(gate, e.queue, body)
+        return True

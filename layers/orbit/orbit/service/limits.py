@@ -1,0 +1,207 @@
+"""Flow control, carried out (docs/flow-control.md): concurrency slots, waiting lines, token buckets.
+
+A decision's commit holds its dispatches (`DispatchTask`) and events; after the commit the engine
+hands each gated dispatch to `FlowGate.dispatch` and each holder the commit ended to
+`FlowGate.release` (orbit.core.flow.gates derives both from the commit, so a redelivered message
+derives them again). A start is gated before it is decided (`admit_start`): nothing is committed
+for an execution that waits. Every step is idempotent by holder id:
+
+- acquire: one conditional write (room, or already a holder);
+- a full counter: the item joins the line (one transaction: the counter still full, its line row,
+  its ticket with what to send when let in);
+- release: one conditional write (the holder is there); when someone waits, the next in line
+  (priority, then weighted round-robin between tenants, then FIFO: core/flow/order.py) is let in
+  by one transaction (room, the line row, the ticket marked granted) and its dispatch is sent;
+- a granted ticket stays until its holder releases, so a redelivered release re-sends what a
+  crash after a grant may have kept from leaving (`recovering=True`; the worker deduplicates).
+
+A slot held by an attempt is given back when the attempt ends in the history: a result, a
+failure, a timeout (attempt or heartbeat: a crashed worker), a cancel. Nothing else frees it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Protocol
+
+from orbit.core.flow.gates import Bucket, Gate, Slot
+from orbit.core.flow.order import Counter, after_grant, next_in_line
+from orbit.core.history.events import TaskError
+from orbit.core.history.messages import ResultMessage
+from orbit.service.ports import Clock, Queues
+
+log = logging.getLogger("orbit.flow")
+
+MAX_SQS_DELAY_S = 900
+FLOW_KEY = "orbit_flow"  # a decision-queue body that is flow control's own, not an execution's
+RATE_LIMITED = "RATE_LIMITED"
+MAX_RACES = 8
+MAX_GRANTS_PER_RELEASE = 100  # one release lets in at most this many (the rest: the next release)
+
+
+class LimitStore(Protocol):
+    def acquire(self, slot: Slot, holder: str, now_ms: int) -> bool: ...
+    def enqueue(self, slot: Slot, holder: str, priority: int, ticket: dict[str, Any],
+                now_ms: int) -> bool: ...
+    def release(self, slot: Slot, holder: str) -> Counter | None: ...
+    def read(self, scope: str) -> Counter | None: ...
+    def cancel_wait(self, slot: Slot, holder: str) -> bool: ...
+    def head(self, scope: str, priority: int, tenant: str) -> str | None: ...
+    def grant(self, slot: Slot, holder: str, priority: int, tenant: str, vt: int, tenant_pass: int | None,
+              now_ms: int) -> dict[str, Any] | None: ...
+    def ticket(self, scope: str, holder: str) -> dict[str, Any] | None: ...
+    def reserve(self, bucket: Bucket, now_ms: int) -> int | None: ...
+    def record_drop(self, holder: str, reason: str, now_ms: int) -> None: ...
+    def dropped(self, holder: str) -> dict[str, Any] | None: ...
+    def list_counters(self) -> list[Counter]: ...
+    def line(self, scope: str, limit: int = 20) -> list[dict[str, Any]]: ...
+
+
+class FlowGate:
+    def __init__(self, store: LimitStore, queues: Queues, clock: Clock, meter: Any = None) -> None:
+        self.store, self.queues, self.clock, self.meter = store, queues, clock, meter
+
+    # ------------------------------------------------------------------ in
+    def dispatch(self, gate: Gate, queue: str, body: dict[str, Any]) -> None:
+        """Send one attempt's `body` to `queue` once `gate` lets it: now, later, or when let in."""
+        self._pass(gate, 0, {"kind": "task", "queue": queue, "body": body})
+
+    def admit_start(self, gate: Gate, start: dict[str, Any]) -> bool:
+        """True: the start goes on now (decide it). False: it waits in line, is held back by its
+        rate (it comes back as a `FLOW_KEY` message) or was dropped."""
+        return self._pass(gate, 0, {"kind": "start", "body": start}, now_ok=True)
+
+    def _pass(self, gate: Gate, index: int, send: dict[str, Any], now_ok: bool = False) -> bool:
+        now = self.clock.now_ms()
+        for i in range(index, len(gate.slots)):
+            if not self._take(gate, i, send, now):
+                return False
+        return self._rated(gate, send, now, now_ok)
+
+    def _take(self, gate: Gate, i: int, send: dict[str, Any], now: int) -> bool:
+        slot = gate.slots[i]
+        for _ in range(MAX_RACES):
+            if self.store.acquire(slot, gate.holder, now):
+                return True
+            ticket = {"gate": gate.to_dict(), "index": i, "send": send}
+            if self.store.enqueue(slot, gate.holder, gate.priority, ticket, now):
+                self._count("FlowWaiting", slot.name)
+                return False
+        raise RuntimeError(f"flow: {slot.name!r} key {slot.key!r} changed {MAX_RACES} times in a row")
+
+    def _rated(self, gate: Gate, send: dict[str, Any], now: int, now_ok: bool) -> bool:
+        delay = 0
+        b = gate.bucket
+        if b is not None:
+            got = self.store.reserve(b, now)
+            if got is None:
+                self._refused(gate, b, send, now)
+                return False
+            delay = got
+        if delay <= 0 and now_ok:
+            return True
+        self._send(send, now + delay, now)
+        return False
+
+    def _send(self, send: dict[str, Any], at_ms: int, now: int, resent: bool = False) -> None:
+        delay_s = max(0, math.ceil((at_ms - now) / 1000))
+        if send["kind"] == "task" and delay_s <= MAX_SQS_DELAY_S:
+            body = {**send["body"], "resent": True} if resent else send["body"]
+            self.queues.send_task(send["queue"], body, delay_s)
+            return
+        # a start (decided when this comes back), or a wait longer than SQS's delay: comes back
+        self.queues.send_decision({FLOW_KEY: "admit", "at_ms": at_ms, "send": send},
+                                  min(delay_s, MAX_SQS_DELAY_S))
+
+    def _refused(self, gate: Gate, b: Bucket, send: dict[str, Any], now: int) -> None:
+        """A rate limit with `drop` (a start) or `fail` (an attempt) and no token now."""
+        reason = f"rate limit {b.name!r} key {b.key!r}: more than {b.rate} per {b.period_ms} ms"
+        self.release(gate)  # the slots it took before the rate said no
+        self._count("FlowDropped" if b.on_exceed == "drop" else "FlowRateFailed", b.name)
+        if send["kind"] == "start":
+            self.store.record_drop(gate.holder, reason, now)
+            log.info("start %s dropped: %s", send["body"].get("execution_id"), reason)
+            return
+        body = send["body"]
+        error = TaskError(RATE_LIMITED, reason, retryable=False)
+        self.queues.send_decision(ResultMessage(str(body["execution_id"]), f"result:{body['token']}",
+                                                str(body["unit"]), str(body["token"]), None, error).to_dict())
+
+    def come_back(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A `FLOW_KEY` message: before its time it goes back to wait; a task is sent; a start is
+        returned for the engine to decide (its gate was passed before it was held back)."""
+        send = message.get("send")
+        if not isinstance(send, dict):
+            return None
+        now = self.clock.now_ms()
+        at = int(message.get("at_ms") or 0)
+        if at > now + 999 or (send.get("kind") == "task" and at > now):
+            self._send(send, at, now)
+            return None
+        if send.get("kind") == "start":
+            return dict(send.get("body") or {})
+        self._send(send, now, now)
+        return None
+
+    # ----------------------------------------------------------------- out
+    def release(self, gate: Gate, recovering: bool = False) -> None:
+        """Give back every slot `gate.holder` holds (or its place in line), and let the next in."""
+        now = self.clock.now_ms()
+        for slot in gate.slots:
+            after = self.store.release(slot, gate.holder)
+            if after is None:
+                if not self.store.cancel_wait(slot, gate.holder) and recovering:
+                    self._resend_granted(slot)
+                continue
+            self._let_in(slot, after, now)
+
+    def _let_in(self, slot: Slot, c: Counter, now: int) -> None:
+        for _ in range(MAX_GRANTS_PER_RELEASE):
+            pick = next_in_line(c, slot.limit)
+            if pick is None:
+                return
+            priority, tenant = pick
+            holder = self.store.head(slot.scope, priority, tenant)
+            if holder is None:
+                log.warning("flow: %s counts waiting items on line %s/%s it cannot find", slot.scope,
+                            priority, tenant)
+                return
+            vt, tenant_pass = after_grant(c, priority, tenant)
+            ticket = self.store.grant(slot, holder, priority, tenant, vt, tenant_pass, now)
+            if ticket is None:  # another release let someone in first: look again
+                fresh = self.store.read(slot.scope)
+                if fresh is None:
+                    return
+                c = fresh
+                continue
+            c.holders.add(holder)
+            c.waiting[(priority, tenant)] -= 1
+            c.vt = vt
+            if tenant_pass is None:
+                c.passes.pop(tenant, None)
+            else:
+                c.passes[tenant] = tenant_pass
+            self._observe(slot.name, now - int(ticket.get("since_ms") or now))
+            self._pass(Gate.from_dict(ticket["gate"]), int(ticket["index"]) + 1, ticket["send"])
+
+    def _resend_granted(self, slot: Slot) -> None:
+        """A redelivered release: a grant made before a crash may not have left; send it again."""
+        c = self.store.read(slot.scope)
+        for holder in sorted(c.granted) if c is not None else ():
+            t = self.store.ticket(slot.scope, holder)
+            if t is not None:
+                gate = Gate.from_dict(t["gate"])
+                rest = gate.slots[int(t["index"]) + 1:]
+                if all(self.store.acquire(s, holder, self.clock.now_ms()) for s in rest):
+                    now = self.clock.now_ms()
+                    self._send(t["send"], now, now, resent=True)
+
+    # -------------------------------------------------------------- metrics
+    def _count(self, metric: str, name: str) -> None:
+        if self.meter is not None:
+            self.meter.count_workflow(name, metric)
+
+    def _observe(self, name: str, waited_ms: int) -> None:
+        if self.meter is not None:
+            self.meter.observe(name, "FlowWaitTime", waited_ms)
