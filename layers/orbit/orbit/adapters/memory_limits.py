@@ -55,7 +55,8 @@ class MemoryLimits:
             c.weights[slot.fairness] = slot.weight
             self.lines.setdefault((slot.scope, *line), []).append((now_ms, holder))
             self.tickets[(slot.scope, holder)] = {**ticket, "scope": slot.scope, "priority": priority,
-                                    "tenant": slot.fairness, "since_ms": now_ms}
+                                                  "tenant": slot.fairness, "since_ms": now_ms,
+                                                  "entry": f"{now_ms:015d}#{holder}"}
             return True
 
     def release(self, slot: Slot, holder: str) -> Counter | None:
@@ -96,15 +97,19 @@ class MemoryLimits:
             self.lines[(t["scope"], *line)] = [x for x in self.lines[(t["scope"], *line)] if x[1] != holder]
             return True
 
-    def head(self, scope: str, priority: int, tenant: str) -> str | None:
+    def head(self, scope: str, priority: int, tenant: str) -> tuple[str, dict[str, Any]] | None:
+        """The first item of a line: (its entry, its ticket)."""
         with self._lock:
             self.requests += 1
             line = self.lines.get((scope, priority, tenant)) or []
-            return line[0][1] if line else None
+            if not line:
+                return None
+            since, holder = line[0]
+            return f"{since:015d}#{holder}", copy.deepcopy(self.tickets[(scope, holder)])
 
-    def grant(self, slot: Slot, holder: str, priority: int, tenant: str, vt: int, tenant_pass: int | None,
-              now_ms: int) -> dict[str, Any] | None:
-        """Let `holder` in from the head of its line, if there is still room: its ticket, else None."""
+    def grant(self, slot: Slot, entry: str, holder: str, priority: int, tenant: str, vt: int,
+              tenant_pass: int | None, now_ms: int) -> bool:
+        """Let `holder` in from its line (`entry`), if there is still room; False: not now."""
         with self._lock:
             self.requests += 1
             c = self.counters.get(slot.scope)
@@ -112,7 +117,7 @@ class MemoryLimits:
             line = self.lines.get((slot.scope, priority, tenant)) or []
             if c is None or t is None or t.get("granted_ms") is not None or holder in c.holders \
                     or len(c.holders) >= slot.limit or not any(h == holder for _, h in line):
-                return None
+                return False
             c.holders.add(holder)
             c.granted.add(holder)
             c.waiting[(priority, tenant)] -= 1
@@ -125,7 +130,7 @@ class MemoryLimits:
                 c.passes[tenant] = tenant_pass
             self.lines[(slot.scope, priority, tenant)] = [x for x in line if x[1] != holder]
             t["granted_ms"] = now_ms
-            return copy.deepcopy(t)
+            return True
 
     def ticket(self, scope: str, holder: str) -> dict[str, Any] | None:
         with self._lock:

@@ -224,6 +224,19 @@ class Services:
         return self._client("secretsmanager")
 
     @cached_property
+    def limits(self) -> Any:
+        from orbit.adapters.dynamodb.limits import DynamoLimits
+
+        return DynamoLimits(self.dynamodb, self.settings.table)
+
+    @cached_property
+    def flow(self) -> Any:
+        from orbit.aws.observability import METER
+        from orbit.service.limits import FlowGate
+
+        return FlowGate(self.limits, self.queues, self.clock, METER)
+
+    @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
         from orbit.aws.observability import METER, MeteredStore
@@ -234,6 +247,7 @@ class Services:
                         self.clock, RandomIds(self.hook_key), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
+        engine.flow = self.flow  # concurrency and rate limits (docs/flow-control.md)
         engine.archive = self.archive
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps

@@ -47,9 +47,9 @@ class LimitStore(Protocol):
     def release(self, slot: Slot, holder: str) -> Counter | None: ...
     def read(self, scope: str) -> Counter | None: ...
     def cancel_wait(self, slot: Slot, holder: str) -> bool: ...
-    def head(self, scope: str, priority: int, tenant: str) -> str | None: ...
-    def grant(self, slot: Slot, holder: str, priority: int, tenant: str, vt: int, tenant_pass: int | None,
-              now_ms: int) -> dict[str, Any] | None: ...
+    def head(self, scope: str, priority: int, tenant: str) -> tuple[str, dict[str, Any]] | None: ...
+    def grant(self, slot: Slot, entry: str, holder: str, priority: int, tenant: str, vt: int,
+              tenant_pass: int | None, now_ms: int) -> bool: ...
     def ticket(self, scope: str, holder: str) -> dict[str, Any] | None: ...
     def reserve(self, bucket: Bucket, now_ms: int) -> int | None: ...
     def record_drop(self, holder: str, reason: str, now_ms: int) -> None: ...
@@ -162,14 +162,16 @@ class FlowGate:
             if pick is None:
                 return
             priority, tenant = pick
-            holder = self.store.head(slot.scope, priority, tenant)
-            if holder is None:
+            first = self.store.head(slot.scope, priority, tenant)
+            if first is None:
                 log.warning("flow: %s counts waiting items on line %s/%s it cannot find", slot.scope,
                             priority, tenant)
                 return
+            entry, ticket = first
+            holder = str(ticket["gate"]["holder"])
             vt, tenant_pass = after_grant(c, priority, tenant)
-            ticket = self.store.grant(slot, holder, priority, tenant, vt, tenant_pass, now)
-            if ticket is None:  # another release let someone in first: look again
+            if not self.store.grant(slot, entry, holder, priority, tenant, vt, tenant_pass, now):
+                # another release let someone in first: look again
                 fresh = self.store.read(slot.scope)
                 if fresh is None:
                     return

@@ -122,8 +122,7 @@ def _bucket(name: str, r: Rate, value: Any) -> Bucket:
 
 
 def _gate(holder: str, name: str, g: Gates | None, value: Any, extra: tuple[Slot, ...] = ()) -> Gate | None:
-    own: tuple[Slot, ...] = (_slot(name, g.concurrency, value),) if g is not None and g.concurrency is not None \
-        else ()
+    own: tuple[Slot, ...] = (_slot(name, g.concurrency, value),) if g is not None and g.concurrency else ()
     slots = own + extra
     bucket = _bucket(name, g.rate, value) if g is not None and g.rate is not None else None
     if not slots and bucket is None:
