@@ -151,9 +151,17 @@ class FlowGate:
         for slot in gate.slots:
             after = self.store.release(slot, gate.holder)
             if after is None:
-                if not self.store.cancel_wait(slot, gate.holder) and recovering:
-                    self._resend_granted(slot)
-                continue
+                if self.store.cancel_wait(slot, gate.holder):
+                    continue
+                after = self.store.release(slot, gate.holder)  # let in while it left the line?
+            if after is None:
+                # Not a holder, not waiting: released before. A crash may have come between that
+                # release and letting the next in, or between a grant and its send: both again.
+                after = self.store.read(slot.scope)
+                if after is None:
+                    continue
+                if recovering:
+                    self._resend_granted(slot, after)
             self._let_in(slot, after, now)
 
     def _let_in(self, slot: Slot, c: Counter, now: int) -> None:
@@ -187,10 +195,9 @@ class FlowGate:
             self._observe(slot.name, now - int(ticket.get("since_ms") or now))
             self._pass(Gate.from_dict(ticket["gate"]), int(ticket["index"]) + 1, ticket["send"])
 
-    def _resend_granted(self, slot: Slot) -> None:
+    def _resend_granted(self, slot: Slot, c: Counter) -> None:
         """A redelivered release: a grant made before a crash may not have left; send it again."""
-        c = self.store.read(slot.scope)
-        for holder in sorted(c.granted) if c is not None else ():
+        for holder in sorted(c.granted):
             t = self.store.ticket(slot.scope, holder)
             if t is not None:
                 gate = Gate.from_dict(t["gate"])

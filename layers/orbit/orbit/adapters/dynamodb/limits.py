@@ -87,8 +87,8 @@ class DynamoLimits:
             self._db.update_item(
                 TableName=self.table,
                 Key=self._counter_key(slot.scope),
-                UpdateExpression="ADD hs :h SET lim = :lim, nm = :nm, ky = :ky, vt = if_not_exists(vt, :zero), "
-                "gsi1pk = :g, gsi1sk = :scope",
+                UpdateExpression="ADD hs :h SET lim = :lim, nm = :nm, ky = :ky, "
+                "vt = if_not_exists(vt, :zero), gsi1pk = :g, gsi1sk = :scope",
                 ConditionExpression="attribute_not_exists(hs) OR size(hs) < :lim OR contains(hs, :hid)",
                 ExpressionAttributeValues={
                     ":h": {"SS": [holder]},
@@ -204,7 +204,12 @@ class DynamoLimits:
     # ----------------------------------------------------------- lines
     def cancel_wait(self, slot: Slot, holder: str) -> bool:
         t = self.ticket(slot.scope, holder)
-        if t is None or t.get("granted_ms") is not None:
+        if t is None:
+            return False
+        if t.get("granted_ms") is not None:
+            # let in, and released since (the caller found it no holder): a crash between that
+            # release and the ticket's delete left it behind
+            self._db.delete_item(TableName=self.table, Key=self._ticket_key(slot.scope, holder))
             return False
         names = {"#w": f"w:{t['priority']}:{t['tenant']}"}
         try:
@@ -288,7 +293,8 @@ class DynamoLimits:
                             "TableName": self.table,
                             "Key": self._counter_key(slot.scope),
                             "UpdateExpression": update,
-                            "ConditionExpression": "(attribute_not_exists(hs) OR size(hs) < :lim) AND NOT contains(hs, :hid)",
+                            "ConditionExpression": "(attribute_not_exists(hs) OR size(hs) < :lim) "
+                            "AND NOT contains(hs, :hid)",
                             "ExpressionAttributeNames": names,
                             "ExpressionAttributeValues": values,
                         }
