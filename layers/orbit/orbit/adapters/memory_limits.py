@@ -16,10 +16,11 @@ class MemoryLimits:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.counters: dict[str, Counter] = {}
-        self.lines: dict[tuple[str, int, str], list[tuple[int, str]]] = {}  # FIFO of (since, holder)
+        self.lines: dict[tuple[str, int, str], dict[str, int]] = {}  # FIFO: holder -> since (in order)
         self.tickets: dict[tuple[str, str], dict[str, Any]] = {}  # (scope, holder) ->
         self.buckets: dict[str, Level] = {}
         self.drops: dict[str, dict[str, Any]] = {}
+        self.pointers: dict[str, str] = {}  # a waiting holder -> the scope it waits on (describe)
         self.requests = 0  # what the DynamoDB adapter would send (bench_flow.py)
 
     def _counter(self, slot: Slot) -> Counter:
@@ -53,7 +54,8 @@ class MemoryLimits:
             c.waiting[line] = c.waiting.get(line, 0) + 1
             c.passes.setdefault(slot.fairness, c.vt)
             c.weights[slot.fairness] = slot.weight
-            self.lines.setdefault((slot.scope, *line), []).append((now_ms, holder))
+            self.lines.setdefault((slot.scope, *line), {})[holder] = now_ms
+            self.pointers[holder] = slot.scope
             self.tickets[(slot.scope, holder)] = {**ticket, "scope": slot.scope, "priority": priority,
                                                   "tenant": slot.fairness, "since_ms": now_ms,
                                                   "entry": f"{now_ms:015d}#{holder}"}
@@ -89,22 +91,24 @@ class MemoryLimits:
                 return False
             self.requests += 1
             del self.tickets[(slot.scope, holder)]
+            self.pointers.pop(holder, None)
             c = self.counters[t["scope"]]
             line = (t["priority"], t["tenant"])
             c.waiting[line] -= 1
             if c.waiting[line] <= 0:
                 del c.waiting[line]
-            self.lines[(t["scope"], *line)] = [x for x in self.lines[(t["scope"], *line)] if x[1] != holder]
+            self.lines[(t["scope"], *line)].pop(holder, None)
             return True
 
     def head(self, scope: str, priority: int, tenant: str) -> tuple[str, dict[str, Any]] | None:
         """The first item of a line: (its entry, its ticket)."""
         with self._lock:
             self.requests += 1
-            line = self.lines.get((scope, priority, tenant)) or []
+            line = self.lines.get((scope, priority, tenant))
             if not line:
                 return None
-            since, holder = line[0]
+            holder = next(iter(line))
+            since = line[holder]
             return f"{since:015d}#{holder}", copy.deepcopy(self.tickets[(scope, holder)])
 
     def grant(self, slot: Slot, entry: str, holder: str, priority: int, tenant: str, vt: int,
@@ -114,9 +118,9 @@ class MemoryLimits:
             self.requests += 1
             c = self.counters.get(slot.scope)
             t = self.tickets.get((slot.scope, holder))
-            line = self.lines.get((slot.scope, priority, tenant)) or []
+            line = self.lines.get((slot.scope, priority, tenant)) or {}
             if c is None or t is None or t.get("granted_ms") is not None or holder in c.holders \
-                    or len(c.holders) >= slot.limit or not any(h == holder for _, h in line):
+                    or len(c.holders) >= slot.limit or holder not in line:
                 return False
             c.holders.add(holder)
             c.granted.add(holder)
@@ -128,8 +132,9 @@ class MemoryLimits:
                 c.passes.pop(tenant, None)
             else:
                 c.passes[tenant] = tenant_pass
-            self.lines[(slot.scope, priority, tenant)] = [x for x in line if x[1] != holder]
+            line.pop(holder)
             t["granted_ms"] = now_ms
+            self.pointers.pop(holder, None)
             return True
 
     def ticket(self, scope: str, holder: str) -> dict[str, Any] | None:
@@ -156,6 +161,15 @@ class MemoryLimits:
         with self._lock:
             return self.drops.get(holder)
 
+    def where(self, holder: str) -> str | None:
+        """The scope `holder` waits on, or None."""
+        with self._lock:
+            return self.pointers.get(holder)
+
+    def list_buckets(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [{"scope": scope, "level_ms": lv.level, "at_ms": lv.at_ms} for scope, lv in self.buckets.items()]
+
     def list_counters(self) -> list[Counter]:
         with self._lock:
             return [copy.deepcopy(c) for c in self.counters.values()]
@@ -164,5 +178,5 @@ class MemoryLimits:
         """Who waits on `scope`, in the order they would be let in when all lines are FIFO."""
         with self._lock:
             rows = [{"holder": h, "priority": p, "tenant": t, "since_ms": since}
-                    for (s, p, t), line in self.lines.items() if s == scope for since, h in line]
+                    for (s, p, t), line in self.lines.items() if s == scope for h, since in line.items()]
         return sorted(rows, key=lambda r: (r["priority"], r["since_ms"], r["holder"]))[:limit]

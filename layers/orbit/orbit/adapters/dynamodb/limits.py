@@ -8,6 +8,7 @@
                                        one waiting item (a line: FIFO by its sort key)
     FLOW#T#<scope>@<holder> / T        the item's ticket: what to send when it is let in
     FLOW#R#<scope> / R                 a token bucket: level `lv` (token-ms) at `at`
+    FLOW#H#<holder> / H                the scope a waiting holder waits on (describe finds it)
     FLOW#D#<holder> / D                a dropped start and why (expires after 7 days)
 
 Every change of a counter is one conditional write on its item, so two deciders never let in
@@ -56,6 +57,10 @@ class DynamoLimits:
     @staticmethod
     def _ticket_key(scope: str, holder: str) -> dict[str, Any]:
         return {"pk": s(f"FLOW#T#{scope}@{holder}"), "sk": s("T")}
+
+    @staticmethod
+    def _pointer_key(holder: str) -> dict[str, Any]:
+        return {"pk": s(f"FLOW#H#{holder}"), "sk": s("H")}
 
     @staticmethod
     def _counter(item: dict[str, Any] | None, scope: str) -> Counter | None:
@@ -160,6 +165,12 @@ class DynamoLimits:
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
+                    {
+                        "Put": {
+                            "TableName": self.table,
+                            "Item": {**self._pointer_key(holder), "scope": s(slot.scope)},
+                        }
+                    },
                 ]
             )
             return True
@@ -240,6 +251,7 @@ class DynamoLimits:
                             "ExpressionAttributeValues": {":minus": n(-1)},
                         }
                     },
+                    {"Delete": {"TableName": self.table, "Key": self._pointer_key(holder)}},
                 ]
             )
             return True
@@ -315,6 +327,7 @@ class DynamoLimits:
                             "ExpressionAttributeValues": {":now": n(now_ms)},
                         }
                     },
+                    {"Delete": {"TableName": self.table, "Key": self._pointer_key(holder)}},
                 ]
             )
             return True
@@ -373,6 +386,11 @@ class DynamoLimits:
                 if _code(e) not in _FAILED:
                     raise
         raise RuntimeError(f"flow: rate limit {bucket.name!r} key {bucket.key!r}: too much contention")
+
+    def where(self, holder: str) -> str | None:
+        """The scope `holder` waits on, or None."""
+        item = self._db.get_item(TableName=self.table, Key=self._pointer_key(holder)).get("Item")
+        return text(item, "scope") if item else None
 
     # ------------------------------------------------------------ drops
     def record_drop(self, holder: str, reason: str, now_ms: int) -> None:
