@@ -82,29 +82,50 @@ def requests(definition: dict[str, Any], n: int) -> tuple[int, collections.Count
 
 
 def three_steps(name: str, **top: Any) -> dict[str, Any]:
-    return {"orbit": 1, "name": name, "version": "1", **top, "steps": {
-        "a": {"task": "bench.a", "input": {"x": "{% input.x %}"}},
-        "b": {"task": "bench.b", "input": {"x": "{% steps.a.output.x %}"}},
-        "c": {"task": "bench.c", "input": {"x": "{% steps.b.output.x %}"}}}}
+    return {
+        "orbit": 1,
+        "name": name,
+        "version": "1",
+        **top,
+        "steps": {
+            "a": {"task": "bench.a", "input": {"x": "{% input.x %}"}},
+            "b": {"task": "bench.b", "input": {"x": "{% steps.a.output.x %}"}},
+            "c": {"task": "bench.c", "input": {"x": "{% steps.b.output.x %}"}},
+        },
+    }
 
 
 def bench_requests(n: int) -> None:
     print(f"== requests per step (local stack, {n} executions of 3 worker steps)", flush=True)
     total0, flow0, _, _, steps = requests(three_steps("flow-none"), n)
-    report("extra requests per step, no limit", f"{sum(flow0.values()) / steps:.2f} "
-           f"({total0 / steps:.2f} requests per step in all)", "0", sum(flow0.values()) == 0)
-    limits = {t: {"concurrency": {"limit": 1000, "key": "{% input.x %}"}} for t in ("bench.a", "bench.b", "bench.c")}
+    report(
+        "extra requests per step, no limit",
+        f"{sum(flow0.values()) / steps:.2f} ({total0 / steps:.2f} requests per step in all)",
+        "0",
+        sum(flow0.values()) == 0,
+    )
+    limits = {
+        t: {"concurrency": {"limit": 1000, "key": "{% input.x %}"}}
+        for t in ("bench.a", "bench.b", "bench.c")
+    }
     total1, flow1, w1, r1, steps = requests(three_steps("flow-free", tasks=limits), n)
     per = sum(flow1.values()) / steps
     cost = (w1 * WRU_USD + r1 * RRU_USD) / steps
-    report("extra requests per step, concurrency limit (room)", f"{per:.2f} {dict(flow1)}; "
-           f"${cost:.2f} per 1M steps", "<= 3", per <= 3)
+    report(
+        "extra requests per step, concurrency limit (room)",
+        f"{per:.2f} {dict(flow1)}; ${cost:.2f} per 1M steps",
+        "<= 3",
+        per <= 3,
+    )
     one = {t: {"concurrency": {"limit": 1}} for t in ("bench.a", "bench.b", "bench.c")}
     total2, flow2, w2, r2, steps = requests(three_steps("flow-full", tasks=one), n)
     per2 = sum(flow2.values()) / steps
     cost2 = (w2 * WRU_USD + r2 * RRU_USD) / steps
-    print(f"  info  extra requests per step, concurrency limit 1 (most wait): {per2:.2f} {dict(flow2)}; "
-          f"${cost2:.2f} per 1M steps", flush=True)
+    print(
+        f"  info  extra requests per step, concurrency limit 1 (most wait): {per2:.2f} {dict(flow2)}; "
+        f"${cost2:.2f} per 1M steps",
+        flush=True,
+    )
 
 
 # ------------------------------------------------------------------------------ 3: fairness
@@ -126,7 +147,9 @@ class _Clock:
         return self.now
 
 
-def fairness(store: Any, big: int, small: int, weights: dict[str, int], limit: int = 1) -> tuple[int, list[str]]:
+def fairness(
+    store: Any, big: int, small: int, weights: dict[str, int], limit: int = 1
+) -> tuple[int, list[str]]:
     """Position (1-based, among all starts) of the small tenant's last start."""
     from orbit.core.flow.gates import Gate, Slot
     from orbit.service.limits import FlowGate
@@ -161,8 +184,12 @@ def bench_fairness() -> None:
         last, order = fairness(MemoryLimits(), 10_000, 10, weights)
         share = weights.get("small", 1) / (weights.get("small", 1) + weights.get("big", 1))
         bound = 2 * 10 / share
-        report(f"small tenant's last start, weights {weights or 'equal'}", f"start #{last} of {len(order)} "
-               f"({time.perf_counter() - t0:.1f} s)", f"<= {bound:.0f}", last <= bound)
+        report(
+            f"small tenant's last start, weights {weights or 'equal'}",
+            f"start #{last} of {len(order)} ({time.perf_counter() - t0:.1f} s)",
+            f"<= {bound:.0f}",
+            last <= bound,
+        )
 
 
 def bench_hot_key(moto_items: int) -> None:
@@ -172,17 +199,25 @@ def bench_hot_key(moto_items: int) -> None:
     t0 = time.perf_counter()
     last, order = fairness(MemoryLimits(), 1000, 10, {})
     pk = DynamoLimits._line_pk("bench|", 3, "")
-    report("1,000 waiting items on one key (in-memory store, the DynamoDB layout)",
-           f"all {len(order)} let in, the other tenant's last start #{last}; line rows under one partition key "
-           f"({pk!r}): 1 write when an item joins, 1 delete when it is let in "
-           f"({time.perf_counter() - t0:.1f} s)", "no loss; see the decision record", len(order) == 1010)
+    report(
+        "1,000 waiting items on one key (in-memory store, the DynamoDB layout)",
+        f"all {len(order)} let in, the other tenant's last start #{last}; line rows under one partition key "
+        f"({pk!r}): 1 write when an item joins, 1 delete when it is let in "
+        f"({time.perf_counter() - t0:.1f} s)",
+        "no loss; see the decision record",
+        len(order) == 1010,
+    )
     if moto_items:
         from aws_hot_key import hot_key
 
         rows, per_pk, took, last = hot_key(moto_items)
-        report(f"{moto_items} waiting items on one key on DynamoDB (moto)",
-               f"{rows} line rows, at most {per_pk} under one partition key; all let in, the other "
-               f"tenant's last start #{last}; {took:.1f} s", "no loss", rows == moto_items + 9 and last <= 40)
+        report(
+            f"{moto_items} waiting items on one key on DynamoDB (moto)",
+            f"{rows} line rows, at most {per_pk} under one partition key; all let in, the other "
+            f"tenant's last start #{last}; {took:.1f} s",
+            "no loss",
+            rows == moto_items + 9 and last <= 40,
+        )
 
 
 # ---------------------------------------------------------------------------------- 4: rate
@@ -192,19 +227,32 @@ def bench_rate(rate: int = 5, burst: int = 10, n: int = 400) -> None:
     print(f"== rate limit {rate}/s, burst {burst}: {n} starts at once, 60 virtual seconds", flush=True)
     t0 = time.perf_counter()
     sim = Simulator()
-    sim.register({"orbit": 1, "name": "rated", "version": "1", "steps": {"a": {"task": "api.call"}},
-                  "tasks": {"api.call": {"rate": {"limit": rate, "period": "1s", "burst": burst}}}})
+    sim.register(
+        {
+            "orbit": 1,
+            "name": "rated",
+            "version": "1",
+            "steps": {"a": {"task": "api.call"}},
+            "tasks": {"api.call": {"rate": {"limit": rate, "period": "1s", "burst": burst}}},
+        }
+    )
     sim.worker("api.call", succeed("ok"))
     start = sim.clock.now_ms()
     ids = [sim.start("rated", {}, id=f"r{i}") for i in range(n)]
     sim.run()
-    times = sorted(r["timestamp_ms"] - start for e in ids for r in sim.history(e) if r["type"] == "StepDispatched")
+    times = sorted(
+        r["timestamp_ms"] - start for e in ids for r in sim.history(e) if r["type"] == "StepDispatched"
+    )
     first_minute = sum(1 for t in times if t < 60_000)
     worst = max(sum(1 for t in times if w <= t < w + 60_000) for w in range(0, max(times) + 1, 1000))
     cap = rate * 60 + burst
-    report(f"dispatched in any 60 s window at {rate}/s, burst {burst}",
-           f"{worst} (first minute {first_minute}; all {len(times)} done by {max(times) / 1000:.0f} s; "
-           f"{time.perf_counter() - t0:.1f} s)", f"<= {cap}", worst <= cap and len(times) == n)
+    report(
+        f"dispatched in any 60 s window at {rate}/s, burst {burst}",
+        f"{worst} (first minute {first_minute}; all {len(times)} done by {max(times) / 1000:.0f} s; "
+        f"{time.perf_counter() - t0:.1f} s)",
+        f"<= {cap}",
+        worst <= cap and len(times) == n,
+    )
 
 
 # --------------------------------------------------------------------------- 5: slots lost
@@ -213,11 +261,13 @@ def bench_slots_lost(seeds: int) -> None:
 
     print("== slots lost", flush=True)
     cases, lost = crash_matrix()
-    report("slots lost after the flow crash matrix (moto)", f"{lost} in {cases} crash cases", "0", lost == 0)
+    report(
+        "slots lost after the flow crash matrix (moto)", f"{lost} in {cases} crash cases", "0", lost == 0
+    )
     sys.path.insert(0, str(ROOT / "tests" / "chaos"))
-    import chaos_world as C
-
     import dataclasses
+
+    import chaos_world as C
 
     profile = dataclasses.replace(C.Profile(), workloads=("limited", "chain"))
     t0 = time.perf_counter()
@@ -225,17 +275,25 @@ def bench_slots_lost(seeds: int) -> None:
     for seed in range(1, seeds + 1):
         result = C.run_seed(seed, profile)
         bad += [p for p in result.problems if "slots lost" in p]
-    report(f"slots lost after a chaos run ({seeds} seeds, workloads limited + chain)",
-           f"{len(bad)} ({time.perf_counter() - t0:.1f} s)", "0", not bad)
+    report(
+        f"slots lost after a chaos run ({seeds} seeds, workloads limited + chain)",
+        f"{len(bad)} ({time.perf_counter() - t0:.1f} s)",
+        "0",
+        not bad,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10, help="executions per request count (default 10)")
     parser.add_argument("--seeds", type=int, default=2, help="chaos seeds (default 2)")
-    parser.add_argument("--moto-hot-key", type=int, default=0,
-                        help="also let N waiting items of one key in on moto (slow: moto copies every table "
-                             "for each transaction; 200 take about a minute)")
+    parser.add_argument(
+        "--moto-hot-key",
+        type=int,
+        default=0,
+        help="also let N waiting items of one key in on moto (slow: moto copies every table "
+        "for each transaction; 200 take about a minute)",
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     t0 = time.perf_counter()
@@ -245,8 +303,10 @@ def main() -> None:
     bench_rate()
     bench_slots_lost(args.seeds)
     failed = [r for r in RESULTS if not r[3]]
-    print(f"== {len(RESULTS) - len(failed)} of {len(RESULTS)} figures on target "
-          f"({time.perf_counter() - t0:.0f} s)")
+    print(
+        f"== {len(RESULTS) - len(failed)} of {len(RESULTS)} figures on target "
+        f"({time.perf_counter() - t0:.0f} s)"
+    )
     sys.exit(1 if failed else 0)
 
 

@@ -150,7 +150,8 @@ def test_start_rate_limit_drop_records_the_reason() -> None:
     assert sim.describe("other")["status"] == "COMPLETED"
     for i in (2, 3):
         with pytest.raises(NotFound):
-            sim.describe(f"s{i}")
+            sim.engine.load_state(f"s{i}")  # never created
+        assert sim.describe(f"s{i}")["status"] == "DROPPED"
         assert "rate limit 'workflow:signup' key '1.2.3.4'" in sim.limits.drops[f"x:s{i}"]["reason"]
 
 
@@ -261,3 +262,41 @@ def test_bad_code_limits_are_refused_naming_the_argument() -> None:
     with pytest.raises(ValidationError) as e:
         orbit.workflow("bad-code", registry=CodeRegistry(), concurrency={"limit": "many"})
     assert str(e.value).startswith("workflow.concurrency.limit: must be a whole number")
+
+
+def test_describe_shows_where_a_start_and_a_step_wait_and_limits_lists_use() -> None:
+    from orbit.service.http import handle_request
+
+    sim = Simulator()
+    sim.register(wf("onboard", {"a": {"task": "slow"}}, concurrency={"limit": 1, "key": "{% input.c %}"},
+                    tasks={"slow": {"concurrency": {"limit": 1}}}))
+    sim.worker("slow", hang())
+    sim.start("onboard", {"c": "x"}, id="x1")
+    sim.start("onboard", {"c": "x"}, id="x2")
+    sim.start("onboard", {"c": "x"}, id="x3")
+    sim.start("onboard", {"c": "y"}, id="y1")
+    sim.run_until_idle()
+    d = sim.describe("x3")
+    assert d["status"] == "WAITING" and d["workflow"] == "onboard"
+    assert d["flow"]["limit"] == "workflow:onboard" and d["flow"]["key"] == "x"
+    assert d["flow"]["place"] == 2 and d["flow"]["waiting"] == 2 and d["flow"]["holders"] == ["x:x1"]
+    d = sim.describe("y1")  # running, its step waits for the task's one slot (x1's step holds it)
+    assert d["status"] == "RUNNING" and d["flow"]["a"]["place"] == 1
+    assert d["steps"]["a"]["waiting"] == ("waiting for limit 'task:slow' (1 at once): place 1 of 1; "
+                                          "held by a:x1|a|1")
+    status, got = handle_request(sim.engine, "GET", "/limits")
+    assert status == 200
+    rows = {(r["limit"], r["key"]): (r["held"], r["max"], r["waiting"]) for r in got["limits"]}
+    assert rows == {("task:slow", ""): (1, 1, 1), ("workflow:onboard", "x"): (1, 1, 2),
+                    ("workflow:onboard", "y"): (1, 1, 0)}
+
+
+def test_describe_of_a_dropped_start_says_why() -> None:
+    sim = Simulator()
+    sim.register(wf("signup", {"a": {"task": "t.a"}}, rate={"limit": 1, "period": "1h", "on_exceed": "drop"}))
+    sim.worker("t.a", succeed())
+    sim.start("signup", {}, id="first")
+    sim.start("signup", {}, id="second")
+    sim.run()
+    d = sim.describe("second")
+    assert d["status"] == "DROPPED" and "rate limit 'workflow:signup'" in d["dropped"]["reason"]

@@ -56,9 +56,14 @@ class MemoryLimits:
             c.weights[slot.fairness] = slot.weight
             self.lines.setdefault((slot.scope, *line), {})[holder] = now_ms
             self.pointers[holder] = slot.scope
-            self.tickets[(slot.scope, holder)] = {**ticket, "scope": slot.scope, "priority": priority,
-                                                  "tenant": slot.fairness, "since_ms": now_ms,
-                                                  "entry": f"{now_ms:015d}#{holder}"}
+            self.tickets[(slot.scope, holder)] = {
+                **ticket,
+                "scope": slot.scope,
+                "priority": priority,
+                "tenant": slot.fairness,
+                "since_ms": now_ms,
+                "entry": f"{now_ms:015d}#{holder}",
+            }
             return True
 
     def release(self, slot: Slot, holder: str) -> Counter | None:
@@ -111,16 +116,31 @@ class MemoryLimits:
             since = line[holder]
             return f"{since:015d}#{holder}", copy.deepcopy(self.tickets[(scope, holder)])
 
-    def grant(self, slot: Slot, entry: str, holder: str, priority: int, tenant: str, vt: int,
-              tenant_pass: int | None, now_ms: int) -> bool:
+    def grant(
+        self,
+        slot: Slot,
+        entry: str,
+        holder: str,
+        priority: int,
+        tenant: str,
+        vt: int,
+        tenant_pass: int | None,
+        now_ms: int,
+    ) -> bool:
         """Let `holder` in from its line (`entry`), if there is still room; False: not now."""
         with self._lock:
             self.requests += 1
             c = self.counters.get(slot.scope)
             t = self.tickets.get((slot.scope, holder))
             line = self.lines.get((slot.scope, priority, tenant)) or {}
-            if c is None or t is None or t.get("granted_ms") is not None or holder in c.holders \
-                    or len(c.holders) >= slot.limit or holder not in line:
+            if (
+                c is None
+                or t is None
+                or t.get("granted_ms") is not None
+                or holder in c.holders
+                or len(c.holders) >= slot.limit
+                or holder not in line
+            ):
                 return False
             c.holders.add(holder)
             c.granted.add(holder)
@@ -146,8 +166,14 @@ class MemoryLimits:
     def reserve(self, bucket: Bucket, now_ms: int) -> int | None:
         with self._lock:
             self.requests += 1
-            level, delay = reserve(self.buckets.get(bucket.scope), bucket.rate, bucket.period_ms,
-                                   bucket.burst, now_ms, bucket.on_exceed == "wait")
+            level, delay = reserve(
+                self.buckets.get(bucket.scope),
+                bucket.rate,
+                bucket.period_ms,
+                bucket.burst,
+                now_ms,
+                bucket.on_exceed == "wait",
+            )
             if level is not None:
                 self.buckets[bucket.scope] = level
             return delay
@@ -168,7 +194,10 @@ class MemoryLimits:
 
     def list_buckets(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [{"scope": scope, "level_ms": lv.level, "at_ms": lv.at_ms} for scope, lv in self.buckets.items()]
+            return [
+                {"scope": scope, "level_ms": lv.level, "at_ms": lv.at_ms}
+                for scope, lv in self.buckets.items()
+            ]
 
     def list_counters(self) -> list[Counter]:
         with self._lock:
@@ -177,6 +206,10 @@ class MemoryLimits:
     def line(self, scope: str, limit: int = 20) -> list[dict[str, Any]]:
         """Who waits on `scope`, in the order they would be let in when all lines are FIFO."""
         with self._lock:
-            rows = [{"holder": h, "priority": p, "tenant": t, "since_ms": since}
-                    for (s, p, t), line in self.lines.items() if s == scope for h, since in line.items()]
+            rows = [
+                {"holder": h, "priority": p, "tenant": t, "since_ms": since}
+                for (s, p, t), line in self.lines.items()
+                if s == scope
+                for h, since in line.items()
+            ]
         return sorted(rows, key=lambda r: (r["priority"], r["since_ms"], r["holder"]))[:limit]

@@ -20,7 +20,7 @@ from orbit.core.flow.spec import NO_FLOW, FlowSpec, flow_of
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.messages import Message, StartMessage
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
-from orbit.errors import OrbitError
+from orbit.errors import NotFound, OrbitError
 
 
 class FlowSteps:
@@ -91,3 +91,37 @@ class FlowSteps:
             return False
         self.flow.dispatch(gate, e.queue, body)
         return True
+
+    # ------------------------------------------------------------------ what users see
+    def describe(self, execution_id: str, steps_after: str | None = None,
+                 steps_limit: int | None = None) -> dict[str, Any]:
+        """The describe shape (service/operations.py) and, with flow control, `flow`: where each
+        queued step waits (service/limits_view.py); a start still in line describes as WAITING,
+        a dropped one as DROPPED."""
+        from orbit.service.limits_view import waiting_line, waiting_start, waiting_steps
+
+        try:
+            desc: dict[str, Any] = super().describe(execution_id, steps_after, steps_limit)  # type: ignore[misc]
+        except NotFound:
+            shown = waiting_start(self.flow.store, execution_id) if self.flow is not None else None
+            if shown is None:
+                raise
+            return shown
+        if self.flow is None or desc.get("status") in TERMINAL_WORKFLOW:
+            return desc
+        state = self.cached_state(execution_id) or self.load_state(execution_id)  # type: ignore[attr-defined]
+        waits = waiting_steps(self.flow.store, self._flow_spec_of(state), state)
+        if waits:
+            desc["flow"] = waits
+            for unit, info in waits.items():
+                if unit in (desc.get("steps") or {}):
+                    desc["steps"][unit]["waiting"] = waiting_line(info)
+        return desc
+
+    def limits(self) -> dict[str, Any]:
+        """Every limit with its use now (`orbit limits`, GET /limits)."""
+        from orbit.service.limits_view import limits_report
+
+        if self.flow is None:
+            return {"limits": [], "rates": []}
+        return limits_report(self.flow.store)
