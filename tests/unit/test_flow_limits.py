@@ -300,3 +300,33 @@ def test_describe_of_a_dropped_start_says_why() -> None:
     sim.run()
     d = sim.describe("second")
     assert d["status"] == "DROPPED" and "rate limit 'workflow:signup'" in d["dropped"]["reason"]
+
+
+class _Meter:
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+        self.values: dict[tuple[str, str], list[float]] = {}
+
+    def count_workflow(self, workflow: str, name: str, n: int = 1) -> None:
+        self.counts[(name, workflow)] = self.counts.get((name, workflow), 0) + n
+
+    def observe(self, workflow: str, name: str, value: float) -> None:
+        self.values.setdefault((name, workflow), []).append(value)
+
+
+def test_metrics_wait_time_held_slots_and_drops() -> None:
+    sim = Simulator()
+    meter = _Meter()
+    sim.engine.flow.meter = meter
+    sim.register(wf("m", {"a": {"task": "t.a"}}, concurrency={"limit": 1},
+                    rate={"limit": 2, "period": "1h", "on_exceed": "drop"}))
+    sim.worker("t.a", late(1000, "ok"))
+    for i in range(3):
+        sim.start("m", {}, id=f"m{i}")
+    sim.run()
+    # m1 and m2 wait for the one slot; m2, let in after m1, finds no token left: dropped
+    assert meter.counts[("FlowWaiting", "workflow:m")] == 2
+    assert meter.counts[("FlowDropped", "workflow:m")] == 1
+    assert meter.values[("FlowWaitTime", "workflow:m")] == [1000, 2000]
+    assert sim.describe("m2")["status"] == "DROPPED"
+    assert max(meter.values[("FlowHeldSlots", "workflow:m")]) == 1

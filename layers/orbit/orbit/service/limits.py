@@ -162,6 +162,7 @@ class FlowGate:
                     continue
                 if recovering:
                     self._resend_granted(slot, after)
+            self._held(slot.name, len(after.holders))
             self._let_in(slot, after, now)
 
     def _let_in(self, slot: Slot, c: Counter, now: int) -> None:
@@ -186,6 +187,7 @@ class FlowGate:
                 c = fresh
                 continue
             c.holders.add(holder)
+            self._held(slot.name, len(c.holders))
             c.waiting[(priority, tenant)] -= 1
             c.vt = vt
             if tenant_pass is None:
@@ -210,6 +212,10 @@ class FlowGate:
     def _count(self, metric: str, name: str) -> None:
         if self.meter is not None:
             self.meter.count_workflow(name, metric)
+
+    def _held(self, name: str, n: int) -> None:
+        if self.meter is not None:
+            self.meter.observe(name, "FlowHeldSlots", n)
 
     def _observe(self, name: str, waited_ms: int) -> None:
         if self.meter is not None:
