@@ -53,3 +53,32 @@ def test_every_crash_around_acquire_and_release_loses_no_slot(clients: Any, refe
     failed = [o for o in (run_point(clients, reference, p) for p in points) if not o.ok]
     assert not failed, f"{len(failed)} of {len(points)} crash points broke an invariant:\n" + \
         "\n".join(str(o) for o in failed)
+
+
+def test_every_flow_request_is_allowed_by_its_functions_role(reference: Reference) -> None:
+    """moto does not enforce IAM: the limited run's requests are checked against template.yaml as
+    test_aws_policies.py checks the reference run's. A transaction is authorised by the actions of
+    its parts (PutItem, UpdateItem, DeleteItem: the DynamoDB developer guide, "Using IAM with
+    DynamoDB transactions"); no ConditionCheck part is used."""
+    from pathlib import Path
+
+    from orbit.local.cfn import load_template
+    from test_aws_policies import ACTION, ROLES, actions, grants, leading_keys
+
+    res = load_template(Path(__file__).resolve().parents[2] / "template.yaml")["Resources"]
+    roles = {name: r for name, r in res.items() if r["Type"] == "AWS::IAM::Role"}
+    refused = []
+    for call in reference.calls:
+        if call.handler not in ROLES:
+            continue
+        needed = (["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+                  if call.op == "TransactWriteItems" else
+                  [ACTION.get((call.service, call.op), f"{call.service}:{call.op}")])
+        for action in needed:
+            allowed = [st for st in grants(roles[ROLES[call.handler]]) if action in actions(st)
+                       and (leading_keys(st) is None or not call.detail
+                            or any(k.startswith(call.detail.split("/")[0]) for k in leading_keys(st) or []))]
+            if not allowed:
+                refused.append(f"{call} needs {action} in {ROLES[call.handler]}")
+    assert not refused, "\n".join(sorted(set(refused)))
+    assert any(c.op == "TransactWriteItems" and c.handler == "decider" for c in reference.calls)
