@@ -330,3 +330,38 @@ def test_metrics_wait_time_held_slots_and_drops() -> None:
     assert meter.values[("FlowWaitTime", "workflow:m")] == [1000, 2000]
     assert sim.describe("m2")["status"] == "DROPPED"
     assert max(meter.values[("FlowHeldSlots", "workflow:m")]) == 1
+
+
+def test_start_rate_wait_holds_starts_back_on_the_virtual_clock() -> None:
+    sim = Simulator()
+    sim.register(wf("paced", {"a": {"task": "t.a"}}, rate={"limit": 1, "period": "20m", "burst": 1}))
+    sim.worker("t.a", succeed())
+    ids = [sim.start("paced", {}, id=f"p{i}") for i in range(3)]
+    sim.run()
+    created = [sim.history(e)[0]["timestamp_ms"] - T0 for e in ids]
+    assert created == [0, 1_200_000, 2_400_000]  # past SQS's 15-minute delay: it comes back twice
+    assert {sim.describe(e)["status"] for e in ids} == {"COMPLETED"}
+
+
+def test_a_task_limit_and_its_queue_limit_both_hold() -> None:
+    sim = Simulator()
+    sim.register(wf("both", {"a": {"task": "t.a", "queue": "q", "input": "{% input %}"},
+                             "b": {"task": "t.b", "queue": "q"}},
+                    tasks={"t.a": {"concurrency": {"limit": 1, "key": "{% input.k %}"}}},
+                    queues={"q": {"concurrency": 2}}))
+    sim.worker("t.a", late(1000, 1))
+    sim.worker("t.b", late(1000, 2))
+    ids = [sim.start("both", {"k": "same"}, id=f"b{i}") for i in range(3)]
+    sim.run()
+    assert {sim.describe(e)["status"] for e in ids} == {"COMPLETED"}
+    spans_a, spans_all = [], []
+    for e in ids:
+        h = sim.history(e)
+        for step in ("a", "b"):
+            a = next(r["timestamp_ms"] for r in h if r["type"] == "StepDispatched" and r["step"] == step)
+            b = next(r["timestamp_ms"] for r in h if r["type"] == "StepSucceeded" and r["step"] == step)
+            spans_all.append((a, b, e))
+            if step == "a":
+                spans_a.append((a, b, e))
+    assert peak(spans_a) == 1 and peak(spans_all) == 2
+    assert all(not c.holders and not c.waiting for c in sim.limits.counters.values())
