@@ -365,3 +365,26 @@ def test_a_task_limit_and_its_queue_limit_both_hold() -> None:
                 spans_a.append((a, b, e))
     assert peak(spans_a) == 1 and peak(spans_all) == 2
     assert all(not c.holders and not c.waiting for c in sim.limits.counters.values())
+
+
+def test_cli_describe_prints_a_waiting_start_in_one_line(capsys: Any) -> None:
+    import argparse
+
+    from orbit.cli.commands import cmd_describe
+
+    sim = Simulator()
+    sim.register(wf("one", {"a": {"task": "slow"}}, concurrency={"limit": 1}))
+    sim.worker("slow", hang())
+    sim.start("one", {}, id="o1")
+    sim.start("one", {}, id="o2")
+    sim.run_until_idle()
+
+    class Conn:
+        def describe(self, eid: str, **kw: Any) -> Any:
+            return sim.describe(eid)
+
+    args = argparse.Namespace(id="o2", json=False, steps_after=None, steps_limit=None)
+    assert cmd_describe(args, lambda a: Conn()) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["o2  one v-  WAITING",
+                   "waiting for limit 'workflow:one' (1 at once): place 1 of 1; held by x:o1"]

@@ -90,7 +90,13 @@ def cmd_describe(args: argparse.Namespace, connect: Clients) -> int:
         _print_json(desc)
         return 0
     columns = width()
-    print(f"{desc['id']}  {desc['workflow']} v{desc['version']}  {desc['status']}")
+    print(f"{desc['id']}  {desc.get('workflow') or '-'} v{desc.get('version') or '-'}  {desc['status']}")
+    if desc["status"] in ("WAITING", "DROPPED"):  # flow control: a start in line, or dropped by a rate
+        from orbit.service.limits_view import waiting_line
+
+        reason = (desc.get("dropped") or {}).get("reason")
+        print(cut(f"dropped: {reason}" if reason else waiting_line(desc["flow"]), width()))
+        return 0
     print(f"created: {utc(desc.get('created_at_ms'))}   ended: {utc(desc.get('finished_at_ms'))}")
     for unit, st in (desc.get("steps") or {}).items():
         err = f"  {st['error'].get('code')}" if st.get("error") else ""
