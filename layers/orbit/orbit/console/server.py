@@ -55,6 +55,7 @@ _GETS = [
         r"/workflows/[^/]+",
         r"/schedules",
         r"/schedules/[^/]+",
+        r"/limits",  # flow control (static/limits.js)
     )
 ]
 _POSTS = [

@@ -48,6 +48,7 @@ class EffectSteps:
     timers: Any
     store: Any
     inline: Any  # InlineRunner, or None
+    flow: Any  # service.limits.FlowGate, or None (FlowSteps)
     _flow_dispatch: Any  # FlowSteps
 
     def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
@@ -64,7 +65,8 @@ class EffectSteps:
         for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
                 body = {**e.to_dict(), **trace, **resent}
-                if not self._flow_dispatch(e, body):  # service/flow_steps.py: a gated task waits its turn
+                # service/flow_steps.py: a task under a limit waits its turn
+                if self.flow is None or not self._flow_dispatch(e, body):
                     self.queues.send_task(e.queue, body)
             elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, {**e.to_dict(), **trace})

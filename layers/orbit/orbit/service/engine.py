@@ -201,12 +201,13 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         started = time.perf_counter()
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
             try:  # what the decision sends carries the span's header
-                if not admitted:
+                if not admitted and self.flow is not None:
                     msgs = self._flow_admit(eid, msgs)  # stage 0: a start that must wait is not decided
                     if not msgs:
                         return
                 self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
-                self._flow_after_start(eid, msgs)
+                if self.flow is not None:
+                    self._flow_after_start(eid, msgs)
             finally:
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
@@ -431,9 +432,10 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
             self._unretire_if_redriven(state, events, resend)
         # Flow control: the slots of the holders this commit ended go back before its dispatches
         # take theirs (service/flow_steps.py); a redelivery gives them back again (a no-op).
-        self._flow_release(state, events, wf)
-        for c in resend.values():
-            self._flow_release(state, c.events, None, recovering=True)
+        if self.flow is not None:
+            self._flow_release(state, events, wf)
+            for c in resend.values():
+                self._flow_release(state, c.events, None, recovering=True)
         for c in resend.values():
             self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False,
                             seq=c.last_seq, turn=turn)
