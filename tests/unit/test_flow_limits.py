@@ -388,3 +388,19 @@ def test_cli_describe_prints_a_waiting_start_in_one_line(capsys: Any) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out == ["o2  one v-  WAITING",
                    "waiting for limit 'workflow:one' (1 at once): place 1 of 1; held by x:o1"]
+
+
+def test_the_waiting_lines_of_history_and_the_console_name_the_limit() -> None:
+    from orbit.local.waiting import waiting
+
+    sim = Simulator()
+    sim.register(wf("w", {"a": {"task": "slow"}}, tasks={"slow": {"concurrency": {"limit": 1}}}))
+    sim.worker("slow", hang())
+    sim.start("w", {}, id="w1")
+    sim.start("w", {}, id="w2")
+    sim.run_until_idle()
+    (line,) = waiting(sim.describe("w2"), sim.engine.history("w2"))
+    assert line.kind == "limit"
+    assert line.text.startswith("for limit 'task:slow' (1 at once): place 1 of 1; held by a:w1|a|1; since ")
+    (other,) = waiting(sim.describe("w1"), sim.engine.history("w1"))
+    assert other.kind == "running"
