@@ -140,55 +140,63 @@ def test_store_token_bucket(store: Any) -> None:
 
 # ------------------------------------------------------------------------------ crash matrix
 
-def _gate(holder: str) -> Gate:
-    return Gate(holder, (Slot("task:t|", "task:t", "", 1),), None, 3)
+QUEUE = Slot("queue:q|", "queue:q", "", 1)
 
 
-def _script(flow: FlowGate) -> list[Callable[[bool], None]]:
+def _gate(holder: str, two: bool = False) -> Gate:
+    """One slot (the task's), or two: the task's, then its queue's (taken in that order)."""
+    return Gate(holder, (Slot("task:t|", "task:t", "", 1),) + ((QUEUE,) if two else ()), None, 3)
+
+
+def _script(flow: FlowGate, two: bool = False) -> list[Callable[[bool], None]]:
     """A holds the slot, B and C wait, then each releases in turn. Each step takes `again`: True
     when it is the redelivery of a step that crashed."""
     def dispatch(h: str) -> Callable[[bool], None]:
-        return lambda again: flow.dispatch(_gate(h), "q", {"holder": h})
+        return lambda again: flow.dispatch(_gate(h, two), "q", {"holder": h})
 
     def release(h: str) -> Callable[[bool], None]:
-        return lambda again: flow.release(_gate(h), recovering=again)
+        return lambda again: flow.release(_gate(h, two), recovering=again)
 
     return [dispatch("a"), dispatch("b"), dispatch("c"), release("a"), release("b"), release("c")]
 
 
-def _run(clients: Clients, table: str, at: int, after: bool) -> tuple[Sent, DynamoLimits, int, int]:
+def _run(clients: Clients, table: str, at: int, after: bool,
+         two: bool = False) -> tuple[Sent, DynamoLimits, int, int]:
     client = Crashing(clients.dynamodb, at, after)
     queues = Sent(client)
     limits = DynamoLimits(client, table)  # type: ignore[arg-type]
     flow = FlowGate(limits, queues, Clock())  # type: ignore[arg-type]
     peak = 0
-    for step in _script(flow):
+    for step in _script(flow, two):
         try:
             step(False)
         except Crash:
             step(True)  # the message comes back: the same step, now a redelivery
-        c = limits.read("task:t|")
-        peak = max(peak, len(c.holders) if c is not None else 0)
+        for scope in ("task:t|", "queue:q|"):
+            c = limits.read(scope)
+            peak = max(peak, len(c.holders) if c is not None else 0)
     return queues, limits, peak, client.writes
 
 
-def test_crash_matrix_around_acquire_wait_grant_and_release(clients: Clients, stack: Stack) -> None:
-    clean, _, _, points = _run(clients, stack.table, 0, False)
+@pytest.mark.parametrize("two", [False, True], ids=["one-slot", "task-and-queue"])
+def test_crash_matrix_around_acquire_wait_grant_and_release(clients: Clients, stack: Stack, two: bool) -> None:
+    clean, _, _, points = _run(clients, stack.table, 0, False, two)
     assert [b["holder"] for b in clean.tasks] == ["a", "b", "c"]
     assert points >= 12  # 3 acquires, 2 waits, 3 releases, 2 grants, 3 sends... each a crash point
     for at in range(1, points + 1):
         for after in (False, True):
             table = f"{stack.table}-{at}-{int(after)}"
             _copy_table(clients, stack.table, table)
-            queues, limits, peak, _ = _run(clients, table, at, after)
+            queues, limits, peak, _ = _run(clients, table, at, after, two)
             sent = [b["holder"] for b in queues.tasks]
             assert set(sent) == {"a", "b", "c"}, (at, after, sent)  # nothing lost
             assert sent.index("b") < sent.index("c"), (at, after, sent)  # the line's order kept
             assert peak <= 1, (at, after)  # never more than the limit
-            c = limits.read("task:t|")
-            assert c is not None and c.holders == set() and c.waiting == {} and c.granted == set(), \
-                (at, after, c)  # no slot lost, nobody left waiting
-            assert limits.ticket("task:t|", "b") is None and limits.ticket("task:t|", "c") is None
+            for scope in ("task:t|",) + (("queue:q|",) if two else ()):
+                c = limits.read(scope)
+                assert c is not None and c.holders == set() and c.waiting == {} and c.granted == set(), \
+                    (at, after, c)  # no slot lost, nobody left waiting
+                assert limits.ticket(scope, "b") is None and limits.ticket(scope, "c") is None
 
 
 def _copy_table(clients: Clients, source: str, name: str) -> None:

@@ -72,11 +72,15 @@ class FlowGate:
         rate (it comes back as a `FLOW_KEY` message) or was dropped."""
         return self._pass(gate, 0, {"kind": "start", "body": start}, now_ok=True)
 
-    def _pass(self, gate: Gate, index: int, send: dict[str, Any], now_ok: bool = False) -> bool:
+    def _pass(self, gate: Gate, index: int, send: dict[str, Any], now_ok: bool = False,
+              resent: bool = False) -> bool:
         now = self.clock.now_ms()
         for i in range(index, len(gate.slots)):
             if not self._take(gate, i, send, now):
                 return False
+        if resent:  # its token was taken when it first passed: send it again now
+            self._send(send, now, now, resent=True)
+            return False
         return self._rated(gate, send, now, now_ok)
 
     def _take(self, gate: Gate, i: int, send: dict[str, Any], now: int) -> bool:
@@ -162,6 +166,11 @@ class FlowGate:
                     continue
                 if recovering:
                     self._resend_granted(slot, after)
+            elif after.waiting_total and gate.holder not in after.granted \
+                    and self.store.cancel_wait(slot, gate.holder):
+                # it was still in this line too (it took the slot directly on a redelivery after a
+                # crash): that entry is stale, let nobody grant it once more
+                after = self.store.read(slot.scope) or after
             self._held(slot.name, len(after.holders))
             self._let_in(slot, after, now)
 
@@ -184,6 +193,9 @@ class FlowGate:
                 fresh = self.store.read(slot.scope)
                 if fresh is None:
                     return
+                if holder in fresh.holders:  # a stale entry: it holds the slot already (see release)
+                    self.store.cancel_wait(slot, holder)
+                    fresh = self.store.read(slot.scope) or fresh
                 c = fresh
                 continue
             c.holders.add(holder)
@@ -201,12 +213,8 @@ class FlowGate:
         """A redelivered release: a grant made before a crash may not have left; send it again."""
         for holder in sorted(c.granted):
             t = self.store.ticket(slot.scope, holder)
-            if t is not None:
-                gate = Gate.from_dict(t["gate"])
-                rest = gate.slots[int(t["index"]) + 1:]
-                if all(self.store.acquire(s, holder, self.clock.now_ms()) for s in rest):
-                    now = self.clock.now_ms()
-                    self._send(t["send"], now, now, resent=True)
+            if t is not None:  # its next slots (taken or waited for again: idempotent), then the send
+                self._pass(Gate.from_dict(t["gate"]), int(t["index"]) + 1, t["send"], resent=True)
 
     # -------------------------------------------------------------- metrics
     def _count(self, metric: str, name: str) -> None:
