@@ -179,7 +179,8 @@ def _run(clients: Clients, table: str, at: int, after: bool,
 
 
 @pytest.mark.parametrize("two", [False, True], ids=["one-slot", "task-and-queue"])
-def test_crash_matrix_around_acquire_wait_grant_and_release(clients: Clients, stack: Stack, two: bool) -> None:
+def test_crash_matrix_around_acquire_wait_grant_and_release(clients: Clients, stack: Stack,
+                                                            two: bool) -> None:
     clean, _, _, points = _run(clients, stack.table, 0, False, two)
     assert [b["holder"] for b in clean.tasks] == ["a", "b", "c"]
     assert points >= 12  # 3 acquires, 2 waits, 3 releases, 2 grants, 3 sends... each a crash point
