@@ -404,3 +404,28 @@ def test_the_waiting_lines_of_history_and_the_console_name_the_limit() -> None:
     assert line.text.startswith("for limit 'task:slow' (1 at once): place 1 of 1; held by a:w1|a|1; since ")
     (other,) = waiting(sim.describe("w1"), sim.engine.history("w1"))
     assert other.kind == "running"
+
+
+def test_a_redrive_takes_its_slot_back_or_is_refused_while_the_limit_is_full() -> None:
+    from orbit.errors import RedriveRefused
+
+    sim = Simulator()
+    sim.register(wf("r", {"a": {"task": "t.a", "retry": {"max_attempts": 1}}}, concurrency={"limit": 1}))
+    sim.worker("t.a", fail("BOOM", retryable=False), hang(), late(1000, "ok"))
+    sim.start("r", {}, id="r1")
+    sim.run()
+    assert sim.describe("r1")["status"] == "FAILED"
+    sim.start("r", {}, id="r2")  # takes the free slot and hangs
+    sim.run_until_idle()
+    with pytest.raises(RedriveRefused) as e:
+        sim.redrive("r1")
+    assert str(e.value) == "limit 'workflow:r' key '' has 1 of 1 running; redrive it when one ends"
+    sim.cancel("r2")
+    sim.run_until_idle()
+    sim.redrive("r1")
+    (counter,) = sim.limits.counters.values()
+    assert counter.holders == {"x:r1"}
+    sim.run()
+    assert sim.describe("r1")["status"] == "COMPLETED"
+    (counter,) = sim.limits.counters.values()
+    assert counter.holders == set()

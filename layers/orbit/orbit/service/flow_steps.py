@@ -92,6 +92,24 @@ class FlowSteps:
         self.flow.dispatch(gate, e.queue, body)
         return True
 
+    def _flow_hold_for_redrive(self, state: ExecutionState) -> Any:
+        """A redriven execution runs again: it takes its slot back first, or the redrive is refused
+        (one line naming the limit) while the limit is full. Returns the gate to give back if the
+        redrive does not happen, None when its workflow has no concurrency limit."""
+        from orbit.errors import RedriveRefused
+
+        gate = start_gate(self._flow_spec_of(state), state.workflow, state.id, state.input)
+        if gate is None or not gate.slots:
+            return None
+        now = self.clock.now_ms()  # type: ignore[attr-defined]
+        for i, slot in enumerate(gate.slots):
+            if not self.flow.store.acquire(slot, gate.holder, now):
+                for taken in gate.slots[:i]:
+                    self.flow.store.release(taken, gate.holder)
+                raise RedriveRefused(state.id, f"limit {slot.name!r} key {slot.key!r} has {slot.limit} of "
+                                               f"{slot.limit} running; redrive it when one ends")
+        return gate
+
     # ------------------------------------------------------------------ what users see
     def describe(self, execution_id: str, steps_after: str | None = None,
                  steps_limit: int | None = None) -> dict[str, Any]:

@@ -26,6 +26,8 @@ class RecoveryApi:
     registry: Any
     ids: Any
     _cache: Any
+    flow: Any  # service.limits.FlowGate, or None (FlowSteps)
+    _flow_hold_for_redrive: Any  # FlowSteps
 
     if TYPE_CHECKING:  # provided by Engine / EngineApi
 
@@ -49,9 +51,13 @@ class RecoveryApi:
                 if done is not None:
                     return done
                 raise RedriveRefused(execution_id, refusal)
+        held = self._flow_hold_for_redrive(state) if self.flow is not None \
+            and mid not in state.inbound else None  # flow control: it runs again, so it takes a slot
         self._process(execution_id, [RedriveMessage(execution_id, mid)])
         cached = self._cache.get(execution_id)
         state = cached[0] if cached is not None else self.load_state(execution_id)
+        if held is not None and mid not in state.inbound:
+            self.flow.release(held)  # not redriven: the slot goes back
         if mid not in state.inbound:  # another redrive won the race: this one changed nothing
             refusal = redrive_refusal(state) or f"execution {execution_id!r} was not redriven"
             raise RedriveRefused(execution_id, f"{refusal} (redriven by another request at the same time)")
