@@ -67,19 +67,24 @@ class MemoryLimits:
             return True
 
     def release(self, slot: Slot, holder: str) -> Counter | None:
-        """Give `holder`'s slot back; the counter after, or None when it held none (then the
-        counter is not changed: a second release is a no-op)."""
+        """Give `holder`'s slot back; the counter after (its `granted` as it was: it tells whether
+        the holder was let in from a line), or None when it held none (then the counter is not
+        changed: a second release is a no-op)."""
         with self._lock:
             self.requests += 1
             c = self.counters.get(slot.scope)
             if c is None or holder not in c.holders:
                 return None
             c.holders.discard(holder)
-            if holder in c.granted:
+            was = holder in c.granted
+            if was:
                 c.granted.discard(holder)
                 self.tickets.pop((slot.scope, holder), None)
                 self.requests += 1  # the ticket's delete
-            return copy.deepcopy(c)
+            out = copy.deepcopy(c)
+            if was:
+                out.granted.add(holder)  # as DynamoLimits: `granted` as it was before the release
+            return out
 
     def read(self, scope: str) -> Counter | None:
         with self._lock:

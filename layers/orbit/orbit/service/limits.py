@@ -167,7 +167,7 @@ class FlowGate:
                 if recovering:
                     self._resend_granted(slot, after)
             elif after.waiting_total and gate.holder not in after.granted \
-                    and self.store.cancel_wait(slot, gate.holder):
+                    and self.store.cancel_wait(slot, gate.holder):  # it took the slot directly
                 # it was still in this line too (it took the slot directly on a redelivery after a
                 # crash): that entry is stale, let nobody grant it once more
                 after = self.store.read(slot.scope) or after

@@ -201,8 +201,7 @@ class DynamoLimits:
         if c is None:
             return None
         c.holders.discard(holder)
-        if holder in c.granted:
-            c.granted.discard(holder)
+        if holder in c.granted:  # `granted` stays as it was: it tells a holder let in from a line
             self._db.delete_item(TableName=self.table, Key=self._ticket_key(slot.scope, holder))
         return c
 
