@@ -8,6 +8,7 @@ from typing import Any
 
 import orbit
 import pytest
+from orbit.adapters.memory_limits import MemoryLimits
 from orbit.core.definition import parse_definition
 from orbit.errors import NotFound, ValidationError
 from orbit.testing.simulator import Simulator, fail, hang, late, succeed
@@ -429,3 +430,33 @@ def test_a_redrive_takes_its_slot_back_or_is_refused_while_the_limit_is_full() -
     assert sim.describe("r1")["status"] == "COMPLETED"
     (counter,) = sim.limits.counters.values()
     assert counter.holders == set()
+
+
+def test_a_resent_dispatch_takes_no_second_token() -> None:
+    from orbit.core.flow.gates import Bucket, Gate
+    from orbit.service.limits import FlowGate
+
+    class Sent:
+        def __init__(self) -> None:
+            self.tasks: list[dict[str, Any]] = []
+            self.decisions: list[dict[str, Any]] = []
+
+        def send_task(self, queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
+            self.tasks.append(body)
+
+        def send_decision(self, message: dict[str, Any], delay_s: int = 0) -> None:
+            self.decisions.append(message)
+
+    class Clock:
+        def now_ms(self) -> int:
+            return 0
+
+    sent = Sent()
+    flow = FlowGate(MemoryLimits(), sent, Clock())  # type: ignore[arg-type]
+    gate = Gate("a:e|s|1", (), Bucket("rate:t|", "rate:t", "", 1, 60_000, 1, "fail"), 3)
+    body = {"execution_id": "e", "unit": "s", "token": "t1"}
+    flow.dispatch(gate, "q", body)
+    flow.dispatch(gate, "q", {**body, "resent": True})  # the commit's effects again, after a crash
+    assert len(sent.tasks) == 2 and sent.decisions == []  # not failed with RATE_LIMITED
+    flow.dispatch(Gate("a:e|s2|1", (), gate.bucket, 3), "q", {**body, "unit": "s2", "token": "t2"})
+    assert [d["error"]["code"] for d in sent.decisions] == ["RATE_LIMITED"]

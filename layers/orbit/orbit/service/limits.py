@@ -64,8 +64,10 @@ class FlowGate:
 
     # ------------------------------------------------------------------ in
     def dispatch(self, gate: Gate, queue: str, body: dict[str, Any]) -> None:
-        """Send one attempt's `body` to `queue` once `gate` lets it: now, later, or when let in."""
-        self._pass(gate, 0, {"kind": "task", "queue": queue, "body": body})
+        """Send one attempt's `body` to `queue` once `gate` lets it: now, later, or when let in.
+        A re-sent dispatch (a redelivered commit: `resent`) takes its slots (idempotent) but not a
+        token again: its first copy took one, and a `fail` policy must not fail what already left."""
+        self._pass(gate, 0, {"kind": "task", "queue": queue, "body": body}, resent=bool(body.get("resent")))
 
     def admit_start(self, gate: Gate, start: dict[str, Any]) -> bool:
         """True: the start goes on now (decide it). False: it waits in line, is held back by its
