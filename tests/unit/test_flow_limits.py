@@ -460,3 +460,17 @@ def test_a_resent_dispatch_takes_no_second_token() -> None:
     assert len(sent.tasks) == 2 and sent.decisions == []  # not failed with RATE_LIMITED
     flow.dispatch(Gate("a:e|s2|1", (), gate.bucket, 3), "q", {**body, "unit": "s2", "token": "t2"})
     assert [d["error"]["code"] for d in sent.decisions] == ["RATE_LIMITED"]
+
+
+def test_the_same_start_again_is_not_dropped_and_keeps_its_slot() -> None:
+    sim = Simulator()
+    sim.register(wf("once", {"a": {"task": "slow"}}, concurrency={"limit": 1},
+                    rate={"limit": 1, "period": "1h", "on_exceed": "drop"}))
+    sim.worker("slow", hang())
+    sim.start("once", {}, id="o1")
+    sim.run_until_idle()
+    assert sim.start("once", {}, id="o1") == "o1"  # a client's retry: no token left, yet not dropped
+    sim.run_until_idle()
+    (counter,) = sim.limits.counters.values()
+    assert counter.holders == {"x:o1"} and sim.limits.drops == {}
+    assert sim.describe("o1")["status"] == "RUNNING"

@@ -54,10 +54,25 @@ class FlowSteps:
                     out.append(m)  # decided as before: the decision reports the unknown workflow
                     continue
                 gate = start_gate(self._flow_spec(wf), m.workflow, eid, m.input)
-                if gate is not None and not self.flow.admit_start(gate, m.to_dict()):
+                admitted = self.flow.admit_start(gate, m.to_dict()) if gate is not None else True
+                if isinstance(admitted, str):  # its rate drops it, unless it is a start again
+                    if not self._exists(eid):
+                        self.flow.drop_start(gate, admitted)
+                        continue
+                elif not admitted:
                     continue
             out.append(m)
         return out
+
+    def _exists(self, eid: str) -> bool:
+        """Was the execution created (one read; only when a rate would drop its start)?"""
+        if self.cached_state(eid) is not None:  # type: ignore[attr-defined]
+            return True
+        try:
+            self.load_state(eid)  # type: ignore[attr-defined]
+        except NotFound:
+            return False
+        return True
 
     def _flow_after_start(self, eid: str, msgs: list[Message]) -> None:
         """A start of an execution that had ended already (the same id again) took a slot its

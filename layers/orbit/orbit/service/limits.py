@@ -69,10 +69,29 @@ class FlowGate:
         token again: its first copy took one, and a `fail` policy must not fail what already left."""
         self._pass(gate, 0, {"kind": "task", "queue": queue, "body": body}, resent=bool(body.get("resent")))
 
-    def admit_start(self, gate: Gate, start: dict[str, Any]) -> bool:
-        """True: the start goes on now (decide it). False: it waits in line, is held back by its
-        rate (it comes back as a `FLOW_KEY` message) or was dropped."""
-        return self._pass(gate, 0, {"kind": "start", "body": start}, now_ok=True)
+    def admit_start(self, gate: Gate, start: dict[str, Any]) -> bool | str:
+        """True: the start goes on now (decide it). False: it waits in line or is held back by its
+        rate (it comes back as a `FLOW_KEY` message). A string: its rate says drop, for that
+        reason; the caller drops it (`drop_start`) unless the execution exists already (the same
+        start again: its slot is the running execution's)."""
+        send = {"kind": "start", "body": start}
+        now = self.clock.now_ms()
+        for i in range(len(gate.slots)):
+            if not self._take(gate, i, send, now):
+                return False
+        b = gate.bucket
+        if b is not None and b.on_exceed == "drop":
+            if self.store.reserve(b, now) is None:
+                return f"rate limit {b.name!r} key {b.key!r}: more than {b.rate} per {b.period_ms} ms"
+            return True
+        return self._rated(gate, send, now, True)
+
+    def drop_start(self, gate: Gate, reason: str) -> None:
+        """A start its rate dropped: its slots go back, the reason is kept for describe."""
+        self.release(gate)
+        self._count("FlowDropped", gate.bucket.name if gate.bucket is not None else "")
+        self.store.record_drop(gate.holder, reason, self.clock.now_ms())
+        log.info("start of %s dropped: %s", gate.holder, reason)
 
     def _pass(self, gate: Gate, index: int, send: dict[str, Any], now_ok: bool = False,
               resent: bool = False) -> bool:
@@ -125,7 +144,7 @@ class FlowGate:
         reason = f"rate limit {b.name!r} key {b.key!r}: more than {b.rate} per {b.period_ms} ms"
         self.release(gate)  # the slots it took before the rate said no
         self._count("FlowDropped" if b.on_exceed == "drop" else "FlowRateFailed", b.name)
-        if send["kind"] == "start":
+        if send["kind"] == "start":  # let in from a line, then dropped: it never started
             self.store.record_drop(gate.holder, reason, now)
             log.info("start %s dropped: %s", send["body"].get("execution_id"), reason)
             return
