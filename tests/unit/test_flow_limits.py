@@ -474,3 +474,28 @@ def test_the_same_start_again_is_not_dropped_and_keeps_its_slot() -> None:
     (counter,) = sim.limits.counters.values()
     assert counter.holders == {"x:o1"} and sim.limits.drops == {}
     assert sim.describe("o1")["status"] == "RUNNING"
+
+
+def test_orbit_limits_prints_each_limit_with_its_use(capsys: Any) -> None:
+    import argparse
+
+    from orbit.cli.commands import cmd_limits
+
+    sim = Simulator()
+    sim.register(wf("l", {"a": {"task": "slow"}}, concurrency={"limit": 1, "key": "{% input.c %}"},
+                    tasks={"slow": {"rate": {"limit": 10, "period": "1m", "burst": 5}}}))
+    sim.worker("slow", hang())
+    sim.start("l", {"c": "acme"}, id="l1")
+    sim.start("l", {"c": "acme"}, id="l2")
+    sim.run_until_idle()
+
+    class Conn:
+        def limits(self) -> Any:
+            return sim.engine.limits()
+
+    assert cmd_limits(argparse.Namespace(json=False), lambda a: Conn()) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["LIMIT", "KEY", "HELD", "WAITING", "HOLDERS"]
+    assert out[1].split() == ["workflow:l", "acme", "1/1", "1", "x:l1"]
+    assert out[2].split()[:7] == ["rate", "task:slow", "-", "10", "per", "60000", "ms,"]
+    assert "4.0 tokens at" in out[2]  # burst 5, one taken

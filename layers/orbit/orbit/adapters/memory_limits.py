@@ -19,6 +19,7 @@ class MemoryLimits:
         self.lines: dict[tuple[str, int, str], dict[str, int]] = {}  # FIFO: holder -> since (in order)
         self.tickets: dict[tuple[str, str], dict[str, Any]] = {}  # (scope, holder) ->
         self.buckets: dict[str, Level] = {}
+        self.bucket_info: dict[str, Bucket] = {}  # as DynamoLimits keeps them: for listing
         self.drops: dict[str, dict[str, Any]] = {}
         self.pointers: dict[str, str] = {}  # a waiting holder -> the scope it waits on (describe)
         self.requests = 0  # what the DynamoDB adapter would send (bench_flow.py)
@@ -181,6 +182,7 @@ class MemoryLimits:
             )
             if level is not None:
                 self.buckets[bucket.scope] = level
+                self.bucket_info[bucket.scope] = bucket
             return delay
 
     def record_drop(self, holder: str, reason: str, now_ms: int) -> None:
@@ -199,10 +201,22 @@ class MemoryLimits:
 
     def list_buckets(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [
-                {"scope": scope, "level_ms": lv.level, "at_ms": lv.at_ms}
-                for scope, lv in self.buckets.items()
-            ]
+            out = []
+            for scope, lv in self.buckets.items():
+                b = self.bucket_info[scope]
+                out.append(
+                    {
+                        "scope": scope,
+                        "name": b.name,
+                        "key": b.key,
+                        "rate": b.rate,
+                        "period_ms": b.period_ms,
+                        "burst": b.burst,
+                        "level_ms": lv.level,
+                        "at_ms": lv.at_ms,
+                    }
+                )
+            return out
 
     def list_counters(self) -> list[Counter]:
         with self._lock:
