@@ -17,6 +17,7 @@ NAP = {"orbit": 1, "name": "nap-until", "version": "1",
 QUICK = {"orbit": 1, "name": "tick-quick", "version": "1", "steps": {"done": {"compute": "{% input %}"}}}
 # 16 min 7.3 s .. 5 h 3 min: odd lengths, so no timer lines up with the minute tick
 LENGTHS_MS = (967_300, 1_234_567, 2_700_001, 3_600_999, 7_777_777, 18_181_818)
+SLACK_MS = 400  # the local handlers' wall time, which the virtual clock counts (before: up to 60 s late)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,9 @@ def test_timers_longer_than_15_minutes_fire_within_a_second(stack):
     for eid in ids:
         assert stack.run_until_done(eid)["status"] == "COMPLETED"
     late = {eid: _lateness_ms(stack, eid) for eid in ids}
-    # never early; within the second the delay is rounded up to (plus the local handler's own time)
-    assert all(0 <= ms < 1_100 for ms in late.values()), late
+    # never early; within the second the delay is rounded up to, plus the local handlers' own wall
+    # time (virtual time is wall time plus an offset: a busy pump adds its milliseconds)
+    assert all(0 <= ms < 1_000 + SLACK_MS for ms in late.values()), late
     assert stack.services.table_timers.next_fire_ms() is None  # every table timer was handed over
 
 
@@ -58,7 +60,7 @@ def test_schedules_fire_within_a_second_of_their_occurrence(stack):
         runs = [e["execution_id"] for e in stack.list(limit=100) if e["execution_id"].startswith("odd7:")]
         assert len(runs) >= 9, runs
         lateness = [_start_lateness(stack, eid) for eid in runs]
-        assert all(0 <= ms < 1_100 for ms in lateness), lateness
+        assert all(0 <= ms < 1_000 + SLACK_MS for ms in lateness), lateness
         stack.delete_schedule("odd7")
     finally:
         at.precision_ms = 0
