@@ -37,7 +37,8 @@ os.environ.setdefault("ORBIT_LOG_LEVEL", "ERROR")
 from bench_cost import PRICE  # noqa: E402
 from cost_meter import Meter  # noqa: E402
 
-NAP = {"orbit": 1, "name": "bench-nap", "version": "1", "steps": {"nap": {"sleep": {"until": "{% input.at %}"}}}}
+NAP = {"orbit": 1, "name": "bench-nap", "version": "1",
+       "steps": {"nap": {"sleep": {"until": "{% input.at %}"}}}}
 QUICK = {"orbit": 1, "name": "bench-tick", "version": "1", "steps": {"done": {"compute": "{% input %}"}}}
 MONTH_S = 30 * 86_400
 TICKS = MONTH_S // 60  # the timers function's invocations a month
@@ -53,7 +54,8 @@ def run(lead_s: int, n: int, hours: float, seed: int) -> dict[str, Any]:
     from orbit.core.schedule.times import parse_time
     from orbit.local import LocalStack, clock
 
-    os.environ.update({"ORBIT_TIMERS": "sqs-delay", "ORBIT_TIMER_LEAD_S": str(lead_s)})  # bench_cost sets table
+    # (bench_cost's import set ORBIT_TIMERS=table)
+    os.environ.update({"ORBIT_TIMERS": "sqs-delay", "ORBIT_TIMER_LEAD_S": str(lead_s)})
     out: dict[str, Any] = {}
     with LocalStack(mode="inprocess") as stack:
         assert stack.services.settings.lead_ms == lead_s * 1000
@@ -170,7 +172,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
-    results = {name: run(lead, args.timers, args.hours, args.seed) for name, lead in (("before", 0), ("after", 900))}
+    results = {name: run(lead, args.timers, args.hours, args.seed)
+               for name, lead in (("before", 0), ("after", 900))}
     print(f"Lateness (s), {args.timers} timers of 5 s to 6 h (seed {args.seed}); schedules every 7 min "
           f"(offset 13 s) for {args.hours:g} h, Scheduler's 60 s window modelled\n")
     print("| what | n | p50 | p99 | max |\n|---|---|---|---|---|")

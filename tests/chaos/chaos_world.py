@@ -61,8 +61,8 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 import chaos_workloads as W  # noqa: E402
 from aws_resources import _TEMPLATE, Clients, Stack, create_stack  # noqa: E402
 from botocore.awsrequest import AWSResponse  # noqa: E402
-from chaos_timers import DELAYS, LEAD_S  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
+from chaos_timers import DELAYS, LEAD_S  # noqa: E402
 from harness import load_app, load_event  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from orbit.aws import wiring as aws  # noqa: E402

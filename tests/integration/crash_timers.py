@@ -21,7 +21,6 @@ import itertools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from aws_resources import Clients, create_stack
 from crash_points import CrashPoint, Recorder
@@ -42,8 +41,9 @@ class TimerWorld(World):
         from moto.sqs.models import sqs_backends
 
         now = self.clock.now
-        times = [int(m.delayed_until) + 1 for regions in sqs_backends.values() for b in regions.values()
-                 for q in b.queues.values() for m in q._messages if m.delayed_until and m.delayed_until >= now]
+        messages = [m for regions in sqs_backends.values() for b in regions.values()
+                    for q in b.queues.values() for m in q._messages]
+        times = [int(m.delayed_until) + 1 for m in messages if m.delayed_until and m.delayed_until >= now]
         return min(times, default=None)
 
     def settle(self, max_rounds: int = 400) -> None:
@@ -103,8 +103,8 @@ def timer_problems(world: TimerWorld) -> list[str]:
     late = lateness(world)
     # A decider that dies handling the wake leaves it to come back after the queue's visibility
     # timeout; any other crash (the sweep's among them) leaves every timer on its second.
-    bound = 1_000 + (world.visibility_ms["DecisionQueue"] if any(c.handler == "decider" for c in world.crashes)
-                     else 0)
+    died = any(c.handler == "decider" for c in world.crashes)
+    bound = 1_000 + (world.visibility_ms["DecisionQueue"] if died else 0)
     if sorted(late) != ["nap", "nap2"] or not all(0 <= ms <= bound for ms in late.values()):
         out.append(f"timers fired {late} ms after their time (want each once, within 0..{bound})")
     left = world.container().table_timers.due(world.clock.now + 365 * 86_400_000)

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from orbit.adapters.memory import ManualClock, MemoryHistoryStore, MemoryQueues, MemoryRegistry, MemoryTimers
-from orbit.adapters.memory import SeededIds
+from orbit.adapters.memory import (
+    ManualClock,
+    MemoryHistoryStore,
+    MemoryQueues,
+    MemoryRegistry,
+    MemoryTimers,
+    SeededIds,
+)
 from orbit.adapters.memory_schedules import MemoryScheduler, MemoryScheduleStore
 from orbit.adapters.scheduler import EventBridgeScheduler, early_ms
 from orbit.core.definition import parse_definition

@@ -108,8 +108,8 @@ class Settings:
                                                           f"not {env.get('ORBIT_ARCHIVE_DAYS')!r}"))
         lead = (env.get("ORBIT_TIMER_LEAD_S") or "900").strip()
         if not (lead.isdigit() and int(lead) <= 900):
-            problems.append(Problem("ORBIT_TIMER_LEAD_S", "must be a number of seconds from 0 to 900 (SQS's "
-                                                          f"longest delay), not {env.get('ORBIT_TIMER_LEAD_S')!r}"))
+            problems.append(Problem("ORBIT_TIMER_LEAD_S", "must be a number of seconds from 0 to 900 "
+                                    f"(SQS's longest delay), not {env.get('ORBIT_TIMER_LEAD_S')!r}"))
         if problems:
             raise ValidationError(problems)
         decision = env["ORBIT_DECISION_QUEUE_URL"]
