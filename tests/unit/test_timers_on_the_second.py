@@ -119,3 +119,17 @@ def test_a_fire_too_close_to_arm_early_gets_an_exact_copy_on_sqs() -> None:
     clock.set(T0 + MIN + 40_000)  # Scheduler's own, late in its minute: a duplicate, harmless
     engine.handle_batch([scheduler_own])
     assert [e.execution_id for e in engine.list(limit=10)[0]] == ["s:2027-01-01T00:01:00Z"]
+
+
+def test_the_lead_is_a_setting_of_0_to_900_seconds_and_table_mode_has_none() -> None:
+    import pytest
+    from orbit.aws.wiring import Settings
+    from orbit.errors import ValidationError
+
+    env = {"ORBIT_TABLE": "t", "ORBIT_BUCKET": "b", "ORBIT_DECISION_QUEUE_URL": "q"}
+    assert Settings.from_env(env).lead_ms == 900_000
+    assert Settings.from_env({**env, "ORBIT_TIMER_LEAD_S": "0"}).lead_ms == 0
+    assert Settings.from_env({**env, "ORBIT_TIMERS": "table"}).lead_ms == 0
+    for bad in ("901", "-1", "15m"):
+        with pytest.raises(ValidationError, match="ORBIT_TIMER_LEAD_S"):
+            Settings.from_env({**env, "ORBIT_TIMER_LEAD_S": bad})
