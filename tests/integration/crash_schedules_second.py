@@ -16,7 +16,7 @@ from typing import Any
 
 from aws_resources import create_stack
 from crash_points import CrashPoint, Recorder
-from crash_schedules import GROUP, ROLE, SLOW, SCHEDULE, ScheduleWorld, SchedulerClients
+from crash_schedules import GROUP, ROLE, SCHEDULE, SLOW, SchedulerClients, ScheduleWorld
 from crash_timers import LEAD_MS, TimerWorld
 from moto import mock_aws
 from orbit.aws import wiring as aws
