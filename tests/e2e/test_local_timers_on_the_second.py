@@ -14,6 +14,11 @@ from orbit.local import LocalStack, clock
 
 NAP = {"orbit": 1, "name": "nap-until", "version": "1",
        "steps": {"nap": {"sleep": {"until": "{% input.at %}"}}}}
+# a wait whose timeout (a table timer) ends it, and a workflow timeout: the same timers, on the second
+WAITS = {"orbit": 1, "name": "wait-out", "version": "1", "timeout": "3h",
+         "signals": {"never": {}},
+         "steps": {"w": {"wait_for": "never", "timeout": "47m", "on_failure": "continue"},
+                   "z": {"sleep": "5h", "after": ["w"]}}}
 QUICK = {"orbit": 1, "name": "tick-quick", "version": "1", "steps": {"done": {"compute": "{% input %}"}}}
 # 16 min 7.3 s .. 5 h 3 min: odd lengths, so no timer lines up with the minute tick
 LENGTHS_MS = (967_300, 1_234_567, 2_700_001, 3_600_999, 7_777_777, 18_181_818)
@@ -25,6 +30,7 @@ def stack():
     with LocalStack(mode="inprocess") as st:
         st.register(NAP)
         st.register(QUICK)
+        st.register(WAITS)
         yield st
 
 
@@ -46,6 +52,20 @@ def test_timers_longer_than_15_minutes_fire_within_a_second(stack):
     # time (virtual time is wall time plus an offset: a busy pump adds its milliseconds)
     assert all(0 <= ms < 1_000 + SLACK_MS for ms in late.values()), late
     assert stack.services.table_timers.next_fire_ms() is None  # every table timer was handed over
+
+
+def test_a_wait_timeout_and_a_workflow_timeout_land_within_a_second(stack):
+    clock.advance_ms(7_777)  # off the minute
+    eid = stack.start("wait-out", {}, id="wait-out-1")
+    desc = stack.run_until_done(eid)
+    assert desc["status"] == "TIMED_OUT", desc
+    h = stack.history(eid)
+    wait = next(e for e in h if e["type"] == "WaitStarted")
+    failed = next(e for e in h if e["type"] == "StepFailed" and e["step"] == "w")
+    ended = next(e for e in h if e["type"] == "WorkflowTimeoutReached")
+    late = {"wait": int(failed["timestamp_ms"]) - int(wait["deadline_ms"]),
+            "workflow": int(ended["timestamp_ms"]) - int(ended["deadline_ms"])}
+    assert all(0 <= ms < 1_000 + SLACK_MS for ms in late.values()), late
 
 
 def test_schedules_fire_within_a_second_of_their_occurrence(stack):
