@@ -86,3 +86,24 @@ def test_delivery_chaos(seed: int) -> None:
     if not result.ok:
         pytest.fail(result.report(), pytrace=False)
 
+
+
+# Timers on the second (chaos_timers.py): the sleeping workloads with sqs-delay timers, the sweep's
+# 15-minute hand-over, and early copies of delayed wakes on top of the other faults.
+ON_THE_SECOND = dataclasses.replace(Profile(), on_the_second=True, dup_early=0.3,
+                                    workloads=("sleeps", "signal-sleep", "code-branches"))
+SECOND_SEEDS = parse_seeds(os.environ.get("CHAOS_TIMER_SEEDS", "1-12"))
+
+
+def test_on_the_second_the_faults_reach_the_wakes() -> None:
+    """Early, late and duplicate copies of delayed wakes are injected (else the seeds prove nothing)."""
+    traces = [t for s in SECOND_SEEDS[:6] for t in run_seed(s, ON_THE_SECOND).trace]
+    assert any("early copy" in t for t in traces) and any("late copy" in t for t in traces)
+    assert any("duplicate of" in t for t in traces) and any("timers fired" in t for t in traces)
+
+
+@pytest.mark.parametrize("seed", SECOND_SEEDS)
+def test_timer_messages_early_late_or_twice_are_harmless(seed: int) -> None:
+    result = run_seed(seed, ON_THE_SECOND)
+    if not result.ok:
+        pytest.fail(result.report(), pytrace=False)
