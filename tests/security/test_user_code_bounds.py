@@ -1,0 +1,116 @@
+"""Issue 25, item 6: the workflow author's code runs under a time bound on every thread, not only
+on the main one (SIGALRM reaches the main thread only). Branch sec6; each case hung on main.
+
+- A query handler that loops, asked through the API function's entry point (`handle_request`, no
+  server runner: as on AWS), on the main thread and on another thread: a 400 USER_CODE_TIMEOUT
+  naming the query within its bound (ORBIT_CODE_BUDGET_S), not the Lambda's timeout.
+- A code workflow that loops without a durable call in `orbit dev`'s decider (the pump's thread):
+  the decision fails with the stall guard's error, and other executions go on meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.security.harness import ROOT, in_child, one_line_error
+
+QUERY = """
+import os, threading, time
+os.environ["ORBIT_CODE_BUDGET_S"] = "1"
+from tests.security.fixtures.sec_loops import spin_query
+
+sim = world()
+sim.register(spin_query)
+call(sim, "POST", "/executions", {"workflow": "sec-spin-query", "id": "q1"})
+sim.run()
+"""
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_a_looping_query_handler_is_answered_with_a_timeout_within_its_bound(where: str) -> None:
+    spin, ok, took = in_child(f"""
+        def ask():
+            t = time.monotonic()
+            got = call(sim, "POST", "/executions/q1/queries/spin", {{}})
+            return got, time.monotonic() - t
+        if {where!r} == "main":
+            spin, took = ask()
+        else:
+            box = {{}}
+            th = threading.Thread(target=lambda: box.update(r=ask()))
+            th.start(); th.join(15)
+            spin, took = box["r"]
+        emit([spin, call(sim, "POST", "/executions/q1/queries/ok", {{}}), took])
+    """, f"a query handler that loops, on the {where} thread", timeout_s=20, setup=QUERY)
+    assert spin[0] == 400 and spin[1]["error"]["code"] == "USER_CODE_TIMEOUT", spin
+    assert one_line_error(spin[1]).startswith("query 'spin' of execution 'q1' ran past 1 s and was stopped")
+    assert 1 <= took < 6, took
+    assert ok == [200, {"result": "fine"}]
+
+
+DEV = """
+import os, sys, threading, time, json, urllib.request, urllib.error
+os.environ["ORBIT_CODE_BUDGET_S"] = "1"
+from orbit.local import LocalStack
+from orbit.local.devserver import DevServer
+from tests.security.fixtures.sec_loops import spin_after_go
+
+QUICK = {"orbit": 1, "name": "quick", "version": "1", "steps": {"w": {"wait_for": "go"},
+         "a": {"compute": "{% steps.w.output.n + 1 %}", "after": ["w"]}}}
+
+def http(dev, method, path, body=None):
+    req = urllib.request.Request(dev.url + path, data=None if body is None else json.dumps(body).encode(),
+                                 method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+def until(check, limit_s):
+    deadline = time.monotonic() + limit_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+"""
+
+
+def test_a_code_workflow_looping_in_orbit_devs_decider_is_stopped_and_others_go_on() -> None:
+    code = textwrap.dedent(DEV) + textwrap.dedent("""
+        with LocalStack(mode="inprocess") as stack:
+            stack.register(QUICK)
+            stack.register(spin_after_go)
+            dev = DevServer(stack, port=0)
+            threading.Thread(target=dev.serve_forever, daemon=True).start()
+            http(dev, "POST", "/executions", {"workflow": "sec-spin-after-go", "id": "spin-1"})
+            http(dev, "POST", "/executions", {"workflow": "quick", "id": "quick-1"})
+            errors = len(stack.cloud.errors)
+            http(dev, "POST", "/executions/spin-1/signals/go", {})  # the pump's decider loops now
+            stopped = until(lambda: len(stack.cloud.errors) > errors, 10)
+            error = repr(stack.cloud.errors[-1][1]) if stopped else None
+            t = time.monotonic()
+            http(dev, "POST", "/executions/quick-1/signals/go", {"payload": {"n": 1}})
+            done = until(lambda: http(dev, "GET", "/executions/quick-1")[1]["status"] == "COMPLETED", 10)
+            print("RESULT " + json.dumps([stopped, error, done, time.monotonic() - t]), flush=True)
+            dev.stopping.set(); dev.httpd.shutdown()
+        os._exit(0)
+    """)
+    try:
+        out = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=60,
+                             cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail("orbit dev hung on a code workflow that loops in its decider")
+    lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+    assert lines, out.stdout[-2000:] + out.stderr[-3000:]
+    stopped, error, done, took = json.loads(lines[-1][7:])
+    assert stopped, "the looping decision was never stopped"
+    assert "Stalled" in error and "workflow 'sec-spin-after-go' ran 1." in error, error
+    assert "sec_loops.py" in error, error  # names the user's line
+    assert done, "another execution did not advance after the loop was stopped"
