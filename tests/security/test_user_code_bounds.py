@@ -6,6 +6,11 @@ on the main one (SIGALRM reaches the main thread only). Branch sec6; each case h
   naming the query within its bound (ORBIT_CODE_BUDGET_S), not the Lambda's timeout.
 - A code workflow that loops without a durable call in `orbit dev`'s decider (the pump's thread):
   the decision fails with the stall guard's error, and other executions go on meanwhile.
+- Under `orbit dev`, a worker task that runs past its step's `timeout`: the timeout is recorded at
+  the deadline while the task still runs, and other executions are decided meanwhile; its late
+  result changes nothing.
+- Under `orbit dev`, an inline step whose task runs for seconds: other executions are decided and
+  requests answered meanwhile (the decider lets go of the engine lock while the task runs).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -51,6 +57,19 @@ def test_a_looping_query_handler_is_answered_with_a_timeout_within_its_bound(whe
     assert one_line_error(spin[1]).startswith("query 'spin' of execution 'q1' ran past 1 s and was stopped")
     assert 1 <= took < 6, took
     assert ok == [200, {"result": "fine"}]
+
+
+def _dev_child(code: str, why: str) -> Any:
+    """Run a script that serves a DevServer in a fresh interpreter, with a time limit; what it
+    printed after RESULT."""
+    try:
+        out = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=60,
+                             cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(why)
+    lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+    assert lines, out.stdout[-2000:] + out.stderr[-3000:]
+    return json.loads(lines[-1][7:])
 
 
 DEV = """
@@ -102,15 +121,90 @@ def test_a_code_workflow_looping_in_orbit_devs_decider_is_stopped_and_others_go_
             dev.stopping.set(); dev.httpd.shutdown()
         os._exit(0)
     """)
-    try:
-        out = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=60,
-                             cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        pytest.fail("orbit dev hung on a code workflow that loops in its decider")
-    lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-    assert lines, out.stdout[-2000:] + out.stderr[-3000:]
-    stopped, error, done, took = json.loads(lines[-1][7:])
+    stopped, error, done, took = _dev_child(code, "orbit dev hung on code that loops in its decider")
     assert stopped, "the looping decision was never stopped"
     assert "Stalled" in error and "workflow 'sec-spin-after-go' ran 1." in error, error
     assert "sec_loops.py" in error, error  # names the user's line
     assert done, "another execution did not advance after the loop was stopped"
+
+
+SLOW = """
+from tests.security.fixtures.sec_slow import FINISHED, GO, STARTED
+
+HOLDS = {"orbit": 1, "name": "holds", "version": "1",
+         "steps": {"a": {"task": "sec.hold", "timeout": "2s", "retry": {"max_attempts": 1},
+                         "input": {"s": 20}}}}
+HOLDS_INLINE = {"orbit": 1, "name": "holds-inline", "version": "1",
+                "steps": {"w": {"wait_for": "go"},
+                          "a": {"task": "sec.hold", "inline": True, "timeout": "20s", "input": {"s": 20},
+                                "after": ["w"]}}}
+
+def status(dev, eid):
+    return http(dev, "GET", "/executions/" + eid)[1]
+"""
+
+
+def test_a_worker_task_past_its_timeout_is_timed_out_at_the_deadline_while_it_still_runs() -> None:
+    code = textwrap.dedent(DEV) + textwrap.dedent(SLOW) + textwrap.dedent("""
+        with LocalStack(mode="server") as stack:
+            stack.register(QUICK)
+            stack.register(HOLDS)
+            dev = DevServer(stack, port=0)
+            threading.Thread(target=dev.serve_forever, daemon=True).start()
+            http(dev, "POST", "/executions", {"workflow": "quick", "id": "quick-1"})
+            t0 = time.monotonic()
+            http(dev, "POST", "/executions", {"workflow": "holds", "id": "holds-1"})
+            timed = until(lambda: status(dev, "holds-1")["status"] != "RUNNING", 12)
+            at = time.monotonic() - t0
+            d = status(dev, "holds-1")
+            running = STARTED.is_set() and not FINISHED.is_set()
+            t = time.monotonic()
+            http(dev, "POST", "/executions/quick-1/signals/go", {"payload": {"n": 1}})
+            done = until(lambda: status(dev, "quick-1")["status"] == "COMPLETED", 10)
+            other = time.monotonic() - t
+            still = STARTED.is_set() and not FINISHED.is_set()
+            GO.set()
+            until(FINISHED.is_set, 5)
+            time.sleep(1.0)  # the late result reaches the decider
+            late = status(dev, "holds-1")
+            print("RESULT " + json.dumps([timed, at, d, running, done, other, still, late]), flush=True)
+            dev.stopping.set(); dev.httpd.shutdown()
+        os._exit(0)
+    """)
+    timed, at, d, running, done, other, still, late = _dev_child(code, "orbit dev hung on a sleeping task")
+    assert timed, f"the step's 2 s timeout was not recorded within 12 s: {d}"
+    assert 2 <= at < 6, at
+    assert d["status"] == "FAILED" and d["error"]["code"] == "TIMEOUT", d
+    assert running, "the timeout was recorded only after the task returned"
+    assert done and other < 5 and still, (done, other, still)
+    assert late["status"] == "FAILED" and late["error"] == d["error"], late  # the late result is stale
+
+
+def test_an_inline_step_running_lets_other_executions_advance_in_orbit_dev() -> None:
+    code = textwrap.dedent(DEV) + textwrap.dedent(SLOW) + textwrap.dedent("""
+        with LocalStack(mode="server") as stack:
+            stack.register(QUICK)
+            stack.register(HOLDS_INLINE)
+            dev = DevServer(stack, port=0)
+            threading.Thread(target=dev.serve_forever, daemon=True).start()
+            http(dev, "POST", "/executions", {"workflow": "holds-inline", "id": "inline-1"})
+            http(dev, "POST", "/executions", {"workflow": "quick", "id": "quick-1"})
+            http(dev, "POST", "/executions/inline-1/signals/go", {})  # the pump's decider runs the step
+            began = until(STARTED.is_set, 10)
+            t = time.monotonic()
+            sent = http(dev, "POST", "/executions/quick-1/signals/go", {"payload": {"n": 1}})[0]
+            done = until(lambda: status(dev, "quick-1")["status"] == "COMPLETED", 10)
+            other = time.monotonic() - t
+            still = not FINISHED.is_set()
+            GO.set()
+            ended = until(lambda: status(dev, "inline-1")["status"] == "COMPLETED", 10)
+            out = status(dev, "inline-1").get("output")
+            print("RESULT " + json.dumps([began, sent, done, other, still, ended, out]), flush=True)
+            dev.stopping.set(); dev.httpd.shutdown()
+        os._exit(0)
+    """)
+    began, sent, done, other, still, ended, out = _dev_child(code, "orbit dev hung while an inline step ran")
+    assert began, "the inline step never started"
+    assert sent == 202 and done and other < 5, (sent, done, other)
+    assert still, "the other execution advanced only after the inline step ended"
+    assert ended and out["a"] == "late", out
