@@ -9,7 +9,8 @@ is an `IdReused` (HTTP 409) naming the difference, before anything is sent.
 
 A claim belongs to one run of the execution (`created_at_ms`): an execution id used again after
 its retention does not inherit it. It expires after `CLAIM_TTL_S`, longer than any message can wait
-in a queue; after that the history answers, as it always did for a request already received.
+in a queue, or after the workflow's retention when that is shorter (so it never outlives the
+execution's other items); after that the history answers, as it always did for a request received.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def claim(engine: Any, state: Any, kind: str, ident: str, name: str, payload: An
     claim_request = getattr(engine.store, "claim_request", None)
     if claim_request is None:
         return
+    retention = getattr(engine, "_retention_ms", None)  # accepted before its end: expires before its data
+    keep_s = CLAIM_TTL_S if retention is None else min(CLAIM_TTL_S, int(retention(state)) // 1000)
     held = claim_request(state.id, int(state.created_at_ms or 0), f"{kind}:{ident}", name, digest(payload),
-                         engine.clock.now_ms() // 1000 + CLAIM_TTL_S)
+                         engine.clock.now_ms() // 1000 + keep_s)
     if held is not None:
         raise IdReused(kind, ident, held, name)
