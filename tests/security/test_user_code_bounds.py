@@ -4,6 +4,8 @@ on the main one (SIGALRM reaches the main thread only). Branch sec6; each case h
 - A query handler that loops, asked through the API function's entry point (`handle_request`, no
   server runner: as on AWS), on the main thread and on another thread: a 400 USER_CODE_TIMEOUT
   naming the query within its bound (ORBIT_CODE_BUDGET_S), not the Lambda's timeout.
+- A start whose code workflow loops before its first durable call: a 500 USER_CODE_TIMEOUT in one
+  line naming the workflow and the line, nothing recorded (it was an exception out of the router).
 - A code workflow that loops without a durable call in `orbit dev`'s decider (the pump's thread):
   the decision fails with the stall guard's error, and other executions go on meanwhile.
 - Under `orbit dev`, a worker task that runs past its step's `timeout`: the timeout is recorded at
@@ -70,6 +72,30 @@ def _dev_child(code: str, why: str) -> Any:
     lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
     assert lines, out.stdout[-2000:] + out.stderr[-3000:]
     return json.loads(lines[-1][7:])
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_a_start_whose_workflow_loops_is_answered_with_one_line_and_records_nothing(where: str) -> None:
+    started, after = in_child(f"""
+        from orbit.core.runtime.code import default_runtime
+        from orbit.service.stall import StallGuard
+        from tests.security.fixtures.sec_loops import spin_at_start
+        (sim.engine.code_runtime or default_runtime()).guard = StallGuard()  # as the AWS wiring does
+        sim.register(spin_at_start)
+        start = lambda: call(sim, "POST", "/executions", {{"workflow": "sec-spin-at-start", "id": "s1"}})
+        if {where!r} == "main":
+            started = start()
+        else:
+            box = {{}}
+            th = threading.Thread(target=lambda: box.update(r=start()))
+            th.start(); th.join(15)
+            started = box["r"]
+        emit([started, call(sim, "GET", "/executions/s1")])
+    """, f"a start whose workflow loops, on the {where} thread", timeout_s=20, setup=QUERY)
+    assert started[0] == 500 and started[1]["error"]["code"] == "USER_CODE_TIMEOUT", started
+    assert one_line_error(started[1]).startswith(
+        "POST /executions: workflow 'sec-spin-at-start' ran 1.")
+    assert after[0] == 404, after
 
 
 DEV = """
