@@ -199,7 +199,7 @@ def test_a_worker_task_past_its_timeout_is_timed_out_at_the_deadline_while_it_st
     """)
     timed, at, d, running, done, other, still, late = _dev_child(code, "orbit dev hung on a sleeping task")
     assert timed, f"the step's 2 s timeout was not recorded within 12 s: {d}"
-    assert 2 <= at < 6, at
+    assert 2 <= at < 10, at  # the task holds for 20 s
     assert d["status"] == "FAILED" and d["error"]["code"] == "TIMEOUT", d
     assert running, "the timeout was recorded only after the task returned"
     assert done and other < 5 and still, (done, other, still)

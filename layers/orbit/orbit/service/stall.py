@@ -148,8 +148,8 @@ class _Watchdog:
 
     def _run(self) -> None:
         while True:
-            with self._lock:
-                tick = min((w.budget for w in self._watches), default=1.0) / 4
+            with self._lock:  # nothing armed: sleep until a feed arms (it sets _wake)
+                tick = min((w.budget / 4 for w in self._watches), default=None)
             self._wake.wait(tick)
             self._wake.clear()
             self._check()
