@@ -182,7 +182,8 @@ class EngineApi(CatalogApi):
 
     def _signal_seen(self, state: ExecutionState, name: str, payload: Any, signal_id: str) -> bool:
         """Whether the execution has received the signal of this id (IdReused when that one
-        had another name or payload). A signal still queued is not known yet."""
+        had another name or payload). A signal still queued is not known here: its claim is
+        (service/request_claims.py)."""
         mid = f"signal:{signal_id}"
         first = state.inbound.get(mid)
         if first is None:
