@@ -249,15 +249,11 @@ class Client:
     ) -> dict[str, Any]:
         """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`.
         `started_after` (inclusive) / `started_before` (exclusive): RFC 3339 times such as
-        `2026-03-30T07:00:00Z` (or the `_ms` forms: milliseconds since the epoch). `where`: one
-        search attribute, `{"tier": "gold"}` or the text `tier=gold`."""
+        `2026-03-30T07:00:00Z` (or the `_ms` forms: milliseconds since the epoch). `where`: a filter,
+        `"status IN (RUNNING, FAILED) AND tier = gold AND amount > 100"` (docs/operations.md), or a
+        mapping of search attributes that must all equal their values, `{"tier": "gold"}`."""
         if isinstance(where, dict):
-            import json
-
-            if len(where) != 1:
-                raise ValueError(f"where takes one search attribute condition, not {len(where)}")
-            ((key, value),) = where.items()
-            where = f"{key}={json.dumps(value)}"
+            where = where_text(where)
         params = {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor,
                   "started_after": started_after if started_after is not None else started_after_ms,
                   "started_before": started_before if started_before is not None else started_before_ms,
@@ -395,3 +391,12 @@ def _json_or_text(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
+
+
+def where_text(attributes: dict[str, Any]) -> str:
+    """`{"tier": "gold", "n": 2}` as the filter `tier = "gold" AND n = 2`."""
+    import json
+
+    if not attributes:
+        raise ValueError("where: a mapping of at least one search attribute")
+    return " AND ".join(f"attributes.{key} = {json.dumps(value)}" for key, value in attributes.items())

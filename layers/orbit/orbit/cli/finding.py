@@ -1,4 +1,4 @@
-"""`orbit list` filters for finding executions: a start-time range (RFC 3339), a search attribute."""
+"""`orbit list` filters for finding executions: a start-time range (RFC 3339), a filter (`--where`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ def add_list_filters(sp: argparse.ArgumentParser) -> None:
                     help="only executions started at or after this RFC 3339 time, e.g. 2026-03-01T00:00:00Z")
     sp.add_argument("--started-before", metavar="TIME",
                     help="only executions started before this RFC 3339 time, e.g. 2026-03-02T00:00:00+01:00")
-    sp.add_argument("--where", metavar="NAME=VALUE",
-                    help="only executions whose search attribute NAME is VALUE, e.g. --where tier=gold "
-                         "(numbers and true/false match as such; quote to match text: code='\"42\"')")
+    sp.add_argument("--where", metavar="FILTER",
+                    help="conditions joined by AND on workflow, status, started, ended, id and search "
+                         "attributes, e.g. --where 'status IN (RUNNING, FAILED) AND tier = gold AND "
+                         "amount > 100' (docs/operations.md, \"Finding executions\")")
 
 
 def list_filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -33,11 +34,17 @@ def list_filters(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"{option}: {e}") from None
         out[key] = value
     if getattr(args, "where", None) is not None:
-        from orbit.core.history.attributes import parse_where
-
-        try:
-            parse_where(args.where)
-        except ValueError as e:
-            raise UsageError(f"--where: {e}") from None
-        out["where"] = args.where
+        out["where"] = check_filter(args.where, "--where")
     return out
+
+
+def check_filter(text: str, option: str) -> str:
+    """`text` when it parses and plans (orbit/core/search.py); else a usage error naming the option."""
+    from orbit.core.search import parse, plan
+    from orbit.errors import ValidationError
+
+    try:
+        plan(parse(text))
+    except ValidationError as e:
+        raise UsageError(f"{option}: {e.problems[0].message if e.problems else e}") from None
+    return text

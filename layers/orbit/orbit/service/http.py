@@ -6,7 +6,7 @@ into a call) and by `orbit dev`'s local server. Routes:
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
              &started_after=&started_before=&id_prefix=        (RFC 3339 or ms; a page may be short)
-             &where=name=value                               (one search attribute)
+             &where=FILTER   (orbit/core/search.py: workflow, status, started, ended, id, attributes)
     GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
     GET  /executions/{id}/workflow                             -> 200 the pinned build's source
     GET  /counts?workflow=                                     -> 200 {counts: {status: n}, cap}
@@ -99,18 +99,10 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
     return 201, {"id": eid}
 
 
-def _where(query: Mapping[str, str]) -> dict[str, Any] | None:
-    """`where=name=value`: one search attribute condition (orbit/core/history/attributes.py)."""
+def _where(query: Mapping[str, str]) -> str | None:
+    """`where=`: a filter (orbit/core/search.py), parsed by the engine's list."""
     raw = query.get("where")
-    if not raw:
-        return None
-    from orbit.core.history.attributes import parse_where
-
-    try:
-        key, value = parse_where(raw)
-    except ValueError as e:
-        raise ValidationError(str(e), "query.where") from None
-    return {key: value}
+    return raw or None
 
 
 def _instant(query: Mapping[str, str], name: str) -> int | None:
@@ -143,11 +135,16 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
     id_prefix = query.get("id_prefix") or None
     if id_prefix is not None and len(id_prefix) > 256:
         raise ValidationError("must be at most 256 characters", "query.id_prefix")
-    entries, cursor = engine.list(
-        query.get("workflow") or None, status, limit, query.get("cursor"),
-        started_after_ms=_instant(query, "started_after"),
-        started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
-    )
+    from orbit.core.search import FilterError
+
+    try:
+        entries, cursor = engine.list(
+            query.get("workflow") or None, status, limit, query.get("cursor"),
+            started_after_ms=_instant(query, "started_after"),
+            started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
+        )
+    except FilterError as e:  # the filter's own problem, at the parameter that carried it
+        raise ValidationError(e.problems[0].message, "query.where") from None
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 
 

@@ -146,12 +146,16 @@ class EngineApi(CatalogApi):
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
-        where: dict[str, Any] | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        extra = {"where": where} if where else {}  # stores without search attributes take no `where`
+        if where:  # a filter (orbit/core/search.py): the separate parameters join its conditions
+            from orbit.core.search import from_params
+
+            flt = from_params(where, workflow, status, started_after_ms, started_before_ms, id_prefix)
+            return self.store.search_executions(flt, limit, cursor)  # type: ignore[no-any-return]
         return self.store.list_executions(
             workflow, status, limit, cursor, started_after_ms=started_after_ms,
-            started_before_ms=started_before_ms, id_prefix=id_prefix or None, **extra,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
         )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
