@@ -260,6 +260,24 @@ class Client:
                   "id_prefix": id_prefix, "where": where}
         return self._call("GET", "/executions" + _query(params))
 
+    # ------------------------------------------------------------------ bulk actions (docs/operations.md)
+    def batch(self, action: str, where: str, id: str | None = None, **args: Any) -> dict[str, Any]:
+        """Act on every execution `where` matches (started before now): `action` is cancel, signal
+        (`signal=`, `payload=`), pause, unpause, redrive or fork (`from_step=`); `reason=`, `force=`
+        (cancel). Returns the batch; it runs in the background (`describe_batch`)."""
+        body = {"action": action, "where": where, "id": id, **{k: v for k, v in args.items() if v is not None}}
+        return dict(self._call("POST", "/batches", {k: v for k, v in body.items() if v is not None}))
+
+    def preview_batch(self, where: str) -> dict[str, Any]:
+        """`{count, capped, cap, first}`: how many executions `where` matches now (up to the cap)."""
+        return dict(self._call("POST", "/batches/preview", {"where": where}))
+
+    def describe_batch(self, batch_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/batches/{_q(batch_id)}"))
+
+    def stop_batch(self, batch_id: str) -> dict[str, Any]:
+        return dict(self._call("POST", f"/batches/{_q(batch_id)}/stop", {}))
+
     def counts(self, workflow: str | None = None) -> dict[str, Any]:
         """`{"counts": {status: n}, "cap": N}` (a count equal to the cap means at least that many)."""
         return self._call("GET", "/counts" + _query({"workflow": workflow}))

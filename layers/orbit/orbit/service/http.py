@@ -37,6 +37,7 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
                                               {name, retired: [versions]}: new starts refused (409
                                               WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
+    /batches...                               bulk actions: see orbit/service/http_batches.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
@@ -77,6 +78,7 @@ from orbit.errors import (
     ValidationError,
     WorkflowRetired,
 )
+from orbit.service.http_batches import BATCH_ROUTES
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 from orbit.service.updates import ROUTE as UPDATE_ROUTE
@@ -289,6 +291,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/definitions/([^/]+)/retire"), _retire),
 ]
 _ROUTES += SCHEDULE_ROUTES
+_ROUTES += BATCH_ROUTES  # bulk actions (service/http_batches.py)
 _ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
 
 

@@ -235,11 +235,15 @@ class EngineApi(CatalogApi):
         with keys_from(self.ids):
             return token_of(execution_id, name, hook)
 
-    def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+    def cancel(self, execution_id: str, reason: str = "", force: bool = False,
+               request_id: str | None = None) -> None:
+        """`request_id` (a bulk action's `batch:<id>`): the message id, so the same request sent
+        again is one cancel (the decider records each message id once)."""
         check_json(reason, "reason")
         _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
-            CancelMessage(execution_id, f"cancel:{self.ids.token()}", reason or "cancelled", force).to_dict()
+            CancelMessage(execution_id, f"cancel:{_request(request_id, self.ids)}", reason or "cancelled",
+                          force).to_dict()
         )
 
     def unpark(self, execution_id: str) -> str:
@@ -253,16 +257,16 @@ class EngineApi(CatalogApi):
         self.queues.send_decision(UnparkMessage(execution_id, mid).to_dict())
         return mid
 
-    def pause(self, execution_id: str, reason: str = "") -> str:
+    def pause(self, execution_id: str, reason: str = "", request_id: str | None = None) -> str:
         """Hold a running execution (docs/operations.md): nothing new is dispatched and no timer
         fires until `unpause`; what arrives meanwhile is recorded. Returns the message id."""
-        return self._pause_message(execution_id, "pause", reason)
+        return self._pause_message(execution_id, "pause", reason, request_id)
 
-    def unpause(self, execution_id: str, reason: str = "") -> str:
+    def unpause(self, execution_id: str, reason: str = "", request_id: str | None = None) -> str:
         """Let a paused execution go on: everything that came due while it was paused runs."""
-        return self._pause_message(execution_id, "unpause", reason)
+        return self._pause_message(execution_id, "unpause", reason, request_id)
 
-    def _pause_message(self, execution_id: str, kind: str, reason: str) -> str:
+    def _pause_message(self, execution_id: str, kind: str, reason: str, request_id: str | None = None) -> str:
         if not isinstance(reason, str) or len(reason) > MAX_PAUSE_REASON:
             raise ValidationError(f"reason must be a string of at most {MAX_PAUSE_REASON} characters",
                                   "reason")
@@ -273,7 +277,7 @@ class EngineApi(CatalogApi):
             raise PauseRefused(execution_id, f"is already paused (since {state.paused_at_ms} ms)")
         if kind == "unpause" and not state.paused:
             raise PauseRefused(execution_id, f"is not paused ({state.status}); there is nothing to un-pause")
-        mid = f"{kind}:{self.ids.token()}"
+        mid = f"{kind}:{_request(request_id, self.ids)}"
         self.queues.send_decision({"kind": kind, "execution_id": execution_id, "id": mid, "reason": reason})
         return mid
 
@@ -347,6 +351,15 @@ def shown(event: dict[str, Any]) -> dict[str, Any]:
         hidden = short_digest(rest[len(DIGEST_PREFIX):]) if hashed else token_digest(rest)
         event = {**event, "signal_id": "hook:" + hidden}
     return event
+
+
+def _request(request_id: str | None, ids: Any) -> str:
+    if request_id is None:
+        return str(ids.token())
+    problem = signal_id_problem(request_id)
+    if problem:
+        raise ValidationError(problem, "request_id")
+    return request_id
 
 
 def _check_running(state: ExecutionState, action: str) -> None:
