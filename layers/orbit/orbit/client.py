@@ -265,7 +265,11 @@ class Client:
         """Act on every execution `where` matches (started before now): `action` is cancel, signal
         (`signal=`, `payload=`), pause, unpause, redrive or fork (`from_step=`); `reason=`, `force=`
         (cancel). Returns the batch; it runs in the background (`describe_batch`)."""
-        body = {"action": action, "where": where, "id": id, **{k: v for k, v in args.items() if v is not None}}
+        import secrets
+
+        # the id is chosen here, so a retried request (a lost answer) is the same batch, not a second one
+        body = {"action": action, "where": where, "id": id or f"b-{secrets.token_hex(6)}",
+                **{k: v for k, v in args.items() if v is not None}}
         return dict(self._call("POST", "/batches", {k: v for k, v in body.items() if v is not None}))
 
     def preview_batch(self, where: str) -> dict[str, Any]:

@@ -103,6 +103,8 @@ class BatchService:
         if hit is not None:
             old = hit[0]
             if (old["action"], old["where"], old["args"]) == (action, where, stored):
+                if old["status"] == "RUNNING":  # a retried request: its first send may have been lost
+                    self._send(batch_id, old["page"])  # a duplicate page message is dropped
                 return describe(old)
             raise ExecutionExists(batch_id, f"batch {batch_id!r} already exists with another action or filter")
         now = self.now_ms
@@ -173,6 +175,9 @@ class BatchService:
         more = b["next_cursor"] is not None
         if more:  # 3. the next page's message, then advance
             self._send(batch_id, b["page"] + 1)
+        flush = getattr(self.engine.queues, "flush", None)
+        if flush is not None:  # the decider holds its sends to the handler's end: these leave first
+            flush()
         self._advance(batch_id, b["page"], outcomes, more)
 
     def _act(self, b: dict[str, Any], eid: str) -> tuple[str, str, str]:
