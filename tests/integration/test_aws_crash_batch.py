@@ -17,6 +17,7 @@ from orbit.service import batches
 
 WAITER = {"orbit": 1, "name": "crash-batch", "version": "1", "steps": {"w": {"wait_for": "go"}}}
 N = 5
+TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
 IDS = [f"bw-{i}" for i in range(N)]
 BATCH = {"action": "cancel", "where": "workflow = crash-batch AND status = RUNNING", "id": "bulk-1",
          "reason": "bulk"}
@@ -41,8 +42,7 @@ def observe(world: World) -> list[str]:
     for eid in IDS:
         h = engine.history(eid)
         cancels = [e for e in h if e["type"] == "CancelRequested"]
-        ends = [e["type"] for e in h if e["type"] in ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled",
-                                                      "WorkflowTimedOut")]
+        ends = [e["type"] for e in h if e["type"] in TERMINAL]
         if len(cancels) != 1 or ends != ["WorkflowCancelled"]:
             problems.append(f"{eid}: {len(cancels)} CancelRequested, ends {ends}")
         if [e["seq"] for e in h] != list(range(1, len(h) + 1)):

@@ -52,9 +52,9 @@ def statuses(sim: Any, n: int) -> dict[str, int]:
 
 def test_a_bulk_cancel_acts_once_on_each_matching_execution_page_by_page() -> None:
     sim = waiting(250)
-    status, body = handle_request(sim.engine, "POST", "/batches",
-                                  {"action": "cancel", "where": "workflow = wf AND status = RUNNING AND tier = gold",
-                                   "reason": "outage", "id": "b1"})
+    where = "workflow = wf AND status = RUNNING AND tier = gold"
+    request = {"action": "cancel", "where": where, "reason": "outage", "id": "b1"}
+    status, body = handle_request(sim.engine, "POST", "/batches", request)
     assert status == 202 and body["status"] == "RUNNING", body
     sim.run_until_idle()
     status, b = handle_request(sim.engine, "GET", "/batches/b1")
@@ -64,14 +64,13 @@ def test_a_bulk_cancel_acts_once_on_each_matching_execution_page_by_page() -> No
     assert [e["reason"] for e in events(sim, "w0", "CancelRequested")] == ["outage"]
     assert events(sim, "w1", "CancelRequested") == []
     # the same request again is the same batch; another action under its id is refused
-    assert handle_request(sim.engine, "POST", "/batches", {"action": "cancel", "reason": "outage", "id": "b1",
-                                                           "where": "workflow = wf AND status = RUNNING AND tier = gold"}
-                          )[1]["status"] == "COMPLETED"
+    assert handle_request(sim.engine, "POST", "/batches", request)[1]["status"] == "COMPLETED"
     assert handle_request(sim.engine, "POST", "/batches", {"action": "pause", "where": "tier = gold",
                                                            "id": "b1"})[0] == 409
 
 
-def test_a_page_delivered_twice_or_cut_short_by_a_crash_acts_once_on_each(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_delivered_twice_or_cut_short_by_a_crash_acts_once_on_each(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batches_mod, "PAGE", 7)
     sim = waiting(30, twice=True)  # a second signal would take them past `w2`
     svc = sim.engine.batches

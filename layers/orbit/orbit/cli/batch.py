@@ -99,7 +99,8 @@ def cmd_stop(args: argparse.Namespace, client: Clients) -> int:
 
 def add_batch_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None], client: Clients) -> None:
     bp = sub.add_parser("batch", help="act on every execution a filter matches (cancel, signal, pause, ...)",
-                        epilog="examples:\n  orbit batch cancel --where 'workflow = orders AND status = RUNNING'"
+                        epilog="examples:\n"
+                               "  orbit batch cancel --where 'workflow = orders AND status = RUNNING'"
                                "\n  orbit batch signal --where 'tier = gold' --signal approve --payload '{}'"
                                "\n  orbit batch describe b-1a2b\n  orbit batch stop b-1a2b")
     bsub = bp.add_subparsers(dest="batch_command", required=True, metavar="ACTION")

@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history.attributes import index_value, key_problem, normal, value_problem
@@ -35,13 +37,14 @@ TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
 MAX_TEXT = 4000
 MAX_CONDITIONS = 20
 MAX_IN = 25
-FIELD_OPS = {"workflow": ("=", "!=", "IN"), "status": ("=", "!=", "IN"),
-             "started": ("<", "<=", ">", ">="), "ended": ("<", "<=", ">", ">="), "id": ("STARTS_WITH",)}
+FIELD_OPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "workflow": ("=", "!=", "IN"), "status": ("=", "!=", "IN"),
+             "started": ("<", "<=", ">", ">="), "ended": ("<", "<=", ">", ">="), "id": ("STARTS_WITH",)})
 ATTRIBUTE_OPS = ("=", "!=", "<", "<=", ">", ">=", "IN")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _BARE = re.compile(r"[A-Za-z0-9_.:+\-@/]+")
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_WORD_OPS = {"IN", "STARTS_WITH"}
+_WORD_OPS = frozenset({"IN", "STARTS_WITH"})
 
 
 @dataclass(frozen=True)
@@ -255,8 +258,8 @@ def _checked(c: Cond, at: int) -> Cond:
             v = v.upper()
         elif c.field in ("started", "ended"):
             if isinstance(v, bool) or not isinstance(v, (str, int)):
-                raise FilterError(f"{c.field} takes an RFC 3339 time or epoch milliseconds, not {json.dumps(v)}",
-                                  at)
+                raise FilterError(f"{c.field} takes an RFC 3339 time or epoch milliseconds, "
+                                  f"not {json.dumps(v)}", at)
             if isinstance(v, str):
                 try:
                     v = parse_time(v)

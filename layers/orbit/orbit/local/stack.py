@@ -277,10 +277,11 @@ class LocalStack(ScheduleOps):
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 50,
         started_after: str | int | None = None, started_before: str | int | None = None,
-        where: dict[str, Any] | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> list[dict[str, Any]]:
         """Newest first; `started_after` (inclusive) / `started_before` (exclusive) are RFC 3339
-        times (or milliseconds since the epoch), `where` one search attribute (`{"tier": "gold"}`).
+        times (or milliseconds since the epoch), `where` a filter (docs/operations.md) or search
+        attributes that must all match (`{"tier": "gold"}`).
         Pages are followed until `limit` entries."""
         from orbit.service.http import instant
 

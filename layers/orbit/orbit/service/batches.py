@@ -106,7 +106,8 @@ class BatchService:
                 if old["status"] == "RUNNING":  # a retried request: its first send may have been lost
                     self._send(batch_id, old["page"])  # a duplicate page message is dropped
                 return describe(old)
-            raise ExecutionExists(batch_id, f"batch {batch_id!r} already exists with another action or filter")
+            raise ExecutionExists(batch_id, f"batch {batch_id!r} already exists with another action or "
+                                            "filter")
         now = self.now_ms
         record = {"id": batch_id, "action": action, "where": where, "args": stored, "status": "RUNNING",
                   "created_at_ms": now, "updated_at_ms": now, "page": 0, "cursor": None, "pending": None,
@@ -135,13 +136,15 @@ class BatchService:
             except ConflictError:
                 continue
             return describe(b)
-        raise ConflictError(f"batch:{batch_id}", -1, f"batch {batch_id!r}: gave up after {MAX_RETRIES} conflicts")
+        raise ConflictError(f"batch:{batch_id}", -1,
+                            f"batch {batch_id!r}: gave up after {MAX_RETRIES} conflicts")
 
     def preview(self, where: str, cap: int = 10_000) -> dict[str, Any]:
         """How many executions the filter matches now (up to `cap`), and the first few ids."""
         flt = parse(where)
         plan(flt)
-        count, cursor, first = 0, None, []
+        count, cursor = 0, None
+        first: list[str] = []
         while count < cap:
             entries, cursor = self.engine.store.search_executions(flt, min(1000, cap - count), cursor)
             count += len(entries)
@@ -224,7 +227,8 @@ class BatchService:
             except ConflictError:
                 continue  # stopped meanwhile: count this page into the stopped record
             return
-        raise ConflictError(f"batch:{batch_id}", -1, f"batch {batch_id!r}: gave up after {MAX_RETRIES} conflicts")
+        raise ConflictError(f"batch:{batch_id}", -1,
+                            f"batch {batch_id!r}: gave up after {MAX_RETRIES} conflicts")
 
     def _filter(self, b: dict[str, Any]) -> Filter:
         """The batch's filter, and only executions started before the batch was created."""
@@ -233,7 +237,8 @@ class BatchService:
 
     def _send(self, batch_id: str, page: int) -> None:
         self.engine.queues.send_decision({"kind": KIND, "execution_id": f"batch:{batch_id}",
-                                          "id": f"{KIND}:{batch_id}:{page}", "batch_id": batch_id, "page": page})
+                                          "id": f"{KIND}:{batch_id}:{page}", "batch_id": batch_id,
+                                          "page": page})
 
     def _load(self, batch_id: str) -> tuple[dict[str, Any], int]:
         if not isinstance(batch_id, str) or not BATCH_ID.fullmatch(batch_id):
@@ -241,7 +246,7 @@ class BatchService:
         hit = self.store.get(batch_id)
         if hit is None:
             raise NotFound(f"batch {batch_id!r} not found")
-        return hit  # type: ignore[no-any-return]
+        return hit
 
 
 def describe(b: dict[str, Any]) -> dict[str, Any]:

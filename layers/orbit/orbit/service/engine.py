@@ -47,6 +47,7 @@ from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember
 from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
 from orbit.errors import BuildMismatch, ConflictError, NotFound, OrbitError, UnknownWorkflow
 from orbit.service import inline
+from orbit.service.batches import is_batch_message
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.effects import EffectSteps
 from orbit.service.operations import EngineApi
@@ -64,7 +65,6 @@ from orbit.service.ports import (
 )
 from orbit.service.recovery import RecoveryApi
 from orbit.service.retention import RetentionSteps
-from orbit.service.batches import is_batch_message
 from orbit.service.schedules import is_schedule_message
 from orbit.service.starts import StartSteps
 

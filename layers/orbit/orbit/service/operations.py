@@ -152,7 +152,7 @@ class EngineApi(CatalogApi):
             from orbit.core.search import from_params
 
             flt = from_params(where, workflow, status, started_after_ms, started_before_ms, id_prefix)
-            return self.store.search_executions(flt, limit, cursor)  # type: ignore[no-any-return]
+            return self.store.search_executions(flt, limit, cursor)
         return self.store.list_executions(
             workflow, status, limit, cursor, started_after_ms=started_after_ms,
             started_before_ms=started_before_ms, id_prefix=id_prefix or None,

@@ -36,7 +36,8 @@ class DynamoBatchStore:
             if expected_rev is None:
                 put_if(self._db, self.table, item, "attribute_not_exists(pk)")
             else:
-                put_if(self._db, self.table, item, "rev = :rev", ExpressionAttributeValues={":rev": n(expected_rev)})
+                put_if(self._db, self.table, item, "rev = :rev",
+                       ExpressionAttributeValues={":rev": n(expected_rev)})
         except ConditionFailed:
             raise ConflictError(f"batch:{batch_id}", rev, f"batch {batch_id!r} changed meanwhile") from None
         return rev

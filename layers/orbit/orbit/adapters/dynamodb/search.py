@@ -22,7 +22,8 @@ from orbit.core.search import Filter, Plan, matches, plan
 SCAN_BUDGET = 2000
 
 
-def search(store: Any, flt: Filter, limit: int, before: str | None) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+def search(store: Any, flt: Filter, limit: int,
+           before: str | None) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
     """(index rows of the page, newest first; the sort key to carry on below, or None)."""
     p = plan(flt)
     if p.before_ms is not None:
