@@ -175,7 +175,7 @@ class Client:
         self, execution_id: str, name: str, payload: Any = None, id: str | None = None
     ) -> dict[str, Any]:
         """`id` makes the signal idempotent (kept 19 days); one is made up when not given."""
-        body = {"payload": payload, "id": id or f"signal:{uuid.uuid4().hex}"}
+        body = {"payload": payload, "id": id or uuid.uuid4().hex}  # recorded as `signal:<id>`
         return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}", body)
 
     def resume_hook(self, token: str, payload: Any = None) -> dict[str, Any]:
@@ -193,13 +193,15 @@ class Client:
         return self._call("POST", f"/executions/{_q(execution_id)}/redrive", body)
 
     def fork(self, execution_id: str, from_step: str, id: str | None = None,
-             version: str | None = None) -> dict[str, Any]:
+             version: str | None = None, despite_compensation: bool = False) -> dict[str, Any]:
         """Start a fork of an execution from `from_step`; returns {id}. The fork's id is made up
         here when not given, so a retried request starts one fork."""
         new_id = id or f"{execution_id}-fork-{uuid.uuid4().hex[:12]}"
         body: dict[str, Any] = {"from_step": from_step, "id": new_id}
         if version:
             body["version"] = version
+        if despite_compensation:  # steps it reuses were compensated: fork anyway (else 409)
+            body["despite_compensation"] = True
         return self._call("POST", f"/executions/{_q(execution_id)}/fork", body)
 
     def query(self, execution_id: str, name: str, input: Any = None) -> Any:

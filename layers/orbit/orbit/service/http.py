@@ -24,7 +24,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
                                               {id, redrive_count, steps}
-    POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
+    POST /executions/{id}/fork                {from_step, id?, version?,     -> 201 {id}; 409 when steps it
+                                               despite_compensation?}          reuses were compensated
     POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
     POST /executions/{id}/updates/{name}      {input?, update_id?, timeout?} -> 200 {update_id, status,
                                               result, error} | 202 while not done (docs/updates.md)
@@ -217,7 +218,10 @@ def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str)
         raise ValidationError("is required (the step to run again from)", "body.from_step")
     if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
         raise ValidationError(problem, "body.id")
-    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
+    confirmed = body.get("despite_compensation", False)
+    if not isinstance(confirmed, bool):
+        raise ValidationError("must be true or false", "body.despite_compensation")
+    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version), confirmed)}
 
 
 def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
