@@ -140,5 +140,6 @@ def test_orbit_fork_says_which_steps_were_compensated_and_takes_a_confirming_fla
     err = capsys.readouterr().err
     assert "would reuse the outputs of 'reserve', 'pay', whose compensation ran" in err
     assert "Traceback" not in err
-    assert orbit_cli.main(["fork", "c1", "--from-step", "ship", "--id", "c1-x", "--despite-compensation"]) == 0
+    confirmed = ["fork", "c1", "--from-step", "ship", "--id", "c1-x", "--despite-compensation"]
+    assert orbit_cli.main(confirmed) == 0
     assert "c1-x forked from c1 at step ship" in capsys.readouterr().out

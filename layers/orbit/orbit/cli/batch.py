@@ -103,7 +103,9 @@ def add_batch_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], Non
                                "  orbit batch cancel --where 'workflow = orders AND status = RUNNING'"
                                "\n  orbit batch signal --where 'tier = gold' --signal approve --payload '{}'"
                                "\n  orbit batch describe b-1a2b\n  orbit batch stop b-1a2b")
-    bsub = bp.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
+    bsub = bp.add_subparsers(dest="batch_command", required=True, metavar="ACTION",
+                             help="cancel, signal, pause, unpause, redrive, fork (reset explains why "
+                                  "there is none), describe, stop")
     for action in ACTIONS:
         sp = bsub.add_parser(action, help=f"{action} every execution the filter matches")
         sp.add_argument("--where", required=True, metavar="FILTER",
@@ -118,7 +120,8 @@ def add_batch_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], Non
         else:
             sp.set_defaults(signal=None, payload=None)
         if action == "fork":
-            sp.add_argument("--from-step", dest="from_step", required=True, metavar="STEP")
+            sp.add_argument("--from-step", dest="from_step", required=True, metavar="STEP",
+                            help="the step each fork runs again from")
         else:
             sp.set_defaults(from_step=None)
         if action == "cancel":
@@ -130,6 +133,6 @@ def add_batch_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], Non
     for name, fn, text in (("describe", cmd_describe, "a batch's progress"),
                            ("stop", cmd_stop, "stop a batch: no further page is acted on")):
         sp = bsub.add_parser(name, help=text)
-        sp.add_argument("id", metavar="ID")
+        sp.add_argument("id", metavar="ID", help="the batch's id (printed when it started)")
         api_opts(sp)
         sp.set_defaults(func=lambda args, fn=fn: fn(args, client))

@@ -13,13 +13,16 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history.events import TaskError
 from orbit.core.history.storable import not_storable
 
-_BUILDS = {"set": (ast.Set, ast.SetComp, "set"), "frozenset": ("frozenset",), "bytes": ("bytes",),
-           "generator": (ast.GeneratorExp,), "tuple": ()}
+_BUILDS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
+    "set": (ast.Set, ast.SetComp, "set"), "frozenset": ("frozenset",), "bytes": ("bytes",),
+    "generator": (ast.GeneratorExp,)})
 
 
 def check_output(fn: Any, value: Any) -> None:
