@@ -34,6 +34,8 @@ def test_a_combined_search_on_the_table(stack: LocalStack) -> None:
     assert status == 200, body
     found = sorted(e["execution_id"] for e in body["executions"])
     assert found == [f"bulk-{i:03d}" for i in range(100, 120, 2)]
+    listed = stack.list(where="tier IN (silver) AND amount < 10 AND started > 0", limit=100)
+    assert sorted(e["execution_id"] for e in listed) == [f"bulk-{i:03d}" for i in (1, 3, 5, 7, 9)]
     status, body = handle_request(stack.engine, "GET", "/executions", query={"where": "amount >= 100"})
     assert status == 400 and "would read the whole table" in body["error"]["message"]
 
@@ -66,10 +68,10 @@ def test_a_bulk_cancel_of_500_interrupted_by_crashes_acts_once_on_each(
     assert status == 202, body
     for _ in range(10):  # each failed page message comes back after the queue's visibility timeout
         stack.run_until_idle()
-        if stack.engine.batches.describe("b500")["status"] != "RUNNING":
+        if stack.describe_batch("b500")["status"] != "RUNNING":
             break
         stack.advance(300)
-    b = stack.engine.batches.describe("b500")
+    b = stack.describe_batch("b500")
     assert crashed == {"advance": 1, "act": 1}
     assert b["status"] == "COMPLETED" and b["seen"] == N and b["failed"] == 0, b
     assert b["acted"] + b["skipped"] == N and b["pages"] == 5  # 5 pages of 100 (the last: no cursor after it)

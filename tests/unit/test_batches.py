@@ -169,3 +169,37 @@ def test_orbit_batch_previews_asks_and_acts(monkeypatch: pytest.MonkeyPatch,
     assert "Orbit has no reset" in capsys.readouterr().err
     assert orbit_cli.main(["batch", "cancel", "--where", "tier > gold"]) == 2
     assert "--where: `tier > gold` alone would read the whole table" in capsys.readouterr().err
+
+
+def test_two_deciders_on_one_page_at_once_act_once_on_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A duplicate delivery handled by a second decider while the first is in the middle of the
+    page (the chaos harness's two environments): both act, each execution is acted on once, the
+    pages' duplicate messages collapse."""
+    monkeypatch.setattr(batches_mod, "PAGE", 4)
+    sim = waiting(10, twice=True)
+    first = sim.engine.batches
+    second = BatchService(first.store, sim.engine)  # another environment, the same table
+    first.create("signal", "status = RUNNING", {"signal": "go"}, "b6")
+    real_act = BatchService._act
+    interleaved: list[int] = []
+
+    def act(self: BatchService, b: dict[str, Any], eid: str) -> Any:
+        out = real_act(self, b, eid)
+        if self is first and eid == b["pending"][1] and b["page"] not in interleaved:
+            interleaved.append(b["page"])
+            second.handle({"kind": "batch_page", "batch_id": "b6", "page": b["page"]})  # the whole page
+        return out
+
+    monkeypatch.setattr(BatchService, "_act", act)
+    for _ in range(20):
+        pages = take_pages(sim)
+        if not pages:
+            break
+        for m in pages:
+            first.handle(m)
+    sim.run_until_idle()
+    b = first.describe("b6")
+    assert interleaved == [0, 1, 2] and b["status"] == "COMPLETED" and b["seen"] == 10
+    for i in range(10):
+        assert [e["signal_id"] for e in events(sim, f"w{i}", "SignalReceived")] == ["signal:batch:b6"]
+    assert statuses(sim, 10) == {"RUNNING": 10}

@@ -246,6 +246,13 @@ class LocalStack(ScheduleOps):
         with self.services.queues.batched():
             return str(self.engine.fork(execution_id, from_step, id, version))
 
+    def batch(self, action: str, where: str, id: str | None = None, **args: Any) -> dict[str, Any]:
+        """A bulk action (`orbit batch`, docs/operations.md): runs as the stack's queues are pumped."""
+        return dict(self.engine.batches.create(action, where, args, id))
+
+    def describe_batch(self, id: str) -> dict[str, Any]:
+        return dict(self.engine.batches.describe(id))
+
     def pause(self, id: str, reason: str = "") -> str:
         """Hold an execution (`orbit pause`); recorded when the queues are pumped."""
         return self.engine.pause(id, reason)
