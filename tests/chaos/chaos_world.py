@@ -506,7 +506,8 @@ class World:
             status, got = self.api("POST", "/batches", {"action": "signal", "where": where, "signal": name,
                                                         "payload": payload, "id": f"bulk-{ex.id}"})
         else:
-            status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", {"payload": payload, "id": sid})
+            body = {"payload": payload, "id": sid}
+            status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", body)
         self.trace.append(f"t+{(self.clock.now - START_MS) // 1000}s signal {sid}: {status}")
         if status in (200, 202):
             ex.signals.pop(0)
