@@ -66,7 +66,7 @@ def main() -> None:
                   f"{count.scanned} index rows read, requests {dict(count.calls)}")
         count.reset()
         started = time.perf_counter()
-        handle_request(st.engine, "POST", "/batches", {"action": "cancel", "where": "workflow = bench-waiter "
+        handle_request(st.engine, "POST", "/batches/cancel", {"where": "workflow = bench-waiter "
                                                        "AND status = RUNNING", "id": "bench"})
         st.run_until_idle()
         took = time.perf_counter() - started

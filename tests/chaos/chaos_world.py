@@ -503,8 +503,8 @@ class World:
         name, payload, sid = ex.signals[0]
         if ex.workload.by_batch:  # a bulk action signals it (service/batches.py), once
             where = f'workflow = {ex.workload.workflow} AND status = RUNNING AND id STARTS_WITH "{ex.id}"'
-            status, got = self.api("POST", "/batches", {"action": "signal", "where": where, "signal": name,
-                                                        "payload": payload, "id": f"bulk-{ex.id}"})
+            status, got = self.api("POST", "/batches/signal", {"where": where, "signal": name,
+                                                               "payload": payload, "id": f"bulk-{ex.id}"})
         else:
             body = {"payload": payload, "id": sid}
             status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", body)

@@ -62,8 +62,8 @@ def test_a_bulk_cancel_of_500_interrupted_by_crashes_acts_once_on_each(
     status, body = handle_request(stack.engine, "POST", "/batches/preview",
                                   {"where": "workflow = bulk-waiter AND status = RUNNING"})
     assert status == 200 and body["count"] == N
-    status, body = handle_request(stack.engine, "POST", "/batches", {
-        "action": "cancel", "where": "workflow = bulk-waiter AND status = RUNNING", "id": "b500",
+    status, body = handle_request(stack.engine, "POST", "/batches/cancel", {
+        "where": "workflow = bulk-waiter AND status = RUNNING", "id": "b500",
         "reason": "bulk"})
     assert status == 202, body
     for _ in range(10):  # each failed page message comes back after the queue's visibility timeout

@@ -19,7 +19,7 @@ WAITER = {"orbit": 1, "name": "crash-batch", "version": "1", "steps": {"w": {"wa
 N = 5
 TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
 IDS = [f"bw-{i}" for i in range(N)]
-BATCH = {"action": "cancel", "where": "workflow = crash-batch AND status = RUNNING", "id": "bulk-1",
+BATCH = {"where": "workflow = crash-batch AND status = RUNNING", "id": "bulk-1",
          "reason": "bulk"}
 
 
@@ -31,7 +31,7 @@ def drive(world: World) -> int:
     world.settle()
     world.clock.now += 1000
     began = len(world.recorder.calls)
-    world.api("POST", "/batches", BATCH, 202)
+    world.api("POST", "/batches/cancel", BATCH, 202)
     world.settle()
     return began
 

@@ -53,8 +53,8 @@ def statuses(sim: Any, n: int) -> dict[str, int]:
 def test_a_bulk_cancel_acts_once_on_each_matching_execution_page_by_page() -> None:
     sim = waiting(250)
     where = "workflow = wf AND status = RUNNING AND tier = gold"
-    request = {"action": "cancel", "where": where, "reason": "outage", "id": "b1"}
-    status, body = handle_request(sim.engine, "POST", "/batches", request)
+    request = {"where": where, "reason": "outage", "id": "b1"}
+    status, body = handle_request(sim.engine, "POST", "/batches/cancel", request)
     assert status == 202 and body["status"] == "RUNNING", body
     sim.run_until_idle()
     status, b = handle_request(sim.engine, "GET", "/batches/b1")
@@ -64,9 +64,12 @@ def test_a_bulk_cancel_acts_once_on_each_matching_execution_page_by_page() -> No
     assert [e["reason"] for e in events(sim, "w0", "CancelRequested")] == ["outage"]
     assert events(sim, "w1", "CancelRequested") == []
     # the same request again is the same batch; another action under its id is refused
-    assert handle_request(sim.engine, "POST", "/batches", request)[1]["status"] == "COMPLETED"
-    assert handle_request(sim.engine, "POST", "/batches", {"action": "pause", "where": "tier = gold",
-                                                           "id": "b1"})[0] == 409
+    assert handle_request(sim.engine, "POST", "/batches/cancel", request)[1]["status"] == "COMPLETED"
+    other = {"where": "tier = gold", "id": "b1"}
+    assert handle_request(sim.engine, "POST", "/batches/pause", other)[0] == 409
+    mismatch = {"action": "cancel", "where": where}
+    status, answer = handle_request(sim.engine, "POST", "/batches/pause", mismatch)
+    assert status == 400 and answer["error"]["problems"][0]["path"] == "body.action"
 
 
 def test_a_page_delivered_twice_or_cut_short_by_a_crash_acts_once_on_each(
@@ -142,7 +145,7 @@ def test_refusals_name_what_is_wrong() -> None:
         ({"action": "signal", "where": "status = RUNNING"}, 400, "needs the signal's name"),
         ({"action": "cancel", "where": "status = RUNNING", "id": "../x"}, 400, "must be 1-80 letters"),
     ]:
-        status, answer = handle_request(sim.engine, "POST", "/batches", body)
+        status, answer = handle_request(sim.engine, "POST", f"/batches/{body.pop('action')}", body)
         assert status == code and text in answer["error"]["message"], (body, answer)
     assert handle_request(sim.engine, "GET", "/batches/nope")[0] == 404
     status, answer = handle_request(sim.engine, "POST", "/batches/preview", {"where": "tier = gold"})

@@ -270,9 +270,9 @@ class Client:
         import secrets
 
         # the id is chosen here, so a retried request (a lost answer) is the same batch, not a second one
-        body = {"action": action, "where": where, "id": id or f"b-{secrets.token_hex(6)}",
+        body = {"where": where, "id": id or f"b-{secrets.token_hex(6)}",
                 **{k: v for k, v in args.items() if v is not None}}
-        return dict(self._call("POST", "/batches", {k: v for k, v in body.items() if v is not None}))
+        return dict(self._call("POST", f"/batches/{_q(action)}", body))
 
     def preview_batch(self, where: str) -> dict[str, Any]:
         """`{count, capped, cap, first}`: how many executions `where` matches now (up to the cap)."""

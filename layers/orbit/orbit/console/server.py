@@ -68,7 +68,7 @@ _POSTS = [
         r"/executions/[^/]+/(pause|unpause)",
         r"/hooks/[^/]+",
         r"/schedules/[^/]+/(pause|resume)",
-        r"/batches", r"/batches/preview", r"/batches/[^/]+/stop",  # bulk actions (static/bulk.js)
+        r"/batches/[^/]+", r"/batches/[^/]+/stop",  # bulk actions (static/bulk.js), preview included
     )
 ]
 # Extension point for actions: list their POST routes here and add an entry to Orbit.actions

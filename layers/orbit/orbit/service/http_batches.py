@@ -1,6 +1,6 @@
 """HTTP routes for bulk actions (appended to orbit.service.http's routes; service/batches.py):
 
-    POST /batches          {action, where, id?, reason?, signal?, payload?, from_step?, force?}
+    POST /batches/{action} {where, id?, reason?, signal?, payload?, from_step?, force?}
                                                                   -> 202 the batch (describe shape)
     POST /batches/preview  {where}                                -> 200 {count, capped, cap, first}
     GET  /batches/{id}                                            -> 200 {id, action, where, status,
@@ -8,7 +8,9 @@
     POST /batches/{id}/stop                                       -> 200 the batch, STOPPED
 
 `action`: cancel, signal (with `signal`, `payload`), pause, unpause, redrive, fork (with
-`from_step`). A filter that would read the whole table is a 400 naming the index it lacks.
+`from_step`). It is in the path so that IAM can grant each bulk action on its own (a role may
+pause in bulk but not cancel). A filter that would read the whole table is a 400 naming the
+index it lacks.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ def _where(body: dict[str, Any]) -> str:
     return where
 
 
-def _create(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+def _create(engine: Any, body: dict[str, Any], query: Mapping[str, str], action: str) -> Response:
+    if body.get("action", action) != action:
+        raise ValidationError(f"the path says {action!r}, the body {body.get('action')!r}", "body.action")
     batch_id = body.get("id")
     if batch_id is not None and not isinstance(batch_id, str):
         raise ValidationError("must be a string", "body.id")
     args = {k: body[k] for k in ("reason", "signal", "payload", "from_step", "force") if k in body}
-    return 202, _svc(engine).create(body.get("action"), _where(body), args, batch_id)
+    return 202, _svc(engine).create(action, _where(body), args, batch_id)
 
 
 def _preview(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
@@ -57,8 +61,8 @@ def _stop(engine: Any, body: dict[str, Any], query: Mapping[str, str], batch_id:
 
 
 BATCH_ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
-    ("POST", re.compile(r"/batches"), _create),
-    ("POST", re.compile(r"/batches/preview"), _preview),
+    ("POST", re.compile(r"/batches/preview"), _preview),  # before /batches/{action}
+    ("POST", re.compile(r"/batches/([^/]+)"), _create),
     ("GET", re.compile(r"/batches/([^/]+)"), _describe),
     ("POST", re.compile(r"/batches/([^/]+)/stop"), _stop),
 ]

@@ -1,6 +1,6 @@
 // Bulk actions from the executions list (docs/operations.md, "Bulk actions"): the list's filters
 // become one filter text; "Act on all matching…" previews how many executions match
-// (POST /batches/preview), asks, then starts a batch (POST /batches) and follows its progress
+// (POST /batches/preview), asks, then starts a batch (POST /batches/{action}) and follows its progress
 // (GET /batches/{id}) until it ends; "Stop" stops it.
 "use strict";
 (function () {
@@ -72,7 +72,7 @@
       const body = el("div", {},
         el("p", { id: "bulk-count", text: `${label}: ${count} execution(s) match ${where}` }),
         seen.first.length ? el("p", { class: "muted", text: "first: " + seen.first.join(", ") }) : "");
-      const args = { action: action.value, where, id: "console-" + Orbit.uid().slice(0, 12), reason: reason.value };
+      const args = { where, id: "console-" + Orbit.uid().slice(0, 12), reason: reason.value };
       if (action.value === "signal") {
         args.signal = signal.value.trim();
         try { args.payload = JSON.parse(payload.value || "null"); } catch (e) {
@@ -83,7 +83,7 @@
       const ok = document.getElementById("modal-ok");
       ok.className = destructive ? "danger" : "primary";  // red only for what cannot be undone
       const started = await Orbit.confirm("Bulk action", body, seen.count ? label + " " + count : "Nothing to do",
-        () => (seen.count ? Orbit.api("/batches", args) : null));
+        () => (seen.count ? Orbit.api("/batches/" + enc(action.value), args) : null));
       ok.className = "danger";
       if (started) follow(result, started.id).catch((e) => result.append(el("p", { class: "error", text: e.message })));
     } });
