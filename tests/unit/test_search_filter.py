@@ -93,3 +93,21 @@ def test_a_combined_filter_through_the_api_the_client_and_the_cli(
     err = capsys.readouterr().err
     assert err.startswith("orbit list: --where: `n > 0` alone would read the whole table")
     assert "Traceback" not in err
+
+
+def test_orbit_list_explain_says_what_a_filter_reads_and_sends_nothing(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def no_client(args: Any) -> Any:
+        raise AssertionError("--explain sends nothing")
+
+    monkeypatch.setattr(orbit_cli, "_client", no_client)
+    argv = ["list", "--explain", "--status", "RUNNING", "--where", "tier = gold AND n > 1"]
+    assert orbit_cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out == ('reads gsi1 partition(s) AT#tier="gold"; '
+                   "each row read is checked for: n > 1 AND status = RUNNING\n")
+
+    assert orbit_cli.main(["list", "--explain", "--where", "status != RUNNING AND ended < 5000"]) == 0
+    assert capsys.readouterr().out.startswith("reads gsi2 partition(s) ST#COMPENSATING, ST#COMPLETED")
+    assert orbit_cli.main(["list", "--explain", "--where", "n > 1"]) == 2
+    assert "would read the whole table" in capsys.readouterr().err

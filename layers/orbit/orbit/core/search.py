@@ -49,6 +49,7 @@ class Plan:
     after_ms: int | None  # created >= after_ms (key condition)
     before_ms: int | None  # created < before_ms (key condition)
     uses: str  # what the key condition is, for `orbit list --explain` and errors
+    key: tuple[Cond, ...] = ()  # the conditions the partitions stand for (the rest: checked per row)
 
 
 # ------------------------------------------------------------------------------------ plan
@@ -59,16 +60,17 @@ def plan(flt: Filter) -> Plan:
     if by_attr:
         c = min(by_attr, key=lambda c: len(set(map(_key_json, c.values))))
         parts = tuple(dict.fromkeys(index_value(c.name, v) for v in c.values))
-        return Plan("gsi1", parts, after, before, f"gsi1 partition(s) {', '.join(parts)}")
+        return Plan("gsi1", parts, after, before, f"gsi1 partition(s) {', '.join(parts)}", (c,))
     statuses = statuses_of(flt)
     if statuses is not None:
         parts = tuple(f"ST#{st}" for st in statuses)
-        return Plan("gsi2", parts, after, before, f"gsi2 partition(s) {', '.join(parts)}")
+        key = tuple(c for c in flt.conds if c.field == "status")
+        return Plan("gsi2", parts, after, before, f"gsi2 partition(s) {', '.join(parts)}", key)
     by_wf = [c for c in flt.conds if c.field == "workflow" and c.op in ("=", "IN")]
     if by_wf:
         c = min(by_wf, key=lambda c: len(c.values))
         parts = tuple(dict.fromkeys(f"WF#{v}" for v in c.values))
-        return Plan("gsi1", parts, after, before, f"gsi1 partition(s) {', '.join(parts)}")
+        return Plan("gsi1", parts, after, before, f"gsi1 partition(s) {', '.join(parts)}", (c,))
     residual = [c for c in flt.conds if c.field != "started"]
     if residual and after is None and before is None:
         raise FilterError(_refusal(residual[0]))
