@@ -485,7 +485,7 @@ class World:
         names = sorted(self.profile.workloads or W.WORKLOADS)
         picked = self.rng.sample(names, min(self.profile.executions, len(names)))
         for i, name in enumerate(picked):
-            wl = W.WORKLOADS[name]
+            wl = W.WORKLOADS.get(name) or W.EXTRA[name]
             eid = f"{name}-{self.seed}-{i}"
             ex = Execution(eid, wl, signals=[(s, p, f"{eid}:{s}") for s, p in wl.signals])
             self.executions.append(ex)
@@ -512,7 +512,13 @@ class World:
             return False
         ex = self.rng.choice(waiting)
         name, payload, sid = ex.signals[0]
-        status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", {"payload": payload, "id": sid})
+        if ex.workload.by_batch:  # a bulk action signals it (service/batches.py), once
+            where = f'workflow = {ex.workload.workflow} AND status = RUNNING AND id STARTS_WITH "{ex.id}"'
+            status, got = self.api("POST", "/batches/signal", {"where": where, "signal": name,
+                                                               "payload": payload, "id": f"bulk-{ex.id}"})
+        else:
+            body = {"payload": payload, "id": sid}
+            status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", body)
         self.trace.append(f"t+{(self.clock.now - START_MS) // 1000}s signal {sid}: {status}")
         if status in (200, 202):
             ex.signals.pop(0)
@@ -642,7 +648,7 @@ def _check_history(eid: str, events: list[dict[str, Any]], wl: W.Workload,
     received = Counter(sid(e) for e in events if e["type"] == "SignalReceived")
     consumed = Counter(sid(e) for e in events if e["type"] == "SignalConsumed")
     if eid.count("/") == 0:
-        expected = Counter(f"{eid}:{s}" for s, _ in wl.signals)
+        expected = Counter(f"batch:bulk-{eid}" if wl.by_batch else f"{eid}:{s}" for s, _ in wl.signals)
         if received != expected or consumed != expected:
             out.append(f"{eid}: signals received {dict(received)}, consumed {dict(consumed)}; "
                        f"expected each of {sorted(expected)} once")

@@ -78,6 +78,18 @@ def test_the_faults_are_injected_and_a_seed_replays_the_same_run() -> None:
     assert kinds == expected, kinds
 
 
+BULK = dataclasses.replace(Profile(), executions=3, workloads=("bulk-signal", "chain", "sleeps"))
+
+
+@pytest.mark.parametrize("seed", SEEDS[:40])
+def test_bulk_actions_under_chaos(seed: int) -> None:
+    """A bulk action's pages (service/batches.py) under the same faults: its signal reaches the
+    execution once (the checks count each signal id), no page message is left or dead-lettered."""
+    result = run_seed(seed, BULK)
+    if not result.ok:
+        pytest.fail(result.report(), pytrace=False)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_delivery_chaos(seed: int) -> None:
     started = time.process_time()

@@ -154,6 +154,26 @@ class MemoryHistoryStore(MemoryRetention):
         page = rows[start : start + limit]
         return page, (str(start + limit) if start + limit < len(rows) else None)
 
+    def search_executions(self, flt: Any, limit: int = 50,
+                          cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+        """As the DynamoDB store answers (newest first, the same refusals); the cursor is the
+        `created#id` key below which to carry on."""
+        from orbit.core.search import matches, plan
+
+        p = plan(flt)
+        with self._lock:
+            rows = list(self._index.values())
+        keyed = sorted(((f"{e.created_at_ms:015d}#{e.execution_id}", e) for e in rows), reverse=True,
+                       key=lambda pair: pair[0])
+        kept = [(k, e) for k, e in keyed
+                if (cursor is None or k < cursor)
+                and (p.after_ms is None or e.created_at_ms >= p.after_ms)
+                and (p.before_ms is None or e.created_at_ms < p.before_ms)
+                and matches(flt, e.workflow, e.status, e.created_at_ms, e.updated_at_ms, e.execution_id,
+                            e.attributes)]
+        page = kept[:limit]
+        return [e for _, e in page], (page[-1][0] if len(kept) > limit else None)
+
     def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
         with self._lock:
             rows = list(self._index.values())

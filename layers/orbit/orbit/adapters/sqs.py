@@ -161,6 +161,15 @@ class SqsQueues:
             for (url, delay_s), bodies in held.items():
                 self._send_now(url, bodies, delay_s)
 
+    def flush(self) -> None:
+        """Send what this thread holds now (a bulk action sends its page before it records the page
+        done: service/batches.py); later sends are held again."""
+        held = getattr(self._local, "held", None)
+        if held:
+            self._local.held = {}
+            for (url, delay_s), bodies in held.items():
+                self._send_now(url, bodies, delay_s)
+
     def task_url(self, queue: str) -> str:
         """Queue name (task prefix before the first '.') -> URL: the stack's map, then the routes apps
         registered (`Custom::OrbitTaskQueue`); unmapped names use the default queue."""

@@ -250,6 +250,10 @@ class Services:
                         self.clock, RandomIds(self.hook_key), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
+        from orbit.adapters.dynamodb.batches import DynamoBatchStore
+        from orbit.service.batches import BatchService
+
+        engine.batches = BatchService(DynamoBatchStore(self.dynamodb, self.settings.table), engine)
         engine.archive = self.archive
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps

@@ -177,8 +177,11 @@ def cmd_query(args: argparse.Namespace, connect: Clients) -> int:
 
 
 def cmd_list(args: argparse.Namespace, connect: Clients) -> int:
-    from orbit.cli.finding import list_filters
+    from orbit.cli.finding import explain, list_filters
 
+    if getattr(args, "explain", False):
+        print(explain(args))
+        return 0
     res = connect(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor,
                              **list_filters(args))
     items = res.get("executions", []) if isinstance(res, dict) else res

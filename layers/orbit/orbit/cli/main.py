@@ -65,6 +65,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from orbit.cli.batch import add_batch_parser
     from orbit.cli.definitions import COMMANDS as DEFINITIONS
     from orbit.cli.evolution import add_parsers
     from orbit.cli.recovery import add_recovery_commands
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (*LOCAL, *API, *DEFINITIONS):
         command.add_to(sub, connect)
     add_recovery_commands(sub, add_api_opts, connect)
+    add_batch_parser(sub, add_api_opts, connect)
     add_update_parser(sub, add_api_opts, connect)
     ADVANCE.add_to(sub, connect)
     add_schedule_parser(sub, add_api_opts)

@@ -55,6 +55,7 @@ _GETS = [
         r"/workflows/[^/]+",
         r"/schedules",
         r"/schedules/[^/]+",
+        r"/batches/[^/]+",
     )
 ]
 _POSTS = [
@@ -67,6 +68,7 @@ _POSTS = [
         r"/executions/[^/]+/(pause|unpause)",
         r"/hooks/[^/]+",
         r"/schedules/[^/]+/(pause|resume)",
+        r"/batches/[^/]+", r"/batches/[^/]+/stop",  # bulk actions (static/bulk.js), preview included
     )
 ]
 # Extension point for actions: list their POST routes here and add an entry to Orbit.actions

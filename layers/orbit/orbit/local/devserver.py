@@ -78,6 +78,9 @@ class DevServer:
         self.out = stack.cloud.console
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
         self._settled = threading.Event()  # an invocation beside the pump ended: look for ended runs
+        from .dev_lines import StartLines
+
+        self.lines = StartLines(stack, self.running, self.say)  # forks, redrives, schedules' runs
         if stack.cloud.emulator.mode == "server":  # moto behind HTTP takes concurrent clients
             from .dev_invocations import Invocations, attach, cap_of
 
@@ -124,6 +127,8 @@ class DevServer:
                     handled = self.stack.cloud.pump_once()
                     settled = self._settled.is_set()
                     self._settled.clear()
+                    if handled or settled:
+                        self.lines.look()
                     if (handled or settled) and self.running:
                         self._report_ended()
             except BaseException as exc:  # noqa: BLE001 - keep serving, SystemExit from user code too
@@ -172,6 +177,7 @@ class DevServer:
                                        "message": f"seconds must be between 0 and 100 years, not {seconds}"}}
             with self.lock:
                 self.stack.advance(seconds)
+                self.lines.look(force=True)
                 if self.running:
                     self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
@@ -189,6 +195,7 @@ class DevServer:
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)
+            self.lines.answered(method, parts.path, status, body)
             if method == "POST" and parts.path.rstrip("/") == "/definitions" and status == 201:
                 for line in unserved_lines([self.stack.engine.registry.get(body["name"], body["version"])]):
                     self.say(line)  # `orbit register` against orbit dev: said where its steps will wait
@@ -202,8 +209,7 @@ class DevServer:
             workflow = str(json.loads(raw).get("workflow"))
         except (ValueError, AttributeError):
             workflow = "?"
-        self.running[eid] = workflow
-        self.say(f"started {workflow} {eid}")
+        self.lines.started(eid, workflow)
         self._report_ended()  # refused input, for one, ends it at once
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:

@@ -113,6 +113,9 @@ def load_handler(fn: FunctionInfo) -> Handler:
             spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(fn.code_dir))
+    from .readable_logs import make_readable
+
+    make_readable()  # a worker's exception as a Python traceback, not a JSON line (AWS keeps JSON)
     handler = getattr(module, attr, None)
     if not callable(handler):
         raise TemplateError(f"Resources.{fn.logical_id}: {path} has no callable {attr!r}")

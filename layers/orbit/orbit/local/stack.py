@@ -249,6 +249,13 @@ class LocalStack(ScheduleOps):
         with self.services.queues.batched():
             return str(self.engine.fork(execution_id, from_step, id, version))
 
+    def batch(self, action: str, where: str, id: str | None = None, **args: Any) -> dict[str, Any]:
+        """A bulk action (`orbit batch`, docs/operations.md): runs as the stack's queues are pumped."""
+        return dict(self.engine.batches.create(action, where, args, id))
+
+    def describe_batch(self, id: str) -> dict[str, Any]:
+        return dict(self.engine.batches.describe(id))
+
     def pause(self, id: str, reason: str = "") -> str:
         """Hold an execution (`orbit pause`); recorded when the queues are pumped."""
         return self.engine.pause(id, reason)
@@ -280,10 +287,11 @@ class LocalStack(ScheduleOps):
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 50,
         started_after: str | int | None = None, started_before: str | int | None = None,
-        where: dict[str, Any] | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> list[dict[str, Any]]:
         """Newest first; `started_after` (inclusive) / `started_before` (exclusive) are RFC 3339
-        times (or milliseconds since the epoch), `where` one search attribute (`{"tier": "gold"}`).
+        times (or milliseconds since the epoch), `where` a filter (docs/operations.md) or search
+        attributes that must all match (`{"tier": "gold"}`).
         Pages are followed until `limit` entries."""
         from orbit.service.http import instant
 

@@ -47,6 +47,7 @@ from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember
 from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
 from orbit.errors import BuildMismatch, ConflictError, NotFound, OrbitError, UnknownWorkflow
 from orbit.service import inline
+from orbit.service.batches import is_batch_message
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.effects import EffectSteps
 from orbit.service.operations import EngineApi
@@ -91,6 +92,7 @@ class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of 
 
 class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
+    batches: Any = None  # orbit.service.batches.BatchService (bulk actions)
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
     inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
@@ -147,6 +149,13 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
         delivery: Deliveries = {}
         traces: dict[str, str] = {}  # execution -> the trace header its messages carried
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and self.batches is not None and is_batch_message(raw):
+                try:  # a bulk action's page (service/batches.py): not an execution's message
+                    self.batches.handle(raw)
+                except Exception as e:  # reported per message, the queue retries it
+                    log.exception("batch message failed: %s", raw.get("batch_id"))
+                    failures.append((i, e))
+                continue
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
                     self.schedules.handle(raw)

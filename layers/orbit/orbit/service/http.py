@@ -6,7 +6,7 @@ into a call) and by `orbit dev`'s local server. Routes:
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
              &started_after=&started_before=&id_prefix=        (RFC 3339 or ms; a page may be short)
-             &where=name=value                               (one search attribute)
+             &where=FILTER   (orbit/core/search.py: workflow, status, started, ended, id, attributes)
     GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
     GET  /executions/{id}/workflow                             -> 200 the pinned build's source
     GET  /counts?workflow=                                     -> 200 {counts: {status: n}, cap}
@@ -24,7 +24,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
                                               {id, redrive_count, steps}
-    POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
+    POST /executions/{id}/fork                {from_step, id?, version?,     -> 201 {id}; 409 when steps it
+                                               despite_compensation?}          reuses were compensated
     POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
     POST /executions/{id}/updates/{name}      {input?, update_id?, timeout?} -> 200 {update_id, status,
                                               result, error} | 202 while not done (docs/updates.md)
@@ -37,6 +38,7 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
                                               {name, retired: [versions]}: new starts refused (409
                                               WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
+    /batches...                               bulk actions: see orbit/service/http_batches.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
@@ -77,6 +79,7 @@ from orbit.errors import (
     ValidationError,
     WorkflowRetired,
 )
+from orbit.service.http_batches import BATCH_ROUTES
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 from orbit.service.updates import ROUTE as UPDATE_ROUTE
@@ -99,18 +102,10 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
     return 201, {"id": eid}
 
 
-def _where(query: Mapping[str, str]) -> dict[str, Any] | None:
-    """`where=name=value`: one search attribute condition (orbit/core/history/attributes.py)."""
+def _where(query: Mapping[str, str]) -> str | None:
+    """`where=`: a filter (orbit/core/search.py), parsed by the engine's list."""
     raw = query.get("where")
-    if not raw:
-        return None
-    from orbit.core.history.attributes import parse_where
-
-    try:
-        key, value = parse_where(raw)
-    except ValueError as e:
-        raise ValidationError(str(e), "query.where") from None
-    return {key: value}
+    return raw or None
 
 
 def _instant(query: Mapping[str, str], name: str) -> int | None:
@@ -143,11 +138,16 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
     id_prefix = query.get("id_prefix") or None
     if id_prefix is not None and len(id_prefix) > 256:
         raise ValidationError("must be at most 256 characters", "query.id_prefix")
-    entries, cursor = engine.list(
-        query.get("workflow") or None, status, limit, query.get("cursor"),
-        started_after_ms=_instant(query, "started_after"),
-        started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
-    )
+    from orbit.core.search import FilterError
+
+    try:
+        entries, cursor = engine.list(
+            query.get("workflow") or None, status, limit, query.get("cursor"),
+            started_after_ms=_instant(query, "started_after"),
+            started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
+        )
+    except FilterError as e:  # the filter's own problem, at the parameter that carried it
+        raise ValidationError(e.problems[0].message, "query.where") from None
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 
 
@@ -218,7 +218,10 @@ def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str)
         raise ValidationError("is required (the step to run again from)", "body.from_step")
     if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
         raise ValidationError(problem, "body.id")
-    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
+    confirmed = body.get("despite_compensation", False)
+    if not isinstance(confirmed, bool):
+        raise ValidationError("must be true or false", "body.despite_compensation")
+    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version), confirmed)}
 
 
 def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
@@ -292,6 +295,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/definitions/([^/]+)/retire"), _retire),
 ]
 _ROUTES += SCHEDULE_ROUTES
+_ROUTES += BATCH_ROUTES  # bulk actions (service/http_batches.py)
 _ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
 
 

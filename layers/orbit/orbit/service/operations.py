@@ -146,12 +146,16 @@ class EngineApi(CatalogApi):
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
-        where: dict[str, Any] | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        extra = {"where": where} if where else {}  # stores without search attributes take no `where`
+        if where:  # a filter (orbit/core/search.py): the separate parameters join its conditions
+            from orbit.core.search import from_params
+
+            flt = from_params(where, workflow, status, started_after_ms, started_before_ms, id_prefix)
+            return self.store.search_executions(flt, limit, cursor)
         return self.store.list_executions(
             workflow, status, limit, cursor, started_after_ms=started_after_ms,
-            started_before_ms=started_before_ms, id_prefix=id_prefix or None, **extra,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
         )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
@@ -236,11 +240,15 @@ class EngineApi(CatalogApi):
         with keys_from(self.ids):
             return token_of(execution_id, name, hook)
 
-    def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+    def cancel(self, execution_id: str, reason: str = "", force: bool = False,
+               request_id: str | None = None) -> None:
+        """`request_id` (a bulk action's `batch:<id>`): the message id, so the same request sent
+        again is one cancel (the decider records each message id once)."""
         check_json(reason, "reason")
         _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
-            CancelMessage(execution_id, f"cancel:{self.ids.token()}", reason or "cancelled", force).to_dict()
+            CancelMessage(execution_id, f"cancel:{_request(request_id, self.ids)}", reason or "cancelled",
+                          force).to_dict()
         )
 
     def unpark(self, execution_id: str) -> str:
@@ -254,16 +262,16 @@ class EngineApi(CatalogApi):
         self.queues.send_decision(UnparkMessage(execution_id, mid).to_dict())
         return mid
 
-    def pause(self, execution_id: str, reason: str = "") -> str:
+    def pause(self, execution_id: str, reason: str = "", request_id: str | None = None) -> str:
         """Hold a running execution (docs/operations.md): nothing new is dispatched and no timer
         fires until `unpause`; what arrives meanwhile is recorded. Returns the message id."""
-        return self._pause_message(execution_id, "pause", reason)
+        return self._pause_message(execution_id, "pause", reason, request_id)
 
-    def unpause(self, execution_id: str, reason: str = "") -> str:
+    def unpause(self, execution_id: str, reason: str = "", request_id: str | None = None) -> str:
         """Let a paused execution go on: everything that came due while it was paused runs."""
-        return self._pause_message(execution_id, "unpause", reason)
+        return self._pause_message(execution_id, "unpause", reason, request_id)
 
-    def _pause_message(self, execution_id: str, kind: str, reason: str) -> str:
+    def _pause_message(self, execution_id: str, kind: str, reason: str, request_id: str | None = None) -> str:
         if not isinstance(reason, str) or len(reason) > MAX_PAUSE_REASON:
             raise ValidationError(f"reason must be a string of at most {MAX_PAUSE_REASON} characters",
                                   "reason")
@@ -274,7 +282,7 @@ class EngineApi(CatalogApi):
             raise PauseRefused(execution_id, f"is already paused (since {state.paused_at_ms} ms)")
         if kind == "unpause" and not state.paused:
             raise PauseRefused(execution_id, f"is not paused ({state.status}); there is nothing to un-pause")
-        mid = f"{kind}:{self.ids.token()}"
+        mid = f"{kind}:{_request(request_id, self.ids)}"
         self.queues.send_decision({"kind": kind, "execution_id": execution_id, "id": mid, "reason": reason})
         return mid
 
@@ -348,6 +356,15 @@ def shown(event: dict[str, Any]) -> dict[str, Any]:
         hidden = short_digest(rest[len(DIGEST_PREFIX):]) if hashed else token_digest(rest)
         event = {**event, "signal_id": "hook:" + hidden}
     return event
+
+
+def _request(request_id: str | None, ids: Any) -> str:
+    if request_id is None:
+        return str(ids.token())
+    problem = signal_id_problem(request_id)
+    if problem:
+        raise ValidationError(problem, "request_id")
+    return request_id
 
 
 def _check_running(state: ExecutionState, action: str) -> None:

@@ -16,7 +16,7 @@ from orbit.core.history.events import ExecutionRedriven, Recorded
 from orbit.core.history.messages import Message, RedriveMessage, StartMessage
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import execution_id_problem, signal_id_problem
-from orbit.errors import ExecutionExists, NotFound, RedriveRefused, ValidationError
+from orbit.errors import ExecutionExists, ForkAfterCompensation, NotFound, RedriveRefused, ValidationError
 
 
 class RecoveryApi:
@@ -67,9 +67,11 @@ class RecoveryApi:
         return None
 
     def fork(self, execution_id: str, from_step: str, new_id: str | None = None,
-             version: str | None = None) -> str:
+             version: str | None = None, despite_compensation: bool = False) -> str:
         """Start a new execution that reuses the outputs of the steps of `execution_id` that ended
-        before `from_step` first ran, and runs the rest on the current workflow; returns its id."""
+        before `from_step` first ran, and runs the rest on the current workflow; returns its id.
+        ForkAfterCompensation when some of those steps were compensated, unless
+        `despite_compensation`."""
         if not isinstance(from_step, str) or not from_step:
             raise ValidationError("is required (the step to run again from)", "from_step")
         if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
@@ -85,11 +87,24 @@ class RecoveryApi:
         origin = {"execution_id": execution_id, "step": from_step}
         self._check_fork_id(fork_id, origin)
         units = fork_units(state, self._records(execution_id), from_step)
+        undone = [k for k in units if f"compensate:{k}" in state.units]
+        if undone and not despite_compensation and not self._is_fork(fork_id, origin):
+            raise ForkAfterCompensation(execution_id, (
+                f"a fork of {execution_id!r} from step {from_step!r} would reuse the outputs of "
+                f"{', '.join(repr(k) for k in undone)}, whose compensation ran (their effects were "
+                "undone); confirm with --despite-compensation (API: \"despite_compensation\": true)"))
         pinned = None if version is None else str(wf.version)
         msg = StartMessage(fork_id, f"start:{fork_id}", wf.name, pinned, state.input, None,
                            {**origin, "units": units})
         self._process(fork_id, [msg])
         return fork_id
+
+    def _is_fork(self, fork_id: str, origin: dict[str, str]) -> bool:
+        """A retried fork request (the fork exists already): answered as before, not refused."""
+        try:
+            return bool(self.load_state(fork_id).forked_from == origin)
+        except NotFound:
+            return False
 
     def _check_fork_id(self, fork_id: str, origin: dict[str, str]) -> None:
         try:

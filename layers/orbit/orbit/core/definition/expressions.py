@@ -41,7 +41,7 @@ from orbit.core.definition.expression_budget import (
     regex_engine,
     running,
 )
-from orbit.core.definition.expression_errors import plain_message
+from orbit.core.definition.expression_errors import habit_hint, named_values, plain_message
 from orbit.errors import ExpressionError
 
 __all__ = [
@@ -84,7 +84,7 @@ def _compile(text: str) -> jsonata.Jsonata:
     try:
         compiled = jsonata.Jsonata(text, regex_engine)
     except JException as exc:
-        raise ExpressionError(f"{_jmessage(exc)} in {text!r}") from None
+        raise ExpressionError(f"{_jmessage(exc)} in {text!r}{habit_hint(text)}") from None
     except ExpressionError as exc:  # the regex engine refused a pattern
         raise ExpressionError(f"{exc} in {text!r}") from None
     except RecursionError:
@@ -92,7 +92,7 @@ def _compile(text: str) -> jsonata.Jsonata:
     except Exception as exc:  # noqa: BLE001 - the parser has rough edges (e.g. IndexError on some inputs)
         raise ExpressionError(f"cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if compiled.errors:
-        raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}")
+        raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}{habit_hint(text)}")
     try:
         check_literal_ranges(compiled.ast)
     except ExpressionError as exc:
@@ -164,7 +164,7 @@ def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str)
     except Exception as exc:  # noqa: BLE001 - any evaluation failure becomes an EXPRESSION_ERROR
         if budget.exceeded is not None:  # wrapped by jsonata (e.g. inside $eval): report the budget
             raise ExpressionError(f"{where}{budget.exceeded} in {_short(template)}") from None
-        raise _plain_error(exc, where, template) from None
+        raise _plain_error(exc, where, template, root) from None
     try:
         return _to_json(result)
     except ValueError as exc:
@@ -175,15 +175,18 @@ def _short(template: str) -> str:
     return repr(template) if len(template) <= 200 else repr(template[:200]) + "..."
 
 
-def _plain_error(exc: Exception, where: str, template: str) -> ExpressionError:
-    if isinstance(exc, JException):
-        return ExpressionError(f"{where}{_jmessage(exc)} in {_short(template)}")
+def _plain_error(exc: Exception, where: str, template: str, root: Any = None) -> ExpressionError:
+    if isinstance(exc, JException):  # naming the values it read: `(input.amount is "x", a string)`
+        named = named_values(expression_text(template), root, getattr(exc, "location", None),
+                             getattr(exc, "error", None))
+        return ExpressionError(f"{where}{_jmessage(exc)} in {_short(template)}{named}")
     if isinstance(exc, RecursionError):
         return ExpressionError(f"{where}expression recursed too deeply: {_short(template)}")
     if isinstance(exc, ExpressionError):  # a regular expression refused at run time ($eval's text)
         return ExpressionError(f"{where}{exc}")
     # e.g. ZeroDivisionError, ValueError from $number('x')
-    return ExpressionError(f"{where}{plain_message(exc)} in {_short(template)}")
+    named = named_values(expression_text(template), root)
+    return ExpressionError(f"{where}{plain_message(exc)} in {_short(template)}{named}")
 
 
 def _clock_bindings(now_ms: int) -> dict[str, Any]:

@@ -127,13 +127,17 @@ def guarded(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     @functools.wraps(fn)
     def run(ctx: Any, input: Any) -> Any:
         try:
-            return fn(ctx, input)
+            out = fn(ctx, input)
         except OrbitError:
             raise
         except Exception as e:  # a bug in workflow code, whatever its type
             if raised_by_orbit(e):
                 raise  # an orbit helper refusing its arguments (a clear error): it fails, as before
             raise workflow_bug(e) from e
+        from orbit.core.runtime.code_returns import check_output
+
+        check_output(fn, out)  # a set, bytes, ...: reported at the user's `return` line
+        return out
 
     return run
 
