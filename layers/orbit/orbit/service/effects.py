@@ -34,6 +34,8 @@ from orbit.core.history.messages import (
     RedriveMessage,
     SignalMessage,
     StartMessage,
+    TaskCancel,
+    TaskDispatch,
     WakeMessage,
 )
 from orbit.core.tracing import BODY_KEY
@@ -58,13 +60,12 @@ class EffectSteps:
         decision's pass (its trace header; inline attempts it runs here); None outside a decision."""
         header = turn.trace if turn is not None else None
         trace = {BODY_KEY: header} if header else {}
-        # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
-        resent = {} if fresh else {"resent": True}
+        # A re-sent dispatch is marked `resent`: the first copy may have run already (worker/dedupe.py).
         for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
+                self.queues.send_task(e.queue, TaskDispatch.of(e, resent=not fresh).to_dict() | trace)
             elif isinstance(e, CancelTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace})
+                self.queues.send_task(e.queue, TaskCancel.of(e).to_dict() | trace)
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms, seq)
             elif isinstance(e, RegisterHook):

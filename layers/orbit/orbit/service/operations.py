@@ -12,7 +12,14 @@ from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.hook_tokens import DIGEST_PREFIX, keys_from, matches, sha256_hex, token_of
-from orbit.core.history.messages import CancelMessage, HookMessage, SignalMessage, UnparkMessage
+from orbit.core.history.messages import (
+    CancelMessage,
+    HookMessage,
+    PauseMessage,
+    SignalMessage,
+    UnparkMessage,
+    UnpauseMessage,
+)
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
 from orbit.errors import (
@@ -270,7 +277,8 @@ class EngineApi(CatalogApi):
         if kind == "unpause" and not state.paused:
             raise PauseRefused(execution_id, f"is not paused ({state.status}); there is nothing to un-pause")
         mid = f"{kind}:{self.ids.token()}"
-        self.queues.send_decision({"kind": kind, "execution_id": execution_id, "id": mid, "reason": reason})
+        message = PauseMessage if kind == "pause" else UnpauseMessage
+        self.queues.send_decision(message(execution_id, mid, reason).to_dict())
         return mid
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
