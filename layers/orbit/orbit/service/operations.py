@@ -71,18 +71,22 @@ class EngineApi(CatalogApi):
         if expires_at_s is not None and expires_at_s * 1000 <= self.clock.now_ms():
             raise ExecutionExpired(execution_id, expires_at_s)
 
+    def cached_state(self, execution_id: str) -> ExecutionState | None:
+        """The state this process holds for the execution, or None (`Engine` keeps a cache)."""
+        return None
+
     def _cached_state(self, execution_id: str) -> ExecutionState | None:
         """The state this process's decider holds for the execution, if nothing was committed
         since (one short history read says so): folding a 200,000-unit state from the store
         takes seconds, and `orbit dev` / `orbit run` read the executions they decide."""
-        entry = (getattr(self, "_cache", None) or {}).get(execution_id)
-        if entry is None:
+        cached = self.cached_state(execution_id)
+        if cached is None:
             return None
-        page = self.store.history(execution_id, entry[0].last_seq, 1)
+        page = self.store.history(execution_id, cached.last_seq, 1)
         if page.records:
             return None
         self._check_retained(execution_id, page.expires_at_s)
-        return entry[0]
+        return cached
 
     def describe(
         self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
