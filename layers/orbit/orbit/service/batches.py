@@ -23,6 +23,7 @@ import logging
 import re
 from typing import Any
 
+from orbit.core.history.messages import BatchPage
 from orbit.core.search import Cond, Filter, parse, plan
 from orbit.errors import (
     ConflictError,
@@ -37,7 +38,7 @@ from orbit.errors import (
 )
 
 log = logging.getLogger("orbit.batches")
-KIND = "batch_page"
+KIND = BatchPage.KIND
 PAGE = 100  # executions acted on per message
 ACTIONS = ("cancel", "signal", "pause", "unpause", "redrive", "fork")
 MAX_ERRORS = 20  # the last errors kept in the record
@@ -155,10 +156,12 @@ class BatchService:
 
     # ------------------------------------------------------------ the page driver (decision queue)
     def handle(self, body: dict[str, Any]) -> None:
-        batch_id, page = body.get("batch_id"), body.get("page")
-        if not isinstance(batch_id, str) or not isinstance(page, int):
-            log.warning("batch message without a batch id or page dropped: %r", body)
+        try:
+            msg = BatchPage.from_dict(body)
+        except ValidationError as e:
+            log.warning("batch message dropped: %s", e)
             return
+        batch_id, page = msg.batch_id, msg.page
         hit = self.store.get(batch_id)
         if hit is None:
             return
@@ -236,9 +239,7 @@ class BatchService:
         return Filter(parse(b["where"]).conds + (before,))
 
     def _send(self, batch_id: str, page: int) -> None:
-        self.engine.queues.send_decision({"kind": KIND, "execution_id": f"batch:{batch_id}",
-                                          "id": f"{KIND}:{batch_id}:{page}", "batch_id": batch_id,
-                                          "page": page})
+        self.engine.queues.send_decision(BatchPage.of(batch_id, page).to_dict())
 
     def _load(self, batch_id: str) -> tuple[dict[str, Any], int]:
         if not isinstance(batch_id, str) or not BATCH_ID.fullmatch(batch_id):

@@ -1,4 +1,4 @@
-"""Carrying out a decision's effects, after its commit (a mixin of `Engine`).
+"""Carrying out a decision's effects, after its commit: `Effects`, stage 5 of `Engine`'s pipeline.
 
 Effects are data (orbit.core.history.effects) the decider returns; they are sent only once the
 commit that produced them landed, and sent again, unchanged, for a redelivered message whose commit
@@ -9,8 +9,6 @@ effect is carried out twice: armed here, then turned into a `wake` message when 
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from orbit.core.history.effects import (
     ArmTimer,
@@ -34,39 +32,40 @@ from orbit.core.history.messages import (
     RedriveMessage,
     SignalMessage,
     StartMessage,
+    TaskCancel,
+    TaskDispatch,
     WakeMessage,
 )
 from orbit.core.tracing import BODY_KEY
 from orbit.service import inline
+from orbit.service.ports import Clock, HistoryStore, Queues, Timers
 
 MAX_LEAD_MS = 900_000  # SQS's longest DelaySeconds: a timer is handed over at most this far ahead
 
 
-class EffectSteps:
-    """Mixin of Engine: `queues`, `timers`, `store` and `clock` come from the engine."""
+class Effects:
+    """Stage 5: what a commit asks for, sent (queues), armed (timers) or registered (the hook rows)."""
 
-    queues: Any
-    clock: Any
-    timers: Any
-    store: Any
-    inline: Any  # InlineRunner, or None
+    def __init__(self, queues: Queues, timers: Timers, store: HistoryStore, clock: Clock) -> None:
+        self.queues, self.timers, self.store, self.clock = queues, timers, store, clock
 
-    def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
-                   fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None) -> None:
+    def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
+                  fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None,
+                  runner: inline.InlineRunner | None = None) -> None:
         """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
-        `_write_expiry` gives for the execution's current state) goes on the hook rows it writes.
-        `seq`: the last seq of the state they were derived from (the commit's, or the verified
+        `Retention.write_expiry` gives for the execution's current state) goes on the hook rows it
+        writes. `seq`: the last seq of the state they were derived from (the commit's, or the verified
         head's): a timer is armed only if no newer commit armed one (Timers.arm). `turn`: the
-        decision's pass (its trace header; inline attempts it runs here); None outside a decision."""
+        decision's pass (its trace header; inline attempts it runs here); None outside a decision.
+        `runner`: where inline attempts run (a decider's), else None: they are handed over."""
         header = turn.trace if turn is not None else None
         trace = {BODY_KEY: header} if header else {}
-        # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
-        resent = {} if fresh else {"resent": True}
-        for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
+        # A re-sent dispatch is marked `resent`: the first copy may have run already (worker/dedupe.py).
+        for e in inline.carry_out(runner, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace, **resent})
+                self.queues.send_task(e.queue, TaskDispatch.of(e, resent=not fresh).to_dict() | trace)
             elif isinstance(e, CancelTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace})
+                self.queues.send_task(e.queue, TaskCancel.of(e).to_dict() | trace)
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms, seq)
             elif isinstance(e, RegisterHook):

@@ -12,7 +12,14 @@ from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.hook_tokens import DIGEST_PREFIX, keys_from, matches, sha256_hex, token_of
-from orbit.core.history.messages import CancelMessage, HookMessage, SignalMessage, UnparkMessage
+from orbit.core.history.messages import (
+    CancelMessage,
+    HookMessage,
+    PauseMessage,
+    SignalMessage,
+    UnparkMessage,
+    UnpauseMessage,
+)
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
 from orbit.errors import (
@@ -64,18 +71,22 @@ class EngineApi(CatalogApi):
         if expires_at_s is not None and expires_at_s * 1000 <= self.clock.now_ms():
             raise ExecutionExpired(execution_id, expires_at_s)
 
+    def cached_state(self, execution_id: str) -> ExecutionState | None:
+        """The state this process holds for the execution, or None (`Engine` keeps a cache)."""
+        return None
+
     def _cached_state(self, execution_id: str) -> ExecutionState | None:
         """The state this process's decider holds for the execution, if nothing was committed
         since (one short history read says so): folding a 200,000-unit state from the store
         takes seconds, and `orbit dev` / `orbit run` read the executions they decide."""
-        entry = (getattr(self, "_cache", None) or {}).get(execution_id)
-        if entry is None:
+        cached = self.cached_state(execution_id)
+        if cached is None:
             return None
-        page = self.store.history(execution_id, entry[0].last_seq, 1)
+        page = self.store.history(execution_id, cached.last_seq, 1)
         if page.records:
             return None
         self._check_retained(execution_id, page.expires_at_s)
-        return entry[0]
+        return cached
 
     def describe(
         self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
@@ -283,7 +294,8 @@ class EngineApi(CatalogApi):
         if kind == "unpause" and not state.paused:
             raise PauseRefused(execution_id, f"is not paused ({state.status}); there is nothing to un-pause")
         mid = f"{kind}:{_request(request_id, self.ids)}"
-        self.queues.send_decision({"kind": kind, "execution_id": execution_id, "id": mid, "reason": reason})
+        message = PauseMessage if kind == "pause" else UnpauseMessage
+        self.queues.send_decision(message(execution_id, mid, reason).to_dict())
         return mid
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:

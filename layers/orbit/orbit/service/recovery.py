@@ -9,7 +9,8 @@ commit and its sends loses nothing. See docs/recovery.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from orbit.core.decider.recovery import fork_step_problem, fork_units, redrive_refusal
 from orbit.core.history.events import ExecutionRedriven, Recorded
@@ -17,21 +18,18 @@ from orbit.core.history.messages import Message, RedriveMessage, StartMessage
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import execution_id_problem, signal_id_problem
 from orbit.errors import ExecutionExists, ForkAfterCompensation, NotFound, RedriveRefused, ValidationError
+from orbit.service.ports import HistoryStore, IdSource, Registry
 
 
-class RecoveryApi:
-    """Mixed into `orbit.service.Engine` (it needs its store, registry, ids and `_process`)."""
+class Recovery:
+    """`Engine.redrive` and `Engine.fork`. `process` decides and commits messages at once (the
+    engine's pipeline without inline work); `cached_state` is the state the engine holds, if any."""
 
-    store: Any
-    registry: Any
-    ids: Any
-    _cache: Any
-
-    if TYPE_CHECKING:  # provided by Engine / EngineApi
-
-        def _process(self, eid: str, msgs: list[Message]) -> None: ...
-
-        def load_state(self, execution_id: str) -> ExecutionState: ...
+    def __init__(self, store: HistoryStore, registry: Registry, ids: IdSource,
+                 load_state: Callable[[str], ExecutionState], process: Callable[[str, list[Message]], None],
+                 cached_state: Callable[[str], ExecutionState | None]) -> None:
+        self.store, self.registry, self.ids = store, registry, ids
+        self.load_state, self._process, self._cached_state = load_state, process, cached_state
 
     def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
         """Continue a FAILED or TIMED_OUT execution; returns {id, redrive_count, steps}.
@@ -50,8 +48,8 @@ class RecoveryApi:
                     return done
                 raise RedriveRefused(execution_id, refusal)
         self._process(execution_id, [RedriveMessage(execution_id, mid)])
-        cached = self._cache.get(execution_id)
-        state = cached[0] if cached is not None else self.load_state(execution_id)
+        cached = self._cached_state(execution_id)
+        state = cached if cached is not None else self.load_state(execution_id)
         if mid not in state.inbound:  # another redrive won the race: this one changed nothing
             refusal = redrive_refusal(state) or f"execution {execution_id!r} was not redriven"
             raise RedriveRefused(execution_id, f"{refusal} (redriven by another request at the same time)")
