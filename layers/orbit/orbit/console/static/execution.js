@@ -34,7 +34,7 @@
       kv("Build", el("code", { text: build })),
       kv("Started", Orbit.fmtTime(d.created_at_ms)),
       kv("Ended", d.finished_at_ms ? Orbit.fmtTime(d.finished_at_ms) + " (took " + Orbit.fmtDur(took) + ")" : "-"),
-      relations,
+      relations.flat(), // each relation is a [dt, dd] pair
       d.parked ? kv("Parked", el("span", { class: "error", text: JSON.stringify(d.parked) })) : null,
     );
     const blocks = el("div", { class: "io" },

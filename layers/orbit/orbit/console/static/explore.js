@@ -28,7 +28,7 @@
     const def = (wf && wf.kind === "definition" && wf.definition) || {};
     const result = el("pre", { class: "json explore-result", id: "explore-result", hidden: true });
     const show = (value, bad) => {
-      result.textContent = typeof value === "string" ? value : Orbit.pretty(value);
+      result.textContent = bad ? value : Orbit.pretty(value); // an answer as JSON, a refusal word for word
       result.className = "json explore-result " + (bad ? "error" : "ok");
       result.hidden = false;
     };
