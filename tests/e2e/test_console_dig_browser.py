@@ -25,8 +25,7 @@ from orbit.workflow import REGISTRY, CodeRegistry
 from playwright.sync_api import Page, expect
 
 from tests.e2e.console_browser import *  # noqa: F403  (the browser and page fixtures)
-from tests.e2e.console_browser import shot
-from tests.e2e.console_stack import XSS
+from tests.e2e.console_stack import ARTIFACTS, XSS
 
 pytestmark = pytest.mark.e2e
 GREEN, RED_BG = "rgb(220, 252, 231)", "rgb(254, 242, 242)"
@@ -131,6 +130,12 @@ def dig() -> Iterator[Dig]:
     REGISTRY.replace(held)
 
 
+def shot(page: Page, css: str, name: str) -> None:
+    """One part of the page (small enough for the docs: docs/console/ holds copies of these)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(css).first.screenshot(path=str(ARTIFACTS / f"dig-{name}.png"))
+
+
 def fill(page: Page, css: str) -> str:
     return str(page.locator(css).evaluate("e => getComputedStyle(e).fill"))
 
@@ -162,7 +167,7 @@ def test_graph_node_shows_its_story_labels_in_full_and_fills_the_panel(page: Pag
     expect(story.locator(".step-error")).to_contain_text("UPSTREAM_DOWN")
     expect(story.locator("#step-timing")).to_contain_text("took")
     expect(page.locator(node.format("notify"))).to_have_class("node st-FAILED clickable selected")
-    shot(page, "graph-node-detail")
+    shot(page, "#graph", "graph-node")
 
     page.locator(node.format("pay")).click()
     expect(story.locator("h3")).to_have_text("pay")
@@ -188,7 +193,7 @@ def test_timeline_one_scale_visible_short_bars_and_a_running_one_reaches_now(pag
     widths = page.locator("#timeline .vis-item.vis-range").evaluate_all(
         "els => els.map(e => e.getBoundingClientRect().width)")
     assert widths and min(widths) >= 4, widths
-    shot(page, "timeline")
+    shot(page, "#timeline-panel", "timeline")
 
     eid = dig.client.start("dig-wait", {}, id="waiting-now")["id"]
     dig.open(page, eid)
@@ -213,7 +218,7 @@ def test_history_highlights_failures_and_filters_them(page: Page, dig: Dig) -> N
     rows = page.locator("#history tr.event")
     expect(rows).to_have_count(4)
     assert set(rows.evaluate_all("rs => rs.map(r => r.dataset.type)")) <= FAILURES
-    shot(page, "history-failures")
+    shot(page, "#history", "history-failures")
     page.uncheck("#failures-only")
     expect(rows).not_to_have_count(4)
 
@@ -225,11 +230,13 @@ def test_redrive_only_where_accepted_and_red_only_for_destructive(page: Page, di
     dig.open(page, "plain")  # failed, nothing compensated: redrive is offered
     page.click("#action-redrive")
     assert page.locator("#modal-ok").evaluate("b => getComputedStyle(b).backgroundColor") == BLUE
+    shot(page, ".modal-box", "confirm-redrive")
     page.click("#modal-cancel")
     eid = dig.client.start("dig-wait", {}, id="to-cancel")["id"]
     dig.open(page, eid)
     page.click("#action-cancel")
     assert page.locator("#modal-ok").evaluate("b => getComputedStyle(b).backgroundColor") == RED
+    shot(page, ".modal-box", "confirm-destructive")
     page.click("#modal-cancel")
     page.click("#action-pause")
     assert page.locator("#modal-ok").evaluate("b => getComputedStyle(b).backgroundColor") == BLUE
@@ -260,7 +267,7 @@ def test_query_update_and_fork_from_the_console(page: Page, dig: Dig) -> None:
     page.click("#forked-from a")
     expect(page.locator("#header .eid")).to_have_text("saga")
     expect(page.locator("#forks a")).to_have_text(["saga-fork"])
-    shot(page, "fork-links")
+    shot(page, "#header-slot", "fork-links")
 
     eid = dig.client.start("dig-wait", {}, id="to-update")["id"]
     dig.open(page, eid)
@@ -275,7 +282,7 @@ def test_query_update_and_fork_from_the_console(page: Page, dig: Dig) -> None:
     page.click("#modal-ok")
     expect(page.locator("#explore-result")).to_contain_text('"line": 30')
     expect(page.locator("#exec-status .badge")).to_have_text("COMPLETED", timeout=30000)
-    shot(page, "query-update-fork")
+    shot(page, "#explore", "query-update-fork")
 
 
 def test_start_checks_the_input_schema_then_starts(page: Page, dig: Dig) -> None:
@@ -291,8 +298,8 @@ def test_start_checks_the_input_schema_then_starts(page: Page, dig: Dig) -> None
     expect(page.locator("#start-check")).to_have_text("✓ matches the workflow's input schema")
     page.fill("#start-id", "started-here")
     page.click("#start-run")
+    shot(page, "#start", "start")
     expect(page.locator("#modal-body")).to_contain_text('"n": 2')
-    shot(page, "start")
     page.click("#modal-ok")
     expect(page.locator("#header .eid")).to_have_text("started-here")
     assert dig.client.describe("started-here")["input"] == {"n": 2}
@@ -316,4 +323,4 @@ def test_code_calls_as_a_tree_of_groups_and_branches(page: Page, dig: Dig) -> No
     tree.locator('a[title="2.parallel()/1/1.right"]').click()
     expect(page.locator("#step-detail h3")).to_have_text("2.parallel()/1/1.right")
     expect(page.locator("#step-detail .step-input")).to_contain_text("2")
-    shot(page, "code-tree")
+    shot(page, "#graph", "code-tree")

@@ -32,7 +32,7 @@
   function wrap(text, max) {
     const lines = [];
     let line = "";
-    for (let word of String(text).split(/\s+/).filter(Boolean)) {
+    for (let word of String(text).split(/[ \t\n]+/).filter(Boolean)) {
       while (word.length > max) { if (line) { lines.push(line); line = ""; } lines.push(word.slice(0, max)); word = word.slice(max); }
       if (!word) continue;
       if (line && line.length + 1 + word.length > max) { lines.push(line); line = word; }
@@ -77,7 +77,7 @@
         if (step.compensate) {
           const id = "compensate:" + name;
           const cs = stepState(id, units); // a `for` step's compensations are its elements'
-          node({ name: id, title: "↩ " + name, sub: "compensate" + (step.compensate.task ? " " + step.compensate.task : ""),
+          node({ name: id, title: "↩\u00a0" + name, sub: "compensate" + (step.compensate.task ? " " + step.compensate.task : ""),
             detail: cs.fanout ? cs.detail : "", status: cs.status, compensation: true });
         }
       }
@@ -162,7 +162,7 @@
       const parts = key.split("/");
       if (parts.length % 2 === 0) { // a branch: group/branch
         const group = parts.slice(0, -1).join("/");
-        return ensure(key, "branch " + parts[parts.length - 1], group);
+        return ensure(key, /\.scope\(\)$/.test(group) ? "scope body" : "branch " + parts[parts.length - 1], group);
       }
       return ensure(key, parts[parts.length - 1], parts.length > 1 ? parts.slice(0, -2).join("/") + "/" + parts[parts.length - 2] : null);
     }
