@@ -75,7 +75,8 @@ DEFINITIONS = [
     {"orbit": 1, "name": "dig-plain", "version": "1",
      "steps": {"work": {"task": "dig.broken", "retry": {"max_attempts": 1}}}},
     {"orbit": 1, "name": "dig-wait", "version": "1",
-     "steps": {"open": {"wait_for": "item"}, "total": {"after": ["open"], "compute": "{% steps.open.output.qty * 10 %}"}},
+     "steps": {"open": {"wait_for": "item"},
+               "total": {"after": ["open"], "compute": "{% steps.open.output.qty * 10 %}"}},
      "updates": {"add_item": {"signal": "item",
                               "validator": "{% update.qty > 0 ? true : 'qty must be a positive number' %}",
                               "result": "{% {'line': update.qty * 10} %}"}}},
@@ -186,7 +187,8 @@ def test_timeline_one_scale_visible_short_bars_and_a_running_one_reaches_now(pag
     dig.open(page, "saga")
     page.click("text=Fit")
     majors = page.locator("#timeline .vis-time-axis .vis-text.vis-major").evaluate_all(
-        "els => els.filter(e => e.getBoundingClientRect().height > 0 && e.textContent.trim()).map(e => e.textContent)")
+        "els => els.filter(e => e.getBoundingClientRect().height > 0 && e.textContent.trim())"
+        ".map(e => e.textContent)")
     assert majors == [], majors  # no second row of dates beside the clock times
     expect(page.locator("#timeline-origin")).to_contain_text("times in UTC")
     page.wait_for_timeout(300)

@@ -116,7 +116,9 @@ def test_a_console_on_every_address_answers_ip_literals_and_its_names_but_not_a_
     assert len(rec.calls) == 1
 
 
-def test_schedules_redrive_unpark_start_query_update_fork_pass_as_csrf_checked_actions(app: tuple[ConsoleApp, Recorder]) -> None:
+def test_schedules_redrive_unpark_start_query_update_fork_pass_as_csrf_checked_actions(
+    app: tuple[ConsoleApp, Recorder],
+) -> None:
     console, rec = app
     assert call(console, "GET", PREFIX + "/api/schedules?limit=50")[0] == 200
     assert call(console, "GET", PREFIX + "/api/schedules/nightly")[0] == 200
@@ -162,18 +164,17 @@ def test_the_pinned_workflow_is_read_once_per_execution(app: tuple[ConsoleApp, R
 def test_a_step_story_and_a_start_check_come_from_the_api_answers() -> None:
     """/_step reads the history the API gives (no token copied); /_check_start refuses an input
     that breaks the workflow's input schema before anything is started."""
+    def ev(seq: int, at: int, type_: str, attempt: int, **extra: Any) -> dict[str, Any]:
+        return {"seq": seq, "timestamp_ms": at, "type": type_, "step": "pay", "attempt": attempt, **extra}
+
     history = [
         {"seq": 1, "timestamp_ms": 0, "type": "WorkflowCreated"},
-        {"seq": 2, "timestamp_ms": 10, "type": "StepScheduled", "step": "pay", "attempt": 1, "input": {"n": 1},
-         "token": "secret-1", "task": "t"},
-        {"seq": 3, "timestamp_ms": 20, "type": "StepDispatched", "step": "pay", "attempt": 1, "token": "secret-1",
-         "worker_id": "w1"},
-        {"seq": 4, "timestamp_ms": 30, "type": "StepAttemptFailed", "step": "pay", "attempt": 1,
-         "error": {"code": "E", "message": "<b>no</b>"}},
-        {"seq": 5, "timestamp_ms": 40, "type": "StepScheduled", "step": "pay", "attempt": 2, "input": {"n": 1},
-         "token": "secret-2"},
-        {"seq": 6, "timestamp_ms": 45, "type": "StepDispatched", "step": "pay", "attempt": 2, "token": "secret-2"},
-        {"seq": 7, "timestamp_ms": 90, "type": "StepSucceeded", "step": "pay", "attempt": 2, "output": {"ok": 1}},
+        ev(2, 10, "StepScheduled", 1, input={"n": 1}, token="secret-1", task="t"),
+        ev(3, 20, "StepDispatched", 1, token="secret-1", worker_id="w1"),
+        ev(4, 30, "StepAttemptFailed", 1, error={"code": "E", "message": "<b>no</b>"}),
+        ev(5, 40, "StepScheduled", 2, input={"n": 1}, token="secret-2"),
+        ev(6, 45, "StepDispatched", 2, token="secret-2"),
+        ev(7, 90, "StepSucceeded", 2, output={"ok": 1}),
     ]
     wf = {"kind": "definition", "definition": {"input": {"type": "object", "required": ["n"]}}}
 
@@ -192,5 +193,6 @@ def test_a_step_story_and_a_start_check_come_from_the_api_answers() -> None:
     assert call(console, "GET", PREFIX + "/api/_step/e/nothing")[0] == 404
     refused = post(console, PREFIX + "/api/_check_start/w", {"version": "1", "build": "b", "input": {}})
     assert refused[0] == 400 and "'n'" in refused[1]["error"]["message"], refused
-    assert post(console, PREFIX + "/api/_check_start/w", {"version": "1", "build": "b", "input": {"n": 2}})[0] == 200
+    good = {"version": "1", "build": "b", "input": {"n": 2}}
+    assert post(console, PREFIX + "/api/_check_start/w", good)[0] == 200
     assert post(console, PREFIX + "/api/_check_start/w", {"input": {"n": 2}}, x_orbit_csrf="wrong")[0] == 403

@@ -99,7 +99,8 @@ class ConsoleData:
             return status, events
         detail = step_detail(events, unit)
         if detail is None:
-            return 404, {"error": {"code": "NOT_FOUND", "message": f"{eid} has no event for step {unit!r} yet"}}
+            message = f"{eid} has no event for step {unit!r} yet"
+            return 404, {"error": {"code": "NOT_FOUND", "message": message}}
         return 200, detail
 
     def history_page(self, eid: str, after_seq: int, limit: int, types: set[str]) -> tuple[int, Any]:
@@ -123,11 +124,14 @@ class ConsoleData:
 
         body = body if isinstance(body, dict) else {}
         q = "&".join(f"{k}={quote(str(body[k]), safe='')}" for k in ("version", "build") if body.get(k))
-        status, wf = self.backend("GET", f"/workflows/{quote(workflow, safe='')}" + ("?" + q if q else ""), None)
+        path = f"/workflows/{quote(workflow, safe='')}" + ("?" + q if q else "")
+        status, wf = self.backend("GET", path, None)
         if status != 200:
             return status, wf
-        schema = (wf.get("definition") or {}).get("input") if wf.get("kind") == "definition" else wf.get("input")
-        err = check_schema(schema, body.get("input"), "INPUT_CONTRACT_VIOLATION", label="input", schema_path="input")
+        definition = wf.get("definition") or {}
+        schema = definition.get("input") if wf.get("kind") == "definition" else wf.get("input")
+        err = check_schema(schema, body.get("input"), "INPUT_CONTRACT_VIOLATION", label="input",
+                           schema_path="input")
         if err is not None:
             return 400, {"error": {"code": err.code, "message": err.message, "details": err.details}}
         return 200, {"ok": True, "schema": schema is not None}

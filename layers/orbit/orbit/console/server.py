@@ -6,7 +6,8 @@ stack), `orbit dev` routes in process. The browser never sees a credential.
 
 Safety:
 - Only the GET routes the console reads and its actions (start, signal, query, update, fork, hook
-  resume, cancel, redrive, un-park, pause/unpause, schedule pause/resume) pass; anything else is 404 here, whatever the API would accept.
+  resume, cancel, redrive, un-park, pause/unpause, schedule pause/resume) pass; anything else is
+  404 here, whatever the API would accept.
 - Every request, on every route, passes `orbit.local.origin.refusal` first: the Host header must
   name the address served (a DNS-rebound page cannot talk to it), an Origin must be our own, and
   a POST body must be application/json (415 otherwise).

@@ -48,10 +48,11 @@ def step_detail(history: list[dict[str, Any]], unit: str) -> dict[str, Any] | No
         elif t == "StepDispatched" and int(ev.get("attempt") or 1) in attempts:
             a = attempts[int(ev.get("attempt") or 1)]
             a.update(dispatched_ms=at, outcome="running", worker=ev.get("worker_id") or None)
-        elif t == "StepAttemptFailed" and int(ev.get("attempt") or 1) in attempts:
-            attempts[int(ev.get("attempt") or 1)].update(ended_ms=at, outcome="failed", error=ev.get("error"))
-        elif t == "StepAttemptUncertain" and int(ev.get("attempt") or 1) in attempts:
-            attempts[int(ev.get("attempt") or 1)].update(ended_ms=at, outcome="uncertain", error=ev.get("reason"))
+        elif t in ("StepAttemptFailed", "StepAttemptUncertain") and int(ev.get("attempt") or 1) in attempts:
+            failed = t == "StepAttemptFailed"
+            attempts[int(ev.get("attempt") or 1)].update(
+                ended_ms=at, outcome="failed" if failed else "uncertain",
+                error=ev.get("error") if failed else ev.get("reason"))
         elif t == "RetryScheduled":
             out["status"] = "RETRY_WAIT"
         elif t == "StepFanOut":
@@ -84,5 +85,6 @@ def step_detail(history: list[dict[str, Any]], unit: str) -> dict[str, Any] | No
     out["hidden_elements"] = max(0, len(names) - MAX_ELEMENTS)
     if elements and out["status"] is None:
         states = set(elements.values())
-        out["status"] = "FAILED" if "FAILED" in states else "SUCCEEDED" if states == {"SUCCEEDED"} else "RUNNING"
+        out["status"] = ("FAILED" if "FAILED" in states
+                         else "SUCCEEDED" if states == {"SUCCEEDED"} else "RUNNING")
     return out
