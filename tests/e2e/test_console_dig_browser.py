@@ -69,7 +69,8 @@ DEFINITIONS = [
      "steps": {
          LONG: {"task": "dig.ok", "compensate": {"task": "dig.ok"}},
          "pay": {"after": [LONG], "task": "dig.slow", "compensate": {"task": "dig.ok"}},
-         "lines": {"after": ["pay"], "for": "{% [1, 2, 3] %}", "task": "dig.ok", "input": "{% item * 100 %}"},
+         "lines": {"after": ["pay"], "for": "{% [1, 2, 3] %}", "task": "dig.ok", "input": "{% item * 100 %}",
+                   "compensate": {"task": "dig.ok"}},  # compensated element by element
          "notify": {"after": ["lines"], "task": "dig.broken",
                     "retry": {"max_attempts": 2, "backoff": "100ms"}}}},
     {"orbit": 1, "name": "dig-plain", "version": "1",
@@ -147,6 +148,10 @@ def test_graph_node_shows_its_story_labels_in_full_and_fills_the_panel(page: Pag
     # a compensation that succeeded is green, as its step is
     expect(page.locator(node.format("compensate:pay"))).to_have_attribute("data-status", "SUCCEEDED")
     assert fill(page, node.format("compensate:pay") + " > rect") == GREEN
+    # a `for` step's compensation is its elements' (units compensate:lines[0]...): green, counted
+    expect(page.locator(node.format("compensate:lines"))).to_have_attribute("data-status", "SUCCEEDED")
+    assert fill(page, node.format("compensate:lines") + " > rect:not(.stack)") == GREEN
+    expect(page.locator(node.format("compensate:lines") + " text.detail")).to_have_text("3 elements: 3 succeeded")
     # the long name is all there, on lines that stay inside the node
     long = page.locator(node.format(LONG))
     titles = long.locator("text.title").all_text_contents()
