@@ -151,7 +151,8 @@ def test_graph_node_shows_its_story_labels_in_full_and_fills_the_panel(page: Pag
     # a `for` step's compensation is its elements' (units compensate:lines[0]...): green, counted
     expect(page.locator(node.format("compensate:lines"))).to_have_attribute("data-status", "SUCCEEDED")
     assert fill(page, node.format("compensate:lines") + " > rect:not(.stack)") == GREEN
-    expect(page.locator(node.format("compensate:lines") + " text.detail")).to_have_text("3 elements: 3 succeeded")
+    counted = page.locator(node.format("compensate:lines") + " text.detail")
+    expect(counted).to_have_text("3 elements: 3 succeeded")
     # the long name is all there, on lines that stay inside the node
     long = page.locator(node.format(LONG))
     titles = long.locator("text.title").all_text_contents()
@@ -163,6 +164,10 @@ def test_graph_node_shows_its_story_labels_in_full_and_fills_the_panel(page: Pag
     svg_w = page.locator("svg.step-graph").evaluate("s => s.getBoundingClientRect().width")
     panel_w = page.locator("#graph").evaluate("p => p.clientWidth")
     assert svg_w >= 0.8 * panel_w, (svg_w, panel_w)
+    page.set_viewport_size({"width": 1200, "height": 1000})  # a narrower window: laid out again, no scroll
+    page.wait_for_function("() => document.querySelector('svg.step-graph').getBoundingClientRect().width"
+                           " <= document.getElementById('graph').clientWidth - 30")
+    page.set_viewport_size({"width": 1360, "height": 1000})
 
     page.locator(node.format("notify")).click()
     story = page.locator("#step-detail")

@@ -115,7 +115,10 @@
       else timeline.update(live.gantt);
       await history.refresh();
     }
-    Orbit.cleanup = () => { if (timeline) timeline.destroy(); };
+    let resized = null; // the graph spans the panel: lay it out again when the window changes width
+    const onResize = () => { clearTimeout(resized); resized = setTimeout(() => drawGraph(current), 150); };
+    window.addEventListener("resize", onResize);
+    Orbit.cleanup = () => { window.removeEventListener("resize", onResize); if (timeline) timeline.destroy(); };
     await tick();
     Orbit.every(1500, () => { if (Orbit.RUNNING.includes(status) && !document.hidden) tick().catch(() => {}); });
   };
