@@ -27,7 +27,10 @@ from orbit.core.history.events import Recorded, StepScheduled, StepSucceeded, Wo
 from orbit.core.history.messages import ResultMessage
 from orbit.core.history.model import fold
 from orbit.core.history.state import ExecutionState
-from orbit.core.runtime import code as code_runtime
+try:
+    from orbit.service import replay_host as code_runtime
+except ImportError:  # a checkout from before issue 27 section 5 (--old): the runtime was under core/
+    from orbit.core.runtime import code as code_runtime  # type: ignore[no-redef]
 from orbit.workflow import CodeRegistry, workflow
 
 REGISTRY = CodeRegistry()

@@ -17,7 +17,7 @@ from orbit.core.decider.decide import decide
 from orbit.core.history.messages import ResultMessage, StartMessage
 from orbit.core.history.model import apply
 from orbit.core.history.state import ExecutionState
-from orbit.core.runtime.code import CodeRuntime
+from orbit.service.replay_host import CodeRuntime
 from orbit.workflow import CodeRegistry, workflow
 
 HOUR = 3_600_000

@@ -63,6 +63,7 @@ from orbit.service.ports import (
     Timers,
 )
 from orbit.service.recovery import RecoveryApi
+from orbit.service.replay_host import runtime_of
 from orbit.service.retention import RetentionSteps
 from orbit.service.schedules import is_schedule_message
 from orbit.service.starts import StartSteps
@@ -294,7 +295,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
                 raise
             # A parked execution still records results, signals and cancels; its runtime is not run.
             d = decide(wf, state, m, now, self.ids, self.retention_ms,  # a start records its expiry
-                       self.code_runtime)
+                       runtime_of(self) if getattr(wf, "kind", None) == "code" else None)
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)

@@ -85,8 +85,8 @@ def _evaluate(ctx: Ctx, template: Any, input: Any, name: str) -> tuple[Any, Task
     from orbit.errors import OrbitError
 
     try:
-        root = _Run(ctx.workflow, ctx.state, ctx.now).root(update=input)
-        return evaluate(template, root, ctx.now), None
+        root = _Run(ctx.workflow, ctx.state, ctx.now, keys=ctx.keys, meter=ctx.meter).root(update=input)
+        return evaluate(template, root, ctx.now, ctx.meter), None
     except OrbitError as e:
         return None, TaskError(EXPRESSION_ERROR, f"updates.{name}.result: {e}", retryable=False)
 

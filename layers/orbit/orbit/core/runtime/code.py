@@ -8,7 +8,10 @@ one stops the function there and becomes a command (`code_replay.py`).
 Bounded decisions. Replaying from the first call costs O(recorded calls) per
 decision. A warm decider instead keeps the paused instance
 (`code_instance.py`) in an LRU cache keyed by execution id, and on the next
-decision feeds it only what is new. The cache is trusted only when the new
+decision feeds it only what is new. The cache is process state, so it lives in
+the service that hosts replay (`orbit/service/replay_host.py`, a subclass of
+`CodeReplayer` below); this module keeps what is pure: one replay against a
+state, and whether a paused instance may go on (`still_valid`). The cache is trusted only when the new
 state provably extends what the instance saw:
 - `state.last_seq` is past the seq the instance last saw (a decision retried
   after a lost conditional write reloads a state that fails one of the checks
@@ -36,25 +39,29 @@ An explicit `build=` pins exactly: such an execution only ever runs on that buil
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from orbit.core.history.events import TaskError
+from orbit.core.history.hook_tokens import KeySource
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
 from orbit.core.runtime.code_attributes import still_recorded
+from orbit.core.runtime.code_inline import Closures
 from orbit.core.runtime.code_instance import Instance
-from orbit.core.runtime.code_registry import REGISTRY, CodeRegistry, CodeWorkflow
+from orbit.core.runtime.code_registry import CodeWorkflow
 from orbit.core.runtime.code_witness import holds
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
-DEFAULT_CACHE_SIZE = 256
-# Paused branches the cache may hold across its instances (each about 6.5 kB parked, so ~130 MB):
-# a wide execution counts for its live units, not as one entry (docs/decisions/width-greenlets.md).
-DEFAULT_CACHE_UNITS = 20_000
+
+class Workflows(Protocol):
+    """Where builds are looked up (the host's `orbit.workflow.CodeRegistry`)."""
+
+    def get(self, name: str, version: str | None = None, build: str | None = None) -> CodeWorkflow: ...
+
+    def find(self, name: str, version: str | None = None,
+             build: str | None = None) -> CodeWorkflow | None: ...
 
 
 def replaceable(build: str) -> bool:
@@ -63,55 +70,67 @@ def replaceable(build: str) -> bool:
     return build.startswith("src:")
 
 
-class CodeRuntime:
-    """Runtime for code workflows; one per process is enough (it is thread-safe)."""
+class CodeReplayer:
+    """Replays code workflows; on its own, every decision from the first call (cold). The host
+    (`orbit/service/replay_host.CodeRuntime`) adds the cache of paused instances through `_take`
+    and `_put`. What it needs is given: the builds it may run (`registry`), where `ctx.run`
+    functions go (`closures`), the stack key (`run(keys=...)`) and the bound on code running
+    without a durable call (`guard`)."""
 
-    def __init__(self, registry: CodeRegistry | None = None, cache_size: int = DEFAULT_CACHE_SIZE,
-                 cache_units: int = DEFAULT_CACHE_UNITS) -> None:
-        self.registry = registry or REGISTRY
-        self.cache_size = cache_size
-        self.cache_units = cache_units  # live units (≈ parked branches) of every cached instance
-        self._weights: dict[str, int] = {}
-        self._cache: OrderedDict[str, Instance] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, registry: Workflows | None = None, closures: Closures | None = None) -> None:
+        self.registry = registry
+        self.closures = closures
         self.stats = {"cold": 0, "warm": 0}
         # the host's bound on code running without a durable call (orbit/service/stall.py):
         # guard(workflow name, calls made so far) -> a context manager around each feed
         self.guard: Callable[[str, Callable[[], int]], AbstractContextManager[Any]] | None = None
 
-    def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[C.Command]:
+    def run(self, workflow: Any, state: ExecutionState, now_ms: int,
+            keys: KeySource | None = None) -> list[C.Command]:
+        """The commands for what the function asks next. `keys`: the stack key's source, for
+        `ctx.hook_token` (None: no key, as in a replay check)."""
         if state.terminal:
             return []
         try:
             wf = self.pinned(workflow, state)
         except (BuildMismatch, UnknownWorkflow) as e:
-            return self._switch(workflow, state, e)
-        return self._feed(wf, state)
+            return self._switch(workflow, state, e, keys)
+        return self._feed(wf, state, keys)
 
-    def _feed(self, wf: CodeWorkflow, state: ExecutionState) -> list[C.Command]:
-        inst = self._take(state.id)
-        if inst is not None and not self._still_valid(inst, wf, state):
-            inst.discard()
-            inst = None
+    def _feed(self, wf: CodeWorkflow, state: ExecutionState, keys: KeySource | None) -> list[C.Command]:
+        inst = self._take(wf, state)
         if inst is None:
             self.stats["cold"] += 1
-            inst = Instance(wf, state.id)
+            inst = Instance(wf, state.id, self.closures)
         else:
             self.stats["warm"] += 1
         if self.guard is None:
-            commands = inst.feed(state)
+            commands = inst.feed(state, keys)
         else:
             with self.guard(wf.name, lambda: inst.replay.calls):
-                commands = inst.feed(state)
+                commands = inst.feed(state, keys)
         commands += self._compensation(inst, state)
         inst.redrives_seen = state.redrive_count
-        if inst.finished or self.cache_size <= 0:
+        if inst.finished:
             inst.discard()
         else:
             self._put(state.id, inst)
         return commands
 
-    def _switch(self, workflow: Any, state: ExecutionState, missing: Exception) -> list[C.Command]:
+    # -- what the host's cache overrides -----------------------------------------------------------
+    def _take(self, wf: CodeWorkflow, state: ExecutionState) -> Instance | None:
+        """A paused instance that may go on against `state` (`still_valid`), or None: replay."""
+        return None
+
+    def _put(self, execution_id: str, inst: Instance) -> None:
+        """Keep a paused instance for the next decision (here: let it unwind)."""
+        inst.discard()
+
+    def forget(self, execution_id: str | None = None) -> None:
+        """Drop paused instances (all, or one execution's): none are kept here."""
+
+    def _switch(self, workflow: Any, state: ExecutionState, missing: Exception,
+                keys: KeySource | None) -> list[C.Command]:
         """The pinned build is not here: replay the history on the build that is (safe deploy).
 
         Clean: switch to it. Diverged, or the execution is pinned exactly (an explicit `build=`),
@@ -120,7 +139,8 @@ class CodeRuntime:
         details: dict[str, Any] = {"pinned": state.build, "workflow": state.workflow,
                                    "version": state.version}
         target = workflow if isinstance(workflow, CodeWorkflow) and workflow.name == state.workflow \
-            and workflow.version == state.version else self.registry.find(state.workflow, state.version)
+            and workflow.version == state.version else \
+            self.registry.find(state.workflow, state.version) if self.registry is not None else None
         if target is None:
             return [C.Park(TaskError("BUILD_MISMATCH", str(missing), retryable=False, details=details))]
         details["deployed"] = target.build
@@ -129,7 +149,7 @@ class CodeRuntime:
                 f"execution {state.id!r} is pinned to build {state.build!r} of workflow {state.workflow!r} "
                 f"(an explicit build= on @orbit.workflow), which this decider does not hold (it holds "
                 f"{target.build!r}); deploy that build to finish it"), retryable=False, details=details))]
-        commands = self._feed(target, state)
+        commands = self._feed(target, state, keys)
         park = next((c for c in commands if isinstance(c, C.Park)), None)
         if park is None:
             return [C.SwitchBuild(state.build, target.build), *commands]
@@ -164,82 +184,34 @@ class CodeRuntime:
             return workflow
         name = state.workflow or workflow.name
         version = state.version or workflow.version
+        if self.registry is None:
+            raise UnknownWorkflow(f"build {build!r} of code workflow {name!r} is not the one given, and no "
+                                  "registry is at hand to look it up")
         return self.registry.get(name, version, build)
 
-    def forget(self, execution_id: str | None = None) -> None:
-        """Drop cached instances (all, or one execution's)."""
-        with self._lock:
-            victims = list(self._cache.values()) if execution_id is None else \
-                [i for i in [self._cache.get(execution_id)] if i is not None]
-            if execution_id is None:
-                self._cache.clear()
-                self._weights.clear()
-            else:
-                self._cache.pop(execution_id, None)
-                self._weights.pop(execution_id, None)
-        for inst in victims:
-            inst.discard()
 
-    # -- the cache -------------------------------------------------------------------------------
-    def _take(self, execution_id: str) -> Instance | None:
-        """Remove and return the cached instance: one decision uses it at a time."""
-        with self._lock:
-            self._weights.pop(execution_id, None)
-            return self._cache.pop(execution_id, None)
-
-    def _put(self, execution_id: str, inst: Instance) -> None:
-        evicted: list[Instance] = []
-        with self._lock:
-            old = self._cache.pop(execution_id, None)
-            if old is not None and old is not inst:
-                evicted.append(old)
-            self._cache[execution_id] = inst
-            self._weights[execution_id] = len(inst.replay.state.active)
-            while len(self._cache) > self.cache_size or (
-                    len(self._cache) > 1 and sum(self._weights.values()) > self.cache_units):
-                eid, victim = self._cache.popitem(last=False)
-                self._weights.pop(eid, None)
-                evicted.append(victim)
-        for e in evicted:
-            e.discard()
-
-    @staticmethod
-    def _still_valid(inst: Instance, wf: CodeWorkflow, state: ExecutionState) -> bool:
-        """Does `state` extend what the instance saw? Costs what the last feed touched."""
-        r = inst.replay
-        if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
-            return False
-        if not inst.usable_here():
-            return False  # paused on another thread's greenlet: replay here (code_instance.py)
-        if inst.redrives_seen != state.redrive_count:
-            return False  # a redrive reset units the instance already consumed: replay from the start
-        if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (
-                inst.origin[1] is state.input or inst.origin[1] == state.input)):
-            return False  # another execution under the same id (e.g. a second store in one process)
-        if state is not r.state and not r.seen.held_by(state):
-            return False  # a state loaded again: what every feed relied on, in any branch (code_witness.py)
-        if any(k not in state.units for k in r.emitted_units):
-            return False
-        if any(h not in state.hooks for h in r.emitted_hooks):
-            return False
-        if any(p not in state.patches for p in r.emitted_patches):
-            return False
-        if getattr(state, "progress_count", r.progress_made) < r.progress_made:
-            return False
-        if not still_recorded(r, state):  # ctx.set_attributes values whose commit was lost
-            return False
-        if not r.updates.recorded(state):
-            return False  # an update handler ran in a decision whose commit was lost
-        return all(holds(fact, state) for fact in r.witness)
-
-
-_DEFAULT = CodeRuntime()
-
-
-def runtime_for(workflow: Any) -> CodeRuntime:
-    """The process-wide code runtime (the decider's fallback for objects without `.runtime`)."""
-    return _DEFAULT
-
-
-def default_runtime() -> CodeRuntime:
-    return _DEFAULT
+def still_valid(inst: Instance, wf: CodeWorkflow, state: ExecutionState) -> bool:
+    """Does `state` extend what the instance saw? Costs what the last feed touched."""
+    r = inst.replay
+    if inst.finished or inst.workflow is not wf or state.last_seq <= inst.seen_seq:
+        return False
+    if inst.redrives_seen != state.redrive_count:
+        return False  # a redrive reset units the instance already consumed: replay from the start
+    if inst.origin is not None and (inst.origin[0] != state.created_at_ms or not (
+            inst.origin[1] is state.input or inst.origin[1] == state.input)):
+        return False  # another execution under the same id (e.g. a second store in one process)
+    if state is not r.state and not r.seen.held_by(state):
+        return False  # a state loaded again: what every feed relied on, in any branch (code_witness.py)
+    if any(k not in state.units for k in r.emitted_units):
+        return False
+    if any(h not in state.hooks for h in r.emitted_hooks):
+        return False
+    if any(p not in state.patches for p in r.emitted_patches):
+        return False
+    if getattr(state, "progress_count", r.progress_made) < r.progress_made:
+        return False
+    if not still_recorded(r, state):  # ctx.set_attributes values whose commit was lost
+        return False
+    if not r.updates.recorded(state):
+        return False  # an update handler ran in a decision whose commit was lost
+    return all(holds(fact, state) for fact in r.witness)

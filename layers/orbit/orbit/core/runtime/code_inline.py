@@ -4,8 +4,9 @@ The call is a task step like `ctx.step` (same events, same unit key `<pos>.<name
 and timeout options) whose task is `module:qualname` of the function (a label for history and the
 views, never looked up) and whose input is the list of arguments; the decider runs it in its own
 invocation (orbit/service/inline.py) instead of sending it to a queue. The function object itself
-is remembered per (execution, unit) at every call, so closures and lambdas run with the values they
-captured in *this* execution. A decider that did not replay the call (another process picking up
+is handed at every call to the replay's `closures` (a table per (execution, unit) that the host keeps:
+`orbit/service/replay_host.py`), so closures and lambdas run with the values they captured in *this*
+execution. A decider that did not replay the call (another process picking up
 after a crash or a hand-over) replays the workflow first, which reaches this call again and
 remembers the function (orbit/service/inline.py `recall`); no function is ever imported by its
 recorded name, which a definition could otherwise choose (issue 25, docs/security.md).
@@ -13,17 +14,19 @@ recorded name, which a definition could otherwise choose (issue 25, docs/securit
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from orbit.core.definition.inline import SEMANTICS
 from orbit.core.runtime.code_specs import Step
 
-MAX_REMEMBERED = 4096  # (execution, unit) -> callable; a bounded LRU, oldest dropped
-_CALLABLES: OrderedDict[tuple[str, str], Callable[..., Any]] = OrderedDict()
-_LOCK = threading.Lock()
+
+class Closures(Protocol):
+    """Where a replay hands the function of each `ctx.run` call (the host's table)."""
+
+    def remember(self, execution_id: str, unit: str, fn: Callable[..., Any]) -> None: ...
+
+    def get(self, execution_id: str, unit: str) -> Callable[..., Any] | None: ...
 
 
 def task_name(fn: Callable[..., Any]) -> str:
@@ -42,18 +45,9 @@ def run_inline(replay: Any, fn: Any, args: tuple[Any, ...], name: str | None, re
         label = "lambda"
     spec = Step(task_name(fn), list(args), label, None, retry, timeout, None, on_exhausted, inline=semantics)
     # the key step() takes (a branch's or scope's calls carry its key prefix)
-    remember(replay.execution_id, f"{getattr(replay, 'prefix', '')}{replay.position + 1}.{spec.label}", fn)
+    closures: Closures | None = replay.closures
+    if closures is not None:
+        unit = f"{getattr(replay, 'prefix', '')}{replay.position + 1}.{spec.label}"
+        closures.remember(replay.execution_id, unit, fn)
     return replay.step(spec)
 
-
-def remember(execution_id: str, unit: str, fn: Callable[..., Any]) -> None:
-    with _LOCK:
-        _CALLABLES[(execution_id, unit)] = fn
-        _CALLABLES.move_to_end((execution_id, unit))
-        while len(_CALLABLES) > MAX_REMEMBERED:
-            _CALLABLES.popitem(last=False)
-
-
-def callable_for(execution_id: str, unit: str) -> Callable[..., Any] | None:
-    with _LOCK:
-        return _CALLABLES.get((execution_id, unit))

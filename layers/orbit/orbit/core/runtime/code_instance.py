@@ -6,8 +6,9 @@ wait there for the next state. No OS thread is started: `feed` switches into
 the workflow's greenlet on the calling thread and gets control back when the
 workflow stops again (waiting, or finished), so the replay stays a pure
 function of the state, only cheaper (docs/decisions/width-greenlets.md).
-A greenlet belongs to the thread that created it: an instance fed from
-another thread is not usable there (`usable_here`), and is replayed cold.
+A greenlet belongs to the thread that created it: the host that caches
+instances (orbit/service/replay_host.py) feeds one only on the thread that
+started it, and replays cold elsewhere. This module knows nothing of threads.
 
 A fresh instance replays from the first call (cold); a cached one only
 consumes what is new (warm). Discarding a waiting instance makes its pending
@@ -17,14 +18,13 @@ call raise `Suspended` (a BaseException) so the function unwinds.
 from __future__ import annotations
 
 import os
-import threading
 import traceback
 from typing import Any
 
 from greenlet import getcurrent, greenlet
 
 from orbit.core.history.events import TaskError
-from orbit.core.history.hook_tokens import current_keys
+from orbit.core.history.hook_tokens import KeySource
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import NotStorable
 from orbit.core.runtime import commands as C
@@ -56,9 +56,9 @@ def _park(error: Exception, code: str) -> list[C.Command]:
 class Instance:
     """A workflow function and its replay, driven one state at a time."""
 
-    def __init__(self, workflow: Any, execution_id: str) -> None:
+    def __init__(self, workflow: Any, execution_id: str, closures: Any = None) -> None:
         self.workflow = workflow
-        self.replay = Replay(execution_id, self._block)
+        self.replay = Replay(execution_id, self._block, closures)
         self.ctx = WorkflowContext(self.replay, workflow)
         self.seen_seq = -1
         self.redrives_seen = 0  # state.redrive_count at the last feed
@@ -66,21 +66,15 @@ class Instance:
         self.finished = False
         self._discarded = False
         self._g: greenlet | None = None  # the function's greenlet, once started
-        self._home = threading.get_ident()  # the thread its greenlet belongs to
-
-    def usable_here(self) -> bool:
-        """Can the calling thread feed it? (A greenlet never switches across threads.)"""
-        return self._home == threading.get_ident()
 
     # -- decider side --------------------------------------------------------------------------
-    def feed(self, state: ExecutionState) -> list[C.Command]:
-        """Run the workflow against `state` until it waits or ends; return its commands."""
+    def feed(self, state: ExecutionState, keys: KeySource | None = None) -> list[C.Command]:
+        """Run the workflow against `state` until it waits or ends; return its commands. `keys`:
+        the decision's stack-key source, for `ctx.hook_token`. Only on the thread that started it."""
         if self.finished or self._discarded:
             raise RuntimeError("a finished or discarded workflow instance cannot be fed")
         self.seen_seq = state.last_seq
-        self.replay.keys = current_keys()  # the stack key, for ctx.hook_token on the workflow's thread
-        if not self.usable_here():
-            raise RuntimeError("a workflow instance is fed only on the thread that started it")
+        self.replay.keys = keys
         if self._g is None:
             self.origin = (state.created_at_ms, state.input)
             self.replay.begin(state)
@@ -93,15 +87,15 @@ class Instance:
             raise commands  # the decision fails; the instance is finished, never fed again
         return list(commands)
 
-    def discard(self) -> None:
-        """Let a waiting function unwind (its pending call raises `Suspended`): on the thread that
-        runs it, at once; from another thread it is left to the garbage collector (which raises
-        GreenletExit there instead)."""
+    def discard(self, unwind: bool = True) -> None:
+        """Let a waiting function unwind (its pending call raises `Suspended`) at once. `unwind`
+        False (the caller is not on the thread that started it, which the host knows): it is left
+        to the garbage collector, which raises GreenletExit in it on its own thread."""
         if self._discarded:
             return
         self._discarded = True
         g, self._g = self._g, None
-        if g is not None and not self.finished and not g.dead and self.usable_here():
+        if g is not None and not self.finished and not g.dead and unwind:
             g.parent = getcurrent()
             g.throw(Suspended())
 

@@ -94,9 +94,10 @@ class Replay:
     prefix = ""  # unit-key prefix of the calls it makes: "" at top level, a branch's in a group
     scopes: tuple[Any, ...] = ()  # the `ctx.scope()`s its calls run in, outermost first
 
-    def __init__(self, execution_id: str, block: Block) -> None:
+    def __init__(self, execution_id: str, block: Block, closures: Any = None) -> None:
         self.execution_id = execution_id
         self._block = block
+        self.closures = closures  # the host's table of ctx.run functions (code_inline.Closures), or None
         self.state: ExecutionState = ExecutionState(execution_id)
         self.position = 0
         self._index: dict[str, dict[int, str]] | None = None  # prefix -> position -> recorded key
@@ -107,7 +108,7 @@ class Replay:
         self.progress_made = 0
         self.last_progress: Any = None
         self.outbox: list[C.Command] = []  # progress records waiting to go out with the next stop
-        self.keys: Any = None  # the decision's hook-key source (hook_tokens.current_keys), set per feed
+        self.keys: Any = None  # the decision's hook-key source (hook_tokens.KeySource), given per feed
         self.witness: list[tuple[Any, ...]] = []
         self.emitted_units: list[str] = []
         self.emitted_hooks: list[str] = []

@@ -17,7 +17,7 @@ from orbit.core.history.events import (
     OUTPUT_CONTRACT_VIOLATION,
     TaskError,
 )
-from orbit.core.history.hook_tokens import tokens_view
+from orbit.core.history.hook_tokens import KeySource, tokens_view
 from orbit.core.history.state import (
     COMPENSATING,
     PENDING,
@@ -70,10 +70,10 @@ def default_queue(task: str) -> str:
     return task.split(".", 1)[0]
 
 
-def _evaluate(template: Any, root: dict[str, Any], now_ms: int) -> Any:
+def _evaluate(template: Any, root: dict[str, Any], now_ms: int, meter: Any = None) -> Any:
     from orbit.core.definition.expressions import evaluate
 
-    return evaluate(template, root, now_ms)
+    return evaluate(template, root, now_ms, meter)
 
 
 def _expression_error(unit: str, what: str, e: Exception) -> TaskError:
@@ -100,19 +100,24 @@ class DslRuntime:
 
     run_class: type[_Run]  # set below the class: `_Run` (runtime.dsl_handlers subclasses both)
 
-    def __init__(self) -> None:
+    def __init__(self, keys: KeySource | None = None, meter: Any = None) -> None:
+        """`keys`: the stack key's source (`hooks.NAME.token`); `meter`: the decision's
+        `expressions.Meter` (the steps its expressions spend)."""
         self._plan: Plan | None = None
+        self.keys, self.meter = keys, meter
 
     def run(self, defn: Any, state: ExecutionState, now_ms: int) -> list[Command]:
         plan = self._plan
         if plan is None or plan.defn is not defn or plan.state is not state:
             plan = self._plan = Plan(defn, state)
-        return self.run_class(defn, state, now_ms, plan).commands()
+        return self.run_class(defn, state, now_ms, plan, self.keys, self.meter).commands()
 
 
 class _Run:
-    def __init__(self, defn: Any, state: ExecutionState, now_ms: int, plan: Plan | None = None) -> None:
+    def __init__(self, defn: Any, state: ExecutionState, now_ms: int, plan: Plan | None = None,
+                 keys: KeySource | None = None, meter: Any = None) -> None:
         self.d, self.s, self.now = defn, state, now_ms
+        self.keys, self.meter = keys, meter
         self.plan = plan if plan is not None else Plan(defn, state)
         self._steps_root: dict[str, Any] | None = None
 
@@ -137,7 +142,7 @@ class _Run:
             "input": self.s.input,
             "steps": steps,
             "execution": {"id": self.s.id, "started_at": iso(self.s.created_at_ms)},
-            "hooks": tokens_view(self.s.id, self.s.hooks),
+            "hooks": tokens_view(self.s.id, self.s.hooks, self.keys),
         }
         r.update(extra)
         return r
@@ -183,7 +188,7 @@ class _Run:
         if main_done:
             out.append(self.finish())
         if getattr(self.d, "attributes", None):  # first: the final values are set before the end
-            return attribute_commands(self.d.attributes, self.root(), self.now) + out
+            return attribute_commands(self.d.attributes, self.root(), self.now, self.meter) + out
         return out
 
     def hook_names(self) -> list[str]:
@@ -203,13 +208,13 @@ class _Run:
         continue_ = step.on_failure == "continue"
         root = self.root(only=step.depends_on)
         try:
-            if step.when is not None and not _evaluate(step.when, root, self.now):
+            if step.when is not None and not _evaluate(step.when, root, self.now, self.meter):
                 return [SkipStep(name, "`when` is false")]
         except ExpressionError as e:
             return [FailStep(name, _expression_error(name, "when", e), continue_)]
         if step.for_each is not None:
             try:
-                items = _evaluate(step.for_each, root, self.now)
+                items = _evaluate(step.for_each, root, self.now, self.meter)
             except ExpressionError as e:
                 return [FailStep(name, _expression_error(name, "for", e), continue_)]
             if not isinstance(items, list):
@@ -244,7 +249,7 @@ class _Run:
                             unit,
                             task,
                             "" if getattr(step, "inline", None) else step.queue or default_queue(task),
-                            _evaluate(step.input, root, self.now),
+                            _evaluate(step.input, root, self.now, self.meter),
                             "task",
                             RetryPolicy.of(step.retry),
                             step.timeout_ms,
@@ -264,7 +269,7 @@ class _Run:
                             unit,
                             HTTP_TASK,
                             step.queue or HTTP_QUEUE,
-                            _evaluate(step.http, root, self.now),
+                            _evaluate(step.http, root, self.now, self.meter),
                             "http",
                             RetryPolicy.of(step.retry),
                             step.timeout_ms,
@@ -281,15 +286,17 @@ class _Run:
                         f"{self.s.id}/{unit}",
                         step.workflow,
                         None,
-                        _evaluate(step.input, root, self.now),
+                        _evaluate(step.input, root, self.now, self.meter),
                         on_exhausted,
                     )
                 ]
             if kind == "compute":
-                return [storable(RecordResult(unit, _evaluate(step.compute, root, self.now)), continue_)]
+                value = _evaluate(step.compute, root, self.now, self.meter)
+                return [storable(RecordResult(unit, value), continue_)]
             if kind == "sleep":
                 if step.sleep_until is not None:
-                    return [WaitUntil(unit, _instant(_evaluate(step.sleep_until, root, self.now)))]
+                    until = _evaluate(step.sleep_until, root, self.now, self.meter)
+                    return [WaitUntil(unit, _instant(until))]
                 return [WaitUntil(unit, self.now + int(step.sleep_ms or 0))]
             if kind == "wait_for":
                 return [WaitForSignal(unit, step.wait_for, step.timeout_ms, on_exhausted)]
@@ -358,7 +365,7 @@ class _Run:
             output = {n: self.s.units[n].output for n in d.steps if n in self.s.units}
         else:
             try:
-                output = _evaluate(d.output, self.root(), self.now)
+                output = _evaluate(d.output, self.root(), self.now, self.meter)
             except ExpressionError as e:
                 return Fail(TaskError(EXPRESSION_ERROR, f"output: {e}", retryable=False))
         err = self.contract(getattr(d, "output_schema", None), output, OUTPUT_CONTRACT_VIOLATION,

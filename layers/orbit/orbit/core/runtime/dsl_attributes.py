@@ -20,7 +20,8 @@ from orbit.core.runtime.commands import Command, Fail, SetAttributes
 from orbit.errors import ExpressionError
 
 
-def attribute_commands(block: dict[str, Any], root: dict[str, Any], now_ms: int) -> list[Command]:
+def attribute_commands(block: dict[str, Any], root: dict[str, Any], now_ms: int,
+                       meter: Any = None) -> list[Command]:
     from orbit.core.definition.expressions import evaluate, expression_references, expressions_in
 
     values: dict[str, Any] = {}
@@ -30,7 +31,7 @@ def attribute_commands(block: dict[str, Any], root: dict[str, Any], now_ms: int)
                for _, text in expressions_in(template) for name in expression_references(text)[0]):
             continue  # a step it reads has not ended yet
         try:
-            value = evaluate(template, root, now_ms)
+            value = evaluate(template, root, now_ms, meter)
         except ExpressionError as e:
             return [Fail(TaskError(EXPRESSION_ERROR, f"attributes.{key}: {e}", retryable=False))]
         if value is None:

@@ -148,7 +148,7 @@ class _Instance(_Run):
     """One instance: the handler's steps under unit keys `<instance>:<step>`."""
 
     def __init__(self, run: _Run, key: str, handler: Any, main_steps: dict[str, Any]) -> None:
-        super().__init__(run.d, run.s, run.now, run.plan)
+        super().__init__(run.d, run.s, run.now, run.plan, run.keys, run.meter)
         self.key, self.handler, self.prefix = key, handler, key + ":"
         self.main_steps = main_steps
         unit = run.s.units.get(key)
@@ -187,6 +187,6 @@ class _Instance(_Run):
             units = ((n, s.units.get(self.prefix + n)) for n in h.steps)
             return RecordResult(self.key, {n: u.output for n, u in units if u is not None})
         try:
-            return RecordResult(self.key, _evaluate(h.output, self.root(), self.now))
+            return RecordResult(self.key, _evaluate(h.output, self.root(), self.now, self.meter))
         except ExpressionError as e:
             return FailStep(self.key, TaskError(EXPRESSION_ERROR, f"{self.key}.output: {e}", retryable=False))
