@@ -37,6 +37,7 @@ from orbit.core.decider.decide import decide
 from orbit.core.history.messages import ResultMessage, StartMessage, WakeMessage
 from orbit.core.history.model import apply
 from orbit.core.history.state import ExecutionState
+
 try:
     from orbit.service import replay_host as code_runtime
 except ImportError:  # a checkout from before issue 27 section 5 (--old): the runtime was under core/

@@ -27,6 +27,7 @@ from orbit.core.history.events import Recorded, StepScheduled, StepSucceeded, Wo
 from orbit.core.history.messages import ResultMessage
 from orbit.core.history.model import fold
 from orbit.core.history.state import ExecutionState
+
 try:
     from orbit.service import replay_host as code_runtime
 except ImportError:  # a checkout from before issue 27 section 5 (--old): the runtime was under core/

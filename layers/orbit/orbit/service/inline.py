@@ -185,6 +185,11 @@ def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
         inst.discard()
 
 
+def _code_runtime(engine: Any, wf: Any) -> Any:
+    """The engine's code runtime for a code workflow; None for a definition (it needs none)."""
+    return runtime_of(engine) if getattr(wf, "kind", None) == "code" else None
+
+
 def _closures(engine: Any, d: DispatchTask) -> Any:
     """Where a `ctx.run` step's function is (the engine's code runtime); None for a registered task."""
     return runtime_of(engine).closures if ":" in d.task else None
@@ -245,7 +250,7 @@ def run_before_commit(engine: Decider, state: ExecutionState, wf: Any, events: l
             m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
                               output if error is None else None, error)
             decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids,
-                              code_runtime=runtime_of(engine) if getattr(wf, "kind", None) == "code" else None)
+                              code_runtime=_code_runtime(engine, wf))
             events.extend(decision.events)
             effects.extend(decision.effects)
             handled.append(m.id)
@@ -278,7 +283,7 @@ def add_started(engine: Decider, state: ExecutionState, wf: Any, effects: list[E
             if u is not None and u.status == SCHEDULED and u.token == e.token:
                 m = StartedMessage(state.id, f"started:{e.token}:{runner.session}", e.unit, e.token,
                                    runner.worker_id, runner.session)
-                d = decide(wf, state, m, now, engine.ids, code_runtime=runtime_of(engine) if getattr(wf, "kind", None) == "code" else None)
+                d = decide(wf, state, m, now, engine.ids, code_runtime=_code_runtime(engine, wf))
                 events.extend(d.events)
                 effects.extend(d.effects)
 

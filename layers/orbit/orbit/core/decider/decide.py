@@ -64,7 +64,7 @@ from orbit.core.history.state import COMPENSATING, ExecutionState
 from orbit.core.history.storable import VALUE_NOT_STORABLE, value_problem
 from orbit.core.runtime.commands import Runtime
 
-__all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
+__all__ = ("decide", "Decision", "runtime_for", "workflow_build")
 
 # One decision's budget. A decision that reaches either stops between two rounds (a state any
 # round could have left) and sends itself a continuation (ContinueDecision): a long chain of

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import Any
 
 import jsonata
@@ -164,10 +165,10 @@ def _check_distinct(budget: Budget, args: list[Any]) -> None:
         raise budget.fail("array size", f"$distinct of {len(arr)} elements, more than {MAX_DISTINCT}")
 
 
-_CHECKS = {
+_CHECKS = MappingProxyType({
     "distinct": _check_distinct, "pad": _check_pad, "replace": _check_replace, "join": _check_join,
     "eval": _check_eval,
-}
+})
 
 
 class _Guarded(jsonata.Jsonata.JNativeFunction):  # type: ignore[misc]  # jsonata is untyped

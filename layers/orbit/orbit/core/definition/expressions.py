@@ -43,11 +43,11 @@ from orbit.core.definition.expression_budget import (
 from orbit.core.definition.expression_errors import plain_message
 from orbit.errors import ExpressionError
 
-__all__ = [
+__all__ = (
     "ExpressionError", "evaluate", "expression_references", "expression_text", "expressions_in",
     "is_expression",
     "parse_expression", "reads_steps_dynamically", "references", "root_names",
-]
+)
 
 _OPEN, _CLOSE = "{%", "%}"
 

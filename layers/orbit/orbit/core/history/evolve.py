@@ -9,7 +9,8 @@ raises on an odd combination: it ignores events for finished units.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
@@ -224,7 +225,8 @@ def _patch_marked(s: ExecutionState, e: E.PatchMarked, ts: int) -> None:
     s.patches.setdefault(e.change_id, e.position)
 
 
-HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
+# built here, frozen into HANDLERS at the end (the transitions of other modules join it)
+_handlers: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.WorkflowCreated: _created,
     E.WorkflowStarted: _started,
     **STEP_HANDLERS,
@@ -259,19 +261,22 @@ HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
 
 from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402
 
-HANDLERS.update(RECOVERY_HANDLERS)
+_handlers.update(RECOVERY_HANDLERS)
 
 
 def _attributes_set(s: ExecutionState, e: E.AttributesSet, ts: int) -> None:
     s.attributes.update(e.values)
 
 
-HANDLERS[E.AttributesSet] = _attributes_set
+_handlers[E.AttributesSet] = _attributes_set
 
 from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
 
-HANDLERS.update(UPDATE_HANDLERS)
+_handlers.update(UPDATE_HANDLERS)
 
 from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402
 
-HANDLERS.update(HANDLER_HANDLERS)
+_handlers.update(HANDLER_HANDLERS)
+
+HANDLERS: Mapping[type, Callable[[ExecutionState, Any, int], None]] = MappingProxyType(_handlers)
+del _handlers

@@ -8,7 +8,8 @@ handles leaves the signal buffer, as a `wait_for` consuming it would (`SignalCon
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
@@ -33,6 +34,6 @@ def _handler_started(s: ExecutionState, e: E.HandlerStarted, ts: int) -> None:
     u.scheduled_at_ms, u.attempt = ts, max(u.attempt, 1)
 
 
-HANDLER_HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
+HANDLER_HANDLERS: Mapping[type, Callable[[ExecutionState, Any, int], None]] = MappingProxyType({
     E.HandlerStarted: _handler_started,
-}
+})

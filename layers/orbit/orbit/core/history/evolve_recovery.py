@@ -9,7 +9,8 @@ succeeded units of another; `ForkCreated` links the original to its fork.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
@@ -95,8 +96,8 @@ def _fork_created(s: ExecutionState, e: E.ForkCreated, ts: int) -> None:
         s.forked_to.append(e.fork_id)
 
 
-RECOVERY_HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
+RECOVERY_HANDLERS: Mapping[type, Callable[[ExecutionState, Any, int], None]] = MappingProxyType({
     E.ExecutionRedriven: _redriven,
     E.ExecutionForked: _forked,
     E.ForkCreated: _fork_created,
-}
+})

@@ -4,7 +4,8 @@ the end of a step (`orbit.core.history.evolve` assembles them with the others in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
@@ -157,7 +158,7 @@ def _cancelled(s: ExecutionState, e: E.StepCancelled, ts: int) -> None:
             s.children.pop(u.child_id, None)
 
 
-STEP_HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
+STEP_HANDLERS: Mapping[type, Callable[[ExecutionState, Any, int], None]] = MappingProxyType({
     E.StepFanOut: _fan_out,
     E.StepScheduled: _scheduled,
     E.StepSkipped: _skipped,
@@ -169,4 +170,4 @@ STEP_HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.RetryScheduled: _retry,
     E.StepFailed: _failed,
     E.StepCancelled: _cancelled,
-}
+})

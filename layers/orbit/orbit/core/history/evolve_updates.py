@@ -8,6 +8,8 @@ and its caller gets the first one's result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
@@ -43,4 +45,5 @@ def completed_updates(s: ExecutionState) -> list[tuple[str, dict[str, Any]]]:
     return sorted(done, key=lambda item: int(item[1].get("completed_seq") or 0))
 
 
-UPDATE_HANDLERS: dict[type, Any] = {E.UpdateAccepted: _accepted, E.UpdateCompleted: _completed}
+UPDATE_HANDLERS: Mapping[type, Any] = MappingProxyType(
+    {E.UpdateAccepted: _accepted, E.UpdateCompleted: _completed})

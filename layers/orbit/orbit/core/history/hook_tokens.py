@@ -76,6 +76,6 @@ def matches(hook: dict[str, Any], token: str, digest: str) -> bool:
     return bool(digest) and hook.get("token_sha256") == digest
 
 
-__all__ = ["DIGEST_PREFIX", "UNAVAILABLE", "derive", "sha256_hex", "key_of",
+__all__ = ("DIGEST_PREFIX", "UNAVAILABLE", "derive", "sha256_hex", "key_of",
            "token_of",
-           "tokens_view", "identity", "matches"]
+           "tokens_view", "identity", "matches")

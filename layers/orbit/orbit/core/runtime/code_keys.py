@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from orbit.core.history.nesting import GROUPS, parent_of, split
 from orbit.core.history.state import parse_key
 
-__all__ = ["GROUPS", "branch_prefix", "build_index", "group_key", "parent_of", "position_of", "split"]
+__all__ = ("GROUPS", "branch_prefix", "build_index", "group_key", "parent_of", "position_of", "split")
 
 
 def group_key(prefix: str, position: int, group: str) -> str:

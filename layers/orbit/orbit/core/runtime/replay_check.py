@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history.events import Recorded, recorded_from_dict
@@ -24,9 +25,9 @@ from orbit.core.history.state import ExecutionState
 from orbit.core.runtime import commands as C
 from orbit.errors import ValidationError
 
-ENDINGS = {"WorkflowCompleted": "COMPLETED", "WorkflowFailed": "FAILED",
+ENDINGS = MappingProxyType({"WorkflowCompleted": "COMPLETED", "WorkflowFailed": "FAILED",
            "WorkflowContinuedAsNew": "CONTINUED", "WorkflowCancelled": "CANCELLED",
-           "WorkflowTimedOut": "TIMED_OUT"}
+           "WorkflowTimedOut": "TIMED_OUT"})
 
 
 @dataclass(frozen=True)
