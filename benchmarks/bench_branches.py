@@ -75,7 +75,7 @@ def run(n: int) -> tuple[float, int]:
     def one(msg: Any, now: int) -> None:
         nonlocal spent, count
         t0 = time.perf_counter()
-        d = decide(fan, state, msg, now, ids)
+        d = decide(fan, state, msg, now, ids, code_runtime=code_runtime.default_runtime())
         spent += time.perf_counter() - t0
         count += 1
         for r in d.events:
@@ -112,7 +112,7 @@ class Driver:
 
     def one(self, msg: Any, now: int) -> float:
         t0 = time.perf_counter()
-        d = decide(fan, self.state, msg, now, self.ids)
+        d = decide(fan, self.state, msg, now, self.ids, code_runtime=code_runtime.default_runtime())
         spent = time.perf_counter() - t0
         self.threads_max = max(self.threads_max, threading.active_count())
         for r in d.events:

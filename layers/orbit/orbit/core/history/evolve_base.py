@@ -41,7 +41,9 @@ def _enter(s: ExecutionState, key: str, u: UnitState, status: str) -> None:
 
 def _finish(s: ExecutionState, key: str, u: UnitState, status: str, ts: int) -> None:
     was_active = key in s.active
-    s.active.pop(key, None)
+    if was_active:
+        s.active.pop(key)
+        s.left.append(key)
     s.wakeups.pop(key, None)
     u.status = status
     u.finished_at_ms = ts
