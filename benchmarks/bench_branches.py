@@ -3,7 +3,7 @@ figures of issue 27, for this checkout and (side by side, in one run) another on
 
     python benchmarks/bench_branches.py [--sizes 10,1000] [--rounds 3]
     python benchmarks/bench_branches.py --width [--old /work/main/layers/orbit] [--old-width 10000]
-    python benchmarks/bench_branches.py --e2e 10000 [--old /work/main/layers/orbit]
+    python benchmarks/bench_branches.py --e2e 10000 [--kinds code,dsl,code-sleep] [--old DIR]
 
 `--width` measures, each in a child process of its own (so threads and memory do not mix), for this
 checkout and for the `orbit` package under `--old` (e.g. a checkout of main): threads alive during a
@@ -285,7 +285,7 @@ def e2e(args: argparse.Namespace) -> None:
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers", "orbit")
     rows = []
     for label, path in [("new", here)] + ([("old", args.old)] if args.old else []):
-        for kind in ("code", "dsl", "code-sleep"):
+        for kind in args.kinds.split(","):
             env = {**os.environ, "PYTHONPATH": os.path.abspath(path)}
             done = subprocess.run([sys.executable, os.path.abspath(__file__), "--e2e-one", kind,
                                    "--e2e", str(args.e2e)], env=env, capture_output=True, text=True)
@@ -319,6 +319,7 @@ def main() -> None:
     p.add_argument("--old-width", type=int, default=10_000, help="cap on the old checkout's wide run")
     p.add_argument("--figures", type=int, help=argparse.SUPPRESS)  # child: print the figures as JSON
     p.add_argument("--e2e", type=int, help="branches of the end-to-end runs on the local stack")
+    p.add_argument("--kinds", default="code,dsl,code-sleep", help="which end-to-end runs (--e2e)")
     p.add_argument("--e2e-one", help=argparse.SUPPRESS)  # child: one end-to-end run, as JSON
     args = p.parse_args()
     if args.e2e_one:

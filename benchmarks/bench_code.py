@@ -85,7 +85,7 @@ def decisions(state: ExecutionState, count: int, reload: bool = False) -> list[f
         token = state.units[key].token or ""
         msg = ResultMessage("bench", f"r-{key}", unit=key, token=token, output={"n": 1})
         t0 = time.perf_counter()
-        d = decide(loop, state, msg, 10**6, ids)
+        d = decide(loop, state, msg, 10**6, ids, code_runtime=code_runtime.default_runtime())
         out.append(time.perf_counter() - t0)
         assert [r.event.type for r in d.events] == ["StepSucceeded", "StepScheduled"], d.events
     return out
