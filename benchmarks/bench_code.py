@@ -4,11 +4,11 @@
 
 Cold: the function replays from its first call (no cached instance), so a
 decision costs O(recorded calls). Warm: the decider keeps the paused instance
-(`orbit/core/runtime/code.py`) and feeds it only the new result, so a decision
+(`orbit/core/runtime/code/replayer.py`) and feeds it only the new result, so a decision
 costs the same at any history length. Reloaded: warm too, but each decision gets
 a state object loaded again (a copy, made outside the timing), as after a lost commit
 or another decider's commit; the cached instance is then checked against every fact
-it consumed (`code_witness.py`), O(recorded calls) lookups, no replay. One decision
+it consumed (`code/witness.py`), O(recorded calls) lookups, no replay. One decision
 here is the real pure decision (`orbit.core.decider.decide.decide`): a step result arrives, the engine applies
 it, the runtime asks for the next step, the engine schedules it.
 """

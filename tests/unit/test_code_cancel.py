@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from code_harness import Harness
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code_errors import Cancelled, StepFailed, WorkflowTimedOut
+from orbit.core.runtime.code.errors import Cancelled, StepFailed, WorkflowTimedOut
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()

@@ -204,8 +204,8 @@ _CONCURRENCY = {"threading", "_thread", "multiprocessing", "concurrent", "asynci
                 "queue", "sched", "subprocess"}
 # The replay's switch: a greenlet is a stack switch on the calling thread (no thread, no I/O), used only
 # where a paused workflow or branch is started and switched to, and where a call reads which runs.
-GREENLET_MODULES = {"core/runtime/code_instance.py", "core/runtime/code_branches.py",
-                    "core/runtime/code_replay.py"}
+GREENLET_MODULES = {"core/runtime/code/instance.py", "core/runtime/code/branches.py",
+                    "core/runtime/code/replay.py"}
 
 
 def _callee(node: ast.Call) -> str:
@@ -278,13 +278,13 @@ def test_the_core_starts_no_thread_and_keeps_no_module_state() -> None:
 
 def test_the_core_state_check_sees_threads_and_state(tmp_path: Path) -> None:
     core = tmp_path / "core"
-    (core / "runtime").mkdir(parents=True)
+    (core / "runtime" / "code").mkdir(parents=True)
     (core / "m.py").write_text("import threading\nTHREAD = threading.local()\nCACHE: dict = {}\n"
                                "N = (1, 2)\nT = {}\nT = MappingProxyType(T)\nB = []\ndel B\n"
                                "if True:\n    from contextvars import ContextVar\n    K = ContextVar('k')\n"
                                "\ndef f():\n    global N\n"
                                "    threading.Thread(target=f).start()\n    import greenlet\n")
-    (core / "runtime" / "code_instance.py").write_text("from greenlet import greenlet\n")
+    (core / "runtime" / "code/instance.py").write_text("from greenlet import greenlet\n")
     state, bad = core_state(tmp_path)
     assert state == {"core/m.py:THREAD", "core/m.py:CACHE", "core/m.py:K"}
     assert sorted(bad) == ["core/m.py:10: imports contextvars",

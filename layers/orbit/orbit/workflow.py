@@ -1,10 +1,10 @@
 """Code workflows: the `@orbit.workflow(name, version=...)` decorator.
 
 `CodeRegistry` and the process's `REGISTRY` (process state, so not under core/) live here;
-`CodeWorkflow`, one registered build, in core/runtime/code_registry.py.
+`CodeWorkflow`, one registered build, in core/runtime/code/registry.py.
 
 A code workflow is a function `(ctx, input) -> output` that the code runtime
-(`orbit.core.runtime.code`) replays from history on every decision. Each
+(`orbit.core.runtime.code.replayer`) replays from history on every decision. Each
 registration carries a *build id*: the explicit `build=` or a hash of the
 function's source. An execution pins the build it started with
 (`WorkflowCreated.build`). A decider that does not hold that build (a deploy
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from orbit.core.runtime.code_registry import CodeWorkflow, WorkflowFunction, source_build_id
+from orbit.core.runtime.code.registry import CodeWorkflow, WorkflowFunction, source_build_id
 from orbit.errors import BuildMismatch, UnknownWorkflow, ValidationError
 
 # `import orbit` imports this module (so `orbit.workflow` is the decorator, not the module);
@@ -155,7 +155,7 @@ def workflow(name: str, version: str = "1", build: str | None = None,
 
     _check_signal_schemas(signals or {})
     _check_task_contracts(tasks)
-    from orbit.core.runtime.code_errors import ON_WORKFLOW_ERROR, guarded
+    from orbit.core.runtime.code.errors import ON_WORKFLOW_ERROR, guarded
 
     if on_workflow_error not in ON_WORKFLOW_ERROR:
         raise ValidationError(f"on_workflow_error must be 'park' or 'fail', not {on_workflow_error!r}",

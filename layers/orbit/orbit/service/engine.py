@@ -96,7 +96,7 @@ class Engine(StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
     inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
     # The runtime that replays code workflows in its decisions, with its own cache of paused instances
-    # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
+    # (orbit.core.runtime.code.replayer.CodeRuntime; cache_size=0: every decision replays cold). None: the
     # process's. A cached instance is only an optimisation: a decision must not depend on it.
     code_runtime: Any = None
 

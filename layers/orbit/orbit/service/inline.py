@@ -176,7 +176,7 @@ def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
     wf = wf if wf is not None else engine.workflow_for(state, None)
     if getattr(wf, "kind", None) != "code" or state.terminal:
         return  # a definition's inline steps run registered tasks only
-    from orbit.core.runtime.code_instance import Instance
+    from orbit.core.runtime.code.instance import Instance
 
     inst = Instance(wf, eid, closures)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.storable import value_problem
-from orbit.core.runtime.code_updates import ctx_call as _ctx_call
+from orbit.core.runtime.code.updates import ctx_call as _ctx_call
 from orbit.errors import OrbitError, ValidationError
 
 
@@ -62,7 +62,7 @@ def _unknown(state: Any, name: str, known: Any) -> QueryError:
 
 def _definition_query(wf: Definition, state: Any, name: str, input: Any, keys: Any) -> Any:
     from orbit.core.definition.expressions import evaluate
-    from orbit.core.runtime.dsl import _Run
+    from orbit.core.runtime.dsl.interpreter import _Run
 
     queries = wf.raw.get("queries") or {}
     if name not in queries:
@@ -96,7 +96,7 @@ def _code_query(wf: Any, state: Any, name: str, input: Any, keys: Any) -> Any:
 
 
 def _run_code_query(wf: Any, state: Any, name: str, input: Any, keys: Any) -> Any:
-    from orbit.core.runtime.code_instance import Instance
+    from orbit.core.runtime.code.instance import Instance
 
     inst = Instance(wf, state.id)
     inst.replay.updates.dry = True  # updates not run yet stay unrun: a query records nothing

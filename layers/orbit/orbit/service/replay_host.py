@@ -1,6 +1,6 @@
 """The process side of code-workflow replay: what `core/` must not keep (issue 27, section 5).
 
-`core/runtime/code.py`'s `CodeReplayer` replays a workflow against a state and nothing more. A
+`core/runtime/code/replayer.py`'s `CodeReplayer` replays a workflow against a state and nothing more. A
 process that decides many executions keeps, on top of it:
 
 - **the cache of paused instances** (`CodeRuntime`): an LRU by execution id, bounded by entries and
@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from orbit.core.history.state import ExecutionState
-from orbit.core.runtime.code import CodeReplayer, Workflows, still_valid
-from orbit.core.runtime.code_instance import Instance
-from orbit.core.runtime.code_registry import CodeWorkflow
+from orbit.core.runtime.code.instance import Instance
+from orbit.core.runtime.code.registry import CodeWorkflow
+from orbit.core.runtime.code.replayer import CodeReplayer, Workflows, still_valid
 from orbit.workflow import REGISTRY
 
 DEFAULT_CACHE_SIZE = 256

@@ -39,7 +39,7 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TIMEOUT, TaskError
-from orbit.core.runtime.code_inline import Closures
+from orbit.core.runtime.code.inline import Closures
 from orbit.worker.sdk import TaskContext, registered_tasks, storable
 
 log = logging.getLogger("orbit.worker.inline")

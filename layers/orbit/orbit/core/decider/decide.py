@@ -317,13 +317,13 @@ def runtime_for(workflow: Any, code_runtime: Runtime | None = None, keys: KeySou
         return runtime
     if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
         if getattr(workflow, "handlers", None):  # on_signal: the interpreter with event handlers
-            from orbit.core.runtime.dsl_handlers import HandlersRuntime
+            from orbit.core.runtime.dsl.handlers import HandlersRuntime
 
             return HandlersRuntime(keys, meter)
-        from orbit.core.runtime.dsl import DslRuntime
+        from orbit.core.runtime.dsl.interpreter import DslRuntime
 
         return DslRuntime(keys, meter)
-    from orbit.core.runtime.code import CodeReplayer  # the Python replayer
+    from orbit.core.runtime.code.replayer import CodeReplayer  # the Python replayer
 
     if code_runtime is None:
         code_runtime = CodeReplayer()

@@ -20,7 +20,7 @@ from orbit.core.history.events import (
     event_from_dict,
     recorded_from_dict,
 )
-from orbit.core.history.evolve import HANDLERS
+from orbit.core.history.evolve.workflow import HANDLERS
 from orbit.core.history.state import *  # noqa: F403
 from orbit.core.history.state import (
     ExecutionState,

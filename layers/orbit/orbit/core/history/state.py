@@ -211,7 +211,7 @@ class ExecutionState:
     active: dict[str, None] = field(default_factory=dict)  # ordered set of unfinished units
     # the units that left `active`, in the order they left, since this object was made (not
     # serialised: a loaded state starts it empty); what a code group reads to find, at the cost of
-    # what changed, the branches whose units ended (core/runtime/code_wakeups.py)
+    # what changed, the branches whose units ended (core/runtime/code/wakeups.py)
     left: list[str] = field(default_factory=list, compare=False, repr=False)
     wakeups: dict[str, int] = field(default_factory=dict)
     fanouts: dict[str, FanOut] = field(default_factory=dict)

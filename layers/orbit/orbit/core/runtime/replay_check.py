@@ -83,7 +83,7 @@ def find_divergence(workflow: Any, history: Any) -> Divergence | None:
 
 def _code(workflow: Any, state: ExecutionState, records: list[Recorded],
           ending: str | None) -> Divergence | None:
-    from orbit.core.runtime.code_instance import Instance
+    from orbit.core.runtime.code.instance import Instance
 
     state.build = workflow.build
     inst = Instance(workflow, state.id)

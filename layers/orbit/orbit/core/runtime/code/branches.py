@@ -1,9 +1,9 @@
 """One branch of a group: its own replay (positions under a key prefix) run on its own greenlet.
 
 A branch is a function of its own `ctx` (`fn(ctx)`, `fn(ctx, item)`, `fn(ctx, item, index)`).
-Like the workflow function itself (`code_instance.py`) it runs on a greenlet (no OS thread)
+Like the workflow function itself (`code/instance.py`) it runs on a greenlet (no OS thread)
 so it can stop at any durable call and go on later. Branches never run at the same time as each other or as
-their parent: the group (`code_group.py`) runs one branch until it waits or ends, then the
+their parent: the group (`code/group.py`) runs one branch until it waits or ends, then the
 next, in index order, so a replay stays a pure function of the state.
 
 `BranchReplay` shares everything recorded with the execution's replay (the state, the cache
@@ -24,10 +24,10 @@ from greenlet import getcurrent, greenlet
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import parse_key
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_errors import Cancelled, ReplayStop, StepFailed, Suspended
-from orbit.core.runtime.code_limits import check_live
-from orbit.core.runtime.code_replay import Replay, running_replay
-from orbit.core.runtime.code_specs import Step, as_json
+from orbit.core.runtime.code.errors import Cancelled, ReplayStop, StepFailed, Suspended
+from orbit.core.runtime.code.limits import check_live
+from orbit.core.runtime.code.replay import Replay, running_replay
+from orbit.core.runtime.code.specs import Step, as_json
 
 BRANCH_ERROR = "BRANCH_ERROR"  # a branch raised something that is not a TaskError
 

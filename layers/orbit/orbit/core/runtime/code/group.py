@@ -3,7 +3,7 @@
 A group (`ctx.parallel`/`ctx.map` over callables, `ctx.race`, ...) takes one position in its
 parent and records one unit, `<position>.<group>()` (a StepFanOut holding the branch names or
 map items, then StepSucceeded/StepFailed holding the outcome). Its branches key their calls
-under it (`code_keys.py`).
+under it (`code/keys.py`).
 
 Each decision the group resumes, in index order, only the branches whose awaited units changed,
 then handles the branches that ended in the order they ended (by the time of the last result
@@ -22,14 +22,14 @@ from typing import Any
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import PENDING
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_branch_policy import BRANCHES_FAILED, BranchesFailed, Policy, failure, success
-from orbit.core.runtime.code_branches import Branch, BranchReplay
-from orbit.core.runtime.code_compare import describe_call, items_differences, recorded_call
-from orbit.core.runtime.code_errors import StepFailed, non_determinism
-from orbit.core.runtime.code_keys import branch_prefix, group_key
-from orbit.core.runtime.code_replay import Replay, private
-from orbit.core.runtime.code_specs import as_json
-from orbit.core.runtime.code_wakeups import Wakeups
+from orbit.core.runtime.code.branch_policy import BRANCHES_FAILED, BranchesFailed, Policy, failure, success
+from orbit.core.runtime.code.branches import Branch, BranchReplay
+from orbit.core.runtime.code.compare import describe_call, items_differences, recorded_call
+from orbit.core.runtime.code.errors import StepFailed, non_determinism
+from orbit.core.runtime.code.keys import branch_prefix, group_key
+from orbit.core.runtime.code.replay import Replay, private
+from orbit.core.runtime.code.specs import as_json
+from orbit.core.runtime.code.wakeups import Wakeups
 
 Body = tuple[Callable[..., Any], tuple[Any, ...]]  # a branch function and its arguments after ctx
 MakeCtx = Callable[[Replay], Any]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_compare import describe_call as _describe
-from orbit.core.runtime.code_compare import recorded_call as _recorded
-from orbit.core.runtime.code_errors import non_determinism
+from orbit.core.runtime.code.compare import describe_call as _describe
+from orbit.core.runtime.code.compare import recorded_call as _recorded
+from orbit.core.runtime.code.errors import non_determinism
 
 
 def patched(replay: Any, change_id: str, deprecated: bool = False) -> bool:

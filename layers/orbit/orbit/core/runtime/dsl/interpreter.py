@@ -48,8 +48,8 @@ from orbit.core.runtime.commands import (
     storable,
     too_many_items,
 )
-from orbit.core.runtime.dsl_attributes import attribute_commands
-from orbit.core.runtime.dsl_plan import Plan
+from orbit.core.runtime.dsl.attributes import attribute_commands
+from orbit.core.runtime.dsl.plan import Plan
 from orbit.errors import ExpressionError
 
 FANOUT_ROUND = 1000
@@ -98,7 +98,7 @@ class DslRuntime:
     """`Runtime` for DSL definitions. One instance serves one decision's rounds (the decider asks
     for a runtime per decision); it carries a `Plan` from round to round."""
 
-    run_class: type[_Run]  # set below the class: `_Run` (runtime.dsl_handlers subclasses both)
+    run_class: type[_Run]  # set below the class: `_Run` (runtime.dsl.handlers subclasses both)
 
     def __init__(self, keys: KeySource | None = None, meter: Any = None) -> None:
         """`keys`: the stack key's source (`hooks.NAME.token`); `meter`: the decision's
@@ -183,7 +183,7 @@ class _Run:
         return self.after_main(out, len(plan.ended) == len(self.d.steps) and not out)
 
     def after_main(self, out: list[Command], main_done: bool) -> list[Command]:
-        """The round's commands once the main flow's are known (`runtime.dsl_handlers` adds the
+        """The round's commands once the main flow's are known (`runtime.dsl.handlers` adds the
         on_signal instances here); `main_done`: every step has ended and nothing else is to do."""
         if main_done:
             out.append(self.finish())

@@ -1,7 +1,7 @@
 """`ctx.parallel`, `ctx.map` and `ctx.race` over branch functions (see docs/branches.md).
 
 Thin: they check what the caller gave, name the branches and hand them to the group
-(`code_group.py`); the completion policy and the recorded outcome are `code_branch_policy.py`.
+(`code/group.py`); the completion policy and the recorded outcome are `code/branch_policy.py`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from orbit.core.runtime.code_branch_policy import Policy, decoded
-from orbit.core.runtime.code_group import Body, run_group
-from orbit.core.runtime.code_specs import Step, as_json, as_step
+from orbit.core.runtime.code.branch_policy import Policy, decoded
+from orbit.core.runtime.code.group import Body, run_group
+from orbit.core.runtime.code.specs import Step, as_json, as_step
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 

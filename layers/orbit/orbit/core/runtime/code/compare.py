@@ -17,7 +17,7 @@ from typing import Any
 
 from orbit.core.history.state import UnitState, parse_key
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_specs import optional_ms, retry_policy
+from orbit.core.runtime.code.specs import optional_ms, retry_policy
 
 PREVIEW_CHARS = 200
 REDACTED = "<hook token>"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code_errors import FailRun
+from orbit.core.runtime.code.errors import FailRun
 
 MAX_LIVE_UNITS = 20_000
 TOO_MANY_UNITS = "TOO_MANY_UNITS"

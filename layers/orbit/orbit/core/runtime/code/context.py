@@ -13,9 +13,9 @@ from typing import Any
 
 from orbit.core.definition.durations import parse_duration
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_errors import ContinuedAsNew
-from orbit.core.runtime.code_replay import Replay
-from orbit.core.runtime.code_specs import Step, as_json, as_step, optional_ms
+from orbit.core.runtime.code.errors import ContinuedAsNew
+from orbit.core.runtime.code.replay import Replay
+from orbit.core.runtime.code.specs import Step, as_json, as_step, optional_ms
 
 
 def _epoch_ms(when: Any) -> int:
@@ -51,7 +51,7 @@ class WorkflowContext:
             raise TypeError(f"query {name!r}: the handler must be callable, not {fn!r}")
         self.__dict__.setdefault("query_handlers", {})[name] = fn
 
-    # -- updates (orbit/core/runtime/code_updates.py) --------------------------------------------
+    # -- updates (orbit/core/runtime/code/updates.py) --------------------------------------------
     def update_handler(self, name: str, fn: Any, validator: Any = None) -> None:
         """Handle update `name` with `fn(input)` (its return value is the update's result);
         `validator(input)` raising refuses the update before anything is recorded. The handler
@@ -90,7 +90,7 @@ class WorkflowContext:
         """Run `fn(*args)` inside the decider's invocation (an inline step: no queue) and return
         its result, recorded like a step's. `semantics`: "at_least_once" (default) or
         "at_most_once". See docs/inline-steps.md."""
-        from orbit.core.runtime.code_inline import run_inline  # issue 15: its own module
+        from orbit.core.runtime.code.inline import run_inline  # issue 15: its own module
 
         return run_inline(self._replay, fn, args, name, retry, timeout, semantics, on_exhausted)
 
@@ -108,7 +108,7 @@ class WorkflowContext:
         if len(steps) == 1 and isinstance(steps[0], list):
             steps = tuple(steps[0])
         if policy or any(callable(s) for s in steps):
-            from orbit.core.runtime.code_branch_calls import parallel
+            from orbit.core.runtime.code.branch_calls import parallel
             return parallel(self, steps, return_exceptions, **policy)
         if not steps:
             return []
@@ -127,7 +127,7 @@ class WorkflowContext:
         item instead, with the completion policies of `parallel` (docs/branches.md).
         """
         if not isinstance(task, str):
-            from orbit.core.runtime.code_branch_calls import map_branches
+            from orbit.core.runtime.code.branch_calls import map_branches
             return map_branches(self, task, items, concurrency,
                                 tolerated_failures=tolerated_failures, **policy)
         if policy:
@@ -144,27 +144,27 @@ class WorkflowContext:
     def race(self, **branches: Any) -> tuple[str, Any]:
         """Run branches (functions of ctx, or steps) at once; the first to end wins: return
         `(name, result)` and cancel the others (docs/branches.md)."""
-        from orbit.core.runtime.code_branch_calls import race
+        from orbit.core.runtime.code.branch_calls import race
         return race(self, branches)
 
     def children(self, children: Any, **policy: Any) -> list[Any]:
         """Start several children at once and wait for them (a group: outputs in order, the
         completion policies of `parallel`). Each is `(workflow, input)` or a dict with
         `workflow`, `input`, `version`, `parent_policy` (docs/branches.md)."""
-        from orbit.core.runtime.code_branch_calls import children as _children
+        from orbit.core.runtime.code.branch_calls import children as _children
         return _children(self, children, **policy)
 
     def wait_for_condition(self, check: Any, initial_state: Any = None, **strategy: Any) -> Any:
         """Poll `check(ctx, state)` (or a task name) with durable waits until `until(state)` holds;
         `delay`, `backoff`, `max_delay`, `max_attempts`; raises `ConditionNotMet` when out of
         attempts (docs/branches.md)."""
-        from orbit.core.runtime.code_condition import wait_for_condition
+        from orbit.core.runtime.code.condition import wait_for_condition
         return wait_for_condition(self, check, initial_state, **strategy)
 
     def scope(self, shield: bool = False) -> Any:
         """`with ctx.scope() as s:` ... `s.cancel()` stops what was started in it; with
         `shield=True` a cancel of the workflow waits for the scope to end (docs/branches.md)."""
-        from orbit.core.runtime.code_scope import Scope
+        from orbit.core.runtime.code.scope import Scope
         return Scope(self._replay, shield)
 
     # -- time ----------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ class WorkflowContext:
 
     def dispose_hook(self, name: str) -> None:
         """Be done with hook `name`: its token resumes nothing any more (the API answers 404)."""
-        from orbit.core.runtime.code_hooks import dispose
+        from orbit.core.runtime.code.hooks import dispose
         dispose(self._replay, name)
 
     def child(self, workflow: str, input: Any = None, *, version: str | None = None,
@@ -260,7 +260,7 @@ class WorkflowContext:
     def set_attributes(self, values: dict[str, Any]) -> None:
         """Set search attributes (`orbit list --where key=value`): at most 10 names, values strings
         (up to 256 characters), numbers or booleans. Recorded once, however often the code replays."""
-        from orbit.core.runtime.code_attributes import set_attributes
+        from orbit.core.runtime.code.attributes import set_attributes
 
         set_attributes(self._replay, values)
 

@@ -3,11 +3,11 @@
 `CodeRuntime.run(workflow, state, now_ms)` returns the commands for what the
 function asks next (see `orbit.core.runtime.commands`). The model: every durable
 call returns its recorded result if history has one; the first call without
-one stops the function there and becomes a command (`code_replay.py`).
+one stops the function there and becomes a command (`code/replay.py`).
 
 Bounded decisions. Replaying from the first call costs O(recorded calls) per
 decision. A warm decider instead keeps the paused instance
-(`code_instance.py`) in an LRU cache keyed by execution id, and on the next
+(`code/instance.py`) in an LRU cache keyed by execution id, and on the next
 decision feeds it only what is new. The cache is process state, so it lives in
 the service that hosts replay (`orbit/service/replay_host.py`, a subclass of
 `CodeReplayer` below); this module keeps what is pure: one replay against a
@@ -23,7 +23,7 @@ state provably extends what the instance saw:
 - when `state` is not the very object the instance saw last, advanced in
   place by the engine, but one loaded again (after a lost commit, say), all
   of that holds for every earlier feed too, in every branch
-  (`code_witness.py`): one decision feeds the instance several times, so a
+  (`code/witness.py`): one decision feeds the instance several times, so a
   lost commit may hold results that only an earlier feed consumed.
 Otherwise the instance is discarded and the function replays from the start,
 which is always correct. So the conditional write on seq stays the only
@@ -47,11 +47,11 @@ from orbit.core.history.events import TaskError
 from orbit.core.history.hook_tokens import KeySource
 from orbit.core.history.state import ExecutionState, compensation_key
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_attributes import still_recorded
-from orbit.core.runtime.code_inline import Closures
-from orbit.core.runtime.code_instance import Instance
-from orbit.core.runtime.code_registry import CodeWorkflow
-from orbit.core.runtime.code_witness import holds
+from orbit.core.runtime.code.attributes import still_recorded
+from orbit.core.runtime.code.inline import Closures
+from orbit.core.runtime.code.instance import Instance
+from orbit.core.runtime.code.registry import CodeWorkflow
+from orbit.core.runtime.code.witness import holds
 from orbit.errors import BuildMismatch, UnknownWorkflow
 
 
@@ -201,7 +201,7 @@ def still_valid(inst: Instance, wf: CodeWorkflow, state: ExecutionState) -> bool
             inst.origin[1] is state.input or inst.origin[1] == state.input)):
         return False  # another execution under the same id (e.g. a second store in one process)
     if state is not r.state and not r.seen.held_by(state):
-        return False  # a state loaded again: what every feed relied on, in any branch (code_witness.py)
+        return False  # a state loaded again: what every feed relied on, in any branch (code/witness.py)
     if any(k not in state.units for k in r.emitted_units):
         return False
     if any(h not in state.hooks for h in r.emitted_hooks):

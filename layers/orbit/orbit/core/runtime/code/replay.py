@@ -16,7 +16,7 @@ and `uuid()` hash the execution id and a draw counter.
 The `Replay` keeps, per feed, what it consumed (`witness`) and what it
 promised (`emitted`), so a cached replay can be checked cheaply against the
 next state (see `code.py`), and folds them into `seen` for a state loaded
-again (`code_witness.py`).
+again (`code/witness.py`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from orbit.core.history.state import (
     parse_key,
 )
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_compare import describe_call as _describe
-from orbit.core.runtime.code_compare import items_differences, step_values, value_differences
-from orbit.core.runtime.code_compare import recorded_call as _recorded
-from orbit.core.runtime.code_errors import (
+from orbit.core.runtime.code.compare import describe_call as _describe
+from orbit.core.runtime.code.compare import items_differences, step_values, value_differences
+from orbit.core.runtime.code.compare import recorded_call as _recorded
+from orbit.core.runtime.code.errors import (
     Cancelled,
     FailRun,
     StepFailed,
@@ -52,18 +52,18 @@ from orbit.core.runtime.code_errors import (
     non_determinism,
     step_failed,
 )
-from orbit.core.runtime.code_keys import build_index
-from orbit.core.runtime.code_limits import check_live
-from orbit.core.runtime.code_patches import patched as _patched
-from orbit.core.runtime.code_specs import Step, as_json
-from orbit.core.runtime.code_updates import Updates
-from orbit.core.runtime.code_witness import Seen, unit_fact
+from orbit.core.runtime.code.keys import build_index
+from orbit.core.runtime.code.limits import check_live
+from orbit.core.runtime.code.patches import patched as _patched
+from orbit.core.runtime.code.specs import Step, as_json
+from orbit.core.runtime.code.updates import Updates
+from orbit.core.runtime.code.witness import Seen, unit_fact
 
 Block = Callable[[list[C.Command]], None]  # hands commands out, returns when a new state is fed
 
 
 def running_replay() -> Replay | None:
-    """The replay of the branch whose greenlet is running (code_branches.py), if any."""
+    """The replay of the branch whose greenlet is running (code/branches.py), if any."""
     return getattr(getcurrent(), "replay", None)
 
 
@@ -115,8 +115,8 @@ class Replay:
         self.emitted_patches: list[str] = []
         self.marked: set[str] = set()  # patches this replay marked (recorded with its next stop)
         self.compensations: dict[str, Step] = {}  # unit -> its compensating step, once it succeeded
-        self.updates = Updates()  # ctx.update_handler (code_updates.py)
-        self.seen = Seen()  # what every earlier feed relied on (code_witness.py)
+        self.updates = Updates()  # ctx.update_handler (code/updates.py)
+        self.seen = Seen()  # what every earlier feed relied on (code/witness.py)
         self.calls = 0  # durable calls made, in any branch (read by a stall guard between them)
 
     # -- feeding ---------------------------------------------------------------------------
@@ -165,7 +165,7 @@ class Replay:
 
     # -- checks shared by every call -------------------------------------------------------
     def next_position(self) -> int:
-        owner = running_replay()  # set on a branch's greenlet (code_branches.py)
+        owner = running_replay()  # set on a branch's greenlet (code/branches.py)
         if owner is not None and owner is not self:
             raise TypeError("a durable call inside a branch must use the branch's own ctx (the first "
                             "argument of the branch function), not an outer one")
@@ -221,7 +221,7 @@ class Replay:
         in the same decision as the request (a wait that timed out as the workflow did) and the
         code is already cleaning up; the execution still ends as the request says.
         """
-        for scope in self.scopes:  # a cancelled scope stops new calls in it (code_scope.py)
+        for scope in self.scopes:  # a cancelled scope stops new calls in it (code/scope.py)
             if scope.cancelled:
                 raise Cancelled(scope.reason)
         if self.cancel_delivered or self.abort_kind() not in ("cancelled", "timed_out"):

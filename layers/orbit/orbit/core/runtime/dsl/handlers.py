@@ -27,7 +27,7 @@ from typing import Any
 from orbit.core.history.events import EXPRESSION_ERROR, TaskError
 from orbit.core.history.state import PENDING, RUNNING, TERMINAL_UNIT, compensation_key, parse_key
 from orbit.core.runtime.commands import FAIL_RUN, CancelUnit, Command, FailStep, RecordResult, StartHandler
-from orbit.core.runtime.dsl import DslRuntime, _evaluate, _Run
+from orbit.core.runtime.dsl.interpreter import DslRuntime, _evaluate, _Run
 from orbit.errors import ExpressionError
 
 PREFIX = "on_signal:"

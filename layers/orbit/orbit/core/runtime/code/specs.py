@@ -15,7 +15,9 @@ from orbit.core.definition.durations import parse_duration
 from orbit.core.history.storable import NotStorable, not_storable
 from orbit.core.history.task_error import retry_on_problems
 from orbit.core.runtime.commands import CONTINUE_WORKFLOW, FAIL_RUN, RetryPolicy, StepCommand
-from orbit.core.runtime.dsl import default_queue  # one rule for both runtimes: prefix before the first "."
+from orbit.core.runtime.dsl.interpreter import (
+    default_queue,  # one rule for both runtimes: prefix before the first "."
+)
 
 ON_EXHAUSTED = (FAIL_RUN, CONTINUE_WORKFLOW)
 

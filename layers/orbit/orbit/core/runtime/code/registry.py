@@ -2,7 +2,7 @@
 holds them, and the process's `REGISTRY`, are process state: `orbit/workflow.py`.
 
 A code workflow is a function `(ctx, input) -> output` that the code runtime
-(`orbit.core.runtime.code`) replays from history on every decision. Each
+(`orbit.core.runtime.code.replayer`) replays from history on every decision. Each
 registration carries a *build id*: the explicit `build=` or a hash of the
 function's source. An execution pins the build it started with
 (`WorkflowCreated.build`). Several versions, and several builds of one version,

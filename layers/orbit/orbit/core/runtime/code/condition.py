@@ -19,11 +19,11 @@ from typing import Any
 
 from orbit.core.definition.durations import parse_duration
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code_branch_calls import make_ctx
-from orbit.core.runtime.code_branch_policy import BranchesFailed, Policy
-from orbit.core.runtime.code_errors import StepFailed
-from orbit.core.runtime.code_group import run_group
-from orbit.core.runtime.code_specs import as_json
+from orbit.core.runtime.code.branch_calls import make_ctx
+from orbit.core.runtime.code.branch_policy import BranchesFailed, Policy
+from orbit.core.runtime.code.errors import StepFailed
+from orbit.core.runtime.code.group import run_group
+from orbit.core.runtime.code.specs import as_json
 
 CONDITION_NOT_MET = "CONDITION_NOT_MET"
 MAX_ATTEMPTS = 10_000

@@ -28,8 +28,8 @@ from orbit.core.history.hook_tokens import KeySource
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import NotStorable
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_context import WorkflowContext
-from orbit.core.runtime.code_errors import (
+from orbit.core.runtime.code.context import WorkflowContext
+from orbit.core.runtime.code.errors import (
     Cancelled,
     ContinuedAsNew,
     Diverged,
@@ -39,14 +39,14 @@ from orbit.core.runtime.code_errors import (
     Suspended,
     WorkflowTimedOut,
 )
-from orbit.core.runtime.code_replay import Replay, private
-from orbit.core.runtime.code_specs import as_json
+from orbit.core.runtime.code.replay import Replay, private
+from orbit.core.runtime.code.specs import as_json
 from orbit.errors import OrbitError
 
 WORKFLOW_ERROR = "WORKFLOW_ERROR"  # code raised something that is not a TaskError
 
 
-_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def _park(error: Exception, code: str) -> list[C.Command]:

@@ -1,4 +1,4 @@
-"""Helpers every per-event transition uses (`orbit.core.history.evolve`, `evolve_steps`, ...):
+"""Helpers every per-event transition uses (`orbit.core.history.evolve.workflow`, `evolve_steps`, ...):
 a unit's lookup, its entry into and exit from a live status (keeping `active`, the wakeups and the
 fan-out counters right), and its wake-up time.
 """

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from orbit.core.definition.inline import SEMANTICS
-from orbit.core.runtime.code_specs import Step
+from orbit.core.runtime.code.specs import Step
 
 
 class Closures(Protocol):

@@ -25,11 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from orbit.core.history.events import TaskError
-from orbit.core.history.evolve_updates import completed_updates, pending_updates
+from orbit.core.history.evolve.updates import completed_updates, pending_updates
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_specs import as_json
+from orbit.core.runtime.code.specs import as_json
 
-_CONTEXT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "code_context.py")
+_CONTEXT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "context.py")
 UPDATE_FAILED = "UPDATE_FAILED"
 UPDATE_REFUSED = "UPDATE_REFUSED"
 

@@ -1,6 +1,6 @@
 """The per-event state transitions behind `orbit.core.history.model.apply`
-(one small function per event type; step transitions in evolve_steps.py, the helpers they share in
-evolve_base.py, recovery, updates and event handlers in evolve_recovery/_updates/_handlers.py).
+(one small function per event type; step transitions in evolve/steps.py, the helpers they share in
+evolve/base.py, recovery, updates and event handlers in evolve_recovery/_updates/_handlers.py).
 
 Each handler mutates the state for one event and keeps the aggregates right
 (`active`, `wakeups`, `fanouts`, signals, hooks, children). A handler never
@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
-from orbit.core.history.evolve_base import _enter, _finish, _live, _unit, _wake
-from orbit.core.history.evolve_steps import STEP_HANDLERS
+from orbit.core.history.evolve.base import _enter, _finish, _live, _unit, _wake
+from orbit.core.history.evolve.steps import STEP_HANDLERS
 from orbit.core.history.state import (
     CANCELLED,
     COMPENSATING,
@@ -259,7 +259,7 @@ _handlers: dict[type, Callable[[ExecutionState, Any, int], None]] = {
     E.PatchMarked: _patch_marked,
 }
 
-from orbit.core.history.evolve_recovery import RECOVERY_HANDLERS  # noqa: E402
+from orbit.core.history.evolve.recovery import RECOVERY_HANDLERS  # noqa: E402
 
 _handlers.update(RECOVERY_HANDLERS)
 
@@ -270,11 +270,11 @@ def _attributes_set(s: ExecutionState, e: E.AttributesSet, ts: int) -> None:
 
 _handlers[E.AttributesSet] = _attributes_set
 
-from orbit.core.history.evolve_updates import UPDATE_HANDLERS  # noqa: E402
+from orbit.core.history.evolve.updates import UPDATE_HANDLERS  # noqa: E402
 
 _handlers.update(UPDATE_HANDLERS)
 
-from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402
+from orbit.core.history.evolve.handlers import HANDLER_HANDLERS  # noqa: E402
 
 _handlers.update(HANDLER_HANDLERS)
 

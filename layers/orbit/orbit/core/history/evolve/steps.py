@@ -1,5 +1,5 @@
 """The per-event transitions of steps: scheduling, dispatch, heartbeats, attempts, retries and
-the end of a step (`orbit.core.history.evolve` assembles them with the others into HANDLERS).
+the end of a step (`orbit.core.history.evolve.workflow` assembles them with the others into HANDLERS).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import events as E
-from orbit.core.history.evolve_base import _enter, _finish, _live, _unit, _wake
+from orbit.core.history.evolve.base import _enter, _finish, _live, _unit, _wake
 from orbit.core.history.state import (
     CANCELLED,
     DISPATCHED,

@@ -114,7 +114,8 @@ ON_WORKFLOW_ERROR = ("park", "fail")
 TRACEBACK_FRAMES = 5  # the deepest frames of the user's code kept in the park's details
 CONTEXT_LINES = 2  # source lines shown before and after each frame's line
 MAX_MESSAGE = 1000  # characters of the exception's text kept in the message
-_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))) + os.sep
 
 
 def guarded(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -224,7 +225,7 @@ def non_determinism(position: int, recorded: dict[str, Any] | None, requested: d
     """Build the stop with a message that shows the recorded and the requested call (and, for the
     same call made differently, the values that differ)."""
     if differs:
-        from orbit.core.runtime.code_compare import summary
+        from orbit.core.runtime.code.compare import summary
 
         pairs = ({k: v["recorded"] for k, v in differs.items()},
                  {k: v["requested"] for k, v in differs.items()})

@@ -23,11 +23,11 @@ from typing import Any
 
 from orbit.core.history.state import CANCELLED, PENDING
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code_branches import current
-from orbit.core.runtime.code_compare import describe_call
-from orbit.core.runtime.code_errors import Cancelled
-from orbit.core.runtime.code_keys import group_key
-from orbit.core.runtime.code_replay import Replay
+from orbit.core.runtime.code.branches import current
+from orbit.core.runtime.code.compare import describe_call
+from orbit.core.runtime.code.errors import Cancelled
+from orbit.core.runtime.code.keys import group_key
+from orbit.core.runtime.code.replay import Replay
 from orbit.errors import OrbitError
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code_errors import StepFailed, step_failed
+from orbit.core.runtime.code.errors import StepFailed, step_failed
 
 BRANCHES_FAILED = "BRANCHES_FAILED"
 

@@ -26,7 +26,7 @@ class Plan:
         self.waiting: dict[str, list[str]] = {}  # step -> steps blocked until it ends
         self.ended: set[str] = set()
         self.hooks: list[str] = defn.signal_names()
-        self.handlers: Any = None  # the live on_signal instances (runtime.dsl_handlers), built on first use
+        self.handlers: Any = None  # the live on_signal instances (runtime.dsl.handlers), built on first use
 
     def candidates(self) -> list[str]:
         for name in list(self.watch):
