@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from orbit.core.runtime.code_errors import Stalled
+from orbit.core.runtime.code.errors import Stalled
 from orbit.service.stall import StallGuard
 
 N_FEEDS = 20_000

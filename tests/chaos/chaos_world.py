@@ -66,8 +66,8 @@ from chaos_timers import DELAYS, LEAD_S  # noqa: E402
 from harness import load_app, load_event  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from orbit.aws import wiring as aws  # noqa: E402
-from orbit.core.runtime import code as code_runtime  # noqa: E402
 from orbit.local.pump import to_record  # noqa: E402
+from orbit.service import replay_host as code_runtime  # noqa: E402
 
 QUEUES = {k: v["Properties"] for k, v in _TEMPLATE["Resources"].items() if v["Type"] == "AWS::SQS::Queue"}
 SERVED = {"DecisionQueue": "decider", "DefaultTaskQueue": "worker"}

@@ -258,7 +258,7 @@ class Services:
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         import_workflow_modules(os.environ.get("ORBIT_WORKFLOW_MODULES", ""))
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
         from orbit.service.stall import StallGuard
 
         # code that runs ORBIT_CODE_BUDGET_S without a durable call fails its decision (issue 27)

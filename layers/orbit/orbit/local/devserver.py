@@ -227,7 +227,7 @@ class DevServer:
 
 def unserved_lines(definitions: list[Any]) -> list[str]:
     """One line per task the definitions use that no `@orbit.worker.task` of this process serves."""
-    from orbit.core.runtime.dsl import default_queue
+    from orbit.core.runtime.dsl.interpreter import default_queue
     from orbit.worker.sdk import registered_tasks
 
     served = registered_tasks()

@@ -278,7 +278,7 @@ class LocalStack(ScheduleOps):
         bad = [w for w in workflows if not isinstance(w, CodeWorkflow)]
         if bad:
             raise OrbitError(f"deploy takes @orbit.workflow functions; got {bad[0]!r}")
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
 
         self.engine.registry.deploy(workflows)
         default_runtime().forget()  # paused instances of the old builds go with the old code

@@ -65,6 +65,7 @@ from orbit.service.ports import (
     Timers,
 )
 from orbit.service.recovery import Recovery
+from orbit.service.replay_host import runtime_of
 from orbit.service.retention import Retention
 from orbit.service.schedules import is_schedule_message
 from orbit.service.starts import Starts
@@ -107,7 +108,7 @@ class Engine(EngineApi):
     inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
     # The runtime that replays code workflows in its decisions, with its own cache of paused instances
-    # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
+    # (orbit.core.runtime.code.replayer.CodeRuntime; cache_size=0: every decision replays cold). None: the
     # process's. A cached instance is only an optimisation: a decision must not depend on it.
     code_runtime: Any = None
     archive: Any = None  # an orbit.service.ports.Archive when the stack keeps one (ORBIT_ARCHIVE_DAYS)
@@ -356,7 +357,7 @@ class Engine(EngineApi):
                 raise
             # A parked execution still records results, signals and cancels; its runtime is not run.
             d = decide(wf, state, m, now, self.ids, self.retention_ms,  # a start records its expiry
-                       self.code_runtime)
+                       runtime_of(self) if getattr(wf, "kind", None) == "code" else None)
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)

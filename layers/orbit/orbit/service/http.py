@@ -337,7 +337,7 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
             log.exception("%s %s failed", method, path)
             return _error(500, "INTERNAL_ERROR", "the request failed; see the API function's logs")
         except BaseException as e:  # only Stalled is answered; the rest goes on up
-            from orbit.core.runtime.code_errors import Stalled  # not at import: a cold start's cost
+            from orbit.core.runtime.code.errors import Stalled  # not at import: a cold start's cost
 
             if not isinstance(e, Stalled):
                 raise

@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 from orbit.core.definition.model import Definition
-from orbit.core.history.hook_tokens import DIGEST_PREFIX, keys_from, matches, sha256_hex, token_of
+from orbit.core.history.hook_tokens import DIGEST_PREFIX, key_of, matches, sha256_hex, token_of
 from orbit.core.history.messages import (
     CancelMessage,
     HookMessage,
@@ -248,8 +248,7 @@ class EngineApi(CatalogApi):
         hook = self.load_state(execution_id).hooks.get(name)
         if hook is None:
             raise NotFound(f"execution {execution_id!r} has no hook {name!r}")
-        with keys_from(self.ids):
-            return token_of(execution_id, name, hook)
+        return token_of(execution_id, name, hook, lambda: key_of(self.ids))
 
     def cancel(self, execution_id: str, reason: str = "", force: bool = False,
                request_id: str | None = None) -> None:

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from orbit.core.runtime.code_errors import Stalled
+from orbit.core.runtime.code.errors import Stalled
 
 DEFAULT_BUDGET_S = float(os.environ.get("ORBIT_CODE_BUDGET_S", "5"))
 _ORBIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

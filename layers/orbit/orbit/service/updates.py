@@ -69,7 +69,7 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
 
 def _check_definition(wf: Definition, state: Any, name: str, input: Any) -> None:
     from orbit.core.definition.expressions import evaluate
-    from orbit.core.runtime.dsl import _Run
+    from orbit.core.runtime.dsl.interpreter import _Run
 
     declared = wf.raw.get("updates") or {}
     if name not in declared:
@@ -96,8 +96,8 @@ def _check_code(wf: Any, state: Any, name: str, input: Any) -> None:
 
 
 def _run_check_code(wf: Any, state: Any, name: str, input: Any) -> None:
-    from orbit.core.runtime.code_instance import Instance
-    from orbit.core.runtime.code_updates import Refused, validate
+    from orbit.core.runtime.code.instance import Instance
+    from orbit.core.runtime.code.updates import Refused, validate
 
     inst = Instance(wf, state.id)
     inst.replay.updates.dry = True  # a side replay: nothing it asks for is recorded

@@ -30,7 +30,7 @@ def run_user_code(fn: Callable[[], Any], what: str) -> Any:
     run = _RUNNER.get()
     if run is not None:
         return run(fn, what)
-    from orbit.core.runtime.code_errors import Stalled
+    from orbit.core.runtime.code.errors import Stalled
     from orbit.service.stall import StallGuard
 
     guard = StallGuard()  # a time bound alone: the handler makes no durable call to count

@@ -150,7 +150,7 @@ class Simulator:
 
     def deploy(self, *workflows: Any) -> None:
         """Replace the code workflows held (a new deployment); definitions stay registered."""
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
 
         self.registry.deploy(workflows)
         default_runtime().forget()

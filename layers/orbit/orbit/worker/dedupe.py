@@ -114,12 +114,13 @@ def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
             and u.attempt == d.attempt and u.tokens.get(d.token) == d.attempt)
 
 
-def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
+def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep, looks: Any = None) -> bool:
     """Does the execution still wait for this dispatch's answer? `history` has `load(execution_id) ->
     Loaded` (the decider's store, read-only here); without it (a worker role without the grant: the
     caller keeps a dedupe record for every task) the attempt counts as open. A read that fails is
     tried READ_ATTEMPTS times, `sleep`ing READ_BACKOFF_S between; then `HistoryUnreadable`: an
-    unknown answer never counts as open."""
+    unknown answer never counts as open. `looks` (worker/looks.py): the states read before, brought
+    up to date with the commits since instead of loaded whole."""
     if history is None:
         return True
     failure: Exception | None = None
@@ -127,6 +128,8 @@ def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
         if attempt:
             sleep(READ_BACKOFF_S[min(attempt - 1, len(READ_BACKOFF_S) - 1)])
         try:
+            if looks is not None:
+                return bool(looks.check(history, d, attempt_open))
             return attempt_open(history.load(d.execution_id).fold(), d)
         except NotFound:
             return False  # the execution is gone (retention): nobody waits for the answer
@@ -165,9 +168,10 @@ def readable(history: Any) -> bool | None:
     return True
 
 
-def verdict(history: Any, d: DispatchTask, receive_count: int, sleep: Sleep = time.sleep) -> Verdict:
+def verdict(history: Any, d: DispatchTask, receive_count: int, sleep: Sleep = time.sleep,
+            looks: Any = None) -> Verdict:
     """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it
     (`HistoryUnreadable` when its history cannot be read)."""
-    if not is_open(history, d, sleep):
+    if not is_open(history, d, sleep, looks):
         return "ack"
     return "run" if receive_count >= SETTLE_RECEIVES else "defer"

@@ -68,6 +68,7 @@ from orbit.worker.batching import Held, KeepAlive, Once
 from orbit.worker.context import TaskContext
 from orbit.worker.dedupe import Delivery, TaskDeferred
 from orbit.worker.heartbeat import HeartbeatThrottle
+from orbit.worker.looks import Looks
 from orbit.worker.timers import Handle, timers
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
@@ -177,6 +178,7 @@ class Worker:
         # whether its attempt is still open (worker/dedupe.py). None: such a message settles, then
         # runs with its key claimed.
         self.history = history
+        self.looks = Looks()  # its states read before, updated from the commits since (worker/looks.py)
         self._history_readable: bool | None = None  # dedupe.readable, asked until it is known
         self.sleep = sleep or time.sleep  # between history reads that failed (dedupe.READ_BACKOFF_S)
         self.clock = clock
@@ -318,7 +320,7 @@ class Worker:
             log.info("task message for %s/%s (task %s) waited past its deadline: dropped",
                      d.execution_id, d.unit, d.task)
             return  # the engine has timed the attempt out (QUEUE_TIMEOUT or TIMEOUT) by now
-        if self._by_history() and not dedupe.is_open(self.history, d):
+        if self._by_history() and not dedupe.is_open(self.history, d, looks=self.looks):
             log.info("task message for %s/%s (task %s) is no longer waited for: dropped",
                      d.execution_id, d.unit, d.task)
             return
@@ -364,7 +366,7 @@ class Worker:
             return False  # a retry: nothing ran this attempt before
         count = delivery.receive_count if suspect else dedupe.SETTLE_RECEIVES  # one that waited never defers
         try:
-            verdict = dedupe.verdict(self.history, d, count, self.sleep)
+            verdict = dedupe.verdict(self.history, d, count, self.sleep, self.looks)
         except dedupe.HistoryUnreadable:  # unknown is not open: back to the queue, not run
             if extend_visibility is not None:
                 extend_visibility(dedupe.UNREADABLE_DELAY_S)
