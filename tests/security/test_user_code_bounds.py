@@ -77,7 +77,7 @@ def _dev_child(code: str, why: str) -> Any:
 @pytest.mark.parametrize("where", ["main", "thread"])
 def test_a_start_whose_workflow_loops_is_answered_with_one_line_and_records_nothing(where: str) -> None:
     started, after = in_child(f"""
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
         from orbit.service.stall import StallGuard
         from tests.security.fixtures.sec_loops import spin_at_start
         (sim.engine.code_runtime or default_runtime()).guard = StallGuard()  # as the AWS wiring does

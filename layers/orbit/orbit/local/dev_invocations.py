@@ -11,7 +11,7 @@ until its invocation deletes it, as on AWS.
 
 A worker's invocation runs task code and never touches the engine: it takes no lock. A decider's
 takes the engine lock, as the pump did, and lets go of it while an inline step's task runs on its
-runner thread (`orbit.service.user_code.while_elsewhere`), so other executions are decided and
+runner thread (`orbit.service.inline.while_elsewhere`), so other executions are decided and
 other requests answered meanwhile.
 """
 

@@ -89,8 +89,8 @@ class DevServer:
 
     def _locked(self, call: Callable[[], Any]) -> Any:
         """A decider's invocation, on its own thread: under the engine lock, let go of while an
-        inline step's task runs (orbit.service.user_code.while_elsewhere)."""
-        from orbit.service.user_code import releasing
+        inline step's task runs (orbit.service.inline.while_elsewhere)."""
+        from orbit.service.inline import releasing
 
         with self.lock, releasing(self.lock.released):
             return call()
@@ -148,7 +148,8 @@ class DevServer:
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
     def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
-        from orbit.service.user_code import releasing, runner
+        from orbit.service.inline import releasing
+        from orbit.service.user_code import runner
 
         try:  # query handlers and update validators: bounded, lock let go; inline tasks: lock let go
             with runner(self._user_code), releasing(self.lock.released):

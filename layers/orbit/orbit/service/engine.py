@@ -169,9 +169,9 @@ class Engine(EngineApi):
         return self.recovery.redrive(execution_id, request_id)
 
     def fork(self, execution_id: str, from_step: str, new_id: str | None = None,
-             version: str | None = None) -> str:
+             version: str | None = None, despite_compensation: bool = False) -> str:
         """A new execution from step `from_step` of `execution_id` (`Recovery.fork`)."""
-        return self.recovery.fork(execution_id, from_step, new_id, version)
+        return self.recovery.fork(execution_id, from_step, new_id, version, despite_compensation)
 
     def fire_timers(self, now_ms: int | None = None, limit: int = 100, lead_ms: int = 0) -> int:
         """Hand timers due by `now + lead_ms` to SQS as delayed `wake` messages; returns how many

@@ -30,7 +30,9 @@ Who runs what:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,9 +46,32 @@ from orbit.errors import ValidationError
 from orbit.service.outbox import SEND_SKEW_MS
 from orbit.service.ports import Clock, IdSource, Queues
 from orbit.service.replay_host import runtime_of
-from orbit.service.user_code import while_elsewhere
 
 HANDOFF = "inline:"
+
+# The host's hook while an inline step's task runs on a thread of its own (orbit dev lets go of
+# its engine lock meanwhile: orbit/local/devserver.py). Kept here, on the decision path.
+_ELSEWHERE: ContextVar[Callable[[], AbstractContextManager[Any]] | None] = ContextVar(
+    "orbit_user_code_elsewhere", default=None)
+
+
+def while_elsewhere() -> AbstractContextManager[Any]:
+    """Wrap a wait for user code that runs on another thread (an inline step's task): `orbit dev`
+    lets go of its engine lock for it, so other requests and decisions go on meanwhile."""
+    release = _ELSEWHERE.get()
+    return release() if release is not None else nullcontext()
+
+
+@contextmanager
+def releasing(release: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
+    """Inside the block, `while_elsewhere()` is `release()`."""
+    token = _ELSEWHERE.set(release)
+    try:
+        yield
+    finally:
+        _ELSEWHERE.reset(token)
+
+
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
 MIN_RUN_MS = 200  # an attempt is not started with less than this left: it is handed over instead
 # at_least_once steps whose results may share one commit (docs/decisions/0011-inline-steps.md)

@@ -14,7 +14,7 @@ a thread of its own under a time bound (orbit/local/bounded.py). Either way a `S
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -53,24 +53,3 @@ def runner(run: Runner) -> Iterator[None]:
         yield
     finally:
         _RUNNER.reset(token)
-
-
-_ELSEWHERE: ContextVar[Callable[[], AbstractContextManager[Any]] | None] = ContextVar(
-    "orbit_user_code_elsewhere", default=None)
-
-
-def while_elsewhere() -> AbstractContextManager[Any]:
-    """Wrap a wait for user code that runs on another thread (an inline step's task): `orbit dev`
-    lets go of its engine lock for it, so other requests and decisions go on meanwhile."""
-    release = _ELSEWHERE.get()
-    return release() if release is not None else nullcontext()
-
-
-@contextmanager
-def releasing(release: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
-    """Inside the block, `while_elsewhere()` is `release()`."""
-    token = _ELSEWHERE.set(release)
-    try:
-        yield
-    finally:
-        _ELSEWHERE.reset(token)
