@@ -275,3 +275,7 @@ HANDLERS.update(UPDATE_HANDLERS)
 from orbit.core.history.evolve_handlers import HANDLER_HANDLERS  # noqa: E402
 
 HANDLERS.update(HANDLER_HANDLERS)
+
+from orbit.core.history.evolve_durable import DURABLE_HANDLERS  # noqa: E402
+
+HANDLERS.update(DURABLE_HANDLERS)
