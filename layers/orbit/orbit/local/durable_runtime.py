@@ -52,8 +52,7 @@ def python_handler(path: str) -> Callable[..., Any]:
 
 
 class DurableRuntime:
-    def __init__(self, service: DurableService,
-                 on_log: Callable[[str, str, str], None] | None = None) -> None:
+    def __init__(self, service: DurableService) -> None:
         self.service = service
         self._lock = threading.Condition()
         self._timers: list[tuple[int, str]] = []
@@ -63,7 +62,6 @@ class DurableRuntime:
         self._stopped = False
         self._thread = threading.Thread(target=self._timer_loop, name="durable-timers", daemon=True)
         self._thread.start()
-        self.on_log = on_log
 
     def close(self) -> None:
         with self._lock:
@@ -147,16 +145,18 @@ class DurableRuntime:
         rid = s.request_id or ""
         fn = self.service.function(s.function)
         output: Any = None
+        crash: dict[str, Any] | None = None
         try:
             handler = python_handler(fn.handler)
             output = handler(event, LambdaContext(rid, fn, self.service.function_arn(fn.name)))
             if isinstance(output, (str, bytes)):
                 output = json.loads(output)
+        except SystemExit as e:  # the runtime process would have died: Lambda's Runtime.ExitError
+            crash = {"ErrorType": "Runtime.ExitError",
+                     "ErrorMessage": f"RequestId: {rid} Error: Runtime exited with error: exit status {e.code}"}
         except Exception as e:  # the handler's own failure: recorded on the invocation
-            if self.on_log is not None:
-                self.on_log(fn.name, arn, f"invocation {rid} raised {type(e).__name__}: {e}")
-            output = None
-        self.react(self.service.finish_invocation(arn, rid, output))
+            crash = {"ErrorType": type(e).__name__, "ErrorMessage": str(e)[:1000]}
+        self.react(self.service.finish_invocation(arn, rid, output, crash))
 
     def _timer_loop(self) -> None:
         while True:

@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape
 
 from orbit.adapters.memory import MemoryHistoryStore
 from orbit.errors import ValidationError
+from orbit.local.durable_logs import LogCapture, install
 from orbit.local.durable_runtime import DurableRuntime
 from orbit.service import durable_http
 from orbit.service.durable import DurableFunction, DurableService
@@ -42,8 +43,8 @@ class _WallClock:
 class DurableEndpoint:
     """The registry of stacks (logical id -> function) and the runtime behind the server."""
 
-    def __init__(self, runtime: DurableRuntime) -> None:
-        self.runtime = runtime
+    def __init__(self, runtime: DurableRuntime, logs: LogCapture | None = None) -> None:
+        self.runtime, self.logs = runtime, logs
         self.stacks: dict[str, dict[str, str]] = {}
 
     def register(self, d: Any) -> DurableFunction:
@@ -120,6 +121,13 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
                     self._send(200, {"Content-Type": "application/json"}, json.dumps({"name": fn.name}).encode())
                 except (ValueError, ValidationError) as e:
                     self._send(400, {"Content-Type": "application/json"}, json.dumps({"message": str(e)}).encode())
+            elif method == "POST" and self.headers.get("X-Amz-Target") == "Logs_20140328.FilterLogEvents":
+                try:
+                    answer = endpoint.logs.filter_log_events(json.loads(raw or b"{}")) if endpoint.logs else {"events": []}
+                    self._send(200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(answer).encode())
+                except ValueError as e:
+                    self._send(400, {"Content-Type": "application/x-amz-json-1.1"},
+                               json.dumps({"__type": "InvalidParameterException", "message": str(e)}).encode())
             elif method == "POST" and path == "/" and b"Action=" in raw:
                 form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
                 status, body = endpoint.cloudformation(form)
@@ -143,7 +151,7 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
 def serve(port: int = 0, host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, DurableEndpoint]:
     """Start the endpoint on a thread; the handlers' SDK client is pointed at it."""
     service = DurableService(MemoryHistoryStore(), _WallClock(), lambda: uuid.uuid4().hex)
-    endpoint = DurableEndpoint(DurableRuntime(service))
+    endpoint = DurableEndpoint(DurableRuntime(service), install())
     server = ThreadingHTTPServer((host, port), make_handler(endpoint))
     server.daemon_threads = True
     url = f"http://{host}:{server.server_address[1]}"

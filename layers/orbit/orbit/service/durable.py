@@ -180,8 +180,9 @@ class DurableService:
                  "InitialExecutionState": {"Operations": page, "NextMarker": marker}}
         return s, event
 
-    def finish_invocation(self, arn: str, request_id: str, output: Any) -> DurableState:
-        s, _ = self.commit(arn, lambda s, now: ops.invocation_done(s, request_id, now, output))
+    def finish_invocation(self, arn: str, request_id: str, output: Any,
+                          crash: dict[str, Any] | None = None) -> DurableState:
+        s, _ = self.commit(arn, lambda s, now: ops.invocation_done(s, request_id, now, output, crash))
         return s
 
     def checkpoint(self, arn: str, token: str, client_token: str | None,

@@ -281,13 +281,17 @@ def complete_chained(s: DurableState, op_id: str, status: str, result: str | Non
     return [D.DurableOperationRecorded(new, _event(op, kind, now, details), True)]
 
 
-def invocation_done(s: DurableState, request_id: str, now: int, output: Any) -> list[Event]:
-    """The handler answered `output` ({Status, Result?, Error?}; None: it raised, no answer)."""
+def invocation_done(s: DurableState, request_id: str, now: int, output: Any,
+                    crash: dict[str, JSON] | None = None) -> list[Event]:
+    """The handler answered `output` ({Status, Result?, Error?}), or crashed (`crash`: the runtime's
+    error, e.g. Runtime.ExitError): a crash is recorded on the invocation and the handler is
+    invoked again (three crashes in a row fail the execution)."""
     if s.request_id != request_id:
         return []
     status = output.get("Status") if isinstance(output, dict) else None
     if status not in ("SUCCEEDED", "FAILED", "PENDING"):
-        err = {"ErrorType": "Invocation.Error", "ErrorMessage": "the handler returned no durable answer"}
+        err = crash or {"ErrorType": "Runtime.InvalidResponse",
+                        "ErrorMessage": "the handler returned no durable answer"}
         done: list[Event] = [D.DurableInvocationCompleted(request_id, s.invocation_start_ms, "ERROR", err)]
         if s.failed_invocations + 1 >= 3 and not s.ended:
             done += _end(s, "FAILED", now, error=err)
