@@ -22,6 +22,7 @@ from orbit.core.history.events import JSON, Event
 TYPES = frozenset({"EXECUTION", "CONTEXT", "STEP", "WAIT", "CALLBACK", "CHAINED_INVOKE"})
 ACTIONS = frozenset({"START", "SUCCEED", "FAIL", "RETRY", "CANCEL"})
 CALLBACK_TIMEOUT = "Callback.Timeout"
+CALLBACK_HEARTBEAT = "Callback.Heartbeat"
 
 
 @dataclass(frozen=True)
@@ -231,8 +232,8 @@ def fire_due(s: DurableState, now: int) -> list[Event]:
             orbit = op.get(ORBIT) or {}
             if any(orbit.get(k) and int(orbit[k]) <= now for k in ("TimeoutAt", "HeartbeatAt")):
                 beat = bool(orbit.get("HeartbeatAt") and int(orbit["HeartbeatAt"]) <= now)
-                err = {"ErrorType": CALLBACK_TIMEOUT,
-                       "ErrorMessage": "Callback heartbeat timed out" if beat else "Callback timed out"}
+                err = ({"ErrorType": CALLBACK_HEARTBEAT, "ErrorMessage": "Callback heartbeat timed out"} if beat
+                       else {"ErrorType": CALLBACK_TIMEOUT, "ErrorMessage": "Callback timed out"})
                 out.append(_callback_end(op, "TIMED_OUT", now, None, err))
     return out
 
