@@ -10,11 +10,11 @@ HERE = pathlib.Path(__file__).parent
 
 def tables(path: pathlib.Path) -> tuple[dict, dict]:
     tree = ast.parse(path.read_text())
-    found = {"REQUIREMENTS": {}, "NOT_IMPLEMENTED": {}}
+    found = {"REQUIREMENTS": {}, "NOT_IMPLEMENTED": {}, "TARGETS": {}}
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id in found:
             found[node.targets[0].id] = ast.literal_eval(node.value)
-    return found["REQUIREMENTS"], found["NOT_IMPLEMENTED"]
+    return found["REQUIREMENTS"], found["NOT_IMPLEMENTED"], found["TARGETS"]
 
 
 def key(rid: str) -> tuple[int, int]:
@@ -28,9 +28,11 @@ def main() -> None:
              "Description: Orbit's Python handlers for AWS's durable execution conformance suite", "Resources:"]
     gaps: dict[str, str] = {}
     rows = []
+    targets = []
     for mod in sorted((HERE / "handlers").glob("*.py")):
-        reqs, ni = tables(mod)
+        reqs, ni, tg = tables(mod)
         gaps.update(ni)
+        targets += [(logical, mod.stem, fn) for logical, fn in tg.items()]
         rows += [(rid, mod.stem, fn) for rid, fn in reqs.items()]
     for rid, mod, fn in sorted(rows, key=lambda r: key(r[0])):
         logical = "R" + rid.replace("-", "x")
@@ -43,6 +45,10 @@ def main() -> None:
             for gid in sorted(gaps, key=key):
                 reason = gaps[gid].replace("'", "''")
                 lines += [f"        - id: '{gid}'", f"          reason: '{reason}'"]
+    for logical, mod, fn in targets:  # functions the handlers invoke (no requirement of their own)
+        lines += [f"  {logical}:", "    Type: AWS::Serverless::Function", "    Properties:",
+                  "      CodeUri: handlers/", f"      Handler: {mod}.{fn}", "      Runtime: python3.13",
+                  "      DurableConfig:", "        ExecutionTimeout: 3600"]
     (HERE / "template.yaml").write_text("\n".join(lines) + "\n")
     print(f"conformance/template.yaml: {len(rows)} requirements covered, {len(gaps)} not applicable")
 

@@ -260,7 +260,9 @@ class DurableService:
         if s.ended:
             return f
         f.invoke = not s.invoking and (s.invocations == 0 or bool(s.woken) or 0 < s.failed_invocations < 3)
-        for op in s.operations.values():
+        # A chained invoke's child starts once the invocation that asked for it has ended (the SDK
+        # suspends on it): its result then always lands after that invocation, as on Lambda.
+        for op in ([] if s.invoking else s.operations.values()):
             orbit = op.get("Orbit") or {}
             if op.get("Type") == "CHAINED_INVOKE" and op.get("Status") == "STARTED":
                 f.children.append({"op": op["Id"], "function": orbit.get("Function"),

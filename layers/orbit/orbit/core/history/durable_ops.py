@@ -164,7 +164,8 @@ def _apply(u: dict[str, Any], cur: dict[str, Any] | None, now: int,
             child = new_id("invoke", oid)
             op = {**base, "Status": "STARTED", "ChainedInvokeDetails": {},
                   ORBIT: {"Function": fn, "ChildArn": child, "Input": payload}}
-            details = {"FunctionName": fn, "Input": _result(payload), "DurableExecutionArn": child}
+            details = {"FunctionName": fn, "Input": _result(payload), "ExecutedVersion": "$LATEST",
+                       "DurableExecutionArn": child}
             return op, _event(base, "ChainedInvokeStarted", now, details)
     elif kind == "EXECUTION":
         if action in ("SUCCEED", "FAIL"):
