@@ -18,7 +18,9 @@ def callback_named(event: Any, context: DurableContext) -> Any:
 
 @durable_execution
 def callback_timeout(event: Any, context: DurableContext) -> Any:
-    return context.create_callback(name=event, config=CallbackConfig(timeout=Duration.from_seconds(5))).result()
+    return context.create_callback(
+        name=event, config=CallbackConfig(timeout=Duration.from_seconds(5))
+    ).result()
 
 
 @durable_execution
@@ -77,7 +79,7 @@ def callback_then_wait(event: Any, context: DurableContext) -> Any:
 def callback_failure_caught(event: Any, context: DurableContext) -> Any:
     try:
         result = context.create_callback(name=event).result()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001  (the handler catches what the SDK raises)
         result = str(e)
     context.wait(Duration.from_seconds(2))
     return result
@@ -88,7 +90,7 @@ def callback_timeout_caught(event: Any, context: DurableContext) -> Any:
     try:
         context.create_callback(name=event, config=CallbackConfig(timeout=Duration.from_seconds(3))).result()
         outcome = "completed"
-    except Exception:
+    except Exception:  # noqa: BLE001  (the handler catches what the SDK raises)
         outcome = "timed out"
     context.wait(Duration.from_seconds(2))
     return outcome
@@ -117,11 +119,22 @@ def callback_both_b_first(event: Any, context: DurableContext) -> Any:
 
 
 REQUIREMENTS = {
-    "4-1": "callback_basic", "4-2": "callback_named", "4-3": "callback_timeout", "4-4": "callback_heartbeat_timeout",
-    "4-5": "callback_heartbeat_then_success", "4-6": "callback_failure", "4-7": "callback_step_failure",
-    "4-8": "callback_step_timeout", "4-9": "callback_wait", "4-10": "callback_wait",
-    "4-11": "callback_timeout_during_wait", "4-12": "callback_then_wait", "4-13": "callback_failure_caught",
-    "4-14": "callback_timeout_caught", "4-17": "callback_a_then_b", "4-18": "callback_both_a_first",
+    "4-1": "callback_basic",
+    "4-2": "callback_named",
+    "4-3": "callback_timeout",
+    "4-4": "callback_heartbeat_timeout",
+    "4-5": "callback_heartbeat_then_success",
+    "4-6": "callback_failure",
+    "4-7": "callback_step_failure",
+    "4-8": "callback_step_timeout",
+    "4-9": "callback_wait",
+    "4-10": "callback_wait",
+    "4-11": "callback_timeout_during_wait",
+    "4-12": "callback_then_wait",
+    "4-13": "callback_failure_caught",
+    "4-14": "callback_timeout_caught",
+    "4-17": "callback_a_then_b",
+    "4-18": "callback_both_a_first",
     "4-19": "callback_both_b_first",
 }
 NOT_IMPLEMENTED = {

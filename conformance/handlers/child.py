@@ -15,10 +15,22 @@ from aws_durable_execution_sdk_python.retries import (
 )
 
 NO_RETRY = StepConfig(retry_strategy=RetryPresets.none())
-RETRY_1S = create_retry_strategy(RetryStrategyConfig(max_attempts=3, initial_delay=Duration.from_seconds(1),
-                                                     backoff_rate=1, jitter_strategy=JitterStrategy.NONE))
-TWO_ATTEMPTS = create_retry_strategy(RetryStrategyConfig(max_attempts=2, initial_delay=Duration.from_seconds(1),
-                                                         backoff_rate=1, jitter_strategy=JitterStrategy.NONE))
+RETRY_1S = create_retry_strategy(
+    RetryStrategyConfig(
+        max_attempts=3,
+        initial_delay=Duration.from_seconds(1),
+        backoff_rate=1,
+        jitter_strategy=JitterStrategy.NONE,
+    )
+)
+TWO_ATTEMPTS = create_retry_strategy(
+    RetryStrategyConfig(
+        max_attempts=2,
+        initial_delay=Duration.from_seconds(1),
+        backoff_rate=1,
+        jitter_strategy=JitterStrategy.NONE,
+    )
+)
 replay_log = logging.getLogger("conformance.replay")
 
 
@@ -59,7 +71,7 @@ def child_error(event: Any, context: DurableContext) -> Any:
 def child_error_caught(event: Any, context: DurableContext) -> Any:
     try:
         context.run_in_child_context(lambda c: c.step(_fail, config=NO_RETRY))
-    except Exception:
+    except Exception:  # noqa: BLE001  (the handler catches what the SDK raises)
         pass
     return context.step(lambda _: event, name="recovery")
 
@@ -83,14 +95,16 @@ def child_retry(event: Any, context: DurableContext) -> Any:
             raise RuntimeError("first attempt fails")
         return event
 
-    return context.run_in_child_context(lambda c: c.step(run, config=StepConfig(retry_strategy=RETRY_1S)),
-                                        name="retrying_child")
+    return context.run_in_child_context(
+        lambda c: c.step(run, config=StepConfig(retry_strategy=RETRY_1S)), name="retrying_child"
+    )
 
 
 @durable_execution
 def child_retry_exhausted(event: Any, context: DurableContext) -> Any:
-    return context.run_in_child_context(lambda c: c.step(_fail, config=StepConfig(retry_strategy=TWO_ATTEMPTS)),
-                                        name="exhausted_child")
+    return context.run_in_child_context(
+        lambda c: c.step(_fail, config=StepConfig(retry_strategy=TWO_ATTEMPTS)), name="exhausted_child"
+    )
 
 
 @durable_execution
@@ -187,10 +201,22 @@ def child_then_outer(event: Any, context: DurableContext) -> Any:
 
 
 REQUIREMENTS = {
-    "3-1": "child_basic", "3-2": "child_named", "3-3": "child_sequential", "3-4": "child_error",
-    "3-5": "child_error_caught", "3-6": "child_nested", "3-7": "child_retry", "3-8": "child_retry_exhausted",
-    "3-9": "child_replay_cached", "3-10": "child_step_wait", "3-11": "child_large", "3-12": "child_interrupted",
-    "3-13": "child_wait_only", "3-15": "child_error_direct", "3-16": "child_null", "3-17": "child_logger_only",
+    "3-1": "child_basic",
+    "3-2": "child_named",
+    "3-3": "child_sequential",
+    "3-4": "child_error",
+    "3-5": "child_error_caught",
+    "3-6": "child_nested",
+    "3-7": "child_retry",
+    "3-8": "child_retry_exhausted",
+    "3-9": "child_replay_cached",
+    "3-10": "child_step_wait",
+    "3-11": "child_large",
+    "3-12": "child_interrupted",
+    "3-13": "child_wait_only",
+    "3-15": "child_error_direct",
+    "3-16": "child_null",
+    "3-17": "child_logger_only",
     "3-18": "child_then_outer",
 }
 NOT_IMPLEMENTED = {

@@ -5,9 +5,13 @@ import sys
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution, durable_step
-from aws_durable_execution_sdk_python.config import Duration, StepConfig, StepSemantics
-from aws_durable_execution_sdk_python.retries import RetryDecision, RetryPresets, RetryStrategyConfig, create_retry_strategy
-from aws_durable_execution_sdk_python.config import JitterStrategy
+from aws_durable_execution_sdk_python.config import Duration, JitterStrategy, StepConfig, StepSemantics
+from aws_durable_execution_sdk_python.retries import (
+    RetryDecision,
+    RetryPresets,
+    RetryStrategyConfig,
+    create_retry_strategy,
+)
 
 NO_RETRY = StepConfig(retry_strategy=RetryPresets.none())
 
@@ -39,8 +43,9 @@ def step_sequential(event: Any, context: DurableContext) -> str:
 
 @durable_execution
 def step_complex(event: Any, context: DurableContext) -> Any:
-    return context.step(lambda _: {"user": {"name": event["name"], "tags": event["tags"]},
-                                   "count": len(event["tags"])})
+    return context.step(
+        lambda _: {"user": {"name": event["name"], "tags": event["tags"]}, "count": len(event["tags"])}
+    )
 
 
 @durable_execution
@@ -87,15 +92,21 @@ def step_replay_rethrow(event: Any, context: DurableContext) -> str:
 
     try:
         context.step(run, config=NO_RETRY)
-    except Exception:
+    except Exception:  # noqa: BLE001  (the handler catches what the SDK raises)
         pass
     context.wait(Duration.from_seconds(1))
     return "recovered"
 
 
 def _fixed(delay: int, attempts: int):
-    return create_retry_strategy(RetryStrategyConfig(max_attempts=attempts, initial_delay=Duration.from_seconds(delay),
-                                                     backoff_rate=1, jitter_strategy=JitterStrategy.NONE))
+    return create_retry_strategy(
+        RetryStrategyConfig(
+            max_attempts=attempts,
+            initial_delay=Duration.from_seconds(delay),
+            backoff_rate=1,
+            jitter_strategy=JitterStrategy.NONE,
+        )
+    )
 
 
 @durable_execution
@@ -128,8 +139,14 @@ def step_default_retry(event: Any, context: DurableContext) -> str:
 
 @durable_execution
 def step_custom_backoff(event: Any, context: DurableContext) -> str:
-    strategy = create_retry_strategy(RetryStrategyConfig(max_attempts=5, initial_delay=Duration.from_seconds(2),
-                                                         backoff_rate=3, jitter_strategy=JitterStrategy.NONE))
+    strategy = create_retry_strategy(
+        RetryStrategyConfig(
+            max_attempts=5,
+            initial_delay=Duration.from_seconds(2),
+            backoff_rate=3,
+            jitter_strategy=JitterStrategy.NONE,
+        )
+    )
 
     def run(step_context: StepContext) -> str:
         if step_context.attempt < 3:
@@ -178,9 +195,13 @@ def step_at_most_once(event: Any, context: DurableContext) -> str:
         step_context.logger.info(f"at most once step input: {event}")
         sys.exit(1)  # the runtime dies mid-step (Runtime.ExitError)
 
-    return context.step(run, name="at_most_once_flaky_step",
-                        config=StepConfig(retry_strategy=RetryPresets.none(),
-                                          step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY))
+    return context.step(
+        run,
+        name="at_most_once_flaky_step",
+        config=StepConfig(
+            retry_strategy=RetryPresets.none(), step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY
+        ),
+    )
 
 
 @durable_execution
@@ -191,8 +212,10 @@ def step_at_most_once_retry(event: Any, context: DurableContext) -> str:
             sys.exit(1)
         return "succeeded on second attempt"
 
-    return context.step(run, config=StepConfig(retry_strategy=_fixed(1, 3),
-                                               step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY))
+    return context.step(
+        run,
+        config=StepConfig(retry_strategy=_fixed(1, 3), step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY),
+    )
 
 
 @durable_execution
@@ -210,7 +233,7 @@ def step_caught(event: Any, context: DurableContext) -> str:
 
     try:
         value = context.step(run, config=NO_RETRY)
-    except Exception:
+    except Exception:  # noqa: BLE001  (the handler catches what the SDK raises)
         value = "fallback"
     return context.step(lambda _: f"{value}_result")
 
@@ -243,13 +266,30 @@ def wait_hour(event: Any, context: DurableContext) -> None:
 
 
 REQUIREMENTS = {
-    "1-1": "step_basic", "1-2": "step_named", "1-3": "step_sequential", "1-4": "step_complex",
-    "1-5": "step_none", "1-7": "step_logger", "1-8": "step_then_wait", "1-9": "step_replay_cached",
-    "1-10": "step_replay_rethrow", "1-11": "step_retry_then_succeed", "1-12": "step_retry_exhausted",
-    "1-13": "step_default_retry", "1-14": "step_custom_backoff", "1-15": "step_retry_specific",
-    "1-16": "step_no_retry_specific", "1-17": "step_at_most_once", "1-18": "step_at_most_once_retry",
-    "1-19": "step_fails", "1-20": "step_caught",
-    "2-1": "wait_basic", "2-2": "wait_named", "2-3": "wait_sequential", "2-4": "wait_minutes", "2-5": "wait_hour",
+    "1-1": "step_basic",
+    "1-2": "step_named",
+    "1-3": "step_sequential",
+    "1-4": "step_complex",
+    "1-5": "step_none",
+    "1-7": "step_logger",
+    "1-8": "step_then_wait",
+    "1-9": "step_replay_cached",
+    "1-10": "step_replay_rethrow",
+    "1-11": "step_retry_then_succeed",
+    "1-12": "step_retry_exhausted",
+    "1-13": "step_default_retry",
+    "1-14": "step_custom_backoff",
+    "1-15": "step_retry_specific",
+    "1-16": "step_no_retry_specific",
+    "1-17": "step_at_most_once",
+    "1-18": "step_at_most_once_retry",
+    "1-19": "step_fails",
+    "1-20": "step_caught",
+    "2-1": "wait_basic",
+    "2-2": "wait_named",
+    "2-3": "wait_sequential",
+    "2-4": "wait_minutes",
+    "2-5": "wait_hour",
 }
 NOT_IMPLEMENTED = {
     "1-6": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",

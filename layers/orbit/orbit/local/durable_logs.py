@@ -27,14 +27,25 @@ class LogCapture(logging.Handler):
         if not isinstance(arn, str) or ":function:" not in arn:
             return
         fn = arn.split(":")[6]
-        line: dict[str, Any] = {"timestamp": int(record.created * 1000), "level": record.levelname,
-                                "message": record.getMessage(), "logger": record.name,
-                                "executionArn": arn, "durableExecutionArn": arn}
+        line: dict[str, Any] = {
+            "timestamp": int(record.created * 1000),
+            "level": record.levelname,
+            "message": record.getMessage(),
+            "logger": record.name,
+            "executionArn": arn,
+            "durableExecutionArn": arn,
+        }
         for k in ("operationName", "operationId", "parentId", "attempt"):
             if hasattr(record, k):
                 line[k] = getattr(record, k)
-        event = {"logStreamName": fn, "timestamp": line["timestamp"], "ingestionTime": line["timestamp"],
-                 "eventId": uuid.uuid4().hex, "message": json.dumps(line, default=str), "arn": arn}
+        event = {
+            "logStreamName": fn,
+            "timestamp": line["timestamp"],
+            "ingestionTime": line["timestamp"],
+            "eventId": uuid.uuid4().hex,
+            "message": json.dumps(line, default=str),
+            "arn": arn,
+        }
         with self._lock2:
             rows = self.groups.setdefault(f"/aws/lambda/{fn}", [])
             rows.append(event)
@@ -47,8 +58,11 @@ class LogCapture(logging.Handler):
         arn = m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m else None
         with self._lock2:
             rows = list(self.groups.get(group, []))
-        events = [{k: v for k, v in e.items() if k != "arn"} for e in rows
-                  if start <= e["timestamp"] <= end and (arn is None or e["arn"] == arn)]
+        events = [
+            {k: v for k, v in e.items() if k != "arn"}
+            for e in rows
+            if start <= e["timestamp"] <= end and (arn is None or e["arn"] == arn)
+        ]
         return {"events": events, "searchedLogStreams": []}
 
 

@@ -48,7 +48,7 @@ def python_handler(path: str) -> Callable[..., Any]:
     fn = getattr(importlib.import_module(module), attr, None)
     if not callable(fn):
         raise ValueError(f"durable function handler {path!r}: {module} has no function {attr!r}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 class DurableRuntime:
@@ -70,15 +70,24 @@ class DurableRuntime:
 
     # -- calls that change an execution ---------------------------------------------------------
 
-    def invoke(self, function: str, payload: str | None, sync: bool, name: str | None = None,
-               parent: dict[str, str] | None = None, arn: str | None = None) -> DurableState:
+    def invoke(
+        self,
+        function: str,
+        payload: str | None,
+        sync: bool,
+        name: str | None = None,
+        parent: dict[str, str] | None = None,
+        arn: str | None = None,
+    ) -> DurableState:
         s = self.service.start(function, payload, name, parent, arn)
         self.react(s)
         if not sync:
             return s
         return self.wait_ended(s.arn, SYNC_WAIT_S) or self.service.load(s.arn)[0]
 
-    def checkpoint(self, arn: str, token: str, client_token: str | None, updates: list[Any]) -> dict[str, Any]:
+    def checkpoint(
+        self, arn: str, token: str, client_token: str | None, updates: list[Any]
+    ) -> dict[str, Any]:
         s, answer = self.service.checkpoint(arn, token, client_token, updates)
         self.react(s)
         return answer
@@ -130,8 +139,13 @@ class DurableRuntime:
 
     def _start_child(self, parent_arn: str, child: dict[str, Any]) -> None:
         try:
-            self.invoke(str(child["function"]), child.get("input"), False,
-                        parent={"arn": parent_arn, "operation": child["op"]}, arn=child["arn"])
+            self.invoke(
+                str(child["function"]),
+                child.get("input"),
+                False,
+                parent={"arn": parent_arn, "operation": child["op"]},
+                arn=child["arn"],
+            )
         except DurableApiError as e:
             err = {"ErrorType": e.code, "ErrorMessage": str(e)}
             failed = DurableState(status="FAILED", error=err)
@@ -152,9 +166,11 @@ class DurableRuntime:
             if isinstance(output, (str, bytes)):
                 output = json.loads(output)
         except SystemExit as e:  # the runtime process would have died: Lambda's Runtime.ExitError
-            crash = {"ErrorType": "Runtime.ExitError",
-                     "ErrorMessage": f"RequestId: {rid} Error: Runtime exited with error: exit status {e.code}"}
-        except Exception as e:  # the handler's own failure: recorded on the invocation
+            crash = {
+                "ErrorType": "Runtime.ExitError",
+                "ErrorMessage": f"RequestId: {rid} Error: Runtime exited with error: exit status {e.code}",
+            }
+        except Exception as e:  # noqa: BLE001 - the handler's own failure: recorded on the invocation
             crash = {"ErrorType": type(e).__name__, "ErrorMessage": str(e)[:1000]}
         self.react(self.service.finish_invocation(arn, rid, output, crash))
 
@@ -163,7 +179,7 @@ class DurableRuntime:
             with self._lock:
                 if self._stopped:
                     return
-                now = int(time.time() * 1000)
+                now = self.service.clock.now_ms()
                 if not self._timers or self._timers[0][0] > now:
                     wait = 1.0 if not self._timers else min(1.0, (self._timers[0][0] - now) / 1000)
                     self._lock.wait(max(wait, 0.001))

@@ -24,6 +24,7 @@ from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
 from orbit.adapters.memory import MemoryHistoryStore
+from orbit.aws.wiring import SystemClock
 from orbit.errors import ValidationError
 from orbit.local.durable_logs import LogCapture, install
 from orbit.local.durable_runtime import DurableRuntime
@@ -31,13 +32,6 @@ from orbit.service import durable_http
 from orbit.service.durable import DurableFunction, DurableService
 
 CFN_NS = "http://cloudformation.amazonaws.com/doc/2010-05-15/"
-
-
-class _WallClock:
-    def now_ms(self) -> int:
-        import time
-
-        return int(time.time() * 1000)
 
 
 class DurableEndpoint:
@@ -50,8 +44,12 @@ class DurableEndpoint:
     def register(self, d: Any) -> DurableFunction:
         if not isinstance(d, dict):
             raise ValidationError("a durable function is an object {name, language, handler}", "function")
-        fn = DurableFunction(str(d.get("name", "")), str(d.get("language", "python")),
-                             str(d.get("handler", "")), int(d.get("timeout_s") or 86_400))
+        fn = DurableFunction(
+            str(d.get("name", "")),
+            str(d.get("language", "python")),
+            str(d.get("handler", "")),
+            int(d.get("timeout_s") or 86_400),
+        )
         self.runtime.service.register(fn)
         if d.get("stack") and d.get("logical_id"):
             self.stacks.setdefault(str(d["stack"]), {})[str(d["logical_id"])] = fn.name
@@ -64,29 +62,41 @@ class DurableEndpoint:
             self.stacks.pop(stack, None)
             return 200, _xml(action, "")
         if resources is None:
-            return 400, (f'<ErrorResponse xmlns="{CFN_NS}"><Error><Type>Sender</Type><Code>ValidationError'
-                         f'</Code><Message>Stack with id {escape(stack)} does not exist</Message></Error>'
-                         '</ErrorResponse>').encode()
+            return 400, (
+                f'<ErrorResponse xmlns="{CFN_NS}"><Error><Type>Sender</Type><Code>ValidationError'
+                f"</Code><Message>Stack with id {escape(stack)} does not exist</Message></Error>"
+                "</ErrorResponse>"
+            ).encode()
         if action == "ListStackResources":
-            rows = "".join(f"<member><LogicalResourceId>{escape(k)}</LogicalResourceId><PhysicalResourceId>"
-                           f"{escape(v)}</PhysicalResourceId><ResourceType>AWS::Lambda::Function</ResourceType>"
-                           "<ResourceStatus>CREATE_COMPLETE</ResourceStatus><LastUpdatedTimestamp>"
-                           "2026-01-01T00:00:00Z</LastUpdatedTimestamp></member>" for k, v in resources.items())
+            rows = "".join(
+                f"<member><LogicalResourceId>{escape(k)}</LogicalResourceId><PhysicalResourceId>"
+                f"{escape(v)}</PhysicalResourceId><ResourceType>AWS::Lambda::Function</ResourceType>"
+                "<ResourceStatus>CREATE_COMPLETE</ResourceStatus><LastUpdatedTimestamp>"
+                "2026-01-01T00:00:00Z</LastUpdatedTimestamp></member>"
+                for k, v in resources.items()
+            )
             return 200, _xml(action, f"<StackResourceSummaries>{rows}</StackResourceSummaries>")
         if action == "DescribeStackResource":
             lid = form.get("LogicalResourceId", "")
             phys = resources.get(lid, "")
-            body = (f"<StackResourceDetail><StackName>{escape(stack)}</StackName><LogicalResourceId>{escape(lid)}"
-                    f"</LogicalResourceId><PhysicalResourceId>{escape(phys)}</PhysicalResourceId><ResourceType>"
-                    "AWS::Lambda::Function</ResourceType><ResourceStatus>CREATE_COMPLETE</ResourceStatus>"
-                    "<LastUpdatedTimestamp>2026-01-01T00:00:00Z</LastUpdatedTimestamp></StackResourceDetail>")
+            body = (
+                f"<StackResourceDetail><StackName>{escape(stack)}</StackName><LogicalResourceId>{escape(lid)}"
+                f"</LogicalResourceId><PhysicalResourceId>{escape(phys)}</PhysicalResourceId><ResourceType>"
+                "AWS::Lambda::Function</ResourceType><ResourceStatus>CREATE_COMPLETE</ResourceStatus>"
+                "<LastUpdatedTimestamp>2026-01-01T00:00:00Z</LastUpdatedTimestamp></StackResourceDetail>"
+            )
             return 200, _xml(action, body)
-        return 400, f"<ErrorResponse><Error><Code>InvalidAction</Code><Message>{escape(action)}</Message></Error></ErrorResponse>".encode()
+        return (
+            400,
+            f"<ErrorResponse><Error><Code>InvalidAction</Code><Message>{escape(action)}</Message></Error></ErrorResponse>".encode(),
+        )
 
 
 def _xml(action: str, inner: str) -> bytes:
-    return (f'<{action}Response xmlns="{CFN_NS}"><{action}Result>{inner}</{action}Result>'
-            f"<ResponseMetadata><RequestId>{uuid.uuid4()}</RequestId></ResponseMetadata></{action}Response>").encode()
+    return (
+        f'<{action}Response xmlns="{CFN_NS}"><{action}Result>{inner}</{action}Result>'
+        f"<ResponseMetadata><RequestId>{uuid.uuid4()}</RequestId></ResponseMetadata></{action}Response>"
+    ).encode()
 
 
 def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
@@ -118,23 +128,39 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
             elif method == "POST" and path == "/orbit/durable/functions":
                 try:
                     fn = endpoint.register(json.loads(raw or b"{}"))
-                    self._send(200, {"Content-Type": "application/json"}, json.dumps({"name": fn.name}).encode())
+                    self._send(
+                        200, {"Content-Type": "application/json"}, json.dumps({"name": fn.name}).encode()
+                    )
                 except (ValueError, ValidationError) as e:
-                    self._send(400, {"Content-Type": "application/json"}, json.dumps({"message": str(e)}).encode())
+                    self._send(
+                        400, {"Content-Type": "application/json"}, json.dumps({"message": str(e)}).encode()
+                    )
             elif method == "POST" and self.headers.get("X-Amz-Target") == "Logs_20140328.FilterLogEvents":
                 try:
-                    answer = endpoint.logs.filter_log_events(json.loads(raw or b"{}")) if endpoint.logs else {"events": []}
-                    self._send(200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(answer).encode())
+                    answer = (
+                        endpoint.logs.filter_log_events(json.loads(raw or b"{}"))
+                        if endpoint.logs
+                        else {"events": []}
+                    )
+                    self._send(
+                        200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(answer).encode()
+                    )
                 except ValueError as e:
-                    self._send(400, {"Content-Type": "application/x-amz-json-1.1"},
-                               json.dumps({"__type": "InvalidParameterException", "message": str(e)}).encode())
+                    self._send(
+                        400,
+                        {"Content-Type": "application/x-amz-json-1.1"},
+                        json.dumps({"__type": "InvalidParameterException", "message": str(e)}).encode(),
+                    )
             elif method == "POST" and path == "/" and b"Action=" in raw:
                 form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
                 status, body = endpoint.cloudformation(form)
                 self._send(status, {"Content-Type": "text/xml"}, body)
             else:
-                self._send(404, {"Content-Type": "application/json", "X-Amzn-ErrorType": "ResourceNotFoundException"},
-                           json.dumps({"message": f"no route {method} {path}"}).encode())
+                self._send(
+                    404,
+                    {"Content-Type": "application/json", "X-Amzn-ErrorType": "ResourceNotFoundException"},
+                    json.dumps({"message": f"no route {method} {path}"}).encode(),
+                )
 
         def do_GET(self) -> None:
             self._serve("GET")
@@ -150,14 +176,18 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
 
 def serve(port: int = 0, host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, DurableEndpoint]:
     """Start the endpoint on a thread; the handlers' SDK client is pointed at it."""
-    service = DurableService(MemoryHistoryStore(), _WallClock(), lambda: uuid.uuid4().hex)
+    service = DurableService(MemoryHistoryStore(), SystemClock(), lambda: uuid.uuid4().hex)
     endpoint = DurableEndpoint(DurableRuntime(service), install())
     server = ThreadingHTTPServer((host, port), make_handler(endpoint))
     server.daemon_threads = True
     url = f"http://{host}:{server.server_address[1]}"
     os.environ["AWS_ENDPOINT_URL_LAMBDA"] = url
-    for k, v in (("AWS_ACCESS_KEY_ID", "orbit-local"), ("AWS_SECRET_ACCESS_KEY", "orbit-local"),
-                 ("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_REGION", "us-east-1")):
+    for k, v in (
+        ("AWS_ACCESS_KEY_ID", "orbit-local"),
+        ("AWS_SECRET_ACCESS_KEY", "orbit-local"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+        ("AWS_REGION", "us-east-1"),
+    ):
         os.environ.setdefault(k, v)
     threading.Thread(target=server.serve_forever, name="durable-server", daemon=True).start()
     return server, endpoint

@@ -34,8 +34,13 @@ NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 EXECUTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 LANGUAGES = ("python", "node")
 MAX_PAGE = 1000
-STATUS_TO_INDEX = {"RUNNING": "RUNNING", "SUCCEEDED": "COMPLETED", "FAILED": "FAILED",
-                   "STOPPED": "CANCELLED", "TIMED_OUT": "TIMED_OUT"}
+STATUS_TO_INDEX = {
+    "RUNNING": "RUNNING",
+    "SUCCEEDED": "COMPLETED",
+    "FAILED": "FAILED",
+    "STOPPED": "CANCELLED",
+    "TIMED_OUT": "TIMED_OUT",
+}
 
 
 class DurableApiError(OrbitError):
@@ -55,11 +60,13 @@ class DurableFunction:
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
-            raise ValidationError(f"durable function name {self.name!r} must be 1-64 of A-Z a-z 0-9 _ -",
-                                  "function")
+            raise ValidationError(
+                f"durable function name {self.name!r} must be 1-64 of A-Z a-z 0-9 _ -", "function"
+            )
         if self.language not in LANGUAGES:
-            raise ValidationError(f"durable function {self.name!r}: language must be one of {LANGUAGES}",
-                                  "language")
+            raise ValidationError(
+                f"durable function {self.name!r}: language must be one of {LANGUAGES}", "language"
+            )
 
 
 @dataclass
@@ -73,8 +80,14 @@ class Followups:
 
 
 class DurableService:
-    def __init__(self, store: HistoryStore, clock: Clock, new_id: Callable[[], str],
-                 region: str = "us-east-1", account: str = "000000000000") -> None:
+    def __init__(
+        self,
+        store: HistoryStore,
+        clock: Clock,
+        new_id: Callable[[], str],
+        region: str = "us-east-1",
+        account: str = "000000000000",
+    ) -> None:
         self.store, self.clock, self.new_id = store, clock, new_id
         self.region, self.account = region, account
         self.functions: dict[str, DurableFunction] = {}
@@ -120,8 +133,11 @@ class DurableService:
             raise DurableApiError("ResourceNotFoundException", f"Durable execution not found: {arn}", 404)
         return s, last
 
-    def commit(self, arn: str, decide: Callable[[DurableState, int], list[Event] | ops.Refused],
-               ) -> tuple[DurableState, list[Event]]:
+    def commit(
+        self,
+        arn: str,
+        decide: Callable[[DurableState, int], list[Event] | ops.Refused],
+    ) -> tuple[DurableState, list[Event]]:
         """Load, decide, commit on the next seq; a lost race loads and decides again."""
         for _ in range(50):
             s, last = self.load(arn)
@@ -146,13 +162,20 @@ class DurableService:
         self.store.commit(eid, Commit(last + 1, now, None, recs))
 
     def _index(self, s: DurableState, now: int) -> None:
-        self.store.put_index(IndexEntry(s.execution_id, s.function, KIND, STATUS_TO_INDEX[s.status],
-                                        s.start_ms, now))
+        self.store.put_index(
+            IndexEntry(s.execution_id, s.function, KIND, STATUS_TO_INDEX[s.status], s.start_ms, now)
+        )
 
     # -- the execution's lifecycle ------------------------------------------------------------
 
-    def start(self, function: str, payload: str | None, name: str | None = None,
-              parent: dict[str, str] | None = None, arn: str | None = None) -> DurableState:
+    def start(
+        self,
+        function: str,
+        payload: str | None,
+        name: str | None = None,
+        parent: dict[str, str] | None = None,
+        arn: str | None = None,
+    ) -> DurableState:
         fn = self.function(function)
         if name is not None and not EXECUTION_ID.match(name):
             raise DurableApiError("InvalidParameterValueException", f"invalid DurableExecutionName {name!r}")
@@ -171,40 +194,54 @@ class DurableService:
     def begin_invocation(self, arn: str) -> tuple[DurableState, dict[str, Any]] | None:
         """Open an invocation if none is open and the execution runs: the handler's event."""
         rid = self.new_id()
-        s, got = self.commit(arn, lambda s, now: [] if s.ended or s.invoking else ops.begin_invocation(s, rid))
+        s, got = self.commit(
+            arn, lambda s, now: [] if s.ended or s.invoking else ops.begin_invocation(s, rid)
+        )
         if not got:
             return None
         page = [public_operation(o) for o in s.operations.values()][:MAX_PAGE]
         marker = str(MAX_PAGE) if len(s.operations) > MAX_PAGE else ""
-        event = {"DurableExecutionArn": arn, "CheckpointToken": s.token,
-                 "InitialExecutionState": {"Operations": page, "NextMarker": marker}}
+        event = {
+            "DurableExecutionArn": arn,
+            "CheckpointToken": s.token,
+            "InitialExecutionState": {"Operations": page, "NextMarker": marker},
+        }
         return s, event
 
-    def finish_invocation(self, arn: str, request_id: str, output: Any,
-                          crash: dict[str, Any] | None = None) -> DurableState:
+    def finish_invocation(
+        self, arn: str, request_id: str, output: Any, crash: dict[str, Any] | None = None
+    ) -> DurableState:
         s, _ = self.commit(arn, lambda s, now: ops.invocation_done(s, request_id, now, output, crash))
         return s
 
-    def checkpoint(self, arn: str, token: str, client_token: str | None,
-                   updates: list[Any]) -> tuple[DurableState, dict[str, Any]]:
+    def checkpoint(
+        self, arn: str, token: str, client_token: str | None, updates: list[Any]
+    ) -> tuple[DurableState, dict[str, Any]]:
         if not isinstance(updates, list) or len(updates) > 250:
             raise DurableApiError("InvalidParameterValueException", "Updates must be a list of at most 250")
 
         def new_callback(kind: str, op_id: str) -> str:
             return self.new_id() if kind == "callback" else self._child_arn(arn)
 
-        s, got = self.commit(arn, lambda s, now: ops.checkpoint(s, token, client_token, updates, now, new_callback))
+        s, got = self.commit(
+            arn, lambda s, now: ops.checkpoint(s, token, client_token, updates, now, new_callback)
+        )
         if not got:  # a repeated ClientToken: the answer it had
-            return s, {"CheckpointToken": s.client_tokens.get(client_token or "", s.token),
-                       "NewExecutionState": {"Operations": []}}
+            return s, {
+                "CheckpointToken": s.client_tokens.get(client_token or "", s.token),
+                "NewExecutionState": {"Operations": []},
+            }
         for e in got:
             op = getattr(e, "operation", None)
             if op and op.get("Type") == "CALLBACK" and op.get("Status") == "STARTED":
                 self.store.put_hook(op["CallbackDetails"]["CallbackId"], execution_id(arn), arn)
         done = next(e for e in got if type(e).__name__ == "DurableCheckpointed")
         ids = getattr(done, "operations", None) or []
-        answer: dict[str, Any] = {"NewExecutionState": {
-            "Operations": [public_operation(s.operations[i]) for i in ids if i in s.operations]}}
+        answer: dict[str, Any] = {
+            "NewExecutionState": {
+                "Operations": [public_operation(s.operations[i]) for i in ids if i in s.operations]
+            }
+        }
         if getattr(done, "token", ""):
             answer["CheckpointToken"] = done.token  # type: ignore[attr-defined]
         return s, answer
@@ -220,7 +257,7 @@ class DurableService:
         start = int(marker) if marker and marker.isdigit() else 0
         n = max(1, min(int(max_items or MAX_PAGE), MAX_PAGE))
         allops = [public_operation(o) for o in s.operations.values()]
-        page = allops[start:start + n]
+        page = allops[start : start + n]
         out: dict[str, Any] = {"Operations": page}
         if start + n < len(allops):
             out["NextMarker"] = str(start + n)
@@ -234,8 +271,9 @@ class DurableService:
         s, _ = self.commit(arn, lambda s, now: ops.stop(s, error, now))
         return s
 
-    def callback(self, callback_id: str, outcome: str, result: str | None,
-                 error: dict[str, Any] | None) -> DurableState:
+    def callback(
+        self, callback_id: str, outcome: str, result: str | None, error: dict[str, Any] | None
+    ) -> DurableState:
         found = self.store.find_hook(callback_id) if callback_id else None
         if found is None:
             raise DurableApiError("ResourceNotFoundException", "Callback not found", 404)
@@ -250,8 +288,10 @@ class DurableService:
         return s
 
     def child_ended(self, parent_arn: str, op_id: str, child: DurableState) -> DurableState:
-        s, _ = self.commit(parent_arn, lambda s, now: ops.complete_chained(
-            s, op_id, child.status, child.result, child.error, now))
+        s, _ = self.commit(
+            parent_arn,
+            lambda s, now: ops.complete_chained(s, op_id, child.status, child.result, child.error, now),
+        )
         return s
 
     def follow(self, s: DurableState) -> Followups:
@@ -262,11 +302,17 @@ class DurableService:
         f.invoke = not s.invoking and (s.invocations == 0 or bool(s.woken) or 0 < s.failed_invocations < 3)
         # A chained invoke's child starts once the invocation that asked for it has ended (the SDK
         # suspends on it): its result then always lands after that invocation, as on Lambda.
-        for op in ([] if s.invoking else s.operations.values()):
+        for op in [] if s.invoking else s.operations.values():
             orbit = op.get("Orbit") or {}
             if op.get("Type") == "CHAINED_INVOKE" and op.get("Status") == "STARTED":
-                f.children.append({"op": op["Id"], "function": orbit.get("Function"),
-                                   "arn": orbit.get("ChildArn"), "input": orbit.get("Input")})
+                f.children.append(
+                    {
+                        "op": op["Id"],
+                        "function": orbit.get("Function"),
+                        "arn": orbit.get("ChildArn"),
+                        "input": orbit.get("Input"),
+                    }
+                )
         return f
 
     # -- reads --------------------------------------------------------------------------------
@@ -305,5 +351,7 @@ def execution_id(arn: str) -> str:
     """The Orbit execution id of a durable execution ARN: its last part."""
     eid = arn.rsplit("/", 1)[-1] if isinstance(arn, str) and "/durable-execution/" in arn else ""
     if not EXECUTION_ID.match(eid):
-        raise DurableApiError("ResourceNotFoundException", f"Durable execution not found: {str(arn)[:200]}", 404)
+        raise DurableApiError(
+            "ResourceNotFoundException", f"Durable execution not found: {str(arn)[:200]}", 404
+        )
     return eid

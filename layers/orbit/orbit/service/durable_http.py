@@ -27,7 +27,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(r"^/2025-12-01/durable-executions/([^/]+)/stop$"), "stop"),
     ("GET", re.compile(r"^/2025-12-01/durable-executions/([^/]+)$"), "get"),
     ("GET", re.compile(r"^/2025-12-01/functions/([^/]+)/durable-executions$"), "list"),
-    ("POST", re.compile(r"^/2025-12-01/durable-execution-callbacks/([^/]+)/(succeed|fail|heartbeat)$"), "callback"),
+    (
+        "POST",
+        re.compile(r"^/2025-12-01/durable-execution-callbacks/([^/]+)/(succeed|fail|heartbeat)$"),
+        "callback",
+    ),
 ]
 
 
@@ -47,8 +51,10 @@ def error(e: DurableApiError) -> Answer:
 def seconds(value: Any) -> Any:
     """Every `...Timestamp` (epoch ms inside Orbit) as epoch seconds, recursively."""
     if isinstance(value, dict):
-        return {k: (v / 1000 if k.endswith("Timestamp") and isinstance(v, int) else seconds(v))
-                for k, v in value.items()}
+        return {
+            k: (v / 1000 if k.endswith("Timestamp") and isinstance(v, int) else seconds(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [seconds(v) for v in value]
     return value
@@ -80,7 +86,9 @@ def route(rt: Any, method: str, path: str, headers: dict[str, str], raw: bytes) 
         return error(e)
 
 
-def _dispatch(rt: Any, name: str, args: list[str], q: dict[str, str], h: dict[str, str], raw: bytes) -> Answer:
+def _dispatch(
+    rt: Any, name: str, args: list[str], q: dict[str, str], h: dict[str, str], raw: bytes
+) -> Answer:
     svc = rt.service
     if name == "invoke":
         kind = h.get("x-amz-invocation-type", "RequestResponse")
@@ -107,13 +115,21 @@ def _dispatch(rt: Any, name: str, args: list[str], q: dict[str, str], h: dict[st
         if not isinstance(token, str):
             raise DurableApiError("InvalidParameterValueException", "CheckpointToken is required")
         ct = b.get("ClientToken")
-        return _json(200, seconds(rt.checkpoint(args[0], token, ct if isinstance(ct, str) else None,
-                                                b.get("Updates") or [])))
+        return _json(
+            200,
+            seconds(
+                rt.checkpoint(args[0], token, ct if isinstance(ct, str) else None, b.get("Updates") or [])
+            ),
+        )
     if name == "state":
         max_items = int(q["MaxItems"]) if q.get("MaxItems", "").isdigit() else None
-        return _json(200, seconds(svc.state_page(args[0], q.get("CheckpointToken", ""), q.get("Marker"), max_items)))
+        return _json(
+            200, seconds(svc.state_page(args[0], q.get("CheckpointToken", ""), q.get("Marker"), max_items))
+        )
     if name == "get":
-        return _json(200, seconds(describe(svc, svc.load(args[0])[0], q.get("IncludeExecutionData") != "false")))
+        return _json(
+            200, seconds(describe(svc, svc.load(args[0])[0], q.get("IncludeExecutionData") != "false"))
+        )
     if name == "history":
         s, _ = svc.load(args[0])
         return _json(200, seconds(history(s, q)))
@@ -137,9 +153,14 @@ def _dispatch(rt: Any, name: str, args: list[str], q: dict[str, str], h: dict[st
 
 
 def describe(svc: Any, s: DurableState, data: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"DurableExecutionArn": s.arn, "DurableExecutionName": s.name,
-                           "FunctionArn": svc.function_arn(s.function), "Status": s.status,
-                           "StartTimestamp": s.start_ms, "Version": "$LATEST"}
+    out: dict[str, Any] = {
+        "DurableExecutionArn": s.arn,
+        "DurableExecutionName": s.name,
+        "FunctionArn": svc.function_arn(s.function),
+        "Status": s.status,
+        "StartTimestamp": s.start_ms,
+        "Version": "$LATEST",
+    }
     if data:
         out["InputPayload"] = s.input
         if s.result is not None:
@@ -155,8 +176,14 @@ def _strip_data(ev: dict[str, Any]) -> dict[str, Any]:
     out = dict(ev)
     for k, v in ev.items():
         if k.endswith("Details") and isinstance(v, dict):
-            out[k] = {dk: ({"Truncated": dv.get("Truncated", False)} if isinstance(dv, dict)
-                           and dk in ("Input", "Result", "Error") else dv) for dk, dv in v.items()}
+            out[k] = {
+                dk: (
+                    {"Truncated": dv.get("Truncated", False)}
+                    if isinstance(dv, dict) and dk in ("Input", "Result", "Error")
+                    else dv
+                )
+                for dk, dv in v.items()
+            }
     return out
 
 
@@ -166,7 +193,7 @@ def history(s: DurableState, q: dict[str, str]) -> dict[str, Any]:
         events = [_strip_data(e) for e in events]
     start = int(q["Marker"]) if q.get("Marker", "").isdigit() else 0
     n = max(1, min(int(q["MaxItems"]) if q.get("MaxItems", "").isdigit() else 1000, 1000))
-    out: dict[str, Any] = {"Events": events[start:start + n]}
+    out: dict[str, Any] = {"Events": events[start : start + n]}
     if start + n < len(events):
         out["NextMarker"] = str(start + n)
     return out
@@ -175,14 +202,31 @@ def history(s: DurableState, q: dict[str, str]) -> dict[str, Any]:
 def listing(svc: Any, function: str, q: dict[str, str]) -> dict[str, Any]:
     rows = svc.list_executions(function)
     statuses = set(q["Statuses"].split(",")) if q.get("Statuses") else None
-    rows = [s for s in rows if (statuses is None or s.status in statuses)
-            and (not q.get("DurableExecutionName") or s.name == q["DurableExecutionName"])]
+    rows = [
+        s
+        for s in rows
+        if (statuses is None or s.status in statuses)
+        and (not q.get("DurableExecutionName") or s.name == q["DurableExecutionName"])
+    ]
     rows.sort(key=lambda s: s.start_ms, reverse=q.get("ReverseOrder") != "false")
     start = int(q["Marker"]) if q.get("Marker", "").isdigit() else 0
     n = max(1, min(int(q["MaxItems"]) if q.get("MaxItems", "").isdigit() else 100, 1000))
-    page = [{k: v for k, v in describe(svc, s, False).items()
-             if k in ("DurableExecutionArn", "DurableExecutionName", "FunctionArn", "Status",
-                      "StartTimestamp", "EndTimestamp")} for s in rows[start:start + n]]
+    page = [
+        {
+            k: v
+            for k, v in describe(svc, s, False).items()
+            if k
+            in (
+                "DurableExecutionArn",
+                "DurableExecutionName",
+                "FunctionArn",
+                "Status",
+                "StartTimestamp",
+                "EndTimestamp",
+            )
+        }
+        for s in rows[start : start + n]
+    ]
     out: dict[str, Any] = {"DurableExecutions": page}
     if start + n < len(rows):
         out["NextMarker"] = str(start + n)

@@ -98,12 +98,21 @@ def apply_durable(s: DurableState, r: Recorded) -> None:
             return
         s.request_id = s.token = None
         s.failed_invocations = s.failed_invocations + 1 if e.status == "ERROR" else 0
-        details: dict[str, JSON] = {"StartTimestamp": e.start_ms, "EndTimestamp": ts,
-                                    "RequestId": e.request_id}
+        details: dict[str, JSON] = {
+            "StartTimestamp": e.start_ms,
+            "EndTimestamp": ts,
+            "RequestId": e.request_id,
+        }
         if e.error is not None:
             details["Error"] = {"Payload": e.error, "Truncated": False}
-        s.events.append({"EventType": "InvocationCompleted", "EventTimestamp": ts,
-                         "EventId": len(s.events) + 1, "InvocationCompletedDetails": details})
+        s.events.append(
+            {
+                "EventType": "InvocationCompleted",
+                "EventTimestamp": ts,
+                "EventId": len(s.events) + 1,
+                "InvocationCompletedDetails": details,
+            }
+        )
     elif isinstance(e, D.DurableEnded):
         if s.ended:
             return
@@ -143,6 +152,9 @@ def next_due_ms(s: DurableState) -> int | None:
 
 def callback_operation(s: DurableState, callback_id: str) -> dict[str, Any] | None:
     for op in s.operations.values():
-        if op.get("Type") == "CALLBACK" and (op.get("CallbackDetails") or {}).get("CallbackId") == callback_id:
+        if (
+            op.get("Type") == "CALLBACK"
+            and (op.get("CallbackDetails") or {}).get("CallbackId") == callback_id
+        ):
             return op
     return None

@@ -48,42 +48,70 @@ def _event(op: dict[str, Any], kind: str, now: int, details: dict[str, JSON] | N
     return ev
 
 
-def start(arn: str, function: str, name: str, payload: str | None, timeout_s: int, now: int,
-          parent: dict[str, str] | None = None) -> list[Event]:
+def start(
+    arn: str,
+    function: str,
+    name: str,
+    payload: str | None,
+    timeout_s: int,
+    now: int,
+    parent: dict[str, str] | None = None,
+) -> list[Event]:
     """An Invoke: the execution and its EXECUTION operation (id: the arn's last part)."""
-    op: dict[str, Any] = {"Id": arn.rsplit("/", 1)[-1], "Name": name, "Type": "EXECUTION",
-                          "Status": "STARTED", "StartTimestamp": now,
-                          "ExecutionDetails": {"InputPayload": payload}}
-    ev = _event({"Id": op["Id"], "Name": name}, "ExecutionStarted", now,
-                {"Input": _result(payload), "ExecutionTimeout": timeout_s})
-    return [D.DurableStarted(function, arn, name, payload, timeout_s, parent),
-            D.DurableOperationRecorded(op, ev)]
+    op: dict[str, Any] = {
+        "Id": arn.rsplit("/", 1)[-1],
+        "Name": name,
+        "Type": "EXECUTION",
+        "Status": "STARTED",
+        "StartTimestamp": now,
+        "ExecutionDetails": {"InputPayload": payload},
+    }
+    ev = _event(
+        {"Id": op["Id"], "Name": name},
+        "ExecutionStarted",
+        now,
+        {"Input": _result(payload), "ExecutionTimeout": timeout_s},
+    )
+    return [
+        D.DurableStarted(function, arn, name, payload, timeout_s, parent),
+        D.DurableOperationRecorded(op, ev),
+    ]
 
 
 def begin_invocation(s: DurableState, request_id: str) -> list[Event]:
     return [D.DurableInvocationStarted(request_id, f"{s.invocations + 1}.0.{request_id}")]
 
 
-def _end(s: DurableState, status: str, now: int, result: str | None = None,
-         error: dict[str, JSON] | None = None) -> list[Event]:
+def _end(
+    s: DurableState, status: str, now: int, result: str | None = None, error: dict[str, JSON] | None = None
+) -> list[Event]:
     exe = s.operations.get(s.execution_id, {"Id": s.execution_id, "Type": "EXECUTION"})
     op = {**exe, "Status": status, "EndTimestamp": now}
-    kind = {"SUCCEEDED": "ExecutionSucceeded", "FAILED": "ExecutionFailed",
-            "STOPPED": "ExecutionStopped", "TIMED_OUT": "ExecutionTimedOut"}[status]
+    kind = {
+        "SUCCEEDED": "ExecutionSucceeded",
+        "FAILED": "ExecutionFailed",
+        "STOPPED": "ExecutionStopped",
+        "TIMED_OUT": "ExecutionTimedOut",
+    }[status]
     details = {"Result": _result(result)} if status == "SUCCEEDED" else {"Error": _error(error)}
     ev = _event({"Id": exe["Id"], "Name": exe.get("Name")}, kind, now, details)
     return [D.DurableOperationRecorded(op, ev), D.DurableEnded(status, result, error)]
 
 
-def _apply(u: dict[str, Any], cur: dict[str, Any] | None, now: int,
-           new_id: Callable[[str, str], str]) -> tuple[dict[str, Any], dict[str, Any] | None] | Refused:
+def _apply(
+    u: dict[str, Any], cur: dict[str, Any] | None, now: int, new_id: Callable[[str, str], str]
+) -> tuple[dict[str, Any], dict[str, Any] | None] | Refused:
     """One OperationUpdate against the operation it names: (its new record, its event)."""
     kind, action, oid = u.get("Type"), u.get("Action"), u.get("Id")
     if kind not in TYPES or action not in ACTIONS or not isinstance(oid, str) or not oid:
-        return Refused("InvalidParameterValueException", f"invalid operation update {oid!r}: "
-                       f"Type {kind!r}, Action {action!r}")
+        return Refused(
+            "InvalidParameterValueException",
+            f"invalid operation update {oid!r}: Type {kind!r}, Action {action!r}",
+        )
     if cur is not None and cur.get("Type") != kind:
-        return Refused("InvalidParameterValueException", f"operation {oid!r} is a {cur.get('Type')}, not {kind}")
+        return Refused(
+            "InvalidParameterValueException", f"operation {oid!r} is a {cur.get('Type')}, not {kind}"
+        )
     base: dict[str, Any] = dict(cur) if cur else {"Id": oid, "Type": kind, "StartTimestamp": now}
     for k in ("ParentId", "Name", "SubType"):
         if u.get(k) is not None and base.get(k) is None:
@@ -112,39 +140,62 @@ def _apply(u: dict[str, Any], cur: dict[str, Any] | None, now: int,
             return op, _event(base, "StepSucceeded", now, {"Result": _result(payload), "RetryDetails": retry})
         if action == "SUCCEED":
             det.update(Result=payload)
-            return ({**done("SUCCEEDED"), "StepDetails": det},
-                    _event(base, "StepSucceeded", now, {"Result": _result(payload),
-                                                        "RetryDetails": {"CurrentAttempt": attempt + 1}}))
+            return (
+                {**done("SUCCEEDED"), "StepDetails": det},
+                _event(
+                    base,
+                    "StepSucceeded",
+                    now,
+                    {"Result": _result(payload), "RetryDetails": {"CurrentAttempt": attempt + 1}},
+                ),
+            )
         if action == "FAIL":
             det.update(Error=error)
-            return ({**done("FAILED"), "StepDetails": det},
-                    _event(base, "StepFailed", now, {"Error": _error(error),
-                                                     "RetryDetails": {"CurrentAttempt": attempt + 1}}))
+            return (
+                {**done("FAILED"), "StepDetails": det},
+                _event(
+                    base,
+                    "StepFailed",
+                    now,
+                    {"Error": _error(error), "RetryDetails": {"CurrentAttempt": attempt + 1}},
+                ),
+            )
     elif kind == "CONTEXT":
         replay = bool((u.get("ContextOptions") or {}).get("ReplayChildren"))
         if action == "START":
             return {**base, "Status": "STARTED"}, _event(base, "ContextStarted", now, {})
         if action == "SUCCEED":
             det = {"Result": payload, "ReplayChildren": replay}
-            return ({**done("SUCCEEDED"), "ContextDetails": det},
-                    _event(base, "ContextSucceeded", now, {"Result": _result(payload)}))
+            return (
+                {**done("SUCCEEDED"), "ContextDetails": det},
+                _event(base, "ContextSucceeded", now, {"Result": _result(payload)}),
+            )
         if action == "FAIL":
             det = {"Error": error, "ReplayChildren": replay}
-            return ({**done("FAILED"), "ContextDetails": det},
-                    _event(base, "ContextFailed", now, {"Error": _error(error)}))
+            return (
+                {**done("FAILED"), "ContextDetails": det},
+                _event(base, "ContextFailed", now, {"Error": _error(error)}),
+            )
     elif kind == "WAIT":
         if action == "START" and cur is None:
             secs = int((u.get("WaitOptions") or {}).get("WaitSeconds") or 0)
             end = now + secs * 1000
-            op = {**base, "Status": "STARTED", "WaitDetails": {"ScheduledEndTimestamp": end},
-                  ORBIT: {"Duration": secs}}
+            op = {
+                **base,
+                "Status": "STARTED",
+                "WaitDetails": {"ScheduledEndTimestamp": end},
+                ORBIT: {"Duration": secs},
+            }
             return op, _event(base, "WaitStarted", now, {"Duration": secs, "ScheduledEndTimestamp": end})
         if action == "CANCEL":
             return done("CANCELLED"), _event(base, "WaitCancelled", now, {})
     elif kind == "CALLBACK":
         if action == "START" and cur is None:
             opts = u.get("CallbackOptions") or {}
-            timeout, beat = int(opts.get("TimeoutSeconds") or 0), int(opts.get("HeartbeatTimeoutSeconds") or 0)
+            timeout, beat = (
+                int(opts.get("TimeoutSeconds") or 0),
+                int(opts.get("HeartbeatTimeoutSeconds") or 0),
+            )
             cid = new_id("callback", oid)
             orbit: dict[str, Any] = {}
             details: dict[str, Any] = {"CallbackId": cid}
@@ -160,23 +211,41 @@ def _apply(u: dict[str, Any], cur: dict[str, Any] | None, now: int,
             opts = u.get("ChainedInvokeOptions") or {}
             fn = opts.get("FunctionName")
             if not isinstance(fn, str) or not fn:
-                return Refused("InvalidParameterValueException", f"chained invoke {oid!r} names no FunctionName")
+                return Refused(
+                    "InvalidParameterValueException", f"chained invoke {oid!r} names no FunctionName"
+                )
             child = new_id("invoke", oid)
-            op = {**base, "Status": "STARTED", "ChainedInvokeDetails": {},
-                  ORBIT: {"Function": fn, "ChildArn": child, "Input": payload}}
-            details = {"FunctionName": fn, "Input": _result(payload), "ExecutedVersion": "$LATEST",
-                       "DurableExecutionArn": child}
+            op = {
+                **base,
+                "Status": "STARTED",
+                "ChainedInvokeDetails": {},
+                ORBIT: {"Function": fn, "ChildArn": child, "Input": payload},
+            }
+            details = {
+                "FunctionName": fn,
+                "Input": _result(payload),
+                "ExecutedVersion": "$LATEST",
+                "DurableExecutionArn": child,
+            }
             return op, _event(base, "ChainedInvokeStarted", now, details)
     elif kind == "EXECUTION":
         if action in ("SUCCEED", "FAIL"):
             return done("SUCCEEDED" if action == "SUCCEED" else "FAILED"), None
     if cur is not None and action == "START":
         return cur, None  # a repeated START of a live operation changes nothing
-    return Refused("InvalidParameterValueException", f"action {action} is not valid for {kind} operation {oid!r}")
+    return Refused(
+        "InvalidParameterValueException", f"action {action} is not valid for {kind} operation {oid!r}"
+    )
 
 
-def checkpoint(s: DurableState, token: str, client_token: str | None, updates: list[Any], now: int,
-               new_id: Callable[[str, str], str]) -> list[Event] | Refused:
+def checkpoint(
+    s: DurableState,
+    token: str,
+    client_token: str | None,
+    updates: list[Any],
+    now: int,
+    new_id: Callable[[str, str], str],
+) -> list[Event] | Refused:
     """CheckpointDurableExecution. A repeated ClientToken records nothing (the caller answers
     as before); a token that is not the open invocation's current one is refused."""
     if client_token and client_token in s.client_tokens:
@@ -198,8 +267,13 @@ def checkpoint(s: DurableState, token: str, client_token: str | None, updates: l
             continue
         if op["Type"] == "EXECUTION":
             status = op["Status"]
-            finish = _end(s, status, now, u.get("Payload") if status == "SUCCEEDED" else None,
-                          u.get("Error") if status == "FAILED" else None)
+            finish = _end(
+                s,
+                status,
+                now,
+                u.get("Payload") if status == "SUCCEEDED" else None,
+                u.get("Error") if status == "FAILED" else None,
+            )
             continue
         ops[op["Id"]] = op
         out.append(D.DurableOperationRecorded(op, ev))
@@ -216,15 +290,21 @@ def fire_due(s: DurableState, now: int) -> list[Event]:
     if s.ended:
         return []
     if now >= s.start_ms + s.timeout_s * 1000:
-        return _end(s, "TIMED_OUT", now, error={"ErrorType": "Execution.Timeout",
-                                                 "ErrorMessage": "the execution timed out"})
+        return _end(
+            s,
+            "TIMED_OUT",
+            now,
+            error={"ErrorType": "Execution.Timeout", "ErrorMessage": "the execution timed out"},
+        )
     out: list[Event] = []
     for op in s.operations.values():
         kind, st = op.get("Type"), op.get("Status")
         if kind == "WAIT" and st == "STARTED" and int(op["WaitDetails"]["ScheduledEndTimestamp"]) <= now:
             secs = (op.get(ORBIT) or {}).get("Duration")
             ev = _event(op, "WaitSucceeded", now, {"Duration": secs} if secs is not None else {})
-            out.append(D.DurableOperationRecorded({**op, "Status": "SUCCEEDED", "EndTimestamp": now}, ev, True))
+            out.append(
+                D.DurableOperationRecorded({**op, "Status": "SUCCEEDED", "EndTimestamp": now}, ev, True)
+            )
         elif kind == "STEP" and st == "PENDING":
             det = op.get("StepDetails") or {}
             if int(det.get("NextAttemptTimestamp") or 0) <= now:
@@ -233,8 +313,11 @@ def fire_due(s: DurableState, now: int) -> list[Event]:
             orbit = op.get(ORBIT) or {}
             if any(orbit.get(k) and int(orbit[k]) <= now for k in ("TimeoutAt", "HeartbeatAt")):
                 beat = bool(orbit.get("HeartbeatAt") and int(orbit["HeartbeatAt"]) <= now)
-                err = ({"ErrorType": CALLBACK_HEARTBEAT, "ErrorMessage": "Callback heartbeat timed out"} if beat
-                       else {"ErrorType": CALLBACK_TIMEOUT, "ErrorMessage": "Callback timed out"})
+                err = (
+                    {"ErrorType": CALLBACK_HEARTBEAT, "ErrorMessage": "Callback heartbeat timed out"}
+                    if beat
+                    else {"ErrorType": CALLBACK_TIMEOUT, "ErrorMessage": "Callback timed out"}
+                )
                 out.append(_callback_end(op, "TIMED_OUT", now, None, err))
     return out
 
@@ -252,8 +335,14 @@ def _callback_end(op: dict[str, Any], status: str, now: int, result: Any, error:
     return D.DurableOperationRecorded(new, _event(op, kind, now, details), True)
 
 
-def complete_callback(s: DurableState, op: dict[str, Any], outcome: str, result: str | None,
-                      error: dict[str, JSON] | None, now: int) -> list[Event] | Refused:
+def complete_callback(
+    s: DurableState,
+    op: dict[str, Any],
+    outcome: str,
+    result: str | None,
+    error: dict[str, JSON] | None,
+    now: int,
+) -> list[Event] | Refused:
     """SendDurableExecutionCallback{Success,Failure,Heartbeat} for the callback operation `op`."""
     if s.ended or op.get("Status") != "STARTED":
         return Refused("InvalidParameterValueException", "the callback has already completed")
@@ -267,24 +356,35 @@ def complete_callback(s: DurableState, op: dict[str, Any], outcome: str, result:
     return [_callback_end(op, "FAILED", now, None, error or {})]
 
 
-def complete_chained(s: DurableState, op_id: str, status: str, result: str | None,
-                     error: dict[str, JSON] | None, now: int) -> list[Event]:
+def complete_chained(
+    s: DurableState, op_id: str, status: str, result: str | None, error: dict[str, JSON] | None, now: int
+) -> list[Event]:
     """A chained invoke's child ended: its operation in the parent ends the same way."""
     op = s.operations.get(op_id)
     if s.ended or op is None or op.get("Status") != "STARTED":
         return []
-    st = "SUCCEEDED" if status == "SUCCEEDED" else "TIMED_OUT" if status == "TIMED_OUT" else (
-        "STOPPED" if status == "STOPPED" else "FAILED")
+    st = (
+        "SUCCEEDED"
+        if status == "SUCCEEDED"
+        else "TIMED_OUT"
+        if status == "TIMED_OUT"
+        else ("STOPPED" if status == "STOPPED" else "FAILED")
+    )
     det = {"Result": result} if st == "SUCCEEDED" else {"Error": error}
-    kind = {"SUCCEEDED": "ChainedInvokeSucceeded", "FAILED": "ChainedInvokeFailed",
-            "TIMED_OUT": "ChainedInvokeTimedOut", "STOPPED": "ChainedInvokeStopped"}[st]
+    kind = {
+        "SUCCEEDED": "ChainedInvokeSucceeded",
+        "FAILED": "ChainedInvokeFailed",
+        "TIMED_OUT": "ChainedInvokeTimedOut",
+        "STOPPED": "ChainedInvokeStopped",
+    }[st]
     details = {"Result": _result(result)} if st == "SUCCEEDED" else {"Error": _error(error)}
     new = {**op, "Status": st, "EndTimestamp": now, "ChainedInvokeDetails": det}
     return [D.DurableOperationRecorded(new, _event(op, kind, now, details), True)]
 
 
-def invocation_done(s: DurableState, request_id: str, now: int, output: Any,
-                    crash: dict[str, JSON] | None = None) -> list[Event]:
+def invocation_done(
+    s: DurableState, request_id: str, now: int, output: Any, crash: dict[str, JSON] | None = None
+) -> list[Event]:
     """The handler answered `output` ({Status, Result?, Error?}), or crashed (`crash`: the runtime's
     error, e.g. Runtime.ExitError): a crash is recorded on the invocation and the handler is
     invoked again (three crashes in a row fail the execution)."""
@@ -292,26 +392,32 @@ def invocation_done(s: DurableState, request_id: str, now: int, output: Any,
         return []
     status = output.get("Status") if isinstance(output, dict) else None
     if status not in ("SUCCEEDED", "FAILED", "PENDING"):
-        err = crash or {"ErrorType": "Runtime.InvalidResponse",
-                        "ErrorMessage": "the handler returned no durable answer"}
+        err = crash or {
+            "ErrorType": "Runtime.InvalidResponse",
+            "ErrorMessage": "the handler returned no durable answer",
+        }
         done: list[Event] = [D.DurableInvocationCompleted(request_id, s.invocation_start_ms, "ERROR", err)]
         if s.failed_invocations + 1 >= 3 and not s.ended:
             done += _end(s, "FAILED", now, error=err)
         return done
     assert isinstance(output, dict)
-    err = output.get("Error") if status == "FAILED" else None
+    failure = output.get("Error") if status == "FAILED" else None
     out: list[Event] = [D.DurableInvocationCompleted(request_id, s.invocation_start_ms, status)]
     if s.ended:
         return out
     if status == "SUCCEEDED":
         out += _end(s, "SUCCEEDED", now, result=output.get("Result"))
     elif status == "FAILED":
-        out += _end(s, "FAILED", now, error=err if isinstance(err, dict) else {})
+        out += _end(s, "FAILED", now, error=failure if isinstance(failure, dict) else {})
     return out
 
 
 def stop(s: DurableState, error: dict[str, JSON] | None, now: int) -> list[Event]:
     if s.ended:
         return []
-    return _end(s, "STOPPED", now, error=error or {"ErrorType": "Execution.Stopped",
-                                                    "ErrorMessage": "stopped by StopDurableExecution"})
+    return _end(
+        s,
+        "STOPPED",
+        now,
+        error=error or {"ErrorType": "Execution.Stopped", "ErrorMessage": "stopped by StopDurableExecution"},
+    )

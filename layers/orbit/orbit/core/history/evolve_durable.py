@@ -5,7 +5,8 @@ function, and ends with `DurableEnded`. The operations themselves are folded by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history import durable_events as D
@@ -13,7 +14,9 @@ from orbit.core.history.state import CANCELLED, COMPLETED, FAILED, RUNNING, TIME
 from orbit.core.history.task_error import TaskError
 
 KIND = "durable-function"  # ExecutionState.version of a durable function's execution
-_STATUS = {"SUCCEEDED": COMPLETED, "FAILED": FAILED, "STOPPED": CANCELLED, "TIMED_OUT": TIMED_OUT}
+_STATUS = MappingProxyType(
+    {"SUCCEEDED": COMPLETED, "FAILED": FAILED, "STOPPED": CANCELLED, "TIMED_OUT": TIMED_OUT}
+)
 
 
 def _started(s: ExecutionState, e: D.DurableStarted, ts: int) -> None:
@@ -34,7 +37,9 @@ def _ended(s: ExecutionState, e: D.DurableEnded, ts: int) -> None:
         s.error = TaskError(str(err.get("ErrorType") or e.status), str(err.get("ErrorMessage") or ""))
 
 
-DURABLE_HANDLERS: dict[type, Callable[[ExecutionState, Any, int], None]] = {
-    D.DurableStarted: _started,
-    D.DurableEnded: _ended,
-}
+DURABLE_HANDLERS: Mapping[type, Callable[[ExecutionState, Any, int], None]] = MappingProxyType(
+    {
+        D.DurableStarted: _started,
+        D.DurableEnded: _ended,
+    }
+)
