@@ -4,7 +4,11 @@ from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
 from aws_durable_execution_sdk_python.config import Duration, StepConfig
-from aws_durable_execution_sdk_python.retries import JitterStrategy, RetryStrategyConfig, create_retry_strategy
+from aws_durable_execution_sdk_python.retries import (
+    JitterStrategy,
+    RetryStrategyConfig,
+    create_retry_strategy,
+)
 
 RUNS: dict[str, int] = {}  # step body -> how many times it ran (in this process)
 
@@ -34,8 +38,14 @@ def flaky(event: Any, context: DurableContext) -> Any:
             raise RuntimeError("first attempt fails")
         return f"attempt {step_context.attempt}"
 
-    retry = create_retry_strategy(RetryStrategyConfig(max_attempts=3, initial_delay=Duration.from_seconds(1),
-                                                      backoff_rate=1, jitter_strategy=JitterStrategy.NONE))
+    retry = create_retry_strategy(
+        RetryStrategyConfig(
+            max_attempts=3,
+            initial_delay=Duration.from_seconds(1),
+            backoff_rate=1,
+            jitter_strategy=JitterStrategy.NONE,
+        )
+    )
     return context.step(run, config=StepConfig(retry_strategy=retry))
 
 

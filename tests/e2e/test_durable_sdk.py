@@ -15,10 +15,15 @@ import boto3
 import pytest
 from aws_durable_execution_sdk_python.lambda_service import LambdaClient
 from botocore.exceptions import ClientError
-
 from orbit.local.durable_server import serve
 
-ENV = ("AWS_ENDPOINT_URL_LAMBDA", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION")
+ENV = (
+    "AWS_ENDPOINT_URL_LAMBDA",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +34,12 @@ def lam() -> Iterator[Any]:
     LambdaClient._cached_boto_client = None  # the SDK caches its client per process
     server, endpoint = serve(0)
     for name in ("step_wait_step", "approval", "flaky", "three_steps"):
-        endpoint.register({"name": name.replace("_", "-"), "language": "python",
-                           "handler": f"durable_handlers.{name}"})
-    client = boto3.client("lambda", region_name="us-east-1", endpoint_url=os.environ["AWS_ENDPOINT_URL_LAMBDA"])
+        endpoint.register(
+            {"name": name.replace("_", "-"), "language": "python", "handler": f"durable_handlers.{name}"}
+        )
+    client = boto3.client(
+        "lambda", region_name="us-east-1", endpoint_url=os.environ["AWS_ENDPOINT_URL_LAMBDA"]
+    )
     yield client
     server.shutdown()
     endpoint.runtime.close()
@@ -44,8 +52,9 @@ def lam() -> Iterator[Any]:
 
 
 def events(lam: Any, arn: str) -> list[dict[str, Any]]:
-    got: list[dict[str, Any]] = lam.get_durable_execution_history(DurableExecutionArn=arn,
-                                                                 IncludeExecutionData=True)["Events"]
+    got: list[dict[str, Any]] = lam.get_durable_execution_history(
+        DurableExecutionArn=arn, IncludeExecutionData=True
+    )["Events"]
     return got
 
 
@@ -57,14 +66,24 @@ def test_a_step_a_wait_and_a_step_replay_to_the_result(lam: Any) -> None:
     r = lam.invoke(FunctionName="step-wait-step", Payload=json.dumps({"name": "orbit"}))
     arn = r["DurableExecutionArn"]
     assert json.loads(r["Payload"].read()) == "hello orbit!"
-    assert kinds(lam, arn) == ["ExecutionStarted", "StepStarted", "StepSucceeded", "WaitStarted",
-                               "InvocationCompleted", "WaitSucceeded", "StepStarted", "StepSucceeded",
-                               "InvocationCompleted", "ExecutionSucceeded"]
+    assert kinds(lam, arn) == [
+        "ExecutionStarted",
+        "StepStarted",
+        "StepSucceeded",
+        "WaitStarted",
+        "InvocationCompleted",
+        "WaitSucceeded",
+        "StepStarted",
+        "StepSucceeded",
+        "InvocationCompleted",
+        "ExecutionSucceeded",
+    ]
     hist = events(lam, arn)
     assert [e["EventId"] for e in hist] == list(range(1, 11))
     assert hist[3]["WaitStartedDetails"]["Duration"] == 1 and hist[3]["Name"] == "pause"
     assert hist[2]["StepSucceededDetails"]["Result"]["Payload"] == '"hello orbit"'
     from durable_handlers import RUNS
+
     assert RUNS["first"] == 1  # the replay took the first step's result from the history
     d = lam.get_durable_execution(DurableExecutionArn=arn)
     assert d["Status"] == "SUCCEEDED" and json.loads(d["Result"]) == "hello orbit!"
@@ -115,8 +134,11 @@ def test_a_stale_checkpoint_token_is_refused_over_the_wire(lam: Any) -> None:
     assert json.loads(r["Payload"].read()) == 3
     before = kinds(lam, arn)
     with pytest.raises(ClientError) as e:
-        lam.checkpoint_durable_execution(DurableExecutionArn=arn, CheckpointToken="1.1.stale",
-                                         Updates=[{"Id": "x", "Type": "STEP", "Action": "START"}])
+        lam.checkpoint_durable_execution(
+            DurableExecutionArn=arn,
+            CheckpointToken="1.1.stale",
+            Updates=[{"Id": "x", "Type": "STEP", "Action": "START"}],
+        )
     assert e.value.response["Error"]["Code"] == "InvalidParameterValueException"
     assert kinds(lam, arn) == before
     stopped = lam.stop_durable_execution(DurableExecutionArn=arn)  # already ended: changes nothing

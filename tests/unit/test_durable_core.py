@@ -8,7 +8,6 @@ import itertools
 from typing import Any
 
 import pytest
-
 from orbit.adapters.memory import ManualClock, MemoryHistoryStore
 from orbit.core.history import durable_ops as ops
 from orbit.core.history.durable import DurableState, apply_durable, fold_durable, next_due_ms
@@ -54,7 +53,10 @@ def test_a_checkpoint_records_each_update_as_an_operation_and_a_lambda_event() -
     b = started()
     token = b.state.token
     assert token
-    b.add(ops.checkpoint(b.state, token, None, [step("START"), step("SUCCEED", Payload='"ok"')], 2_000, ids), 2_000)
+    b.add(
+        ops.checkpoint(b.state, token, None, [step("START"), step("SUCCEED", Payload='"ok"')], 2_000, ids),
+        2_000,
+    )
     op = b.state.operations["s1"]
     assert op["Status"] == "SUCCEEDED" and op["StepDetails"]["Result"] == '"ok"'
     assert op["StepDetails"]["Attempt"] == 1
@@ -96,7 +98,9 @@ def test_no_checkpoint_is_accepted_between_invocations() -> None:
 def test_a_retry_leaves_the_step_pending_until_its_attempt_is_due_then_ready() -> None:
     b = started()
     assert b.state.token
-    retry = step("RETRY", Error={"ErrorType": "E", "ErrorMessage": "m"}, StepOptions={"NextAttemptDelaySeconds": 5})
+    retry = step(
+        "RETRY", Error={"ErrorType": "E", "ErrorMessage": "m"}, StepOptions={"NextAttemptDelaySeconds": 5}
+    )
     b.add(ops.checkpoint(b.state, b.state.token, None, [step("START"), retry], 2_000, ids), 2_000)
     b.add(ops.invocation_done(b.state, "r1", 2_100, {"Status": "PENDING"}), 2_100)
     failed = b.state.events[-2]
@@ -112,7 +116,13 @@ def test_a_retry_leaves_the_step_pending_until_its_attempt_is_due_then_ready() -
 def test_a_wait_ends_at_its_scheduled_end_with_its_duration() -> None:
     b = started()
     assert b.state.token
-    wait = {"Id": "w1", "Type": "WAIT", "SubType": "Wait", "Action": "START", "WaitOptions": {"WaitSeconds": 2}}
+    wait = {
+        "Id": "w1",
+        "Type": "WAIT",
+        "SubType": "Wait",
+        "Action": "START",
+        "WaitOptions": {"WaitSeconds": 2},
+    }
     b.add(ops.checkpoint(b.state, b.state.token, None, [wait], 2_000, ids), 2_000)
     assert b.state.events[-1]["WaitStartedDetails"] == {"Duration": 2, "ScheduledEndTimestamp": 4_000}
     assert ops.fire_due(b.state, 3_999) == []
@@ -121,15 +131,25 @@ def test_a_wait_ends_at_its_scheduled_end_with_its_duration() -> None:
     assert b.state.events[-1]["WaitSucceededDetails"] == {"Duration": 2}
 
 
-@pytest.mark.parametrize(("options", "error_type"), [
-    ({"TimeoutSeconds": 5}, "Callback.Timeout"),
-    ({"HeartbeatTimeoutSeconds": 5}, "Callback.Heartbeat"),
-])
+@pytest.mark.parametrize(
+    ("options", "error_type"),
+    [
+        ({"TimeoutSeconds": 5}, "Callback.Timeout"),
+        ({"HeartbeatTimeoutSeconds": 5}, "Callback.Heartbeat"),
+    ],
+)
 def test_a_callback_times_out_with_the_error_type_of_the_deadline_it_missed(
-        options: dict[str, int], error_type: str) -> None:
+    options: dict[str, int], error_type: str
+) -> None:
     b = started()
     assert b.state.token
-    cb = {"Id": "c1", "Type": "CALLBACK", "SubType": "Callback", "Action": "START", "CallbackOptions": options}
+    cb = {
+        "Id": "c1",
+        "Type": "CALLBACK",
+        "SubType": "Callback",
+        "Action": "START",
+        "CallbackOptions": options,
+    }
     b.add(ops.checkpoint(b.state, b.state.token, None, [cb], 2_000, ids), 2_000)
     assert b.state.operations["c1"]["CallbackDetails"]["CallbackId"] == "callback-c1"
     b.add(ops.fire_due(b.state, 7_000), 7_000)
@@ -141,7 +161,12 @@ def test_a_callback_times_out_with_the_error_type_of_the_deadline_it_missed(
 def test_a_heartbeat_moves_the_heartbeat_deadline_and_adds_no_event() -> None:
     b = started()
     assert b.state.token
-    cb = {"Id": "c1", "Type": "CALLBACK", "Action": "START", "CallbackOptions": {"HeartbeatTimeoutSeconds": 5}}
+    cb = {
+        "Id": "c1",
+        "Type": "CALLBACK",
+        "Action": "START",
+        "CallbackOptions": {"HeartbeatTimeoutSeconds": 5},
+    }
     b.add(ops.checkpoint(b.state, b.state.token, None, [cb], 2_000, ids), 2_000)
     n = len(b.state.events)
     b.add(ops.complete_callback(b.state, b.state.operations["c1"], "heartbeat", None, None, 6_000), 6_000)
@@ -156,7 +181,9 @@ def test_a_completed_callback_refuses_a_second_answer() -> None:
     cb = {"Id": "c1", "Type": "CALLBACK", "Action": "START"}
     b.add(ops.checkpoint(b.state, b.state.token, None, [cb], 2_000, ids), 2_000)
     b.add(ops.complete_callback(b.state, b.state.operations["c1"], "success", '"yes"', None, 3_000), 3_000)
-    again = ops.complete_callback(b.state, b.state.operations["c1"], "failure", None, {"ErrorType": "X"}, 4_000)
+    again = ops.complete_callback(
+        b.state, b.state.operations["c1"], "failure", None, {"ErrorType": "X"}, 4_000
+    )
     assert isinstance(again, ops.Refused)
     assert b.state.events[-1]["CallbackSucceededDetails"]["Result"]["Payload"] == '"yes"'
 
