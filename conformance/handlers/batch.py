@@ -380,10 +380,6 @@ REQUIREMENTS = {
     "9-18": "map_failed_then_wait",
 }
 NOT_IMPLEMENTED = {
-    "8-15": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-    "9-14": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-    "9-19": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-    "9-20": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
     # the plugin suite observes the SDK's instrumentation plugins (an SDK-side extension point)
     "10-1": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
     "10-2": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",

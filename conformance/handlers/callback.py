@@ -137,7 +137,4 @@ REQUIREMENTS = {
     "4-18": "callback_both_a_first",
     "4-19": "callback_both_b_first",
 }
-NOT_IMPLEMENTED = {
-    "4-15": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-    "4-16": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-}
+NOT_IMPLEMENTED = {}

@@ -219,6 +219,4 @@ REQUIREMENTS = {
     "3-17": "child_logger_only",
     "3-18": "child_then_outer",
 }
-NOT_IMPLEMENTED = {
-    "3-14": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-}
+NOT_IMPLEMENTED = {}

@@ -115,6 +115,4 @@ REQUIREMENTS = {
 TARGETS = {"InvokeEcho": "echo", "InvokeFails": "fails", "InvokeMeasure": "measure"}
 NOT_IMPLEMENTED = {
     "5-8": "tenant ids are not applicable to Orbit's durable-function profile (issue 32)",
-    "5-15": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-    "5-16": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
 }

@@ -291,6 +291,4 @@ REQUIREMENTS = {
     "2-4": "wait_minutes",
     "2-5": "wait_hour",
 }
-NOT_IMPLEMENTED = {
-    "1-6": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-}
+NOT_IMPLEMENTED = {}

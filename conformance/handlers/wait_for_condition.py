@@ -139,6 +139,4 @@ REQUIREMENTS = {
     "6-12": "poll_then_step",
     "6-13": "poll_twice",
 }
-NOT_IMPLEMENTED = {
-    "6-11": "custom serdes classes are not applicable to Orbit's durable-function profile (issue 32)",
-}
+NOT_IMPLEMENTED = {}
