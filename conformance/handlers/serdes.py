@@ -24,7 +24,6 @@ from aws_durable_execution_sdk_python.waits import (
     WaitStrategyConfig,
     create_wait_strategy,
 )
-
 from invoke import target
 
 

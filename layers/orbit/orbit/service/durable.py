@@ -123,12 +123,15 @@ class DurableService:
             after = page.next_after_seq
         return out
 
-    def load(self, arn: str) -> tuple[DurableState, int]:
-        eid = execution_id(arn)
+    def load_id(self, eid: str) -> tuple[DurableState, int]:
         s, last = DurableState(), 0
         for r in self._records(eid):
             apply_durable(s, r)
             last = r.seq
+        return s, last
+
+    def load(self, arn: str) -> tuple[DurableState, int]:
+        s, last = self.load_id(execution_id(arn))
         if not s.exists or s.arn != arn:
             raise DurableApiError("ResourceNotFoundException", f"Durable execution not found: {arn}", 404)
         return s, last
@@ -151,9 +154,11 @@ class DurableService:
                 self._write(execution_id(arn), last, now, got)
             except ConflictError:
                 continue
+            was = s.status
             for i, e in enumerate(got):
                 apply_durable(s, Recorded(last + 1 + i, now, e))
-            self._index(s, now)
+            if s.status != was:  # the index row holds the status: written when it changes
+                self._index(s, now)
             return s, got
         raise DurableApiError("TooManyRequestsException", f"execution {arn} is too busy", 429)
 
@@ -221,7 +226,9 @@ class DurableService:
             raise DurableApiError("InvalidParameterValueException", "Updates must be a list of at most 250")
 
         def new_callback(kind: str, op_id: str) -> str:
-            return self.new_id() if kind == "callback" else self._child_arn(arn)
+            # a callback id names its execution (no lookup item to write, so no crash window
+            # between the commit and the item) and carries a fresh random part nobody can guess
+            return f"{execution_id(arn)}.{self.new_id()}" if kind == "callback" else self._child_arn(arn)
 
         s, got = self.commit(
             arn, lambda s, now: ops.checkpoint(s, token, client_token, updates, now, new_callback)
@@ -231,10 +238,6 @@ class DurableService:
                 "CheckpointToken": s.client_tokens.get(client_token or "", s.token),
                 "NewExecutionState": {"Operations": []},
             }
-        for e in got:
-            op = getattr(e, "operation", None)
-            if op and op.get("Type") == "CALLBACK" and op.get("Status") == "STARTED":
-                self.store.put_hook(op["CallbackDetails"]["CallbackId"], execution_id(arn), arn)
         done = next(e for e in got if type(e).__name__ == "DurableCheckpointed")
         ids = getattr(done, "operations", None) or []
         answer: dict[str, Any] = {
@@ -274,8 +277,9 @@ class DurableService:
     def callback(
         self, callback_id: str, outcome: str, result: str | None, error: dict[str, Any] | None
     ) -> DurableState:
-        found = self.store.find_hook(callback_id) if callback_id else None
-        if found is None:
+        eid, dot, _ = callback_id.partition(".") if isinstance(callback_id, str) else ("", "", "")
+        owner = self.load_id(eid)[0] if dot and EXECUTION_ID.match(eid) else None
+        if owner is None or not owner.exists or callback_operation(owner, callback_id) is None:
             raise DurableApiError("ResourceNotFoundException", "Callback not found", 404)
 
         def decide(s: DurableState, now: int) -> list[Event] | ops.Refused:
@@ -284,7 +288,14 @@ class DurableService:
                 return ops.Refused("ResourceNotFoundException", "Callback not found")
             return ops.complete_callback(s, op, outcome, result, error, now)
 
-        s, _ = self.commit(found[1], decide)
+        s, _ = self.commit(owner.arn, decide)
+        return s
+
+    def recover(self, arn: str) -> DurableState:
+        """After a crash anywhere on the path: write the index row again (idempotent), fire what is
+        due (an invocation that outlived its timeout ends, so the handler is invoked again)."""
+        s, _ = self.commit(arn, lambda s, now: ops.fire_due(s, now))
+        self._index(s, self.clock.now_ms())
         return s
 
     def child_ended(self, parent_arn: str, op_id: str, child: DurableState) -> DurableState:

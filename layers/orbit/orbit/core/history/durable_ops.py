@@ -23,6 +23,7 @@ TYPES = frozenset({"EXECUTION", "CONTEXT", "STEP", "WAIT", "CALLBACK", "CHAINED_
 ACTIONS = frozenset({"START", "SUCCEED", "FAIL", "RETRY", "CANCEL"})
 CALLBACK_TIMEOUT = "Callback.Timeout"
 CALLBACK_HEARTBEAT = "Callback.Heartbeat"
+INVOCATION_TIMEOUT_S = 900  # Lambda's longest invocation
 
 
 @dataclass(frozen=True)
@@ -290,13 +291,14 @@ def fire_due(s: DurableState, now: int) -> list[Event]:
     if s.ended:
         return []
     if now >= s.start_ms + s.timeout_s * 1000:
-        return _end(
-            s,
-            "TIMED_OUT",
-            now,
-            error={"ErrorType": "Execution.Timeout", "ErrorMessage": "the execution timed out"},
-        )
+        return _end(s, "TIMED_OUT", now, error={"ErrorType": "Execution.Timeout",
+                                                 "ErrorMessage": "the execution timed out"})
     out: list[Event] = []
+    if s.invoking and now >= s.invocation_start_ms + INVOCATION_TIMEOUT_S * 1000:
+        # the invocation never answered (the handler's process died, or Orbit's did before it
+        # recorded the answer): it ends as timed out and the handler is invoked again
+        err = {"ErrorType": "Sandbox.Timedout", "ErrorMessage": "the invocation did not answer in time"}
+        out.append(D.DurableInvocationCompleted(s.request_id or "", s.invocation_start_ms, "ERROR", err))
     for op in s.operations.values():
         kind, st = op.get("Type"), op.get("Status")
         if kind == "WAIT" and st == "STARTED" and int(op["WaitDetails"]["ScheduledEndTimestamp"]) <= now:
