@@ -52,7 +52,9 @@ def orbit(n: int) -> list[float]:
 
     server, endpoint = serve(0)
     endpoint.register({"name": "three-steps", "language": "python", "handler": "durable_3step.handler"})
-    client = boto3.client("lambda", region_name="us-east-1", endpoint_url=os.environ["AWS_ENDPOINT_URL_LAMBDA"])
+    client = boto3.client(
+        "lambda", region_name="us-east-1", endpoint_url=os.environ["AWS_ENDPOINT_URL_LAMBDA"]
+    )
     client.invoke(FunctionName="three-steps", Payload=json.dumps({"x": -1}))  # warm: imports, connections
     times = []
     for i in range(n):
@@ -70,8 +72,12 @@ def peer(n: int, poll: float) -> list[float] | None:
     if not py.exists():
         print(f"  (AWS local runner not installed: run `make conformance` to create {PEER_VENV})")
         return None
-    out = subprocess.run([str(py), "-c", PEER.format(here=str(HERE)), str(n), str(poll)],
-                         capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(
+        [str(py), "-c", PEER.format(here=str(HERE)), str(n), str(poll)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if out.returncode != 0:
         print(f"  (AWS local runner failed: {out.stderr.strip().splitlines()[-1:]})")
         return None
@@ -93,8 +99,10 @@ def main() -> None:
     a = ap.parse_args()
     print(f"3-step durable function, {a.n} executions one after another, per execution:")
     ours = line("Orbit durable endpoint (SDK over HTTP)", orbit(a.n))
-    for poll, label in ((1.0, "AWS local runner, default poll_interval=1.0"),
-                        (0.001, "AWS local runner, poll_interval=0.001")):
+    for poll, label in (
+        (1.0, "AWS local runner, default poll_interval=1.0"),
+        (0.001, "AWS local runner, poll_interval=0.001"),
+    ):
         times = peer(a.n, poll)
         if times:
             theirs = line(label, times)
