@@ -222,3 +222,41 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def mount_on_dev(dev: Any) -> DurableEndpoint:
+    """Serve durable functions from `orbit dev`'s server (a `DevServer`): the Lambda REST paths and
+    `POST /orbit/durable/functions`, on the local stack's own history store and clock, so the
+    executions are in `orbit list`, `describe` and the console like any other. The handlers' SDK
+    client is pointed at the dev server; handler import paths resolve from the working directory."""
+    store = dev.stack.engine.store
+    service = DurableService(store, dev.stack, lambda: uuid.uuid4().hex)
+    endpoint = DurableEndpoint(DurableRuntime(service), install())
+    os.environ["AWS_ENDPOINT_URL_LAMBDA"] = dev.url
+    for k, v in (("AWS_ACCESS_KEY_ID", "orbit-local"), ("AWS_SECRET_ACCESS_KEY", "orbit-local"),
+                 ("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_REGION", "us-east-1")):
+        os.environ.setdefault(k, v)
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+
+    def serve_durable(handler: BaseHTTPRequestHandler, method: str, target: str, raw: bytes) -> None:
+        if target.split("?", 1)[0] == "/orbit/durable/functions" and method == "POST":
+            try:
+                fn = endpoint.register(json.loads(raw or b"{}"))
+                status, headers, body = 200, {"Content-Type": "application/json"}, json.dumps({"name": fn.name})
+            except (ValueError, ValidationError) as e:
+                status, headers, body = 400, {"Content-Type": "application/json"}, json.dumps({"message": str(e)})
+            answer = (status, headers, body.encode())
+        else:
+            answer = durable_http.route(endpoint.runtime, method, target, dict(handler.headers), raw)
+        status, headers, payload = answer
+        handler.send_response(status)
+        for k, v in headers.items():
+            handler.send_header(k, v)
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+    for prefix in ("/2015-03-31", "/2025-12-01", "/orbit/durable"):
+        dev.mount(prefix, serve_durable)
+    return endpoint
