@@ -12,7 +12,6 @@ import urllib.request
 
 import boto3
 from aws_durable_execution_sdk_python.lambda_service import LambdaClient
-
 from orbit.client import Client
 from orbit.local.devserver import DevServer
 from orbit.local.durable_server import mount_on_dev
