@@ -233,8 +233,12 @@ def mount_on_dev(dev: Any) -> DurableEndpoint:
     service = DurableService(store, dev.stack, lambda: uuid.uuid4().hex)
     endpoint = DurableEndpoint(DurableRuntime(service), install())
     os.environ["AWS_ENDPOINT_URL_LAMBDA"] = dev.url
-    for k, v in (("AWS_ACCESS_KEY_ID", "orbit-local"), ("AWS_SECRET_ACCESS_KEY", "orbit-local"),
-                 ("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_REGION", "us-east-1")):
+    for k, v in (
+        ("AWS_ACCESS_KEY_ID", "orbit-local"),
+        ("AWS_SECRET_ACCESS_KEY", "orbit-local"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+        ("AWS_REGION", "us-east-1"),
+    ):
         os.environ.setdefault(k, v)
     if os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
@@ -243,9 +247,17 @@ def mount_on_dev(dev: Any) -> DurableEndpoint:
         if target.split("?", 1)[0] == "/orbit/durable/functions" and method == "POST":
             try:
                 fn = endpoint.register(json.loads(raw or b"{}"))
-                status, headers, body = 200, {"Content-Type": "application/json"}, json.dumps({"name": fn.name})
+                status, headers, body = (
+                    200,
+                    {"Content-Type": "application/json"},
+                    json.dumps({"name": fn.name}),
+                )
             except (ValueError, ValidationError) as e:
-                status, headers, body = 400, {"Content-Type": "application/json"}, json.dumps({"message": str(e)})
+                status, headers, body = (
+                    400,
+                    {"Content-Type": "application/json"},
+                    json.dumps({"message": str(e)}),
+                )
             answer = (status, headers, body.encode())
         else:
             answer = durable_http.route(endpoint.runtime, method, target, dict(handler.headers), raw)
