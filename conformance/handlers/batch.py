@@ -380,12 +380,4 @@ REQUIREMENTS = {
     "9-18": "map_failed_then_wait",
 }
 NOT_IMPLEMENTED = {
-    # the plugin suite observes the SDK's instrumentation plugins (an SDK-side extension point)
-    "10-1": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
-    "10-2": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
-    "10-3": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
-    "10-4": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
-    "10-5": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
-    "10-6": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
-    "10-7": "instrumentation plugins are not applicable to Orbit's durable-function profile (issue 32)",
 }

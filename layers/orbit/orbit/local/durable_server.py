@@ -181,10 +181,11 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(port: int = 0, host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, DurableEndpoint]:
+def serve(port: int = 0, host: str = "127.0.0.1",
+          capture_stdout: bool = False) -> tuple[ThreadingHTTPServer, DurableEndpoint]:
     """Start the endpoint on a thread; the handlers' SDK client is pointed at it."""
     service = DurableService(MemoryHistoryStore(), SystemClock(), lambda: uuid.uuid4().hex)
-    endpoint = DurableEndpoint(DurableRuntime(service), install())
+    endpoint = DurableEndpoint(DurableRuntime(service), install(stdout=capture_stdout))
     server = ThreadingHTTPServer((host, port), make_handler(endpoint))
     server.daemon_threads = True
     url = f"http://{host}:{server.server_address[1]}"
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--path", action="append", default=[], help="a directory handlers are imported from")
     a = ap.parse_args(argv)
     sys.path[:0] = a.path
-    server, endpoint = serve(a.port)
+    server, endpoint = serve(a.port, capture_stdout=True)
     if a.functions:
         with open(a.functions) as f:
             for d in json.load(f):
