@@ -64,6 +64,8 @@ def orbit(n: int) -> list[float]:
         assert json.loads(r["Payload"].read()) == (i + 1) * 2 - 3
     server.shutdown()
     endpoint.runtime.close()
+    if endpoint.logs is not None:
+        endpoint.logs.uninstall()
     return times
 
 

@@ -78,6 +78,8 @@ def test_orbit_dev_runs_a_durable_function_on_the_local_stack_store() -> None:
                 assert status == 200 and json.loads(body) == 3
             finally:
                 endpoint.runtime.close()
+                if endpoint.logs is not None:
+                    endpoint.logs.uninstall()
                 dev.httpd.shutdown()
                 thread.join(timeout=10)
     finally:

@@ -43,6 +43,8 @@ def lam() -> Iterator[Any]:
     yield client
     server.shutdown()
     endpoint.runtime.close()
+    if endpoint.logs is not None:
+        endpoint.logs.uninstall()
     LambdaClient._cached_boto_client = None
     for k, v in saved.items():
         if v is None:

@@ -237,3 +237,23 @@ def test_the_service_refuses_an_arn_that_names_no_execution() -> None:
     assert e.value.code == "ResourceNotFoundException"
     with pytest.raises(DurableApiError):
         svc.start("unknown", None)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        step("START", Id="x" * 300),
+        step("SUCCEED", Payload={"not": "text"}),
+        step("FAIL", Error="boom"),
+        step("RETRY", StepOptions={"NextAttemptDelaySeconds": -1}),
+        {"Id": "w", "Type": "WAIT", "Action": "START", "WaitOptions": {"WaitSeconds": 10**12}},
+        {"Id": "w", "Type": "WAIT", "Action": "START", "WaitOptions": "soon"},
+        {"Id": "n", "Type": "NOPE", "Action": "START"},
+    ],
+)
+def test_a_malformed_update_is_refused_in_one_line_and_records_nothing(update: dict[str, Any]) -> None:
+    b = started()
+    assert b.state.token
+    got = ops.checkpoint(b.state, b.state.token, None, [step("START", "ok"), update], 2_000, ids)
+    assert isinstance(got, ops.Refused) and got.code == "InvalidParameterValueException"
+    assert "\n" not in got.message and len(got.message) < 200

@@ -46,6 +46,16 @@ class LogCapture(logging.Handler):
                 line[k] = getattr(record, k)
         self.keep(arn, line["timestamp"], json.dumps(line, default=str))
 
+    root_level = logging.WARNING
+
+    def uninstall(self) -> None:
+        """Stop capturing (the root logger's level as it was; stdout keeps its tee, now idle)."""
+        root = logging.getLogger()
+        root.removeHandler(self)
+        root.setLevel(self.root_level)
+        if isinstance(sys.stdout, _Tee) and sys.stdout.capture is self:
+            sys.stdout = sys.stdout.out
+
     def keep(self, arn: str, ts: int, message: str) -> None:
         parts = arn.split(":")
         if len(parts) < 7:
@@ -118,6 +128,7 @@ def install(stdout: bool = False) -> LogCapture:
     capture = LogCapture()
     root = logging.getLogger()
     root.addHandler(capture)
+    capture.root_level = root.level
     if root.level > logging.INFO or root.level == logging.NOTSET:
         root.setLevel(logging.INFO)
     if stdout and isinstance(sys.stdout, _Tee):

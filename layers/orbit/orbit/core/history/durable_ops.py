@@ -24,6 +24,8 @@ ACTIONS = frozenset({"START", "SUCCEED", "FAIL", "RETRY", "CANCEL"})
 CALLBACK_TIMEOUT = "Callback.Timeout"
 CALLBACK_HEARTBEAT = "Callback.Heartbeat"
 INVOCATION_TIMEOUT_S = 900  # Lambda's longest invocation
+MAX_ID = 256  # an operation's Id, ParentId, Name, SubType
+MAX_SECONDS = 10 * 366 * 86_400  # a wait, a retry delay, a callback timeout: ten years at most
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,37 @@ def _end(
     return [D.DurableOperationRecorded(op, ev), D.DurableEnded(status, result, error)]
 
 
+def _malformed(u: dict[str, Any]) -> str | None:
+    """What is wrong with an update's fields (the service model's types and lengths), or None."""
+    for k in ("Id", "ParentId", "Name", "SubType"):
+        v = u.get(k)
+        if v is not None and (not isinstance(v, str) or not 0 < len(v) <= MAX_ID):
+            return f"{k} must be a string of 1-{MAX_ID} characters"
+    if u.get("Payload") is not None and not isinstance(u["Payload"], str):
+        return "Payload must be a string"
+    err = u.get("Error")
+    if err is not None and (not isinstance(err, dict) or not all(
+            isinstance(v, str) or (k == "StackTrace" and isinstance(v, list)) for k, v in err.items())):
+        return "Error must be an object of strings (ErrorType, ErrorMessage, ErrorData, StackTrace)"
+    for k in ("StepOptions", "WaitOptions", "CallbackOptions", "ChainedInvokeOptions", "ContextOptions"):
+        if u.get(k) is not None and not isinstance(u[k], dict):
+            return f"{k} must be an object"
+    for opts, k in (("StepOptions", "NextAttemptDelaySeconds"), ("WaitOptions", "WaitSeconds"),
+                    ("CallbackOptions", "TimeoutSeconds"), ("CallbackOptions", "HeartbeatTimeoutSeconds")):
+        v = (u.get(opts) or {}).get(k)
+        if v is not None and (type(v) is not int or not 0 <= v <= MAX_SECONDS):
+            return f"{opts}.{k} must be a whole number of seconds from 0 to {MAX_SECONDS}"
+    return None
+
+
 def _apply(
     u: dict[str, Any], cur: dict[str, Any] | None, now: int, new_id: Callable[[str, str], str]
 ) -> tuple[dict[str, Any], dict[str, Any] | None] | Refused:
     """One OperationUpdate against the operation it names: (its new record, its event)."""
     kind, action, oid = u.get("Type"), u.get("Action"), u.get("Id")
+    bad = _malformed(u)
+    if bad:
+        return Refused("InvalidParameterValueException", f"operation update {str(oid)[:64]!r}: {bad}")
     if kind not in TYPES or action not in ACTIONS or not isinstance(oid, str) or not oid:
         return Refused(
             "InvalidParameterValueException",
