@@ -80,7 +80,7 @@ $(CONFORMANCE_VENV)/.installed:
 	touch $@
 
 conformance: $(STAMP) $(CONFORMANCE_VENV)/.installed
-	bash conformance/run.sh $(CONFORMANCE_ARGS)
+	CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py
