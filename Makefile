@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orbit-installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv conformance
+.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv conformance conformance-node
 
 install: $(STAMP)
 
@@ -81,6 +81,16 @@ $(CONFORMANCE_VENV)/.installed:
 
 conformance: $(STAMP) $(CONFORMANCE_VENV)/.installed
 	CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
+
+# The same suite with the TypeScript SDK (@aws/durable-execution-sdk-js 2.4.0 from npm; Debian's
+# nodejs where `node` is missing): the handlers of conformance/node run in `node` child processes.
+conformance/node/node_modules/.installed: conformance/node/package.json
+	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+	cd conformance/node && npm install --no-audit --no-fund --silent
+	touch $@
+
+conformance-node: $(STAMP) $(CONFORMANCE_VENV)/.installed conformance/node/node_modules/.installed
+	LANGUAGE=node CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py

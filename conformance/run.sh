@@ -12,7 +12,14 @@ VENV="${VENV:-$root/.venv}"
 CVENV="${CVENV:-$root/.venv-conformance}"
 out="${CONFORMANCE_OUT:-$root/build/conformance}"
 mkdir -p "$out"
-"$VENV/bin/python" "$here/make_template.py"
+LANGUAGE="${LANGUAGE:-python}"
+if [ "$LANGUAGE" = node ]; then
+  template="$out/template-node.yaml"
+  "$VENV/bin/python" "$here/make_template.py" --node "$template"
+else
+  template="$here/template.yaml"
+  "$VENV/bin/python" "$here/make_template.py"
+fi
 log="$out/server.log"
 PYTHONUNBUFFERED=1 "$VENV/bin/python" -m orbit.local.durable_server --port 0 --path "$here/handlers" >"$log" 2>&1 &
 server=$!
@@ -24,6 +31,6 @@ export AWS_ENDPOINT_URL_LAMBDA="$url" AWS_ENDPOINT_URL_CLOUDFORMATION="$url" AWS
 export AWS_ACCESS_KEY_ID=orbit-local AWS_SECRET_ACCESS_KEY=orbit-local AWS_DEFAULT_REGION=us-east-1
 export PATH="$here/bin:$CVENV/bin:$PATH"
 cd "$out"
-"$CVENV/bin/durable-execution-conformance" --template "$here/template.yaml" --language python \
-  --region us-east-1 --name orbit --history-dir "$out/history" --max-workers "${WORKERS:-16}" \
+"$CVENV/bin/durable-execution-conformance" --template "$template" --language "$LANGUAGE" \
+  --region us-east-1 --name "orbit-$LANGUAGE" --history-dir "$out/history-$LANGUAGE" --max-workers "${WORKERS:-16}" \
   --report console json "$@"

@@ -14,9 +14,13 @@ from __future__ import annotations
 import heapq
 import importlib
 import json
+import os
 import re
+import shutil
+import subprocess
 import threading
 import time
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +55,31 @@ def python_handler(path: str) -> Callable[..., Any]:
     return fn
 
 
+NODE_RUNNER = Path(__file__).with_name("durable_node.mjs")
+NODE_HANDLER = re.compile(r"^(?P<module>[^:\x00]+\.m?js):(?P<export>[A-Za-z_$][A-Za-z0-9_$]*)$")
+
+
+def node_invocation(fn: DurableFunction, event: dict[str, Any], rid: str, arn: str,
+                    on_line: Callable[[str], None] | None = None) -> Any:
+    """One invocation of a Node handler (`path/to/module.mjs:export`) in a `node` child process:
+    the event on its stdin, its answer on its stdout. A process that dies is Runtime.ExitError."""
+    m = NODE_HANDLER.match(fn.handler)
+    if m is None:
+        raise ValueError(f"durable function handler {fn.handler!r} must be path/to/module.mjs:export")
+    env = {**os.environ, "ORBIT_REQUEST_ID": rid, "ORBIT_FUNCTION_NAME": fn.name, "ORBIT_FUNCTION_ARN": arn}
+    proc = subprocess.run([shutil.which("node") or "node", str(NODE_RUNNER), m["module"], m["export"]],
+                          input=json.dumps(event), capture_output=True, text=True, env=env, timeout=900)
+    answer: Any = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("ORBIT_ANSWER "):
+            answer = json.loads(line[len("ORBIT_ANSWER "):])
+        elif on_line is not None:
+            on_line(line)  # its log lines (the SDK's logger writes JSON lines naming the execution)
+    if answer is None:
+        raise SystemExit(proc.returncode or 1)
+    return answer
+
+
 class DurableRuntime:
     def __init__(self, service: DurableService) -> None:
         self.service = service
@@ -60,6 +89,7 @@ class DurableRuntime:
         self._children: set[str] = set()
         self._ended: dict[str, DurableState] = {}
         self._stopped = False
+        self.output: Callable[[str], None] | None = None  # where a Node handler's log lines go
         self._thread = threading.Thread(target=self._timer_loop, name="durable-timers", daemon=True)
         self._thread.start()
 
@@ -161,8 +191,11 @@ class DurableRuntime:
         output: Any = None
         crash: dict[str, Any] | None = None
         try:
-            handler = python_handler(fn.handler)
-            output = handler(event, LambdaContext(rid, fn, self.service.function_arn(fn.name)))
+            if fn.language == "node":
+                output = node_invocation(fn, event, rid, self.service.function_arn(fn.name), self.output)
+            else:
+                handler = python_handler(fn.handler)
+                output = handler(event, LambdaContext(rid, fn, self.service.function_arn(fn.name)))
             if isinstance(output, (str, bytes)):
                 output = json.loads(output)
         except SystemExit as e:  # the runtime process would have died: Lambda's Runtime.ExitError

@@ -186,6 +186,7 @@ def serve(port: int = 0, host: str = "127.0.0.1",
     """Start the endpoint on a thread; the handlers' SDK client is pointed at it."""
     service = DurableService(MemoryHistoryStore(), SystemClock(), lambda: uuid.uuid4().hex)
     endpoint = DurableEndpoint(DurableRuntime(service), install(stdout=capture_stdout))
+    endpoint.runtime.output = endpoint.logs.stdout_line if endpoint.logs else None
     server = ThreadingHTTPServer((host, port), make_handler(endpoint))
     server.daemon_threads = True
     url = f"http://{host}:{server.server_address[1]}"
@@ -233,6 +234,7 @@ def mount_on_dev(dev: Any) -> DurableEndpoint:
     store = dev.stack.engine.store
     service = DurableService(store, dev.stack, lambda: uuid.uuid4().hex)
     endpoint = DurableEndpoint(DurableRuntime(service), install())
+    endpoint.runtime.output = endpoint.logs.stdout_line if endpoint.logs else None
     os.environ["AWS_ENDPOINT_URL_LAMBDA"] = dev.url
     for k, v in (
         ("AWS_ACCESS_KEY_ID", "orbit-local"),
