@@ -20,8 +20,8 @@ import shutil
 import subprocess
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from orbit.core.history.durable import DurableState
