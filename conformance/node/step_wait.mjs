@@ -109,3 +109,9 @@ export const waitSequential = withDurableExecution(async (event, ctx) => {
 });
 export const waitMinutes = withDurableExecution(async (event, ctx) => { await ctx.wait({ minutes: 1 }); return null; });
 export const waitHour = withDurableExecution(async (event, ctx) => { await ctx.wait({ hours: 1 }); return null; });
+export const stepSerdes = withDurableExecution(async (event, ctx) => ctx.step(async () => event, {
+  serdes: {
+    serialize: async (v) => JSON.stringify(typeof v === "string" ? v.toUpperCase() : v),
+    deserialize: async (d) => (d === undefined ? undefined : JSON.parse(d)),
+  },
+}));

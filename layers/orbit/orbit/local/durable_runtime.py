@@ -59,25 +59,53 @@ NODE_RUNNER = Path(__file__).with_name("durable_node.mjs")
 NODE_HANDLER = re.compile(r"^(?P<module>[^:\x00]+\.m?js):(?P<export>[A-Za-z_$][A-Za-z0-9_$]*)$")
 
 
-def node_invocation(fn: DurableFunction, event: dict[str, Any], rid: str, arn: str,
-                    on_line: Callable[[str], None] | None = None) -> Any:
-    """One invocation of a Node handler (`path/to/module.mjs:export`) in a `node` child process:
-    the event on its stdin, its answer on its stdout. A process that dies is Runtime.ExitError."""
-    m = NODE_HANDLER.match(fn.handler)
-    if m is None:
-        raise ValueError(f"durable function handler {fn.handler!r} must be path/to/module.mjs:export")
-    env = {**os.environ, "ORBIT_REQUEST_ID": rid, "ORBIT_FUNCTION_NAME": fn.name, "ORBIT_FUNCTION_ARN": arn}
-    proc = subprocess.run([shutil.which("node") or "node", str(NODE_RUNNER), m["module"], m["export"]],
-                          input=json.dumps(event), capture_output=True, text=True, env=env, timeout=900)
-    answer: Any = None
-    for line in proc.stdout.splitlines():
-        if line.startswith("ORBIT_ANSWER "):
-            answer = json.loads(line[len("ORBIT_ANSWER "):])
-        elif on_line is not None:
-            on_line(line)  # its log lines (the SDK's logger writes JSON lines naming the execution)
-    if answer is None:
-        raise SystemExit(proc.returncode or 1)
-    return answer
+class NodeSandboxes:
+    """Warm `node` processes (durable_node.mjs), each serving one invocation at a time, as Lambda's
+    execution environments do: an idle one is reused, another is started when all are busy, and one
+    whose handler exited the process is gone (its invocation crashed, Runtime.ExitError)."""
+
+    def __init__(self) -> None:
+        self._idle: list[subprocess.Popen[str]] = []
+        self._lock = threading.Lock()
+
+    def _take(self) -> subprocess.Popen[str]:
+        with self._lock:
+            while self._idle:
+                proc = self._idle.pop()
+                if proc.poll() is None:
+                    return proc
+        return subprocess.Popen([shutil.which("node") or "node", str(NODE_RUNNER)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, bufsize=1, env=dict(os.environ))
+
+    def invoke(self, fn: DurableFunction, event: dict[str, Any], rid: str, arn: str,
+               on_line: Callable[[str], None] | None = None) -> Any:
+        m = NODE_HANDLER.match(fn.handler)
+        if m is None:
+            raise ValueError(f"durable function handler {fn.handler!r} must be path/to/module.mjs:export")
+        proc = self._take()
+        assert proc.stdin is not None and proc.stdout is not None
+        msg = {"module": m["module"], "export": m["export"], "event": event, "requestId": rid,
+               "functionName": fn.name, "functionArn": arn}
+        try:
+            proc.stdin.write(json.dumps(msg) + "\n")
+            proc.stdin.flush()
+        except OSError:
+            raise SystemExit(proc.wait()) from None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith("ORBIT_ANSWER "):
+                with self._lock:
+                    self._idle.append(proc)
+                return json.loads(line[len("ORBIT_ANSWER "):])
+            if line and on_line is not None:
+                on_line(line)  # its log lines (the SDK's logger writes JSON lines naming the execution)
+        raise SystemExit(proc.wait())  # the handler ended the process
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for proc in idle:
+            proc.kill()
 
 
 class DurableRuntime:
@@ -90,6 +118,7 @@ class DurableRuntime:
         self._ended: dict[str, DurableState] = {}
         self._stopped = False
         self.output: Callable[[str], None] | None = None  # where a Node handler's log lines go
+        self.node = NodeSandboxes()
         self._thread = threading.Thread(target=self._timer_loop, name="durable-timers", daemon=True)
         self._thread.start()
 
@@ -97,6 +126,7 @@ class DurableRuntime:
         with self._lock:
             self._stopped = True
             self._lock.notify_all()
+        self.node.close()
 
     # -- calls that change an execution ---------------------------------------------------------
 
@@ -192,7 +222,7 @@ class DurableRuntime:
         crash: dict[str, Any] | None = None
         try:
             if fn.language == "node":
-                output = node_invocation(fn, event, rid, self.service.function_arn(fn.name), self.output)
+                output = self.node.invoke(fn, event, rid, self.service.function_arn(fn.name), self.output)
             else:
                 handler = python_handler(fn.handler)
                 output = handler(event, LambdaContext(rid, fn, self.service.function_arn(fn.name)))
