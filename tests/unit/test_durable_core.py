@@ -257,3 +257,28 @@ def test_a_malformed_update_is_refused_in_one_line_and_records_nothing(update: d
     got = ops.checkpoint(b.state, b.state.token, None, [step("START", "ok"), update], 2_000, ids)
     assert isinstance(got, ops.Refused) and got.code == "InvalidParameterValueException"
     assert "\n" not in got.message and len(got.message) < 200
+
+
+def test_a_request_of_an_unforeseen_shape_is_answered_in_one_line() -> None:
+    from orbit.service.durable_http import route
+
+    class Runtime:
+        service = DurableService(MemoryHistoryStore(), ManualClock(), lambda: "x")
+
+        def checkpoint(self, *args: Any) -> Any:
+            raise TypeError("unhashable type: 'dict'")
+
+    arn = "arn%3Aaws%3Alambda%3Aus-east-1%3A0%3Afunction%3Af%3A%24LATEST%2Fdurable-execution%2Fn%2Fe1"
+    status, headers, body = route(
+        Runtime(),
+        "POST",
+        f"/2025-12-01/durable-executions/{arn}/checkpoint",
+        {},
+        b'{"CheckpointToken": "t", "Updates": [{"Id": {}}]}',
+    )
+    assert status == 400 and headers["X-Amzn-ErrorType"] == "InvalidParameterValueException"
+    assert b"\n" not in body and b"Traceback" not in body
+    status, _, body = route(
+        Runtime(), "POST", f"/2025-12-01/durable-executions/{arn}/checkpoint", {}, b"{not json"
+    )
+    assert status == 400 and b"not JSON" in body

@@ -212,7 +212,10 @@ class DurableRuntime:
             self.react(self.service.child_ended(parent_arn, child["op"], failed))
 
     def _invocation(self, arn: str) -> None:
-        begun = self.service.begin_invocation(arn)
+        try:
+            begun = self.service.begin_invocation(arn)
+        except DurableApiError:  # gone, or too busy: the timer's next pass tries again
+            return
         if begun is None:
             return
         s, event = begun

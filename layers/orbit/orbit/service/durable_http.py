@@ -84,6 +84,10 @@ def route(rt: Any, method: str, path: str, headers: dict[str, str], raw: bytes) 
         raise DurableApiError("ResourceNotFoundException", f"no route {method} {p}", 404)
     except DurableApiError as e:
         return error(e)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        # a value of a shape no check above foresaw: one line naming the call, never a traceback
+        name = type(e).__name__
+        return error(DurableApiError("InvalidParameterValueException", f"{method} {p}: {name}: {e}"[:300]))
 
 
 def _dispatch(
