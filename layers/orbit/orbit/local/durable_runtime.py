@@ -214,7 +214,7 @@ class DurableRuntime:
     def _invocation(self, arn: str) -> None:
         try:
             begun = self.service.begin_invocation(arn)
-        except DurableApiError:  # gone, or too busy: the timer's next pass tries again
+        except DurableApiError:  # gone, or too busy: its next commit or timer invokes it again
             return
         if begun is None:
             return
