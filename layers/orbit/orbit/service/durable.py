@@ -12,6 +12,7 @@ is `Followups`, carried out by the runtime (`orbit.local.durable_runtime`).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 EXECUTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 LANGUAGES = ("python", "node")
 MAX_PAGE = 1000
+CACHED_EXECUTIONS = 1000  # executions whose records are kept between calls (the oldest go first)
 STATUS_TO_INDEX = {
     "RUNNING": "RUNNING",
     "SUCCEEDED": "COMPLETED",
@@ -91,6 +93,8 @@ class DurableService:
         self.store, self.clock, self.new_id = store, clock, new_id
         self.region, self.account = region, account
         self.functions: dict[str, DurableFunction] = {}
+        self._cache: dict[str, tuple[Recorded, ...]] = {}  # execution id -> its records read so far
+        self._cache_lock = threading.Lock()
 
     # -- functions ----------------------------------------------------------------------------
 
@@ -110,8 +114,11 @@ class DurableService:
     # -- loading and committing ---------------------------------------------------------------
 
     def _records(self, execution_id: str) -> list[Recorded]:
-        out: list[Recorded] = []
-        after = 0
+        """The execution's records: those read before (kept, they never change) and the ones the
+        store has after them, so a call reads only what is new since the last call."""
+        with self._cache_lock:
+            out = list(self._cache.get(execution_id, ()))
+        after = out[-1].seq if out else 0
         while True:
             try:
                 page = self.store.history(execution_id, after_seq=after, limit=1000)
@@ -121,6 +128,11 @@ class DurableService:
             if page.next_after_seq is None:
                 break
             after = page.next_after_seq
+        with self._cache_lock:
+            if len(out) > len(self._cache.get(execution_id, ())):
+                self._cache[execution_id] = tuple(out)
+                while len(self._cache) > CACHED_EXECUTIONS:
+                    del self._cache[next(iter(self._cache))]
         return out
 
     def load_id(self, eid: str) -> tuple[DurableState, int]:
