@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orbit-installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv
+.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv conformance conformance-node
 
 install: $(STAMP)
 
@@ -73,6 +73,34 @@ test-newest-moto: $(NEWEST_STAMP)
 	$(NEWEST_PY) -m pip install --quiet --disable-pip-version-check --upgrade '$(MOTO_RANGE)'
 	$(NEWEST_PY) scripts/newest_moto.py $(NEWEST_MOTO_VENV)/newest.json
 	$(NEWEST_PY) -m pytest $(PYTEST_ARGS) $(NEWEST_MOTO_TESTS)
+
+# AWS's durable execution conformance suite against Orbit's durable-function endpoint
+# (docs/durable-functions.md). The suite declares Python >= 3.14 but runs on 3.11: it is installed
+# from its wheel with --ignore-requires-python into a venv of its own, so .venv stays honest.
+CONFORMANCE_VENV ?= .venv-conformance
+CONFORMANCE_PKGS := aws-durable-execution-conformance-tests==1.0.0 aws-durable-execution-sdk-python-testing==1.4.0
+$(CONFORMANCE_VENV)/.installed:
+	test -x $(CONFORMANCE_VENV)/bin/python || $(PYTHON) -m venv $(CONFORMANCE_VENV)
+	$(CONFORMANCE_VENV)/bin/pip install --quiet --disable-pip-version-check boto3==1.44.8 botocore==1.44.8 pyyaml packaging
+	rm -rf $(CONFORMANCE_VENV)/wheels
+	$(CONFORMANCE_VENV)/bin/pip download --quiet --disable-pip-version-check --python-version 3.14 --only-binary=:all: \
+		--no-deps -d $(CONFORMANCE_VENV)/wheels $(CONFORMANCE_PKGS) aws-durable-execution-sdk-python==3.0.0
+	$(CONFORMANCE_VENV)/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python --no-deps \
+		$(CONFORMANCE_VENV)/wheels/*.whl
+	touch $@
+
+conformance: $(STAMP) $(CONFORMANCE_VENV)/.installed
+	CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
+
+# The same suite with the TypeScript SDK (@aws/durable-execution-sdk-js 2.4.0 from npm; Debian's
+# nodejs where `node` is missing): the handlers of conformance/node run in `node` child processes.
+conformance/node/node_modules/.installed: conformance/node/package.json
+	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+	cd conformance/node && npm install --no-audit --no-fund --silent
+	touch $@
+
+conformance-node: $(STAMP) $(CONFORMANCE_VENV)/.installed conformance/node/node_modules/.installed
+	LANGUAGE=node CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py

@@ -278,5 +278,9 @@ from orbit.core.history.evolve.handlers import HANDLER_HANDLERS  # noqa: E402
 
 _handlers.update(HANDLER_HANDLERS)
 
+from orbit.core.history.evolve.durable import DURABLE_HANDLERS  # noqa: E402
+
+_handlers.update(DURABLE_HANDLERS)
+
 HANDLERS: Mapping[type, Callable[[ExecutionState, Any, int], None]] = MappingProxyType(_handlers)
 del _handlers
