@@ -282,3 +282,14 @@ def test_a_request_of_an_unforeseen_shape_is_answered_in_one_line() -> None:
         Runtime(), "POST", f"/2025-12-01/durable-executions/{arn}/checkpoint", {}, b"{not json"
     )
     assert status == 400 and b"not JSON" in body
+
+
+def test_every_durable_event_reads_back_from_its_stored_form() -> None:
+    """The store keeps events as JSON: each durable event class is in the decoding table (a table
+    made before durable_events was imported missed them all, and orbit dev found no execution)."""
+    from orbit.core.history import durable_events as D
+    from orbit.core.history.events import EVENT_TYPES, Event
+
+    made = {n for n, c in vars(D).items() if isinstance(c, type) and issubclass(c, Event) and c is not Event
+            and c.__module__ == D.__name__}
+    assert made and made <= set(EVENT_TYPES), sorted(made - set(EVENT_TYPES))

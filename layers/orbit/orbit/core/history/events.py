@@ -547,4 +547,8 @@ def _made_by_event(base: type[Event]) -> dict[str, type[Event]]:
     return out
 
 
+# A durable function's events (the Lambda durable execution API) are events too: defined before the
+# table is made, so a history read back from the store decodes them.
+from orbit.core.history import durable_events as _durable_events  # noqa: E402,F401
+
 EVENT_TYPES: Mapping[str, type[Event]] = MappingProxyType(_made_by_event(Event))  # every event class, by name
