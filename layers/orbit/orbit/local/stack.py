@@ -209,6 +209,14 @@ class LocalStack(ScheduleOps):
     def signal(self, id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(id, name, payload)
 
+    def signal_with_start(self, id: str, workflow: str, name: str, payload: Any = None, input: Any = None,
+                          signal_id: str | None = None) -> dict[str, Any]:
+        """Signal `id`, starting it (a run of `workflow`) first if it does not exist (docs/triggers.md)."""
+        from orbit.service.signal_start import signal_with_start
+
+        with self.services.queues.batched():
+            return signal_with_start(self.engine, id, workflow, name, payload, input, signal_id=signal_id)
+
     def query(self, id: str, name: str, input: Any = None) -> Any:
         """One of the execution's declared queries (orbit/service/queries.py); records nothing."""
         from orbit.service.queries import run_query

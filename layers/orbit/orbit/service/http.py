@@ -21,6 +21,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
 (default 1000, max 10,000; `steps_next` continues), the list at most `limit` executions
 (default 50, max 1000; `next_cursor` continues).
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
+    POST /executions/{id}/signal-with-start   {workflow, signal, payload?, input?, version?, signal_id?}
+                                              -> 202 {id, signal_id, started} (docs/triggers.md)
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
                                               {id, redrive_count, steps}
@@ -197,6 +199,22 @@ def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
 
 
+def _signal_with_start(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    from orbit.service.signal_start import signal_with_start
+
+    workflow, signal, version = body.get("workflow"), body.get("signal"), body.get("version")
+    if not isinstance(workflow, str) or not workflow:
+        raise ValidationError("is required (the workflow to start when the execution does not exist)",
+                              "body.workflow")
+    if not isinstance(signal, str) or not signal:
+        raise ValidationError("is required (the signal's name)", "body.signal")
+    signal_id = body.get("signal_id")
+    if signal_id is not None and (problem := signal_id_problem(signal_id)):
+        raise ValidationError(problem, "body.signal_id")
+    return 202, signal_with_start(engine, eid, workflow, signal, body.get("payload"), body.get("input"),
+                                  None if version is None else str(version), signal_id)
+
+
 def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     force = body.get("force", False)
     if not isinstance(force, bool):
@@ -280,6 +298,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/workflows"), _workflows),
     ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
+    ("POST", re.compile(r"/executions/([^/]+)/signal-with-start"), _signal_with_start),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
     ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
     ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
