@@ -75,6 +75,8 @@ class Scenario:
     recover: tuple[str, dict[str, Any]] | None = None
     # Signals an `on_signal` handler takes, sent (in this order) just before `signal`.
     handled: tuple[tuple[str, dict[str, Any]], ...] = ()
+    # Started by signal-with-start (docs/triggers.md) carrying `signal`, instead of a start + a signal.
+    with_start: bool = False
 
     @property
     def workflow(self) -> str:
@@ -313,7 +315,15 @@ class World:
             deploy(sc.code[2])
         for definition in sc.definitions:
             self.api("POST", "/definitions", definition, 201)
-        self.api("POST", "/executions", {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}, 201)
+        if sc.with_start and sc.signal is not None:  # test_aws_crash_signal_start.py
+            name, body = sc.signal
+            self.api("POST", f"/executions/{EXECUTION}/signal-with-start",
+                     {"workflow": sc.workflow, "signal": name, "payload": body.get("payload"),
+                      "signal_id": body.get("id"), "input": sc.input}, 202)
+            self.signalled = True
+        else:
+            start = {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}
+            self.api("POST", "/executions", start, 201)
         self.settle(max_rounds)
         if sc.recover is not None:
             FIXED[0] = True
