@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.definition.checks import (
@@ -34,12 +35,12 @@ from orbit.core.definition.event_patterns import pattern_problems
 
 KINDS = ("eventbridge", "s3", "sqs", "webhook")
 COMMON_KEYS = ("id", "input", "when", "signal", "description")
-KIND_KEYS = {
+KIND_KEYS = MappingProxyType({
     "eventbridge": ("bus", "pattern"),
     "s3": ("bucket", "prefix", "suffix", "bus"),
     "sqs": ("queue_arn",),
     "webhook": ("secret", "header", "max_bytes"),
-}
+})
 TRIGGER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 BUS_NAME = re.compile(r"[/.\-_A-Za-z0-9]{1,256}")
 BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -50,12 +51,12 @@ MAX_TRIGGERS = 20
 DEFAULT_HEADER = "X-Orbit-Signature"
 DEFAULT_MAX_BYTES = 256 * 1024
 MAX_WEBHOOK_BYTES = 6 * 1024 * 1024  # the API's own request limit
-DEFAULT_INPUT = {
+DEFAULT_INPUT = MappingProxyType({
     "eventbridge": "{% detail %}",
     "s3": "{% detail %}",
     "sqs": "{% body %}",
     "webhook": "{% body %}",
-}
+})
 
 
 @dataclass(frozen=True)
