@@ -129,12 +129,13 @@ class DevServer:
         """The API in process, for a mounted app: (status, JSON answer)."""
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
-    def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+    def request(self, method: str, target: str, raw: bytes,
+                headers: dict[str, str] | None = None) -> tuple[int, Any]:
         from orbit.service.user_code import runner
 
         try:
             with runner(self._user_code):  # query handlers and update validators: bounded, lock let go
-                return self._request(method, target, raw)
+                return self._request(method, target, raw, headers)
         except (SystemExit, KeyboardInterrupt) as exc:  # from user code run in the request (a start
             # decides at once, inline steps included): that request fails, the server goes on
             return 500, {"error": {"code": "USER_CODE_ERROR", "message": cut(
@@ -145,7 +146,8 @@ class DevServer:
         with self.lock.released():
             return run_bounded(fn, self.user_code_timeout_s, what)
 
-    def _request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+    def _request(self, method: str, target: str, raw: bytes,
+                 headers: dict[str, str] | None = None) -> tuple[int, Any]:
         from orbit.service.http import handle_request
 
         parts = urlsplit(target)
@@ -172,7 +174,7 @@ class DevServer:
             return serve_update(ask, raw)
         with self.lock:
             status, body = handle_request(
-                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))
+                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query)), headers
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)

@@ -183,12 +183,19 @@ class LocalStack(ScheduleOps):
             )
         check_registration(self.engine, wf)  # an inline step's timeout must fit in the decider's
         self.engine.registry.register(wf)
+        from orbit.service.triggers import sync_triggers
+
+        sync_triggers(self.engine, str(wf.name))  # its rules on the local EventBridge (docs/triggers.md)
         return str(wf.name)
 
     def retire(self, name: str, version: str | None = None) -> list[str]:
         """Refuse new starts of a definition's `version` (every version when None); running executions
         finish. Returns the versions retired (`orbit retire`)."""
-        return list(self.engine.registry.retire(name, version))
+        from orbit.service.triggers import sync_triggers
+
+        retired = list(self.engine.registry.retire(name, version))
+        sync_triggers(self.engine, name)
+        return retired
 
     def workflows(self) -> list[dict[str, Any]]:
         """The registered workflows with their versions (`orbit workflows`)."""
