@@ -8,6 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from orbit.aws.lambda_tracer import LambdaTracer
+from orbit.aws.observability import publish
 from orbit.aws.triggers import handle_records
 from orbit.aws.wiring import services
 
@@ -21,5 +22,8 @@ tracer = LambdaTracer()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     svc = services()
-    with svc.queues.batched():  # a start's first dispatches leave in batches
-        return handle_records(svc.engine, event, os.environ.get("ORBIT_TRIGGER_QUEUE_ARN", ""))
+    try:
+        with svc.queues.batched():  # a start's first dispatches leave in batches
+            return handle_records(svc.engine, event, os.environ.get("ORBIT_TRIGGER_QUEUE_ARN", ""))
+    finally:
+        publish(metrics)  # TriggerDeadLettered, and the decisions of the starts made here

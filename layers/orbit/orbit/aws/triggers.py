@@ -108,6 +108,9 @@ def handle_records(engine: Any, event: Mapping[str, Any], trigger_queue_arn: str
 def _from_rule(engine: Any, record: Mapping[str, Any]) -> None:
     try:
         body = json.loads(record.get("body") or "")
+        if isinstance(body, dict) and "orbit_trigger" not in body and "detail-type" in body:
+            _unwrapped(engine, body, str(record.get("messageId", "")))
+            return
         head, ev = body["orbit_trigger"], body["event"]
         workflow, trigger = str(head["workflow"]), str(head["trigger"])
     except (ValueError, KeyError, TypeError) as e:
@@ -117,6 +120,26 @@ def _from_rule(engine: Any, record: Mapping[str, Any]) -> None:
         return
     key = str(ev.get("id") if isinstance(ev, dict) and ev.get("id") else record.get("messageId", ""))
     _deliver(engine, workflow, trigger, ev, key)
+
+
+def _unwrapped(engine: Any, ev: dict[str, Any], mid: str) -> None:
+    """An EventBridge event that reached the trigger queue without the rule's input transformer
+    (moto's S3 notifications skip it): every active trigger whose pattern matches takes it."""
+    from orbit.core.definition.event_patterns import matches
+
+    taken = False
+    for wf in engine.workflows():
+        try:
+            current = engine.registry.get(wf["name"], None)
+        except Exception:  # noqa: BLE001 - retired or gone
+            continue
+        for trig in triggers_of(current).values():
+            pattern = trig.pattern()
+            if pattern is not None and matches(pattern, ev):
+                taken = True
+                _deliver(engine, wf["name"], trig.name, ev, str(ev.get("id") or mid))
+    if not taken:
+        log.info("event %s matched no active trigger: ignored", ev.get("id"))
 
 
 def _from_queue(engine: Any, record: Mapping[str, Any], readers: list[tuple[str, str]]) -> None:

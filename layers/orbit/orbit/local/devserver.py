@@ -229,7 +229,10 @@ def unserved_lines(definitions: list[Any]) -> list[str]:
 
 
 def is_worker(poller: Any) -> bool:
-    """A poller of a task queue: every queue but the decision queue, which the decider drains."""
+    """A poller of a task queue: every queue but the decision queue, which the decider drains, and
+    the queues the triggers function reads (it starts executions: docs/triggers.md)."""
+    if poller.mapping.function.logical_id == "TriggersFunction":
+        return False
     return bool(poller.mapping.queue.url != poller.mapping.function.env.get("ORBIT_DECISION_QUEUE_URL"))
 
 

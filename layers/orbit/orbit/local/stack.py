@@ -139,6 +139,9 @@ class LocalStack(ScheduleOps):
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
         self.services.run_inline(session="local")  # the tasks registered here (its workers) run inline
+        from .trigger_sources import attach
+
+        attach(self)  # SQS triggers: pollers of their queues, as Lambda's mappings (docs/triggers.md)
         self.cloud.next_timer = self.services.table_timers.next_fire_ms
         # What exists now (modules, botocore's service models, moto) lives as long as the stack: kept
         # out of the garbage collector's full passes, which otherwise walk it all again and again

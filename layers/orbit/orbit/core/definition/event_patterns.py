@@ -172,7 +172,7 @@ _MISSING = object()
 
 def matches(pattern: dict[str, Any], event: Any) -> bool:
     """Whether `event` matches `pattern` (a valid one): equality, prefix, suffix, exists, numeric,
-    anything-but (values), equals-ignore-case and $or."""
+    anything-but, equals-ignore-case, wildcard and $or (not cidr)."""
     for key, want in pattern.items():
         if key == "$or":
             if not any(matches(p, event) for p in want):
@@ -209,6 +209,8 @@ def _one(op: str, arg: Any, v: Any) -> bool:
         return a.startswith(b) if op == "prefix" else a.endswith(b)
     if op == "equals-ignore-case":
         return isinstance(v, str) and v.lower() == arg.lower()
+    if op == "wildcard":
+        return isinstance(v, str) and _wildcard(arg, v)
     if op == "numeric":
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return False
@@ -222,3 +224,31 @@ def _one(op: str, arg: Any, v: Any) -> bool:
             return not _one(sub, value, v)
         return bool(v != arg)
     return False
+
+
+def _wildcard(pattern: str, value: str) -> bool:
+    """EventBridge's wildcard: `*` is any run of characters, `\\*` a literal star."""
+    parts: list[str] = [""]
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            parts[-1] += pattern[i + 1]
+            i += 2
+            continue
+        if ch == "*":
+            parts.append("")
+        else:
+            parts[-1] += ch
+        i += 1
+    if len(parts) == 1:
+        return value == parts[0]
+    if not value.startswith(parts[0]) or not value.endswith(parts[-1]):
+        return False
+    at, end = len(parts[0]), len(value) - len(parts[-1])
+    for middle in parts[1:-1]:
+        found = value.find(middle, at, end)
+        if found < 0:
+            return False
+        at = found + len(middle)
+    return at <= end
