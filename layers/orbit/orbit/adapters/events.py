@@ -98,17 +98,17 @@ class EventBridgeRules:
 
     def put_event(self, bus: str, source: str, detail_type: str, detail: Any) -> dict[str, Any]:
         """Send one event (`orbit events put`): {"event_id"} or {"error"}."""
-        got = self._client().put_events(
-            Entries=[
-                {
-                    "EventBusName": bus,
-                    "Source": source,
-                    "DetailType": detail_type,
-                    "Detail": json.dumps(detail),
-                }
-            ]
-        )
-        entry = (got.get("Entries") or [{}])[0]
-        if entry.get("EventId"):
-            return {"event_id": entry["EventId"]}
-        return {"error": f"{entry.get('ErrorCode', 'refused')}: {entry.get('ErrorMessage', '')}".strip()}
+        return put_event(self._client(), bus, source, detail_type, detail)
+
+
+def put_event(events: Any, bus: str, source: str, detail_type: str, detail: Any) -> dict[str, Any]:
+    """PutEvents of one event on `events` (a client): {"event_id"} or {"error": why}."""
+    got = events.put_events(
+        Entries=[
+            {"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}
+        ]
+    )
+    entry = (got.get("Entries") or [{}])[0]
+    if entry.get("EventId"):
+        return {"event_id": entry["EventId"]}
+    return {"error": f"{entry.get('ErrorCode', 'refused')}: {entry.get('ErrorMessage', '')}".strip()}

@@ -164,6 +164,11 @@ class DevServer:
                 if self.running:
                     self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
+        if parts.path == "/_local/events" and method == "POST":  # `orbit events put` (docs/triggers.md)
+            from .trigger_sources import put_local_event
+
+            with self.lock:
+                return put_local_event(self.stack, raw)
         from .update_wait import is_update, serve_update
 
         if is_update(method, parts.path):  # waits between pump turns, not holding the lock

@@ -65,3 +65,32 @@ def attach(stack: Any) -> None:
 
     engine = stack.services.engine
     engine.trigger_sources = LocalEventSources(stack.cloud, lambda: sqs_trigger_queues(engine))
+
+
+def put_local_event(stack: Any, raw: bytes) -> tuple[int, Any]:
+    """`POST /_local/events` {bus, source, detail_type, detail} on `orbit dev`: one event on the local
+    EventBridge (moto matches the rules; the pump starts what they target)."""
+    import json
+
+    import boto3
+
+    from orbit.adapters.events import put_event
+
+    try:
+        body = json.loads(raw or b"{}")
+        bus, source, kind, detail = body["bus"], body["source"], body["detail_type"], body["detail"]
+        if not all(isinstance(v, str) and v for v in (bus, source, kind)) or not isinstance(detail, dict):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return 400, {
+            "error": {
+                "code": "VALIDATION_ERROR",
+                "message": "body: {bus, source, detail_type: strings, detail: an object}",
+            }
+        }
+    res = put_event(boto3.client("events"), bus, source, kind, detail)
+    return (
+        (200, res)
+        if "event_id" in res
+        else (400, {"error": {"code": "EVENT_REFUSED", "message": res["error"]}})
+    )
