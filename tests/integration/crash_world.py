@@ -77,6 +77,9 @@ class Scenario:
     handled: tuple[tuple[str, dict[str, Any]], ...] = ()
     # Started by signal-with-start (docs/triggers.md) carrying `signal`, instead of a start + a signal.
     with_start: bool = False
+    # Started by a trigger (test_aws_crash_triggers.py): these events, as a trigger's rule wraps them,
+    # are sent to the trigger queue (each may be the same event again) instead of a start.
+    trigger_events: tuple[dict[str, Any], ...] = ()
 
     @property
     def workflow(self) -> str:
@@ -315,7 +318,13 @@ class World:
             deploy(sc.code[2])
         for definition in sc.definitions:
             self.api("POST", "/definitions", definition, 201)
-        if sc.with_start and sc.signal is not None:  # test_aws_crash_signal_start.py
+        if sc.trigger_events:  # test_aws_crash_triggers.py: the driver's sends are not crash points
+            import json
+
+            for event in sc.trigger_events:
+                self.clients.sqs.send_message(QueueUrl=self.stack.queues["TriggerQueue"],
+                                              MessageBody=json.dumps(event))
+        elif sc.with_start and sc.signal is not None:  # test_aws_crash_signal_start.py
             name, body = sc.signal
             self.api("POST", f"/executions/{EXECUTION}/signal-with-start",
                      {"workflow": sc.workflow, "signal": name, "payload": body.get("payload"),
@@ -336,7 +345,8 @@ class World:
         skew_ms: int = load_app("timers").SKEW_MS
         sc = self.scenario
         for _ in range(max_rounds):
-            if sum(self.pump(q) for q in ("DecisionQueue", "DefaultTaskQueue")) or self.release_due():
+            queues = ("TriggerQueue",) * bool(sc.trigger_events) + ("DecisionQueue", "DefaultTaskQueue")
+            if sum(self.pump(q) for q in queues) or self.release_due():
                 continue
             fire = self.container().table_timers.next_fire_ms()
             if fire is not None and fire + skew_ms <= self.clock.now:
