@@ -93,7 +93,7 @@ def signal_with_start(engine: Any, execution_id: str, workflow: str, signal: str
 def _existing(engine: Any, execution_id: str) -> ExecutionState | None:
     engine._cache.pop(execution_id, None)  # decided on the stored state: a stale cache would mislead
     try:
-        return engine.load_state(execution_id)  # type: ignore[no-any-return]
+        return engine.load_state(execution_id)
     except NotFound:
         return None
 

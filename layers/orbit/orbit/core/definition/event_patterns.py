@@ -193,7 +193,7 @@ def _leaf(m: Any, got: Any) -> bool:
         return got is not _MISSING and m in values
     op, arg = next(iter(m.items()))
     if op == "exists":
-        return (got is not _MISSING) == arg
+        return bool((got is not _MISSING) == arg)
     if got is _MISSING:
         return False
     return any(_one(op, arg, v) for v in values)
