@@ -19,13 +19,12 @@ import threading
 import time
 from typing import Any
 
+from bench_contention import Clock, SlowStore
 from orbit.adapters.memory import MemoryPayloadStore, MemoryQueues, MemoryRegistry, MemoryTimers, SeededIds
 from orbit.core.definition import parse_definition
 from orbit.errors import ConflictError
 from orbit.service.engine import Engine
 from orbit.service.signal_start import signal_with_start
-
-from bench_contention import Clock, SlowStore
 
 
 class CountingStore(SlowStore):
@@ -112,7 +111,8 @@ def main() -> None:
     for r in range(args.rounds):
         f = one_round(args.callers, r)
         print(
-            f"  round {r}: burst {f['wall_s']:.2f} s, call latency p50 {f['p50']:.0f} ms, p99 {f['p99']:.0f} ms, "
+            f"  round {r}: burst {f['wall_s']:.2f} s, call latency p50 {f['p50']:.0f} ms, "
+            f"p99 {f['p99']:.0f} ms, "
             f"max {f['max']:.0f} ms, conflicting writes retried {f['conflicts']}; one execution, "
             f"{args.callers} signals once each, in call order"
         )
