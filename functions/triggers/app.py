@@ -9,7 +9,6 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from orbit.aws.lambda_tracer import LambdaTracer
 from orbit.aws.observability import publish
-from orbit.aws.triggers import handle_records
 from orbit.aws.wiring import services
 
 logger = Logger()
@@ -21,6 +20,8 @@ tracer = LambdaTracer()
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from orbit.aws.triggers import handle_records  # at the first invocation, not the import (cold start)
+
     svc = services()
     try:
         with svc.queues.batched():  # a start's first dispatches leave in batches

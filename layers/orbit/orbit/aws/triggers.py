@@ -21,9 +21,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from orbit.core.definition.triggers import triggers_of
-from orbit.service.triggers import TriggerRefused, dead_letter_body, deliver
-
 log = logging.getLogger("orbit.aws.triggers")
 
 
@@ -71,6 +68,8 @@ def sqs_trigger_queues(engine: Any) -> set[str]:
 
 
 def _sqs_triggers(engine: Any) -> list[tuple[str, str, str]]:
+    from orbit.core.definition.triggers import triggers_of
+
     out = []
     for wf in engine.workflows():
         try:
@@ -126,6 +125,7 @@ def _unwrapped(engine: Any, ev: dict[str, Any], mid: str) -> None:
     """An EventBridge event that reached the trigger queue without the rule's input transformer
     (moto's S3 notifications skip it): every active trigger whose pattern matches takes it."""
     from orbit.core.definition.event_patterns import matches
+    from orbit.core.definition.triggers import triggers_of
 
     taken = False
     for wf in engine.workflows():
@@ -167,6 +167,8 @@ def _from_queue(engine: Any, record: Mapping[str, Any], readers: list[tuple[str,
 
 
 def _deliver(engine: Any, workflow: str, trigger: str, ev: Any, key: str) -> None:
+    from orbit.service.triggers import TriggerRefused, deliver
+
     try:
         outcome = deliver(engine, workflow, trigger, ev, key)
     except TriggerRefused as e:
@@ -178,6 +180,8 @@ def _deliver(engine: Any, workflow: str, trigger: str, ev: Any, key: str) -> Non
 def _dead(engine: Any, workflow: str, trigger: str, reason: str, ev: Any) -> None:
     """Final: to the trigger dead-letter queue with the reason, counted. Without a queue (a test
     engine), raised so the event is retried rather than dropped."""
+    from orbit.service.triggers import TriggerRefused, dead_letter_body
+
     dead = getattr(engine, "trigger_dead_letters", None)
     if dead is None:
         raise TriggerRefused(reason)
