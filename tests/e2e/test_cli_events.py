@@ -80,3 +80,68 @@ def test_orbit_events_put_starts_and_signals_through_the_local_eventbridge() -> 
         assert [r["execution_id"] for r in _wait(client, lambda rows: False, 1.0)] == ["order-A1"]
         bad = orbit_cli("events", "put", "--url", url, "--detail-type", "X", "--detail", "[1]")
         assert bad.returncode != 0 and "--detail" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_signed_webhook_over_orbit_devs_http_starts_and_an_unsigned_one_is_401(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import re
+    import urllib.error
+    import urllib.request
+
+    import boto3
+    from orbit.service.webhooks import sign
+
+    spec = tmp_path / "paid.yaml"
+    spec.write_text(
+        json.dumps(
+            {
+                "orbit": 1,
+                "name": "paid",
+                "version": "1",
+                "steps": {"a": {"compute": "{% input %}"}},
+                "output": "{% steps.a.output %}",
+                "triggers": {
+                    "stripe": {
+                        "webhook": {"secret": "orbit/webhooks/stripe"},
+                        "id": "{% 'pay-' & body.id %}",
+                        "input": "{% body.amount %}",
+                    }
+                },
+            }
+        )
+    )
+    with orbit_dev(str(spec)) as (url, lines):
+        endpoint = re.search(r"AWS emulator on (http://\S+)\)", "".join(lines)).group(1)
+        boto3.client(
+            "secretsmanager",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        ).create_secret(Name="orbit/webhooks/stripe", SecretString="whsec")
+        raw = json.dumps({"id": "p1", "amount": 12}).encode()
+
+        def post(headers: dict[str, str]) -> tuple[int, dict]:  # type: ignore[type-arg]
+            req = urllib.request.Request(
+                f"{url}/webhooks/paid/stripe",
+                data=raw,
+                method="POST",
+                headers={"Content-Type": "application/json", **headers},
+            )
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                return e.code, json.loads(e.read())
+
+        assert post({})[0] == 401
+        assert post({"X-Orbit-Signature": sign(b"wrong", raw)})[0] == 401
+        client = Client(url)
+        assert client.list(workflow="paid")["executions"] == []
+        assert post({"X-Orbit-Signature": sign(b"whsec", raw)}) == (
+            202,
+            {"status": "started", "execution_id": "pay-p1"},
+        )
+        deadline = time.monotonic() + 30
+        while client.describe("pay-p1")["status"] != "COMPLETED" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert client.describe("pay-p1")["output"] == 12
