@@ -39,6 +39,13 @@ def attach(services: Any, engine: Any, env: Mapping[str, str] | None = None) -> 
         from orbit.adapters.sqs_dead_letters import SqsDeadLetters
 
         engine.trigger_dead_letters = SqsDeadLetters(lambda: services.sqs, dlq_url)
+    queue_url = env.get("ORBIT_TRIGGER_QUEUE_URL", "")
+    if queue_url:  # debounce and batch: buffers in the table, checks on the trigger queue
+        from orbit.adapters.dynamodb.trigger_buffers import DynamoTriggerBuffers
+        from orbit.adapters.sqs_trigger_checks import SqsTriggerChecks
+
+        engine.trigger_buffers = DynamoTriggerBuffers(services.dynamodb, services.settings.table)
+        engine.trigger_checks = SqsTriggerChecks(lambda: services.sqs, queue_url)
     prefix = env.get("ORBIT_TRIGGER_RULE_PREFIX", "")
     if queue_arn and dlq_arn and prefix:
         from orbit.adapters.events import EventBridgeRules
@@ -107,6 +114,11 @@ def handle_records(engine: Any, event: Mapping[str, Any], trigger_queue_arn: str
 def _from_rule(engine: Any, record: Mapping[str, Any]) -> None:
     try:
         body = json.loads(record.get("body") or "")
+        if isinstance(body, dict) and isinstance(body.get("orbit_buffer"), dict):  # a buffer's check
+            from orbit.service.trigger_buffers import check_due
+
+            check_due(engine, body["orbit_buffer"])
+            return
         if isinstance(body, dict) and "orbit_trigger" not in body and "detail-type" in body:
             _unwrapped(engine, body, str(record.get("messageId", "")))
             return

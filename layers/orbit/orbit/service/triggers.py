@@ -107,6 +107,8 @@ def deliver(engine: Any, workflow: str, trigger: str, event: Any, key: str) -> O
         )
     input = _eval(trig.input, root, now, trig, "input")
     _storable(input, trig, "input")
+    if trig.debounce is not None or trig.batch is not None:
+        return _buffer(engine, wf.name, trig, root, now, eid, input, key)
     try:
         if trig.signal is None:
             engine.start(wf.name, None, input, eid)
@@ -122,6 +124,22 @@ def deliver(engine: Any, workflow: str, trigger: str, event: Any, key: str) -> O
         return Outcome("exists", eid, str(e))
     except (ValidationError, PayloadRefused, WorkflowRetired, UnknownWorkflow, ExecutionEnded) as e:
         raise TriggerRefused(f"trigger {trigger!r}: {e}") from None
+
+
+def _buffer(
+    engine: Any, workflow: str, trig: Trigger, root: Any, now: int, eid: str, input: Any, key: str
+) -> Outcome:
+    """A debounced or batched trigger: the event joins its key's buffer (service/trigger_buffers.py)."""
+    from orbit.service import trigger_buffers
+
+    expr = (trig.debounce or trig.batch or {}).get("key")
+    value = "" if expr is None else _eval(expr, root, now, trig, "key")
+    bkey = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    try:
+        status = trigger_buffers.add(engine, workflow, trig, bkey, eid, input, key)
+    except trigger_buffers.Refused as e:
+        raise TriggerRefused(f"trigger {trig.name!r}: {e}") from None
+    return Outcome("buffered" if status == "buffered" else "duplicate", None, f"key {bkey!r}")
 
 
 def dead_letter_body(workflow: str, trigger: str, reason: str, event: Any) -> dict[str, Any]:

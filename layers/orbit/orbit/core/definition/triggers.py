@@ -34,13 +34,16 @@ from orbit.core.definition.checks import (
 from orbit.core.definition.event_patterns import pattern_problems
 
 KINDS = ("eventbridge", "s3", "sqs", "webhook")
-COMMON_KEYS = ("id", "input", "when", "signal", "description")
-KIND_KEYS = MappingProxyType({
-    "eventbridge": ("bus", "pattern"),
-    "s3": ("bucket", "prefix", "suffix", "bus"),
-    "sqs": ("queue_arn",),
-    "webhook": ("secret", "header", "max_bytes"),
-})
+COMMON_KEYS = ("id", "input", "when", "signal", "debounce", "batch", "description")
+MAX_BATCH = 1000
+KIND_KEYS = MappingProxyType(
+    {
+        "eventbridge": ("bus", "pattern"),
+        "s3": ("bucket", "prefix", "suffix", "bus"),
+        "sqs": ("queue_arn",),
+        "webhook": ("secret", "header", "max_bytes"),
+    }
+)
 TRIGGER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 BUS_NAME = re.compile(r"[/.\-_A-Za-z0-9]{1,256}")
 BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -51,12 +54,14 @@ MAX_TRIGGERS = 20
 DEFAULT_HEADER = "X-Orbit-Signature"
 DEFAULT_MAX_BYTES = 256 * 1024
 MAX_WEBHOOK_BYTES = 6 * 1024 * 1024  # the API's own request limit
-DEFAULT_INPUT = MappingProxyType({
-    "eventbridge": "{% detail %}",
-    "s3": "{% detail %}",
-    "sqs": "{% body %}",
-    "webhook": "{% body %}",
-})
+DEFAULT_INPUT = MappingProxyType(
+    {
+        "eventbridge": "{% detail %}",
+        "s3": "{% detail %}",
+        "sqs": "{% body %}",
+        "webhook": "{% body %}",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class Trigger:
     input: Any  # a template
     when: str | None = None
     signal: dict[str, Any] | None = None  # {name, payload (template)}
+    debounce: dict[str, Any] | None = None  # {key (expression), period_ms, max_wait_ms (or None)}
+    batch: dict[str, Any] | None = None  # {key (expression or None), max_size, max_wait_ms}
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -143,6 +150,7 @@ def check_triggers(block: Any, path: str, out: Problems, signals: set[str] | Non
             check_expression_string(body["when"], join(where, "when"), out, "true or false")
         if "signal" in body:
             _check_signal(body["signal"], join(where, "signal"), out, signals)
+        _check_buffering(body, where, out)
 
 
 def _check_kind(kind: str, conf: Any, where: str, out: Problems) -> None:
@@ -183,6 +191,43 @@ def _check_kind(kind: str, conf: Any, where: str, out: Problems) -> None:
                 out.add(join(where, "max_bytes"), f"a whole number of bytes, 1 to {MAX_WEBHOOK_BYTES}")
 
 
+def _check_buffering(body: dict[str, Any], where: str, out: Problems) -> None:
+    """`debounce: {key, period, max_wait?}` / `batch: {key?, max_size, max_wait}` (one at most, and
+    not with `signal`: a buffered trigger starts executions)."""
+    from orbit.core.definition.checks import check_duration, check_int
+
+    if "debounce" in body and "batch" in body:
+        out.add(join(where, "batch"), "a trigger debounces or batches, not both")
+    for name, keys in (
+        ("debounce", ("key", "period", "max_wait")),
+        ("batch", ("key", "max_size", "max_wait")),
+    ):
+        if name not in body:
+            continue
+        at = join(where, name)
+        if "signal" in body:
+            out.add(at, f"{name} starts executions; it cannot be used with signal")
+        conf = body[name]
+        if not isinstance(conf, dict):
+            out.add(at, f"must be a mapping ({', '.join(keys)}), not {type_name(conf)}")
+            continue
+        check_keys(conf, keys, at, out, f"a trigger's {name}")
+        if "key" in conf:
+            check_expression_string(conf["key"], join(at, "key"), out, "the buffer's key")
+        elif name == "debounce":
+            out.add(join(at, "key"), "required: an expression giving the key events are debounced by")
+        for dur in ("period", "max_wait") if name == "debounce" else ("max_wait",):
+            if dur in conf:
+                check_duration(conf[dur], join(at, dur), out)
+            elif dur == "period" or name == "batch":
+                out.add(join(at, dur), "required: a duration, e.g. 30s")
+        if name == "batch":
+            if "max_size" not in conf:
+                out.add(join(at, "max_size"), f"required: 1 to {MAX_BATCH} events")
+            elif check_int(conf["max_size"], join(at, "max_size"), out, 1) and conf["max_size"] > MAX_BATCH:
+                out.add(join(at, "max_size"), f"at most {MAX_BATCH} events")
+
+
 def _check_signal(conf: Any, where: str, out: Problems, signals: set[str] | None) -> None:
     if not isinstance(conf, dict):
         out.add(where, f"must be a mapping {{name, payload?}}, not {type_name(conf)}")
@@ -217,6 +262,8 @@ def parse_triggers(block: Any) -> dict[str, Trigger]:
             body.get("input", DEFAULT_INPUT[kind]),
             body.get("when"),
             dict(signal) if signal else None,
+            _debounce(body.get("debounce")),
+            _batch(body.get("batch")),
         )
     return out
 
@@ -227,3 +274,28 @@ def triggers_of(workflow: Any) -> dict[str, Trigger]:
     raw = getattr(workflow, "raw", None)
     block = raw.get("triggers") if isinstance(raw, dict) else getattr(workflow, "triggers", None)
     return parse_triggers(block) if block else {}
+
+
+def _debounce(conf: Any) -> dict[str, Any] | None:
+    from orbit.core.definition.durations import parse_duration
+
+    if not conf:
+        return None
+    wait = conf.get("max_wait")
+    return {
+        "key": conf["key"],
+        "period_ms": parse_duration(conf["period"]),
+        "max_wait_ms": None if wait is None else parse_duration(wait),
+    }
+
+
+def _batch(conf: Any) -> dict[str, Any] | None:
+    from orbit.core.definition.durations import parse_duration
+
+    if not conf:
+        return None
+    return {
+        "key": conf.get("key"),
+        "max_size": int(conf["max_size"]),
+        "max_wait_ms": parse_duration(conf["max_wait"]),
+    }
