@@ -202,3 +202,51 @@ def test_a_signed_webhook_starts_and_an_unsigned_or_oversized_one_starts_nothing
     assert (status, body) == (202, {"status": "started", "execution_id": "pay-p1"})
     stack.run_until_idle()
     assert _ids(stack, "trig-pay") == ["pay-p1"] and stack.describe("pay-p1")["output"] == 12
+
+
+BUFFERED = {
+    "orbit": 1,
+    "name": "trig-buffered",
+    "version": "1",
+    "steps": {"a": {"compute": "{% input %}"}},
+    "output": "{% steps.a.output %}",
+    "triggers": {
+        "typing": {
+            "eventbridge": {"pattern": {"source": ["editor"]}},
+            "id": "{% 'doc-' & detail.doc %}",
+            "input": "{% detail %}",
+            "debounce": {"key": "{% detail.doc %}", "period": "30s", "max_wait": "10m"},
+        },
+        "clicks": {
+            "eventbridge": {"pattern": {"source": ["web"]}},
+            "id": "{% 'clicks-' & detail.page %}",
+            "input": "{% detail.n %}",
+            "batch": {"key": "{% detail.page %}", "max_size": 3, "max_wait": "2m"},
+        },
+    },
+}
+
+
+def test_debounce_starts_one_execution_after_the_last_event_on_the_virtual_clock(stack: Any) -> None:
+    stack.register(BUFFERED)
+    for v in range(4):
+        _put({"doc": "d1", "v": v}, source="editor", detail_type="Edited")
+        stack.run_until_idle()
+        stack.advance(10)  # every 10 s: the 30 s period never passes between them
+    assert _ids(stack, "trig-buffered") == []
+    stack.advance(25)  # 35 s after the last event
+    stack.run_until_idle()
+    assert _ids(stack, "trig-buffered") == ["doc-d1-1"]
+    assert stack.describe("doc-d1-1")["output"] == {"doc": "d1", "v": 3}
+
+
+def test_batches_start_by_size_at_once_and_by_time_after_max_wait(stack: Any) -> None:
+    stack.register(BUFFERED)
+    for n in range(4):
+        _put({"page": "home", "n": n}, source="web", detail_type="Click")
+    stack.run_until_idle()
+    assert [i for i in _ids(stack, "trig-buffered") if i.startswith("clicks-")] == ["clicks-home-1"]
+    assert stack.describe("clicks-home-1")["output"] == [0, 1, 2]
+    stack.advance(121)  # the fourth click's batch waits at most 2 minutes
+    stack.run_until_idle()
+    assert stack.describe("clicks-home-2")["output"] == [3]
