@@ -282,6 +282,24 @@ class World:
             self.parked.remove(p)
         return len(due)
 
+    def release_trigger_checks(self) -> bool:
+        """When nothing else is left: the earliest delayed message on the trigger queue (a buffer's
+        check) becomes visible, the virtual clock moved to its time. moto delays on the wall clock."""
+        import json
+        import sys
+
+        name = self.stack.queues["TriggerQueue"].rsplit("/", 1)[1]
+        models = sys.modules["moto.sqs.models"]
+        delayed = [m for regions in models.sqs_backends.values() for backend in regions.values()
+                   for q in backend.queues.values() if q.name == name for m in q._messages if m.delayed]
+        if not delayed:
+            return False
+        first = min(delayed, key=lambda m: json.loads(m.body).get("orbit_buffer", {}).get("at", 0))
+        at = json.loads(first.body).get("orbit_buffer", {}).get("at")
+        self.clock.now = max(self.clock.now, int(at or 0))
+        first.delayed_until = 0.0
+        return True
+
     def fire_timers(self) -> None:
         try:
             self.invoke("timers", load_event("timers_schedule.json"))
@@ -355,6 +373,8 @@ class World:
             if self.signalled and not self.parked and self.actions_done < len(sc.after_signal):
                 self.act(sc.after_signal[self.actions_done])  # nothing queued or hidden: act now
                 continue
+            if sc.trigger_events and self.release_trigger_checks():
+                continue  # a trigger buffer's delayed check came due (test_aws_crash_trigger_batch.py)
             later = [p.due_ms for p in self.parked] + ([fire + skew_ms] if fire is not None else [])
             if later:
                 self.clock.now = max(self.clock.now, min(later))
