@@ -282,9 +282,10 @@ class World:
             self.parked.remove(p)
         return len(due)
 
-    def release_trigger_checks(self) -> bool:
-        """When nothing else is left: the earliest delayed message on the trigger queue (a buffer's
-        check) becomes visible, the virtual clock moved to its time. moto delays on the wall clock."""
+    def release_trigger_checks(self, before: int | None) -> bool:
+        """The earliest delayed message on the trigger queue (a buffer's check), if it comes due before
+        anything else (`before`: the next parked message or timer), becomes visible, the virtual clock
+        moved to its time: moto delays on the wall clock."""
         import json
         import sys
 
@@ -295,8 +296,10 @@ class World:
         if not delayed:
             return False
         first = min(delayed, key=lambda m: json.loads(m.body).get("orbit_buffer", {}).get("at", 0))
-        at = json.loads(first.body).get("orbit_buffer", {}).get("at")
-        self.clock.now = max(self.clock.now, int(at or 0))
+        at = int(json.loads(first.body).get("orbit_buffer", {}).get("at") or 0)
+        if before is not None and at > before:
+            return False
+        self.clock.now = max(self.clock.now, at)
         first.delayed_until = 0.0
         return True
 
@@ -373,9 +376,9 @@ class World:
             if self.signalled and not self.parked and self.actions_done < len(sc.after_signal):
                 self.act(sc.after_signal[self.actions_done])  # nothing queued or hidden: act now
                 continue
-            if sc.trigger_events and self.release_trigger_checks():
-                continue  # a trigger buffer's delayed check came due (test_aws_crash_trigger_batch.py)
             later = [p.due_ms for p in self.parked] + ([fire + skew_ms] if fire is not None else [])
+            if sc.trigger_events and self.release_trigger_checks(min(later, default=None)):
+                continue  # a trigger buffer's delayed check came due (test_aws_crash_trigger_batch.py)
             if later:
                 self.clock.now = max(self.clock.now, min(later))
                 continue

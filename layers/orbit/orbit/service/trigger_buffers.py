@@ -16,9 +16,11 @@ deterministic id. A flush is two writes: the buffer moves to the next generation
 flushed batch as `closing` (one conditional write: an event added meanwhile makes it retry), then
 the start (idempotent: same id, same input), then `closing` is cleared. A crash between them
 leaves `closing`, which the next check or event finishes first. So no event is lost, and none is
-counted twice: each buffer remembers the keys of its last MAX_SEEN events (across generations),
-so a redelivered event is recognised, and re-arms the check in case the first delivery died
-between its write and its check.
+counted twice: each buffer remembers the keys of its last MAX_SEEN events (across generations) and
+the executions of its last MAX_FLUSHED flushes, so a redelivered event (or check) is recognised and
+does again what its first delivery may have died before finishing: it re-arms the check of an
+open generation, or repeats the start of the flush it was part of (same id and input: the effects
+that start's commit still owes are re-sent, as for any redelivered start).
 """
 
 from __future__ import annotations
@@ -39,7 +41,11 @@ def buffer_id(workflow: str, trigger: str, key: str) -> str:
     return json.dumps([workflow, trigger, key], separators=(",", ":"))
 
 
+MAX_FLUSHED = 50
+
+
 def _fresh() -> dict[str, Any]:
+    # seen: [[event key, generation]]; flushed: [[generation, execution id, workflow]], newest last
     return {
         "gen": 1,
         "first_ms": None,
@@ -49,6 +55,7 @@ def _fresh() -> dict[str, Any]:
         "last": None,
         "id": None,
         "seen": [],
+        "flushed": [],
         "closing": None,
     }
 
@@ -72,9 +79,12 @@ def add(engine: Any, workflow: str, trig: Any, key: str, base_id: str, input: An
             _finish(engine, bid, state, rev)
             continue
         check = {"workflow": workflow, "trigger": trig.name, "key": key, "gen": state["gen"]}
-        if event_key in state["seen"]:
-            if state["first_ms"] is not None:  # its first delivery may have died before its check
+        gen = next((g for k, g in state["seen"] if k == event_key), None)
+        if gen is not None:  # a redelivery: its first delivery may have died before what followed
+            if gen == state["gen"] and state["first_ms"] is not None:  # ... its check
                 checks.send({**check, "at": state["armed_ms"]}, max(0, state["armed_ms"] - now))
+            else:  # ... or the sends of the start its flush made
+                _restart(engine, state, gen)
             return "duplicate"
         new = dict(state)
         if new["first_ms"] is None:
@@ -90,7 +100,7 @@ def add(engine: Any, workflow: str, trig: Any, key: str, base_id: str, input: An
             due = new["first_ms"] + batch["max_wait_ms"]
             if len(new["events"]) >= batch["max_size"]:
                 due = now
-        new["seen"] = [*state["seen"], event_key][-MAX_SEEN:]
+        new["seen"] = [*state["seen"], [event_key, state["gen"]]][-MAX_SEEN:]
         new["due_ms"] = new["armed_ms"] = due
         if len(json.dumps(new)) > MAX_BUFFER_CHARS:
             if batch is not None and state["first_ms"] is not None:  # flush what is there, then add
@@ -124,6 +134,7 @@ def check_due(engine: Any, check: dict[str, Any]) -> str:
             _finish(engine, bid, state, rev)
             continue
         if state["gen"] != check["gen"] or state["first_ms"] is None:
+            _restart(engine, state, int(check["gen"]))  # a redelivered check: its start's sends again
             return "flushed before"
         if state["due_ms"] > now:
             if state["armed_ms"] > check["at"]:
@@ -149,7 +160,8 @@ def _flush(engine: Any, bid: str, state: dict[str, Any], rev: int | None) -> boo
     else:
         input, base = list(state["events"]), state["id"]
     closing = {"workflow": workflow, "execution_id": f"{base}-{state['gen']}", "input": input}
-    nxt = {**_fresh(), "gen": state["gen"] + 1, "seen": state["seen"], "closing": closing}
+    flushed = [*state.get("flushed", []), [state["gen"], closing["execution_id"], workflow]][-MAX_FLUSHED:]
+    nxt = {**_fresh(), "gen": state["gen"] + 1, "seen": state["seen"], "flushed": flushed, "closing": closing}
     try:
         rev = engine.trigger_buffers.put(bid, nxt, rev)
     except ConflictError:
@@ -182,6 +194,26 @@ def _finish(engine: Any, bid: str, state: dict[str, Any], rev: int | None) -> No
         engine.trigger_buffers.put(bid, {**state, "closing": None}, rev)
     except ConflictError:
         pass  # another caller finished it (or added after finishing): it reads again
+
+
+def _restart(engine: Any, state: dict[str, Any], gen: int) -> None:
+    """The start of generation `gen`'s flush again, as a redelivered start message would be: the
+    same id and input, so nothing new starts and the effects its commit still owes are re-sent
+    (the sends of the invocation that started it may have died with it)."""
+    from orbit.errors import NotFound
+
+    found = next((f for f in state.get("flushed", []) if f[0] == gen), None)
+    if found is None:
+        return
+    _, eid, workflow = found
+    try:
+        existing = engine.load_state(eid)
+    except NotFound:
+        return  # not started yet: `closing` starts it
+    try:
+        engine.start(workflow, None, existing.input, eid)
+    except ExecutionExists:
+        pass
 
 
 def _ports(engine: Any) -> tuple[Any, Any]:
