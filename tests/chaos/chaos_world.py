@@ -62,6 +62,7 @@ import chaos_workloads as W  # noqa: E402
 from aws_resources import _TEMPLATE, Clients, Stack, create_stack  # noqa: E402
 from botocore.awsrequest import AWSResponse  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
+from chaos_timers import DELAYS, LEAD_S  # noqa: E402
 from harness import load_app, load_event  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from orbit.aws import wiring as aws  # noqa: E402
@@ -106,6 +107,10 @@ class Profile:
     # environment decides a batch (two environments at once).
     interleave: float = 0.3
     workloads: tuple[str, ...] = ()  # drawn from these only (default: all)
+    # Timers on the second (chaos_timers.py): sqs-delay timers with the 15-minute hand-over lead,
+    # delays held by the model; `dup_early`: a delayed message gets a copy 1-60 s before its time.
+    on_the_second: bool = False
+    dup_early: float = 0.0
 
     @classmethod
     def none(cls) -> Profile:
@@ -348,9 +353,15 @@ class World:
                 for m in got:
                     self.msg_counter += 1
                     mid = f"m{self.msg_counter}"
+                    delay_ms = DELAYS.take(m["Body"]) * 1000 if self.profile.on_the_second else 0
                     msg = Msg(queue, mid, m["Body"], m.get("MessageAttributes") or {}, self.clock.now,
-                              self.clock.now)
+                              self.clock.now + delay_ms)
                     self.queues[queue].append(msg)
+                    if delay_ms and self.faulty and self.rng.random() < self.profile.dup_early:
+                        early = msg.visible_ms - self.rng.randint(1, min(60, delay_ms // 1000)) * 1000
+                        self.queues[queue].append(Msg(queue, mid, msg.body, msg.attributes, msg.sent_ms,
+                                                      early, late_copy=True))
+                        self.trace.append(f"early copy of {mid} at -{(msg.visible_ms - early) // 1000}s")
                     if self.faulty and self.rng.random() < self.profile.dup_late:
                         late = self.clock.now + self.rng.randint(60, 1200) * 1000
                         copy = Msg(queue, mid, msg.body, msg.attributes, msg.sent_ms, late, late_copy=True)
@@ -512,6 +523,8 @@ class World:
     def run(self, max_ticks: int = 3000) -> None:
         self.setup()
         skew_ms: int = load_app("timers").SKEW_MS
+        if self.profile.on_the_second:  # the tick that finds a table timer within the lead hands it over
+            skew_ms = -LEAD_S * 1000
         while True:
             self.ticks += 1
             if self.ticks > max_ticks:
@@ -688,7 +701,12 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
     problems: list[str] = []
     with mock_aws():
         stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
-        os.environ.update({**stack.env(), "ORBIT_TIMERS": "table", "ORBIT_INLINE_MODULES": "chaos_workloads"})
+        timers = {"ORBIT_TIMERS": "sqs-delay", "ORBIT_TIMER_LEAD_S": str(LEAD_S)} if profile.on_the_second \
+            else {"ORBIT_TIMERS": "table"}
+        os.environ.update({**stack.env(), **timers, "ORBIT_INLINE_MODULES": "chaos_workloads"})
+        if profile.on_the_second:
+            DELAYS.by_body.clear()
+            DELAYS.attach(clients.sqs)
         REGISTRY.replace([*held, *W.CODE.values()])
         try:
             world = World(seed, clients, stack, profile)
@@ -703,6 +721,8 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
                 logging.disable(logging.NOTSET)
             problems += check(world)
         finally:
+            if profile.on_the_second:
+                DELAYS.detach(clients.sqs)
             THROTTLE.world = None
             W.TRACE.clear()
             REGISTRY.replace(held)

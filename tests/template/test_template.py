@@ -142,3 +142,19 @@ def test_layer_builds_from_the_engine_package(source_template: dict[str, Any]) -
     assert (content / "orbit" / "__init__.py").is_file()
     reqs = (content / "requirements.txt").read_text()
     assert "aws-lambda-powertools" in reqs and "jsonata" in reqs
+
+
+def test_task_queues_leave_receives_for_faults_after_settling(source_template: dict[str, Any]) -> None:
+    """A possible duplicate is deferred until its SETTLE_RECEIVES-th receive (worker/dedupe.py). At
+    maxReceiveCount 5 that left three receives for lost deletes and throttles: chaos seed 5782 sent an
+    answered task message to the DLQ. Every task queue keeps at least five receives after the settling."""
+    from orbit.worker.dedupe import SETTLE_RECEIVES
+
+    resources = source_template["Resources"]
+    task_queues = {n: r for n, r in resources.items()
+                   if r["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in r["Properties"] and "Task" in n}
+    assert task_queues, "no task queue found in template.yaml"
+    for name, res in task_queues.items():
+        receives = int(res["Properties"]["RedrivePolicy"]["maxReceiveCount"])
+        left = receives - (SETTLE_RECEIVES - 1)
+        assert left >= 5, f"{name}: maxReceiveCount {receives} leaves {left} receives for faults"

@@ -42,6 +42,7 @@ class MemoryHistoryStore(MemoryRetention):
         self._index: dict[str, IndexEntry] = {}
         self._hooks: dict[str, tuple[str, str]] = {}
         self._hook_claims: dict[str, str] = {}  # hook_key(token) -> digest of the claiming payload
+        self._request_claims: dict[tuple[str, str], tuple[int, str, str]] = {}  # -> (run, name, digest)
         self.expiry: dict[str, int] = {}  # execution -> expires_at_s (what DynamoDB's TTL would read)
         self.hook_expiry: dict[str, int] = {}  # hook token -> expires_at_s
         # execution -> the provisional expiry its items were written with while young (not what
@@ -183,6 +184,16 @@ class MemoryHistoryStore(MemoryRetention):
             if key not in self._hooks:
                 return False
             return self._hook_claims.setdefault(key, digest) == digest
+
+    def claim_request(self, execution_id: str, run: int, ident: str, name: str, digest: str,
+                      expires_at_s: int) -> str | None:
+        """As the DynamoDB store: None when this request holds the id (now or before), else the
+        name of the request that does."""
+        with self._lock:
+            held = self._request_claims.setdefault((execution_id, ident), (run, name, digest))
+            if held[0] != run:  # a claim of an earlier run under the same execution id
+                held = self._request_claims[(execution_id, ident)] = (run, name, digest)
+            return None if held[1:] == (name, digest) else held[1]
 
     def execution_ids(self) -> list[str]:
         with self._lock:

@@ -16,10 +16,12 @@ The workflow author's code run inside a request (a code workflow's query handler
 validator, with the replay before them) runs on a thread of its own while the request lets go of
 the lock, bounded by `user_code_timeout_s` (orbit/local/bounded.py): a handler that loops is
 answered with a USER_CODE_TIMEOUT error and holds up no other request. An inline step or a task
-that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on. A
-worker's invocation (task code, which does not use the engine) runs without the lock, so a
-task that sleeps holds up no request; the pump itself waits for it, as it waits for any
-invocation (so timers, a step's `timeout` among them, fire once it returns).
+that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on.
+Invocations run beside the pump, each on a thread of its own (orbit/local/dev_invocations.py): a
+worker's without the lock (task code does not use the engine), a decider's under it but for the
+time an inline step's task runs. So while a task sleeps, timers fire (its step's `timeout` is
+recorded at the deadline), other executions are decided and requests answered. Workflow code that
+loops in a decision is stopped by the stall guard (orbit/service/stall.py) on these threads too.
 
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts
@@ -75,15 +77,24 @@ class DevServer:
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
         self.out = stack.cloud.console
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
+        self._settled = threading.Event()  # an invocation beside the pump ended: look for ended runs
         if stack.cloud.emulator.mode == "server":  # moto behind HTTP takes concurrent clients
-            for poller in stack.cloud.pollers:
-                if is_worker(poller):
-                    poller.around = self._unlocked
+            from .dev_invocations import Invocations, attach, cap_of
 
-    def _unlocked(self, call: Callable[[], Any]) -> Any:
-        """A worker's invocation (task code: no engine) runs without the engine lock."""
-        with self.lock.released():
+            self.invocations = Invocations(lambda p: cap_of(p, is_worker), self._invoked)
+            attach(stack.cloud.pollers, self.invocations, is_worker, self._locked)
+
+    def _locked(self, call: Callable[[], Any]) -> Any:
+        """A decider's invocation, on its own thread: under the engine lock, let go of while an
+        inline step's task runs (orbit.service.user_code.while_elsewhere)."""
+        from orbit.service.user_code import releasing
+
+        with self.lock, releasing(self.lock.released):
             return call()
+
+    def _invoked(self, poller: Any, result: Any) -> None:
+        self.stack.cloud._note(poller, result)  # errors and the poll hook, as for the pump's own
+        self._settled.set()
 
     def say(self, line: str) -> None:
         # one line, control characters escaped: names, ids and error messages are caller text
@@ -111,7 +122,9 @@ class DevServer:
             try:
                 with self.lock:
                     handled = self.stack.cloud.pump_once()
-                    if handled and self.running:
+                    settled = self._settled.is_set()
+                    self._settled.clear()
+                    if (handled or settled) and self.running:
                         self._report_ended()
             except BaseException as exc:  # noqa: BLE001 - keep serving, SystemExit from user code too
                 print(cut(f"orbit dev: pump error: {exc!r}", None), file=sys.stderr, flush=True)
@@ -131,10 +144,10 @@ class DevServer:
 
     def request(self, method: str, target: str, raw: bytes,
                 headers: dict[str, str] | None = None) -> tuple[int, Any]:
-        from orbit.service.user_code import runner
+        from orbit.service.user_code import releasing, runner
 
-        try:
-            with runner(self._user_code):  # query handlers and update validators: bounded, lock let go
+        try:  # query handlers and update validators: bounded, lock let go; inline tasks: lock let go
+            with runner(self._user_code), releasing(self.lock.released):
                 return self._request(method, target, raw, headers)
         except (SystemExit, KeyboardInterrupt) as exc:  # from user code run in the request (a start
             # decides at once, inline steps included): that request fails, the server goes on

@@ -142,7 +142,10 @@ class LocalStack(ScheduleOps):
         from .trigger_sources import attach
 
         attach(self)  # SQS triggers: pollers of their queues, as Lambda's mappings (docs/triggers.md)
-        self.cloud.next_timer = self.services.table_timers.next_fire_ms
+        lead = self.services.settings.lead_ms
+        table = self.services.table_timers
+        # the timers function's tick at or after (next fire - lead) hands it over (timers-on-the-second.md)
+        self.cloud.next_timer = lambda: None if (t := table.next_fire_ms()) is None else t - lead
         # What exists now (modules, botocore's service models, moto) lives as long as the stack: kept
         # out of the garbage collector's full passes, which otherwise walk it all again and again
         # (about 5% of a busy stack's time). close() hands it back, so nothing outlives the stack.

@@ -39,6 +39,8 @@ from orbit.core.history.messages import (
 from orbit.core.tracing import BODY_KEY
 from orbit.service import inline
 
+MAX_LEAD_MS = 900_000  # SQS's longest DelaySeconds: a timer is handed over at most this far ahead
+
 
 class EffectSteps:
     """Mixin of Engine: `queues`, `timers`, `store` and `clock` come from the engine."""
@@ -102,11 +104,19 @@ class EffectSteps:
                                        e.from_step).to_dict())
 
     # ----------------------------------------------------------------- timers
-    def fire_timers(self, now_ms: int | None = None, limit: int = 100) -> int:
-        """Turn due timers into `wake` messages; returns how many fired."""
+    def fire_timers(self, now_ms: int | None = None, limit: int = 100, lead_ms: int = 0) -> int:
+        """Turn timers due by `now + lead_ms` into `wake` messages, each delayed (SQS DelaySeconds,
+        rounded up: never early) to its own time; returns how many were handed over.
+
+        `lead_ms` 0 fires what is due now. With a lead (at most SQS's 15 minutes) the sweep hands a
+        timer to SQS before its time and the wake lands on the second
+        (docs/decisions/timers-on-the-second.md). The send comes before the disarm: a crash between
+        them sends the same wake again at the next sweep, a duplicate the decider absorbs (a wake
+        decides only what is due, and re-arms what is not)."""
         now = self.clock.now_ms() if now_ms is None else now_ms
-        due = self.timers.due(now, limit)
+        due = self.timers.due(now + min(max(lead_ms, 0), MAX_LEAD_MS), limit)
         for eid, at in due:
-            self.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{at}").to_dict())
+            delay_s = max(0, -(-(at - now) // 1000)) if lead_ms > 0 else 0
+            self.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{at}").to_dict(), min(delay_s, 900))
             self.timers.disarm(eid, at)
         return len(due)

@@ -374,6 +374,13 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
         except Exception:
             log.exception("%s %s failed", method, path)
             return _error(500, "INTERNAL_ERROR", "the request failed; see the API function's logs")
+        except BaseException as e:  # only Stalled is answered; the rest goes on up
+            from orbit.core.runtime.code_errors import Stalled  # not at import: a cold start's cost
+
+            if not isinstance(e, Stalled):
+                raise
+            # workflow code a start decided at once ran without a durable call (orbit/service/stall.py)
+            return _error(500, "USER_CODE_TIMEOUT", f"{method} {path}: {e}; nothing was recorded")
     if allowed:
         return _error(405, "METHOD_NOT_ALLOWED", f"{method} {path}: allowed {sorted(set(allowed))}")
     return _error(404, "NOT_FOUND", f"no route for {method} {path}")

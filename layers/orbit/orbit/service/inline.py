@@ -42,6 +42,7 @@ from orbit.core.history.state import SCHEDULED, ExecutionState
 from orbit.errors import ValidationError
 from orbit.service.outbox import SEND_SKEW_MS
 from orbit.service.ports import Clock, IdSource, Queues
+from orbit.service.user_code import while_elsewhere
 
 HANDOFF = "inline:"
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
@@ -230,7 +231,8 @@ def run_before_commit(engine: Decider, state: ExecutionState, wf: Any, events: l
         recall(engine, state.id, ready, state, wf)  # the decision's replay passed them, unless evicted
         for d in ready:
             effects.remove(d)
-            output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
+            with while_elsewhere():  # the task runs on a thread of its own: orbit dev lets go of its lock
+                output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
             m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
                               output if error is None else None, error)
             decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids,
@@ -316,7 +318,8 @@ def run_attempts(engine: Decider, eid: str, pending: list[DispatchTask]) -> list
         if limit is None:  # the invocation ran short: the next one takes it
             engine.queues.send_decision(handover(eid, d).to_dict())
             continue
-        output, error = runner.tasks.run(d, limit)
+        with while_elsewhere():
+            output, error = runner.tasks.run(d, limit)
         results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
                                      output if error is None else None, error))
     return results

@@ -168,6 +168,10 @@ class EngineApi(CatalogApi):
         if signal_id is not None and self._signal_seen(state, name, payload, signal_id):
             return signal_id  # the same signal again: received once, nothing new
         self._check_payload(state, name, payload)
+        if signal_id is not None:  # queued but not received yet: the claim knows it (409 if it differs)
+            from orbit.service.request_claims import claim
+
+            claim(self, state, "signal", signal_id, name, payload)
         # The caller's id lives in its own namespace: whatever it is, it can never equal the id of
         # a start, hook resume, task result, child completion or timer message (deduplicated alike).
         sid = signal_id or self.ids.token()
@@ -178,7 +182,8 @@ class EngineApi(CatalogApi):
 
     def _signal_seen(self, state: ExecutionState, name: str, payload: Any, signal_id: str) -> bool:
         """Whether the execution has received the signal of this id (IdReused when that one
-        had another name or payload). A signal still queued is not known yet."""
+        had another name or payload). A signal still queued is not known here: its claim is
+        (service/request_claims.py)."""
         mid = f"signal:{signal_id}"
         first = state.inbound.get(mid)
         if first is None:

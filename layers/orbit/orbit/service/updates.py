@@ -58,6 +58,10 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
         engine._check_payload(state, wf.raw["updates"][name]["signal"], input)  # the signal's schema
     else:
         _check_code(wf, state, name, input)
+    if update_id is not None:  # sent but not recorded yet: the claim knows it (409 if it differs)
+        from orbit.service.request_claims import claim
+
+        claim(engine, state, "update", update_id, name, input)
     uid = update_id or engine.ids.token()
     engine.queues.send_decision(UpdateMessage(execution_id, f"update:{uid}", uid, name, input).to_dict())
     return uid

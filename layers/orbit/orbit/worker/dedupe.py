@@ -20,7 +20,8 @@ result recorded, a newer attempt dispatched, the execution ended or gone) is ack
 running. An open one may have its first run's result still in flight: the message is made visible
 again after `SETTLE_DELAY_S` (longer than the decision queue's visibility timeout, so a first
 result whose decision failed is decided meanwhile) and fails its record, so it comes back; at
-`SETTLE_RECEIVES` receives (the queues' maxReceiveCount is 5) it runs with the key claimed first,
+`SETTLE_RECEIVES` receives (task queues' maxReceiveCount is 8: the two settling receives must
+not eat the budget for faults, chaos seed 5782) it runs with the key claimed first,
 so any copy after it finds that claim.
 A first delivery sent more than `OLD_MESSAGE_MS` ago (`waited`: a queue backlog, or a late copy
 SQS delivers as new) reads the record and, without one, the history too: answered attempts are
