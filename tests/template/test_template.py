@@ -73,11 +73,20 @@ def test_no_managed_policies_are_attached(cfn_template: dict[str, Any]) -> None:
 
 
 def test_only_xray_may_use_resource_star(cfn_template: dict[str, Any]) -> None:
+    """... and, for SQS triggers (docs/triggers.md), the two Lambda actions IAM gives no resource
+    type: listing event source mappings (read only) and creating one, pinned by a condition to the
+    stack's triggers function."""
     for name, st in _statements(cfn_template):
         if st.get("Effect") != "Allow" or "Principal" in st:
             continue
         resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
         if "*" in resources:
+            if st["Action"] == ["lambda:ListEventSourceMappings"]:
+                continue
+            if st["Action"] == ["lambda:CreateEventSourceMapping"]:
+                pinned = st["Condition"]["StringEquals"]["lambda:FunctionArn"]["Fn::Sub"]
+                assert pinned.endswith(":function:${AWS::StackName}-triggers"), (name, st)
+                continue
             assert all(a.startswith("xray:") for a in st["Action"]), (name, st)
 
 

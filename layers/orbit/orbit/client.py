@@ -178,6 +178,18 @@ class Client:
         body = {"payload": payload, "id": id or uuid.uuid4().hex}  # recorded as `signal:<id>`
         return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}", body)
 
+    def signal_with_start(self, execution_id: str, workflow: str, signal: str, payload: Any = None,
+                          input: Any = None, version: str | None = None,
+                          signal_id: str | None = None) -> dict[str, Any]:
+        """Signal `execution_id`, starting it (a run of `workflow` with `input`) first if it does not
+        exist, atomically. `signal_id` (made up when not given) makes a retry idempotent.
+        Returns {id, signal_id, started} (docs/triggers.md)."""
+        body = {"workflow": workflow, "signal": signal, "payload": payload, "input": input,
+                "signal_id": signal_id or f"signal:{uuid.uuid4().hex}"}
+        if version is not None:
+            body["version"] = version
+        return self._call("POST", f"/executions/{_q(execution_id)}/signal-with-start", body)
+
     def resume_hook(self, token: str, payload: Any = None) -> dict[str, Any]:
         return self._call("POST", f"/hooks/{_q(token)}", {"payload": payload})
 

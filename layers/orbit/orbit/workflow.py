@@ -122,7 +122,8 @@ def workflow(name: str, version: str = "1", build: str | None = None,
              registry: CodeRegistry | None = None,
              retention: str | int | None = None,
              tasks: dict[str, Any] | None = None,
-             on_workflow_error: str = "park") -> Callable[[WorkflowFunction], CodeWorkflow]:
+             on_workflow_error: str = "park",
+             triggers: dict[str, Any] | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
     """Register `fn(ctx, input) -> output` as build `build` (default: source hash) of `name`/`version`.
 
     `timeout` bounds the whole execution (`30m`, `7d`, or ms): when it passes,
@@ -137,6 +138,7 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     `AttributeError`...) does: `"park"` (the default) parks the execution, traceback in describe,
     until a deploy whose replay gets past it carries it on; `"fail"` fails it with WORKFLOW_ERROR.
     A `TaskError` (`orbit.ApplicationError`) raised on purpose always fails it (docs/evolution.md).
+    `triggers`: what starts executions from events, as a definition's `triggers:` key (docs/triggers.md).
     """
     if not isinstance(name, str) or not name.strip():
         raise ValidationError("workflow name must be a non-empty string", "workflow.name")
@@ -155,6 +157,7 @@ def workflow(name: str, version: str = "1", build: str | None = None,
 
     _check_signal_schemas(signals or {})
     _check_task_contracts(tasks)
+    _check_triggers(triggers, signals)
     from orbit.core.runtime.code.errors import ON_WORKFLOW_ERROR, guarded
 
     if on_workflow_error not in ON_WORKFLOW_ERROR:
@@ -165,7 +168,8 @@ def workflow(name: str, version: str = "1", build: str | None = None,
         if not callable(fn) or len(inspect.signature(fn).parameters) != 2:
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
         wf = CodeWorkflow(name, version, build or source_build_id(fn), guarded(fn), timeout_ms,
-                          dict(signals or {}), retention_ms, dict(tasks or {}), on_workflow_error)
+                          dict(signals or {}), retention_ms, dict(tasks or {}), on_workflow_error,
+                          dict(triggers or {}))
         return (registry or REGISTRY).register(wf)
 
     return register
@@ -200,6 +204,18 @@ def _check_signal_schemas(signals: dict[str, Any]) -> None:
                          for message in validate_schema(schema)]
     if problems:
         raise ValidationError(problems)
+
+
+def _check_triggers(triggers: dict[str, Any] | None, signals: dict[str, Any] | None) -> None:
+    from orbit.core.definition.checks import Problems
+    from orbit.core.definition.triggers import check_triggers
+
+    if triggers is None:
+        return
+    out = Problems()
+    check_triggers(triggers, "workflow.triggers", out, set(signals) if signals else set())
+    if out.items:
+        raise ValidationError(out.items)
 
 
 def _check_task_contracts(tasks: dict[str, Any] | None) -> None:

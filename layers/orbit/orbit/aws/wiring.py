@@ -255,6 +255,9 @@ class Services:
 
         engine.batches = BatchService(DynamoBatchStore(self.dynamodb, self.settings.table), engine)
         engine.archive = self.archive
+        from orbit.aws.triggers import attach
+
+        attach(self, engine)  # triggers: webhook secrets, EventBridge rules, SQS sources (docs/triggers.md)
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         import_workflow_modules(os.environ.get("ORBIT_WORKFLOW_MODULES", ""))

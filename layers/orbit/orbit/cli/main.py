@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_ui_parser(sub, port)  # the console may not import the CLI: it gets the port type
     add_testing_parsers(sub)
     add_parsers(sub, add_api_opts, connect)
+    from orbit.cli.events import add_events_parser
+
+    add_events_parser(sub, add_api_opts, connect)  # orbit events put (docs/triggers.md)
     return p
 
 

@@ -147,13 +147,14 @@ class DevServer:
         """The API in process, for a mounted app: (status, JSON answer)."""
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
-    def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+    def request(self, method: str, target: str, raw: bytes,
+                headers: dict[str, str] | None = None) -> tuple[int, Any]:
         from orbit.service.inline import releasing
         from orbit.service.user_code import runner
 
         try:  # query handlers and update validators: bounded, lock let go; inline tasks: lock let go
             with runner(self._user_code), releasing(self.lock.released):
-                return self._request(method, target, raw)
+                return self._request(method, target, raw, headers)
         except (SystemExit, KeyboardInterrupt) as exc:  # from user code run in the request (a start
             # decides at once, inline steps included): that request fails, the server goes on
             return 500, {"error": {"code": "USER_CODE_ERROR", "message": cut(
@@ -164,7 +165,8 @@ class DevServer:
         with self.lock.released():
             return run_bounded(fn, self.user_code_timeout_s, what)
 
-    def _request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+    def _request(self, method: str, target: str, raw: bytes,
+                 headers: dict[str, str] | None = None) -> tuple[int, Any]:
         from orbit.service.http import handle_request
 
         parts = urlsplit(target)
@@ -182,6 +184,11 @@ class DevServer:
                 if self.running:
                     self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
+        if parts.path == "/_local/events" and method == "POST":  # `orbit events put` (docs/triggers.md)
+            from .trigger_sources import put_local_event
+
+            with self.lock:
+                return put_local_event(self.stack, raw)
         from .update_wait import is_update, serve_update
 
         if is_update(method, parts.path):  # waits between pump turns, not holding the lock
@@ -192,7 +199,7 @@ class DevServer:
             return serve_update(ask, raw)
         with self.lock:
             status, body = handle_request(
-                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))
+                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query)), headers
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)
@@ -247,7 +254,10 @@ def unserved_lines(definitions: list[Any]) -> list[str]:
 
 
 def is_worker(poller: Any) -> bool:
-    """A poller of a task queue: every queue but the decision queue, which the decider drains."""
+    """A poller of a task queue: every queue but the decision queue, which the decider drains, and
+    the queues the triggers function reads (it starts executions: docs/triggers.md)."""
+    if poller.mapping.function.logical_id == "TriggersFunction":
+        return False
     return bool(poller.mapping.queue.url != poller.mapping.function.env.get("ORBIT_DECISION_QUEUE_URL"))
 
 

@@ -139,6 +139,9 @@ class LocalStack(ScheduleOps):
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
         self.services.run_inline(session="local")  # the tasks registered here (its workers) run inline
+        from .trigger_sources import attach
+
+        attach(self)  # SQS triggers: pollers of their queues, as Lambda's mappings (docs/triggers.md)
         lead = self.services.settings.lead_ms
         table = self.services.table_timers
         # the timers function's tick at or after (next fire - lead) hands it over (timers-on-the-second.md)
@@ -186,12 +189,19 @@ class LocalStack(ScheduleOps):
             )
         check_registration(self.engine, wf)  # an inline step's timeout must fit in the decider's
         self.engine.registry.register(wf)
+        from orbit.service.triggers import sync_triggers
+
+        sync_triggers(self.engine, str(wf.name))  # its rules on the local EventBridge (docs/triggers.md)
         return str(wf.name)
 
     def retire(self, name: str, version: str | None = None) -> list[str]:
         """Refuse new starts of a definition's `version` (every version when None); running executions
         finish. Returns the versions retired (`orbit retire`)."""
-        return list(self.engine.registry.retire(name, version))
+        from orbit.service.triggers import sync_triggers
+
+        retired = list(self.engine.registry.retire(name, version))
+        sync_triggers(self.engine, name)
+        return retired
 
     def workflows(self) -> list[dict[str, Any]]:
         """The registered workflows with their versions (`orbit workflows`)."""
@@ -211,6 +221,14 @@ class LocalStack(ScheduleOps):
 
     def signal(self, id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(id, name, payload)
+
+    def signal_with_start(self, id: str, workflow: str, name: str, payload: Any = None, input: Any = None,
+                          signal_id: str | None = None) -> dict[str, Any]:
+        """Signal `id`, starting it (a run of `workflow`) first if it does not exist (docs/triggers.md)."""
+        from orbit.service.signal_start import signal_with_start
+
+        with self.services.queues.batched():
+            return signal_with_start(self.engine, id, workflow, name, payload, input, signal_id=signal_id)
 
     def query(self, id: str, name: str, input: Any = None) -> Any:
         """One of the execution's declared queries (orbit/service/queries.py); records nothing."""

@@ -21,6 +21,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
 (default 1000, max 10,000; `steps_next` continues), the list at most `limit` executions
 (default 50, max 1000; `next_cursor` continues).
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
+    POST /executions/{id}/signal-with-start   {workflow, signal, payload?, input?, version?, signal_id?}
+                                              -> 202 {id, signal_id, started} (docs/triggers.md)
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
                                               {id, redrive_count, steps}
@@ -33,6 +35,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/pause               {reason?}                      -> 202 {id}
     POST /executions/{id}/unpause             {reason?}                      -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
+    POST /webhooks/{workflow}/{trigger}       any body, signed (X-Orbit-Signature)  -> 202 {status,
+                                              execution_id}; 401 unsigned or badly signed, 413 over
+                                              the trigger's max_bytes, 422 refused (docs/triggers.md)
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
     POST /definitions/{name}/retire           {version?} (every version when left out) -> 200
                                               {name, retired: [versions]}: new starts refused (409
@@ -197,6 +202,22 @@ def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
 
 
+def _signal_with_start(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    from orbit.service.signal_start import signal_with_start
+
+    workflow, signal, version = body.get("workflow"), body.get("signal"), body.get("version")
+    if not isinstance(workflow, str) or not workflow:
+        raise ValidationError("is required (the workflow to start when the execution does not exist)",
+                              "body.workflow")
+    if not isinstance(signal, str) or not signal:
+        raise ValidationError("is required (the signal's name)", "body.signal")
+    signal_id = body.get("signal_id")
+    if signal_id is not None and (problem := signal_id_problem(signal_id)):
+        raise ValidationError(problem, "body.signal_id")
+    return 202, signal_with_start(engine, eid, workflow, signal, body.get("payload"), body.get("input"),
+                                  None if version is None else str(version), signal_id)
+
+
 def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     force = body.get("force", False)
     if not isinstance(force, bool):
@@ -256,6 +277,9 @@ def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Re
         definition = parse_definition(body)
     check_registration(engine, definition)  # an inline step's timeout must fit in the decider's
     engine.registry.register(definition)
+    from orbit.service.triggers import sync_triggers
+
+    sync_triggers(engine, definition.name)  # its rules and queue mappings (docs/triggers.md)
     return 201, {"name": definition.name, "version": definition.version, "hash": definition.hash}
 
 
@@ -269,6 +293,9 @@ def _retire(engine: Any, body: dict[str, Any], query: Mapping[str, str], name: s
     if retire is None:
         raise ValidationError("this engine's registry cannot retire definitions", "path.name")
     versions = retire(name, None if version is None else str(version))
+    from orbit.service.triggers import sync_triggers
+
+    sync_triggers(engine, name)  # every version retired: its rules and queue mappings are removed
     return 200, {"name": name, "retired": versions}
 
 
@@ -283,6 +310,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/workflows"), _workflows),
     ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
+    ("POST", re.compile(r"/executions/([^/]+)/signal-with-start"), _signal_with_start),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
     ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
     ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
@@ -299,11 +327,25 @@ _ROUTES += BATCH_ROUTES  # bulk actions (service/http_batches.py)
 _ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
 
 
+_WEBHOOK = re.compile(r"/webhooks/([^/]+)/([^/]+)")  # docs/triggers.md: signed, not IAM-authorised
+
+
 def handle_request(engine: Any, method: str, path: str, body: Any = None,
-                   query: Mapping[str, str] | None = None) -> Response:
-    """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed."""
+                   query: Mapping[str, str] | None = None,
+                   headers: Mapping[str, str] | None = None) -> Response:
+    """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed;
+    `headers` are read by webhook triggers only (their signature)."""
     method = method.upper()
     path = "/" + path.strip("/")
+    if method == "POST" and (hook := _WEBHOOK.fullmatch(path)):
+        from orbit.service.webhooks import handle_webhook
+
+        raw = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body).encode()
+        try:
+            return handle_webhook(engine, unquote(hook[1]), unquote(hook[2]), raw, headers)
+        except Exception:
+            log.exception("%s %s failed", method, path)
+            return _error(500, "INTERNAL_ERROR", "the request failed; see the API function's logs")
     if isinstance(body, (str, bytes)) and len(body) > MAX_BODY_BYTES:
         return _error(413, "PAYLOAD_TOO_LARGE", f"request body: {len(body)} bytes; at most {MAX_BODY_BYTES}")
     allowed = []
@@ -355,7 +397,7 @@ def lambda_response(engine: Any, event: Mapping[str, Any]) -> dict[str, Any]:
     if body is not None and event.get("isBase64Encoded"):
         body = base64.b64decode(body)
     status, payload = handle_request(engine, http.get("method", "GET"), event.get("rawPath", "/"), body,
-                                     event.get("queryStringParameters") or {})
+                                     event.get("queryStringParameters") or {}, event.get("headers") or {})
     return {"statusCode": status, "headers": {"content-type": "application/json"},
             "body": json.dumps(payload, separators=(",", ":"), default=str)}
 

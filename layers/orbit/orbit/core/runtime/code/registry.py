@@ -37,6 +37,8 @@ class CodeWorkflow:
     # An unexpected exception in the code (a bug): "park" the execution until a fixed build is
     # deployed, or "fail" it with WORKFLOW_ERROR (decider/parking.py `bugs_park`).
     on_workflow_error: str = field(default="park", compare=False)
+    # `@orbit.workflow(triggers=...)`: a definition's `triggers:` block (docs/triggers.md)
+    triggers: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @cached_property
     def task_contracts(self) -> Any:
