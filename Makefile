@@ -2,14 +2,14 @@
 #   make demo   - create .venv, install pinned dependencies, run the order example locally
 #   make test   - create .venv, install pinned dependencies (and Debian's chromium for the
 #                 console's browser tests, via apt when missing), run ruff, mypy and the whole
-#                 test suite
+#                 test suite, then the local-stack tests unpatched and on the newest moto in range
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.orbit-installed
 PYTEST_ARGS ?= -n 2
 
-.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv
+.PHONY: demo test test-local-unpatched test-newest-moto install lock bench chaos clean-venv conformance conformance-node
 
 install: $(STAMP)
 
@@ -37,6 +37,7 @@ test: $(STAMP)
 	bash scripts/check_template.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 	$(MAKE) --no-print-directory test-local-unpatched
+	$(MAKE) --no-print-directory test-newest-moto
 
 # The local stack without its moto speed patches (orbit/local/moto_speed*.py): what any other moto
 # gets. A representative subset (workflows, retries, sleeps, redrive, inline steps, the SQS and
@@ -49,20 +50,57 @@ LOCAL_UNPATCHED_TESTS := tests/e2e/test_local_stack.py tests/e2e/test_local_inli
 test-local-unpatched: $(STAMP)
 	ORBIT_LOCAL_SPEED_PATCHES=0 $(PY) -m pytest $(PYTEST_ARGS) $(LOCAL_UNPATCHED_TESTS)
 
-# Every local-stack test against the newest moto the range allows, in a venv of its own (the
-# speed patches stay off unless that moto is the one they were read from). Not part of `make test`:
-# see docs/decisions/local-patches-moto-upstream.md for its cost.
+# The local-stack tests once more against the newest moto the range allows, in a venv of its own
+# (the speed patches switch themselves off unless that moto is the one they were read from,
+# moto_speed.MOTO_VERSION). The venv (the lock minus moto) is built once and kept; each run asks the
+# index for the newest moto in MOTO_RANGE, installs it, prints both versions and fails if they
+# differ. Part of `make test`: the venv costs ~2 min once, a run ~40 s
+# (docs/decisions/found2-queue-bodies-ci-engine.md). NEWEST_MOTO_TESTS: every local test, if wanted.
 NEWEST_MOTO_VENV ?= .venv-newest-moto
+NEWEST_PY := $(NEWEST_MOTO_VENV)/bin/python
+NEWEST_STAMP := $(NEWEST_MOTO_VENV)/.orbit-installed
 MOTO_RANGE ?= moto[server]>=5.0.13,<6
-NEWEST_MOTO_TESTS ?= tests/e2e/test_local_*.py
-test-newest-moto:
-	test -x $(NEWEST_MOTO_VENV)/bin/python || $(PYTHON) -m venv $(NEWEST_MOTO_VENV)
+NEWEST_MOTO_TESTS ?= $(LOCAL_UNPATCHED_TESTS)
+$(NEWEST_STAMP): pyproject.toml requirements.lock
+	test -x $(NEWEST_PY) || $(PYTHON) -m venv $(NEWEST_MOTO_VENV)
 	grep -iv '^moto==' requirements.lock > $(NEWEST_MOTO_VENV)/constraints.txt
-	$(NEWEST_MOTO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	$(NEWEST_PY) -m pip install --quiet --disable-pip-version-check \
 		-c $(NEWEST_MOTO_VENV)/constraints.txt -e '.[dev]'
-	$(NEWEST_MOTO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade '$(MOTO_RANGE)'
-	$(NEWEST_MOTO_VENV)/bin/python -c 'import moto; print("moto", moto.__version__)'
-	$(NEWEST_MOTO_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(NEWEST_MOTO_TESTS)
+	touch $(NEWEST_STAMP)
+test-newest-moto: $(NEWEST_STAMP)
+	$(NEWEST_PY) -m pip install --quiet --disable-pip-version-check --ignore-installed --no-deps \
+		--dry-run --report $(NEWEST_MOTO_VENV)/newest.json '$(MOTO_RANGE)'
+	$(NEWEST_PY) -m pip install --quiet --disable-pip-version-check --upgrade '$(MOTO_RANGE)'
+	$(NEWEST_PY) scripts/newest_moto.py $(NEWEST_MOTO_VENV)/newest.json
+	$(NEWEST_PY) -m pytest $(PYTEST_ARGS) $(NEWEST_MOTO_TESTS)
+
+# AWS's durable execution conformance suite against Orbit's durable-function endpoint
+# (docs/durable-functions.md). The suite declares Python >= 3.14 but runs on 3.11: it is installed
+# from its wheel with --ignore-requires-python into a venv of its own, so .venv stays honest.
+CONFORMANCE_VENV ?= .venv-conformance
+CONFORMANCE_PKGS := aws-durable-execution-conformance-tests==1.0.0 aws-durable-execution-sdk-python-testing==1.4.0
+$(CONFORMANCE_VENV)/.installed:
+	test -x $(CONFORMANCE_VENV)/bin/python || $(PYTHON) -m venv $(CONFORMANCE_VENV)
+	$(CONFORMANCE_VENV)/bin/pip install --quiet --disable-pip-version-check boto3==1.44.8 botocore==1.44.8 pyyaml packaging
+	rm -rf $(CONFORMANCE_VENV)/wheels
+	$(CONFORMANCE_VENV)/bin/pip download --quiet --disable-pip-version-check --python-version 3.14 --only-binary=:all: \
+		--no-deps -d $(CONFORMANCE_VENV)/wheels $(CONFORMANCE_PKGS) aws-durable-execution-sdk-python==3.0.0
+	$(CONFORMANCE_VENV)/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python --no-deps \
+		$(CONFORMANCE_VENV)/wheels/*.whl
+	touch $@
+
+conformance: $(STAMP) $(CONFORMANCE_VENV)/.installed
+	CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
+
+# The same suite with the TypeScript SDK (@aws/durable-execution-sdk-js 2.4.0 from npm; Debian's
+# nodejs where `node` is missing): the handlers of conformance/node run in `node` child processes.
+conformance/node/node_modules/.installed: conformance/node/package.json
+	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+	cd conformance/node && npm install --no-audit --no-fund --silent
+	touch $@
+
+conformance-node: $(STAMP) $(CONFORMANCE_VENV)/.installed conformance/node/node_modules/.installed
+	LANGUAGE=node CVENV=$(abspath $(CONFORMANCE_VENV)) VENV=$(abspath $(VENV)) bash conformance/run.sh $(CONFORMANCE_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py

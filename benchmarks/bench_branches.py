@@ -3,6 +3,7 @@ figures of issue 27, for this checkout and (side by side, in one run) another on
 
     python benchmarks/bench_branches.py [--sizes 10,1000] [--rounds 3]
     python benchmarks/bench_branches.py --width [--old /work/main/layers/orbit] [--old-width 10000]
+    python benchmarks/bench_branches.py --e2e 10000 [--kinds code,dsl,code-sleep] [--old DIR]
 
 `--width` measures, each in a child process of its own (so threads and memory do not mix), for this
 checkout and for the `orbit` package under `--old` (e.g. a checkout of main): threads alive during a
@@ -10,6 +11,12 @@ checkout and for the `orbit` package under `--old` (e.g. a checkout of main): th
 its first decision, a cold replay (empty cache) of a 1,000-branch parallel per decision, and the
 warm decision at 10,000 branches against at 10, each printed against the issue's target.
 `--old-width` caps the old checkout's widest run (a thread per branch makes 10,000 slow).
+
+`--e2e N` runs on the local stack (real handlers on moto, virtual time), each in a child process:
+a code `ctx.map` of N branches that each run one step (`br.echo`), the DSL `for` step over the same
+N items running the same task, and the issue's workload (each branch a step, then an hour's sleep,
+woken by advancing the clock): wall time from the start to the end and per branch, the code
+`ctx.map` against the DSL `for` (target: within 2x).
 
 Each branch runs a step, then sleeps an hour: `ctx.parallel(*[branch] * n)`. The whole
 execution is driven through the real pure decision (`orbit.core.decider.decide.decide`): the
@@ -37,7 +44,11 @@ from orbit.core.decider.decide import decide
 from orbit.core.history.messages import ResultMessage, StartMessage, WakeMessage
 from orbit.core.history.model import apply
 from orbit.core.history.state import ExecutionState
-from orbit.core.runtime import code as code_runtime
+
+try:
+    from orbit.service import replay_host as code_runtime
+except ImportError:  # a checkout from before issue 27 section 5 (--old): the runtime was under core/
+    from orbit.core.runtime import code as code_runtime  # type: ignore[no-redef]
 from orbit.workflow import CodeRegistry, workflow
 
 REGISTRY = CodeRegistry()
@@ -71,7 +82,7 @@ def run(n: int) -> tuple[float, int]:
     def one(msg: Any, now: int) -> None:
         nonlocal spent, count
         t0 = time.perf_counter()
-        d = decide(fan, state, msg, now, ids)
+        d = decide(fan, state, msg, now, ids, code_runtime=code_runtime.default_runtime())
         spent += time.perf_counter() - t0
         count += 1
         for r in d.events:
@@ -108,7 +119,7 @@ class Driver:
 
     def one(self, msg: Any, now: int) -> float:
         t0 = time.perf_counter()
-        d = decide(fan, self.state, msg, now, self.ids)
+        d = decide(fan, self.state, msg, now, self.ids, code_runtime=code_runtime.default_runtime())
         spent = time.perf_counter() - t0
         self.threads_max = max(self.threads_max, threading.active_count())
         for r in d.events:
@@ -135,7 +146,9 @@ class Driver:
 def width_figures(wide: int, cold_n: int) -> dict[str, Any]:
     """The issue's figures for the orbit package this process imports (printed as JSON)."""
     rt = code_runtime.default_runtime()
-    out: dict[str, Any] = {"orbit": os.path.dirname(code_runtime.__file__), "wide": wide}
+    import orbit
+
+    out: dict[str, Any] = {"orbit": os.path.dirname(orbit.__file__), "wide": wide}
     small = Driver(10)
     small.start()
     small.results(1)  # first resume done: what follows is warm
@@ -226,6 +239,75 @@ def width(args: argparse.Namespace) -> None:
               f"{f['threads_before']}, during the cold replays at most {f['cold_threads_max']}")
 
 
+E2E_WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e", "fixtures",
+                           "branch_workers.py")
+
+
+def e2e_figures(kind: str, n: int) -> dict[str, Any]:
+    """One run on the local stack (printed as JSON): `code`, `code-sleep` or `dsl` over n items."""
+    import orbit
+    from orbit.local import LocalStack
+
+    @orbit.workflow("bench-e2e-map")
+    def mapped(ctx: Any, items: list[int]) -> int:
+        return len(ctx.map(items, lambda c, item: c.step("br.echo", item)))
+
+    def one_then_sleep(c: Any, item: int) -> Any:
+        out = c.step("br.echo", item)
+        c.sleep("1h")
+        return out
+
+    @orbit.workflow("bench-e2e-sleep")
+    def sleeping(ctx: Any, items: list[int]) -> int:
+        return len(ctx.map(items, one_then_sleep))
+
+    dsl = {"orbit": 1, "name": "bench-e2e-for", "version": "1",
+           "steps": {"each": {"for": "{% input.items %}", "task": "br.echo", "input": "{% item %}"}},
+           "output": "{% $count(steps.each.output) %}"}
+    peak = threading.active_count()
+    with LocalStack(mode="inprocess", workers=[E2E_WORKERS]) as st:
+        name = {"code": "bench-e2e-map", "code-sleep": "bench-e2e-sleep", "dsl": "bench-e2e-for"}[kind]
+        st.register({"code": mapped, "code-sleep": sleeping, "dsl": dsl}[kind])
+        t0 = time.perf_counter()
+        eid = st.start(name, {"items": list(range(n))} if kind == "dsl" else list(range(n)))
+        if kind == "code-sleep":
+            st.run_until_idle(wall_timeout_s=1800)
+            peak = max(peak, threading.active_count())
+            st.advance(3600 + 5)
+        desc = st.run_until_done(eid, wall_timeout_s=1800)
+        total = time.perf_counter() - t0
+        peak = max(peak, threading.active_count())
+        assert desc["status"] == "COMPLETED" and desc["output"] == n, (desc["status"], desc.get("error"))
+    return {"kind": kind, "n": n, "total_s": total, "per_branch_ms": total / n * 1000, "threads": peak}
+
+
+def e2e(args: argparse.Namespace) -> None:
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers", "orbit")
+    rows = []
+    for label, path in [("new", here)] + ([("old", args.old)] if args.old else []):
+        for kind in args.kinds.split(","):
+            env = {**os.environ, "PYTHONPATH": os.path.abspath(path)}
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--e2e-one", kind,
+                                   "--e2e", str(args.e2e)], env=env, capture_output=True, text=True)
+            if done.returncode:
+                print(f"{label} {kind}: failed: {done.stderr.strip().splitlines()[-1:]}")
+                continue
+            rows.append((label, json.loads(done.stdout.strip().splitlines()[-1])))
+    print(f"{'checkout':<8} {'workflow':<42} {'branches':>8} {'start to end':>13} {'per branch':>11} "
+          f"{'threads':>8}")
+    what = {"code": "code ctx.map, one step each", "dsl": "DSL for, one task each",
+            "code-sleep": "code ctx.map, a step then 1h sleep each"}
+    for label, f in rows:
+        print(f"{label:<8} {what[f['kind']]:<42} {f['n']:>8,} {f['total_s']:>11.1f} s "
+              f"{f['per_branch_ms']:>8.2f} ms {f['threads']:>8,}")
+    for label in dict.fromkeys(r[0] for r in rows):
+        per = {f["kind"]: f["per_branch_ms"] for lab, f in rows if lab == label}
+        if "code" in per and "dsl" in per:
+            ratio = per["code"] / per["dsl"]
+            print(f"{label}: code ctx.map per branch / DSL for per branch = {ratio:.2f}x "
+                  f"(target: within 2x) {'ok' if ratio <= 2 else 'MISS'}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10,1000")
@@ -236,7 +318,16 @@ def main() -> None:
     p.add_argument("--old", help="an orbit package directory to compare with (e.g. main's layers/orbit)")
     p.add_argument("--old-width", type=int, default=10_000, help="cap on the old checkout's wide run")
     p.add_argument("--figures", type=int, help=argparse.SUPPRESS)  # child: print the figures as JSON
+    p.add_argument("--e2e", type=int, help="branches of the end-to-end runs on the local stack")
+    p.add_argument("--kinds", default="code,dsl,code-sleep", help="which end-to-end runs (--e2e)")
+    p.add_argument("--e2e-one", help=argparse.SUPPRESS)  # child: one end-to-end run, as JSON
     args = p.parse_args()
+    if args.e2e_one:
+        print(json.dumps(e2e_figures(args.e2e_one, args.e2e)))
+        return
+    if args.e2e:
+        e2e(args)
+        return
     if args.figures:
         print(json.dumps(width_figures(args.figures, args.cold)))
         return

@@ -4,11 +4,11 @@
 
 Cold: the function replays from its first call (no cached instance), so a
 decision costs O(recorded calls). Warm: the decider keeps the paused instance
-(`orbit/core/runtime/code.py`) and feeds it only the new result, so a decision
+(`orbit/core/runtime/code/replayer.py`) and feeds it only the new result, so a decision
 costs the same at any history length. Reloaded: warm too, but each decision gets
 a state object loaded again (a copy, made outside the timing), as after a lost commit
 or another decider's commit; the cached instance is then checked against every fact
-it consumed (`code_witness.py`), O(recorded calls) lookups, no replay. One decision
+it consumed (`code/witness.py`), O(recorded calls) lookups, no replay. One decision
 here is the real pure decision (`orbit.core.decider.decide.decide`): a step result arrives, the engine applies
 it, the runtime asks for the next step, the engine schedules it.
 """
@@ -27,7 +27,11 @@ from orbit.core.history.events import Recorded, StepScheduled, StepSucceeded, Wo
 from orbit.core.history.messages import ResultMessage
 from orbit.core.history.model import fold
 from orbit.core.history.state import ExecutionState
-from orbit.core.runtime import code as code_runtime
+
+try:
+    from orbit.service import replay_host as code_runtime
+except ImportError:  # a checkout from before issue 27 section 5 (--old): the runtime was under core/
+    from orbit.core.runtime import code as code_runtime  # type: ignore[no-redef]
 from orbit.workflow import CodeRegistry, workflow
 
 REGISTRY = CodeRegistry()
@@ -81,7 +85,7 @@ def decisions(state: ExecutionState, count: int, reload: bool = False) -> list[f
         token = state.units[key].token or ""
         msg = ResultMessage("bench", f"r-{key}", unit=key, token=token, output={"n": 1})
         t0 = time.perf_counter()
-        d = decide(loop, state, msg, 10**6, ids)
+        d = decide(loop, state, msg, 10**6, ids, code_runtime=code_runtime.default_runtime())
         out.append(time.perf_counter() - t0)
         assert [r.event.type for r in d.events] == ["StepSucceeded", "StepScheduled"], d.events
     return out

@@ -34,7 +34,7 @@ class Extras:
                     meter.tag = outer
             return call
 
-        svc.engine._archive = tagged("archive", svc.engine._archive)
+        svc.engine.retention._archive = tagged("archive", svc.engine.retention._archive)
         svc.store._put_attributes = tagged("attribute index", svc.store._put_attributes)
 
     def report(self, meter: Any, clients: Any, stack: Any, n: int) -> None:

@@ -17,9 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import orbit
-from orbit.core.runtime import code_inline
-from orbit.core.runtime.code import default_runtime
 from orbit.service.inline import dispatch_of, recall
+from orbit.service.replay_host import default_runtime
 
 from tests.unit.inline_world import World
 
@@ -52,13 +51,12 @@ for n in (0, 10, 100, 1000):
     d = dispatch_of(state, f"{n+1}.last")
     times = []
     for _ in range(20):
-        with code_inline._LOCK:
-            code_inline._CALLABLES.clear()
+        default_runtime().closures.clear()
         default_runtime().forget()
         t = time.perf_counter()
         recall(w.api, eid, [d], state)
         times.append(time.perf_counter() - t)
-        assert code_inline.callable_for(eid, d.unit) is not None
+        assert default_runtime().closures.get(eid, d.unit) is not None
     times.sort()
     print(f"history of {n} recorded calls: recall median {times[10]*1000:.2f} ms, min {times[0]*1000:.2f} ms")
 print(f"load average {os.getloadavg()[0]:.2f}")

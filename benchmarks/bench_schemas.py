@@ -47,11 +47,10 @@ def main() -> None:
     value = [{"a": i, "b": "x", "c": [1, 2]} for i in range(n)]
     measure(f"an ordinary schema, {n:,} records", ordinary, value)
     budget = schema_budget.steps_for(value)
-    with schema_budget.schema_budget(budget):
-        list(compile_schema(ordinary).iter_errors(value))
-        left = schema_budget._left.get()
-    assert left is not None
-    print(f"  steps spent on the {n:,} records: {budget - left[0]:,} of a budget of {budget:,}")
+    checking = schema_budget.budgeted(compile_schema(ordinary), budget)
+    list(checking.iter_errors(value))
+    left = checking.format_checker.left
+    print(f"  steps spent on the {n:,} records: {budget - left:,} of a budget of {budget:,}")
 
 
 if __name__ == "__main__":

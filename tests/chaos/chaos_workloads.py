@@ -156,6 +156,8 @@ class Workload:
     children: int = 0  # how many child executions it starts
     # units whose attempts must never run twice (at_most_once inline steps / ctx.run labels)
     at_most_once: tuple[str, ...] = field(default_factory=tuple)
+    # its one signal is sent by a bulk action (`POST /batches`, id `bulk-<execution>`), not directly
+    by_batch: bool = False
 
 
 WORKLOADS = {w.name: w for w in (
@@ -173,5 +175,10 @@ WORKLOADS = {w.name: w for w in (
     Workload("code-mapping", "chaos-code-mapping", {"v": 1},
              {"first": 2, "items": [101, 102, 103], "once": 3, "kid": 6}, children=1,
              at_most_once=("once",)),
+)}
+# Drawn only by a profile that names them (test_bulk_actions_under_chaos): the default draw, and so
+# every existing seed, stays as it was.
+EXTRA = {w.name: w for w in (
+    Workload("bulk-signal", "chaos-signal-sleep", {"v": 1}, 8, signals=(("go", {"n": 5}),), by_batch=True),
 )}
 DEFINITIONS = (CHILD, CHAIN, FANOUT, SLEEPS, SIGNAL_SLEEP, PARENT, INLINE, LIMITED)

@@ -62,11 +62,12 @@ import chaos_workloads as W  # noqa: E402
 from aws_resources import _TEMPLATE, Clients, Stack, create_stack  # noqa: E402
 from botocore.awsrequest import AWSResponse  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
+from chaos_timers import DELAYS, LEAD_S  # noqa: E402
 from harness import load_app, load_event  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from orbit.aws import wiring as aws  # noqa: E402
-from orbit.core.runtime import code as code_runtime  # noqa: E402
 from orbit.local.pump import to_record  # noqa: E402
+from orbit.service import replay_host as code_runtime  # noqa: E402
 
 QUEUES = {k: v["Properties"] for k, v in _TEMPLATE["Resources"].items() if v["Type"] == "AWS::SQS::Queue"}
 SERVED = {"DecisionQueue": "decider", "DefaultTaskQueue": "worker"}
@@ -106,6 +107,10 @@ class Profile:
     # environment decides a batch (two environments at once).
     interleave: float = 0.3
     workloads: tuple[str, ...] = ()  # drawn from these only (default: all)
+    # Timers on the second (chaos_timers.py): sqs-delay timers with the 15-minute hand-over lead,
+    # delays held by the model; `dup_early`: a delayed message gets a copy 1-60 s before its time.
+    on_the_second: bool = False
+    dup_early: float = 0.0
 
     @classmethod
     def none(cls) -> Profile:
@@ -348,9 +353,15 @@ class World:
                 for m in got:
                     self.msg_counter += 1
                     mid = f"m{self.msg_counter}"
+                    delay_ms = DELAYS.take(m["Body"]) * 1000 if self.profile.on_the_second else 0
                     msg = Msg(queue, mid, m["Body"], m.get("MessageAttributes") or {}, self.clock.now,
-                              self.clock.now)
+                              self.clock.now + delay_ms)
                     self.queues[queue].append(msg)
+                    if delay_ms and self.faulty and self.rng.random() < self.profile.dup_early:
+                        early = msg.visible_ms - self.rng.randint(1, min(60, delay_ms // 1000)) * 1000
+                        self.queues[queue].append(Msg(queue, mid, msg.body, msg.attributes, msg.sent_ms,
+                                                      early, late_copy=True))
+                        self.trace.append(f"early copy of {mid} at -{(msg.visible_ms - early) // 1000}s")
                     if self.faulty and self.rng.random() < self.profile.dup_late:
                         late = self.clock.now + self.rng.randint(60, 1200) * 1000
                         copy = Msg(queue, mid, msg.body, msg.attributes, msg.sent_ms, late, late_copy=True)
@@ -474,7 +485,7 @@ class World:
         names = sorted(self.profile.workloads or W.WORKLOADS)
         picked = self.rng.sample(names, min(self.profile.executions, len(names)))
         for i, name in enumerate(picked):
-            wl = W.WORKLOADS[name]
+            wl = W.WORKLOADS.get(name) or W.EXTRA[name]
             eid = f"{name}-{self.seed}-{i}"
             ex = Execution(eid, wl, signals=[(s, p, f"{eid}:{s}") for s, p in wl.signals])
             self.executions.append(ex)
@@ -501,7 +512,13 @@ class World:
             return False
         ex = self.rng.choice(waiting)
         name, payload, sid = ex.signals[0]
-        status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", {"payload": payload, "id": sid})
+        if ex.workload.by_batch:  # a bulk action signals it (service/batches.py), once
+            where = f'workflow = {ex.workload.workflow} AND status = RUNNING AND id STARTS_WITH "{ex.id}"'
+            status, got = self.api("POST", "/batches/signal", {"where": where, "signal": name,
+                                                               "payload": payload, "id": f"bulk-{ex.id}"})
+        else:
+            body = {"payload": payload, "id": sid}
+            status, got = self.api("POST", f"/executions/{ex.id}/signals/{name}", body)
         self.trace.append(f"t+{(self.clock.now - START_MS) // 1000}s signal {sid}: {status}")
         if status in (200, 202):
             ex.signals.pop(0)
@@ -512,6 +529,8 @@ class World:
     def run(self, max_ticks: int = 3000) -> None:
         self.setup()
         skew_ms: int = load_app("timers").SKEW_MS
+        if self.profile.on_the_second:  # the tick that finds a table timer within the lead hands it over
+            skew_ms = -LEAD_S * 1000
         while True:
             self.ticks += 1
             if self.ticks > max_ticks:
@@ -635,7 +654,7 @@ def _check_history(eid: str, events: list[dict[str, Any]], wl: W.Workload,
     received = Counter(sid(e) for e in events if e["type"] == "SignalReceived")
     consumed = Counter(sid(e) for e in events if e["type"] == "SignalConsumed")
     if eid.count("/") == 0:
-        expected = Counter(f"{eid}:{s}" for s, _ in wl.signals)
+        expected = Counter(f"batch:bulk-{eid}" if wl.by_batch else f"{eid}:{s}" for s, _ in wl.signals)
         if received != expected or consumed != expected:
             out.append(f"{eid}: signals received {dict(received)}, consumed {dict(consumed)}; "
                        f"expected each of {sorted(expected)} once")
@@ -694,7 +713,12 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
     problems: list[str] = []
     with mock_aws():
         stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
-        os.environ.update({**stack.env(), "ORBIT_TIMERS": "table", "ORBIT_INLINE_MODULES": "chaos_workloads"})
+        timers = {"ORBIT_TIMERS": "sqs-delay", "ORBIT_TIMER_LEAD_S": str(LEAD_S)} if profile.on_the_second \
+            else {"ORBIT_TIMERS": "table"}
+        os.environ.update({**stack.env(), **timers, "ORBIT_INLINE_MODULES": "chaos_workloads"})
+        if profile.on_the_second:
+            DELAYS.by_body.clear()
+            DELAYS.attach(clients.sqs)
         REGISTRY.replace([*held, *W.CODE.values()])
         try:
             world = World(seed, clients, stack, profile)
@@ -709,6 +733,8 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
                 logging.disable(logging.NOTSET)
             problems += check(world)
         finally:
+            if profile.on_the_second:
+                DELAYS.detach(clients.sqs)
             THROTTLE.world = None
             W.TRACE.clear()
             REGISTRY.replace(held)

@@ -203,6 +203,38 @@ class HistoryStoreContract:
         assert store.count_executions("w1") == {"COMPLETED": 1, "RUNNING": 1}
         assert store.count_executions(cap=1) == {"COMPLETED": 1, "RUNNING": 1, "FAILED": 1}
 
+    def test_a_combined_filter_lists_what_meets_every_condition(self, store: Any) -> None:
+        from orbit.core.search import parse
+
+        rows = [("ord-1", "w1", "COMPLETED", 1000, 1500, {"tier": "gold", "amount": 50}),
+                ("ord-2", "w1", "RUNNING", 2000, 2000, {"tier": "gold", "amount": 150}),
+                ("pay-1", "w2", "COMPLETED", 3000, 9000, {"tier": "silver", "amount": 500}),
+                ("ord-3", "w2", "FAILED", 4000, 4500, {"tier": "gold", "amount": 900}),
+                ("ord-4", "w1", "CANCELLED", 5000, 5100, None)]
+        for eid, wf, status, at, upd, attrs in rows:
+            store.put_index(IndexEntry(eid, wf, "1", status, at, upd, None, attrs))
+
+        def ids(text: str, limit: int = 50) -> list[str]:
+            out, cursor = [], None
+            for _ in range(20):
+                page, cursor = store.search_executions(parse(text), limit, cursor)
+                out += [r.execution_id for r in page]
+                if cursor is None:
+                    return out
+            raise AssertionError("the cursor never ended")
+
+        assert ids("tier = gold") == ["ord-3", "ord-2", "ord-1"]
+        assert ids("tier = gold AND amount > 100", limit=1) == ["ord-3", "ord-2"]
+        assert ids("tier IN (gold, silver) AND amount >= 500") == ["ord-3", "pay-1"]
+        assert ids("tier = gold AND amount != 150 AND workflow = w1") == ["ord-1"]
+        assert ids("status IN (COMPLETED, FAILED) AND id STARTS_WITH ord-") == ["ord-3", "ord-1"]
+        assert ids("status != RUNNING AND ended < 5000", limit=1) == ["ord-3", "ord-1"]
+        assert ids("workflow = w1 AND started > 1000 AND started <= 5000") == ["ord-4", "ord-2"]
+        assert ids("workflow IN (w1, w2) AND status = COMPLETED AND ended >= 2000") == ["pay-1"]
+        assert ids("started >= 3000 AND workflow != w2") == ["ord-4"]
+        assert ids("status = RUNNING AND ended > 0") == []  # running: it has not ended
+        assert ids("tier = gold AND started < 2000") == ["ord-1"]
+
     def test_hooks_resolve_tokens(self, store: Any) -> None:
         assert store.find_hook("t" * 32) is None
         store.put_hook("t" * 32, "e", "approval")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import orbit
 import pytest
-from orbit.core.runtime.code import default_runtime
 from orbit.errors import ExecutionEnded, UpdateFailed, UpdateRefused, UpdateTimedOut
 from orbit.local import LocalStack
 from orbit.service.http import handle_request
+from orbit.service.replay_host import default_runtime
 from orbit.service.updates import submit, wait
 
 DEFN = {

@@ -54,6 +54,10 @@ class Stack:
             "POWERTOOLS_SERVICE_NAME": "orbit",
             "POWERTOOLS_METRICS_NAMESPACE": "Orbit",
             "ORBIT_HOOK_SECRET_ARN": self.hook_secret_arn,
+            # triggers (docs/triggers.md): what the triggers function trusts, where refusals go
+            "ORBIT_TRIGGER_QUEUE_ARN": self.arns.get("TriggerQueue", ""),
+            "ORBIT_TRIGGER_QUEUE_URL": self.queues.get("TriggerQueue", ""),
+            "ORBIT_TRIGGER_DLQ_URL": self.queues.get("TriggerDLQ", ""),
         }
 
 

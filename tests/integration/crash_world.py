@@ -75,6 +75,11 @@ class Scenario:
     recover: tuple[str, dict[str, Any]] | None = None
     # Signals an `on_signal` handler takes, sent (in this order) just before `signal`.
     handled: tuple[tuple[str, dict[str, Any]], ...] = ()
+    # Started by signal-with-start (docs/triggers.md) carrying `signal`, instead of a start + a signal.
+    with_start: bool = False
+    # Started by a trigger (test_aws_crash_triggers.py): these events, as a trigger's rule wraps them,
+    # are sent to the trigger queue (each may be the same event again) instead of a start.
+    trigger_events: tuple[dict[str, Any], ...] = ()
 
     @property
     def workflow(self) -> str:
@@ -277,6 +282,27 @@ class World:
             self.parked.remove(p)
         return len(due)
 
+    def release_trigger_checks(self, before: int | None) -> bool:
+        """The earliest delayed message on the trigger queue (a buffer's check), if it comes due before
+        anything else (`before`: the next parked message or timer), becomes visible, the virtual clock
+        moved to its time: moto delays on the wall clock."""
+        import json
+        import sys
+
+        name = self.stack.queues["TriggerQueue"].rsplit("/", 1)[1]
+        models = sys.modules["moto.sqs.models"]
+        delayed = [m for regions in models.sqs_backends.values() for backend in regions.values()
+                   for q in backend.queues.values() if q.name == name for m in q._messages if m.delayed]
+        if not delayed:
+            return False
+        first = min(delayed, key=lambda m: json.loads(m.body).get("orbit_buffer", {}).get("at", 0))
+        at = int(json.loads(first.body).get("orbit_buffer", {}).get("at") or 0)
+        if before is not None and at > before:
+            return False
+        self.clock.now = max(self.clock.now, at)
+        first.delayed_until = 0.0
+        return True
+
     def fire_timers(self) -> None:
         try:
             self.invoke("timers", load_event("timers_schedule.json"))
@@ -313,7 +339,21 @@ class World:
             deploy(sc.code[2])
         for definition in sc.definitions:
             self.api("POST", "/definitions", definition, 201)
-        self.api("POST", "/executions", {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}, 201)
+        if sc.trigger_events:  # test_aws_crash_triggers.py: the driver's sends are not crash points
+            import json
+
+            for event in sc.trigger_events:
+                self.clients.sqs.send_message(QueueUrl=self.stack.queues["TriggerQueue"],
+                                              MessageBody=json.dumps(event))
+        elif sc.with_start and sc.signal is not None:  # test_aws_crash_signal_start.py
+            name, body = sc.signal
+            self.api("POST", f"/executions/{EXECUTION}/signal-with-start",
+                     {"workflow": sc.workflow, "signal": name, "payload": body.get("payload"),
+                      "signal_id": body.get("id"), "input": sc.input}, 202)
+            self.signalled = True
+        else:
+            start = {"workflow": sc.workflow, "id": EXECUTION, "input": sc.input}
+            self.api("POST", "/executions", start, 201)
         self.settle(max_rounds)
         if sc.recover is not None:
             FIXED[0] = True
@@ -326,7 +366,8 @@ class World:
         skew_ms: int = load_app("timers").SKEW_MS
         sc = self.scenario
         for _ in range(max_rounds):
-            if sum(self.pump(q) for q in ("DecisionQueue", "DefaultTaskQueue")) or self.release_due():
+            queues = ("TriggerQueue",) * bool(sc.trigger_events) + ("DecisionQueue", "DefaultTaskQueue")
+            if sum(self.pump(q) for q in queues) or self.release_due():
                 continue
             fire = self.container().table_timers.next_fire_ms()
             if fire is not None and fire + skew_ms <= self.clock.now:
@@ -336,6 +377,8 @@ class World:
                 self.act(sc.after_signal[self.actions_done])  # nothing queued or hidden: act now
                 continue
             later = [p.due_ms for p in self.parked] + ([fire + skew_ms] if fire is not None else [])
+            if sc.trigger_events and self.release_trigger_checks(min(later, default=None)):
+                continue  # a trigger buffer's delayed check came due (test_aws_crash_trigger_batch.py)
             if later:
                 self.clock.now = max(self.clock.now, min(later))
                 continue

@@ -64,7 +64,8 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
     return {"Records": [to_record(m, queue_arn) for m in messages]}
 
 
-HANDLERS = {"DecisionQueue": "decider", "DefaultTaskQueue": "example_worker", "HttpTaskQueue": "http_task"}
+HANDLERS = {"DecisionQueue": "decider", "DefaultTaskQueue": "example_worker", "HttpTaskQueue": "http_task",
+            "TriggerQueue": "triggers"}
 
 
 class Cloud:

@@ -126,3 +126,19 @@ def test_a_rare_id_prefix_reads_a_bounded_number_of_rows_per_call(
         if cursor is None:
             break
     assert found == ["needle"] and calls >= 4  # short (empty) pages with a cursor, then the match
+
+
+def test_a_request_id_is_claimed_once_per_run_and_another_request_is_named(stack: Stack,
+                                                                             clients: Any) -> None:
+    """A signal or update id held at acceptance (service/request_claims.py): the same request again
+    holds it, another name or payload gets the holder's name, and a later run under the same
+    execution id starts afresh."""
+    store = DynamoHistoryStore(clients.dynamodb, stack.table, S3PayloadStore(clients.s3, stack.bucket))
+    assert store.claim_request("e-1", 100, "signal:s1", "go", "d1", 2_000_000_000) is None
+    assert store.claim_request("e-1", 100, "signal:s1", "go", "d1", 2_000_000_000) is None  # a retry
+    assert store.claim_request("e-1", 100, "signal:s1", "go", "d2", 2_000_000_000) == "go"
+    assert store.claim_request("e-1", 100, "signal:s1", "stop", "d1", 2_000_000_000) == "go"
+    assert store.claim_request("e-1", 100, "update:s1", "add", "d2", 2_000_000_000) is None  # its own kind
+    assert store.claim_request("e-2", 100, "signal:s1", "stop", "d2", 2_000_000_000) is None
+    assert store.claim_request("e-1", 200, "signal:s1", "stop", "d2", 2_000_000_000) is None  # a new run
+    assert store.claim_request("e-1", 200, "signal:s1", "go", "d1", 2_000_000_000) == "stop"

@@ -35,7 +35,8 @@ NOT_IN_RUN = {
     ("DeciderRole", "dynamodb:DeleteItem"): "timers.arm: re-arming a table timer deletes the old one; "
                                             "an execution that ends with a table timer armed (retention)",
     ("ApiRole", "dynamodb:BatchGetItem"): "list_executions by workflow reads the rows' status",
-    ("ApiRole", "dynamodb:UpdateItem"): "claim_hook: a hook token is resumed once",
+    ("DeciderRole", "dynamodb:BatchGetItem"): "a bulk action's page by workflow or attribute reads the "
+                                              "rows' status (service/batches.py)",
     ("ApiRole", "dynamodb:DeleteItem"): "a start with a workflow timeout arms a table timer (timers.arm)",
     ("ApiRole", "s3:PutObject"): "a start input or signal payload over 32 KB (payload_values)",
     # the retention sweeper (service/retention.py) acts on executions running past 1 h 20 min;

@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 from harness import load_event, sqs_event
 from orbit import worker
 from orbit.aws import wiring as aws
-from orbit.core.runtime.code import CodeRuntime, default_runtime
+from orbit.service.replay_host import CodeRuntime, default_runtime
 from orbit.worker import dedupe
 from orbit.workflow import REGISTRY, CodeRegistry
 

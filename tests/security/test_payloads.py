@@ -31,7 +31,7 @@ def test_the_api_function_answers_hostile_bodies_on_every_route_with_a_clear_4xx
         sim.run()
         hostile = {HOSTILE!r}
         routes = ["/executions", "/definitions", "/executions/e1/signals/go", "/executions/e1/fork",
-                  "/executions/e1/cancel"]
+                  "/executions/e1/cancel", "/batches/cancel", "/batches/preview"]
         out = {{}}
         for name, (raw, _) in hostile.items():
             for route in routes:

@@ -75,7 +75,9 @@ def test_orbit_decider_and_api_send_to_their_queues_and_apps_by_prefix_only(
     own = [{"Fn::GetAtt": [q, "Arn"]} for q in ("DecisionQueue", "DefaultTaskQueue", "HttpTaskQueue")]
     apps = {"Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:${AWS::StackName}-app-*"}
     for role in ("DeciderRole", "ApiRole"):
-        assert _sends(cfn_template, role) == [*own, apps], role
+        # webhooks: refusals to the dead-letter queue, a buffered event's check to the trigger queue
+        extra = [{"Fn::GetAtt": [q, "Arn"]} for q in ("TriggerDLQ", "TriggerQueue") if role == "ApiRole"]
+        assert _sends(cfn_template, role) == [*own, *extra, apps], role
     assert _sends(cfn_template, "DefinitionsRole") == []
 
 

@@ -73,11 +73,20 @@ def test_no_managed_policies_are_attached(cfn_template: dict[str, Any]) -> None:
 
 
 def test_only_xray_may_use_resource_star(cfn_template: dict[str, Any]) -> None:
+    """... and, for SQS triggers (docs/triggers.md), the two Lambda actions IAM gives no resource
+    type: listing event source mappings (read only) and creating one, pinned by a condition to the
+    stack's triggers function."""
     for name, st in _statements(cfn_template):
         if st.get("Effect") != "Allow" or "Principal" in st:
             continue
         resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
         if "*" in resources:
+            if st["Action"] == ["lambda:ListEventSourceMappings"]:
+                continue
+            if st["Action"] == ["lambda:CreateEventSourceMapping"]:
+                pinned = st["Condition"]["StringEquals"]["lambda:FunctionArn"]["Fn::Sub"]
+                assert pinned.endswith(":function:${AWS::StackName}-triggers"), (name, st)
+                continue
             assert all(a.startswith("xray:") for a in st["Action"]), (name, st)
 
 
@@ -133,3 +142,19 @@ def test_layer_builds_from_the_engine_package(source_template: dict[str, Any]) -
     assert (content / "orbit" / "__init__.py").is_file()
     reqs = (content / "requirements.txt").read_text()
     assert "aws-lambda-powertools" in reqs and "jsonata" in reqs
+
+
+def test_task_queues_leave_receives_for_faults_after_settling(source_template: dict[str, Any]) -> None:
+    """A possible duplicate is deferred until its SETTLE_RECEIVES-th receive (worker/dedupe.py). At
+    maxReceiveCount 5 that left three receives for lost deletes and throttles: chaos seed 5782 sent an
+    answered task message to the DLQ. Every task queue keeps at least five receives after the settling."""
+    from orbit.worker.dedupe import SETTLE_RECEIVES
+
+    resources = source_template["Resources"]
+    task_queues = {n: r for n, r in resources.items()
+                   if r["Type"] == "AWS::SQS::Queue" and "RedrivePolicy" in r["Properties"] and "Task" in n}
+    assert task_queues, "no task queue found in template.yaml"
+    for name, res in task_queues.items():
+        receives = int(res["Properties"]["RedrivePolicy"]["maxReceiveCount"])
+        left = receives - (SETTLE_RECEIVES - 1)
+        assert left >= 5, f"{name}: maxReceiveCount {receives} leaves {left} receives for faults"

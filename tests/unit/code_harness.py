@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from orbit.core.runtime.code import CodeRuntime
+from orbit.service.replay_host import CodeRuntime
 from orbit.testing.simulator import Simulator
 
 Worker = Callable[[Any, int], Any]

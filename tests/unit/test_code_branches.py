@@ -275,7 +275,7 @@ def test_empty_and_pure_branches(items):
 
 @pytest.mark.parametrize("cache", [True, False], ids=["warm", "cold"])
 def test_compensations_declared_in_branches_run_when_the_workflow_fails(cache):
-    from orbit.core.runtime.code import default_runtime
+    from orbit.service.replay_host import default_runtime
 
     def body(ctx, input):
         ctx.parallel(lambda c: c.step("t.echo", "a", compensate=("t.undo", "a")),
@@ -347,7 +347,7 @@ def test_a_branch_waiting_on_no_unit_is_resumed_at_the_next_decision():
 
 
 def test_an_update_during_a_parallel_of_branches_runs_at_the_groups_wait_and_replays_cold():
-    from orbit.core.runtime.code import default_runtime
+    from orbit.service.replay_host import default_runtime
 
     def body(ctx, input):
         log = []

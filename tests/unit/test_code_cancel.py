@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from code_harness import Harness
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code_errors import Cancelled, StepFailed, WorkflowTimedOut
+from orbit.core.runtime.code.errors import Cancelled, StepFailed, WorkflowTimedOut
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()
@@ -175,7 +175,7 @@ def test_cancel_recorded_between_calls_is_raised_at_the_next_call():
     )
     from orbit.core.history.model import fold
     from orbit.core.runtime import commands as C
-    from orbit.core.runtime.code import CodeRuntime
+    from orbit.service.replay_host import CodeRuntime
 
     @workflow("between", build="b", registry=REG)
     def wf(ctx, input):

@@ -1,6 +1,6 @@
 """The code-workflow scenarios pass with no paused instance kept between decisions (issue 24).
 
-The paused-instance cache (`orbit.core.runtime.code`) is an optimisation only: every decision
+The paused-instance cache (`orbit.core.runtime.code.replayer`) is an optimisation only: every decision
 must come out the same when the workflow replays from its first call. This runs the scenario
 tests of `test_code_*.py` (and the recovery ones) in a child pytest whose `Harness` engines get
 `CodeRuntime(cache_size=0)` (the `code_cold` plugin: a parameter of the engine, not the process's

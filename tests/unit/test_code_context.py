@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from code_harness import Harness
 from orbit.core.history.events import TaskError
-from orbit.core.runtime.code import default_runtime
-from orbit.core.runtime.code_errors import StepFailed
-from orbit.core.runtime.code_specs import Step
+from orbit.core.runtime.code.errors import StepFailed
+from orbit.core.runtime.code.specs import Step
+from orbit.service.replay_host import default_runtime
 from orbit.workflow import CodeRegistry, workflow
 
 REG = CodeRegistry()

@@ -19,7 +19,7 @@ from orbit.core.history.events import recorded_from_dict
 from orbit.core.history.model import apply
 from orbit.core.history.state import ExecutionState
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code import CodeRuntime
+from orbit.service.replay_host import CodeRuntime
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "code"
 ROOT = GOLDEN.parents[2]

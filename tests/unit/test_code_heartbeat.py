@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from code_harness import Harness
-from orbit.core.runtime.code_specs import Step
+from orbit.core.runtime.code.specs import Step
 from orbit.testing.simulator import hang, heartbeats, succeed
 from orbit.workflow import CodeRegistry, workflow
 

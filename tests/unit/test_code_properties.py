@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from orbit.core.history.events import TaskError
-from orbit.core.runtime import code as code_runtime
-from orbit.core.runtime.code_errors import StepFailed
+from orbit.core.runtime.code.errors import StepFailed
+from orbit.service import replay_host as code_runtime
 from orbit.testing.simulator import Simulator, fail, succeed
 from orbit.workflow import CodeRegistry, workflow
 

@@ -14,9 +14,9 @@ from orbit.core.history.events import (
     WorkflowStarted,
 )
 from orbit.core.history.model import fold
-from orbit.core.runtime import code as code_runtime
 from orbit.core.runtime import commands as C
-from orbit.core.runtime.code import CodeRuntime, default_runtime
+from orbit.service import replay_host as code_runtime
+from orbit.service.replay_host import CodeRuntime, default_runtime
 from orbit.workflow import CodeRegistry, workflow
 
 

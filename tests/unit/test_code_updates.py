@@ -11,8 +11,8 @@ from orbit.adapters.memory import SeededIds
 from orbit.core.decider.decide import decide
 from orbit.core.definition.validate import validate_definition
 from orbit.core.history.messages import UpdateMessage
-from orbit.core.runtime.code import default_runtime
 from orbit.errors import UpdateFailed, UpdateRefused
+from orbit.service.replay_host import default_runtime
 from orbit.workflow import CodeRegistry
 
 from tests.unit.code_harness import ID, Harness

@@ -23,9 +23,9 @@ from orbit.adapters.memory import (
     MemoryTimers,
     SeededIds,
 )
-from orbit.core.runtime.code import CodeRuntime
 from orbit.service.engine import Engine
 from orbit.service.inline import InlineRunner
+from orbit.service.replay_host import CodeRuntime
 from orbit.worker.inline import InlineTasks
 from orbit.worker.sdk import Worker
 from orbit.workflow import CodeRegistry

@@ -66,3 +66,13 @@ def test_a_fan_out_whose_list_is_kept_in_s3_is_not_counted_as_empty() -> None:
               {"seq": 2, "timestamp_ms": 5, "type": "StepFanOut", "step": "other", "items": [1, 2]}]
     rows = {r["unit"]: r["segments"][0]["name"] for r in gantt(events, 10)["rows"]}
     assert rows == {"each": "elements (their list is kept in S3)", "other": "2 elements"}
+
+
+def test_a_running_execution_reaches_now_even_with_nothing_open() -> None:
+    """Between one step's end and the next one's schedule nothing is open: a running execution's
+    timeline still ends at now (the console redraws it on every refresh); an ended one does not."""
+    history = [ev(1, 0, "WorkflowCreated"), ev(2, 0, "StepScheduled", step="a", attempt=1),
+               ev(3, 5, "StepDispatched", step="a", attempt=1),
+               ev(4, 40, "StepSucceeded", step="a", attempt=1)]
+    assert gantt(history, now_ms=9_000, running=True)["end_ms"] == 9_000
+    assert gantt(history, now_ms=9_000)["end_ms"] == 40

@@ -116,7 +116,9 @@ def test_a_console_on_every_address_answers_ip_literals_and_its_names_but_not_a_
     assert len(rec.calls) == 1
 
 
-def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[ConsoleApp, Recorder]) -> None:
+def test_schedules_redrive_unpark_start_query_update_fork_pass_as_csrf_checked_actions(
+    app: tuple[ConsoleApp, Recorder],
+) -> None:
     console, rec = app
     assert call(console, "GET", PREFIX + "/api/schedules?limit=50")[0] == 200
     assert call(console, "GET", PREFIX + "/api/schedules/nightly")[0] == 200
@@ -125,7 +127,10 @@ def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[Co
                          ("GET", "/executions/e/history/12", None)]
     rec.calls.clear()
     actions = ["/schedules/nightly/pause", "/schedules/nightly/resume", "/executions/e/redrive",
-               "/executions/e/unpark", "/executions/e/pause", "/executions/e/unpause"]
+               "/executions/e/unpark", "/executions/e/pause", "/executions/e/unpause",
+               # issue 31 §3: start, query, update and fork from the console, under the same checks
+               "/executions", "/executions/e/queries/stage", "/executions/e/updates/add_item",
+               "/executions/e/fork"]
     for path in actions:
         assert post(console, PREFIX + "/api" + path, {}, x_orbit_csrf="wrong")[0] == 403
         assert post(console, PREFIX + "/api" + path, {}, origin="http://evil.example")[0] == 403
@@ -135,7 +140,7 @@ def test_schedules_redrive_and_unpark_pass_as_csrf_checked_actions(app: tuple[Co
     assert [c[1] for c in rec.calls] == actions
     # what the console does not send, even though the API has it
     for path in ("/schedules/nightly/trigger", "/schedules/nightly/backfill", "/schedules",
-                 "/executions/e/fork"):
+                 "/definitions", "/executions/e/queries", "/executions/e/fork/x"):
         assert post(console, PREFIX + "/api" + path, {})[0] == 404, path
     assert call(console, "DELETE", PREFIX + "/api/schedules/nightly")[0] == 405
     assert call(console, "GET", PREFIX + "/api/executions/e/history/x")[0] == 404
@@ -164,3 +169,40 @@ def test_the_limits_page_reads_get_limits(app: tuple[ConsoleApp, Recorder]) -> N
     assert status == 200 and b"Orbit.views.limits" in body
     status, _, index = console.handle("GET", PREFIX + "/", {"host": HOST}, b"")
     assert b'src="limits.js"' in index and b'href="#/limits"' in index
+
+
+def test_a_step_story_and_a_start_check_come_from_the_api_answers() -> None:
+    """/_step reads the history the API gives (no token copied); /_check_start refuses an input
+    that breaks the workflow's input schema before anything is started."""
+    def ev(seq: int, at: int, type_: str, attempt: int, **extra: Any) -> dict[str, Any]:
+        return {"seq": seq, "timestamp_ms": at, "type": type_, "step": "pay", "attempt": attempt, **extra}
+
+    history = [
+        {"seq": 1, "timestamp_ms": 0, "type": "WorkflowCreated"},
+        ev(2, 10, "StepScheduled", 1, input={"n": 1}, token="secret-1", task="t"),
+        ev(3, 20, "StepDispatched", 1, token="secret-1", worker_id="w1"),
+        ev(4, 30, "StepAttemptFailed", 1, error={"code": "E", "message": "<b>no</b>"}),
+        ev(5, 40, "StepScheduled", 2, input={"n": 1}, token="secret-2"),
+        ev(6, 45, "StepDispatched", 2, token="secret-2"),
+        ev(7, 90, "StepSucceeded", 2, output={"ok": 1}),
+    ]
+    wf = {"kind": "definition", "definition": {"input": {"type": "object", "required": ["n"]}}}
+
+    def backend(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if path.startswith("/executions/e/history"):
+            return 200, history if "after_seq=0" in path else []
+        if path.startswith("/workflows/w?version=1&build=b"):
+            return 200, wf
+        return 404, {"error": {"code": "NOT_FOUND", "message": path}}
+
+    console = ConsoleApp(backend, allowed_hosts("127.0.0.1", 8780))
+    status, story = call(console, "GET", PREFIX + "/api/_step/e/pay")
+    assert status == 200 and "secret" not in json.dumps(story)
+    assert [(a["attempt"], a["outcome"]) for a in story["attempts"]] == [(1, "failed"), (2, "succeeded")]
+    assert (story["status"], story["output"], story["duration_ms"]) == ("SUCCEEDED", {"ok": 1}, 80)
+    assert call(console, "GET", PREFIX + "/api/_step/e/nothing")[0] == 404
+    refused = post(console, PREFIX + "/api/_check_start/w", {"version": "1", "build": "b", "input": {}})
+    assert refused[0] == 400 and "'n'" in refused[1]["error"]["message"], refused
+    good = {"version": "1", "build": "b", "input": {"n": 2}}
+    assert post(console, PREFIX + "/api/_check_start/w", good)[0] == 200
+    assert post(console, PREFIX + "/api/_check_start/w", {"input": {"n": 2}}, x_orbit_csrf="wrong")[0] == 403

@@ -43,7 +43,7 @@ def test_the_dispatch_carries_fail_and_the_event_omits_the_default() -> None:
 
 
 def test_a_code_workflow_step_may_opt_in_too() -> None:
-    from orbit.core.runtime.code_specs import Step
+    from orbit.core.runtime.code.specs import Step
 
     assert Step("t.x", on_missing_worker="fail").command("u").on_missing_worker == "fail"
     assert Step("t.x", on_missing_worker="wait").command("u").on_missing_worker is None

@@ -10,10 +10,9 @@ from typing import Any
 import orbit
 import pytest
 from orbit.core.definition import parse_definition
-from orbit.core.runtime import code_inline
-from orbit.core.runtime.code import default_runtime
 from orbit.errors import ValidationError
 from orbit.service.inline import check_registration
+from orbit.service.replay_host import default_runtime
 
 from tests.unit.inline_world import World
 
@@ -32,8 +31,7 @@ def hostile(task: str, command: str) -> dict[str, Any]:
 
 def cold_restart() -> None:
     """What a new decider process starts with: no ctx.run function remembered, no cached replay."""
-    with code_inline._LOCK:
-        code_inline._CALLABLES.clear()
+    default_runtime().closures.clear()
     default_runtime().forget()
 
 
@@ -143,11 +141,12 @@ def test_recall_replays_the_workflow_to_find_a_closure_the_process_no_longer_hol
     state = w.api.load_state(eid)
     d = dispatch_of(state, "1.scale")
     tasks = InlineTasks(tasks=TASKS)
-    _, error = tasks.run(d, 5_000)
+    _, error = tasks.run(d, 5_000, default_runtime().closures)
     assert error is not None and error.code == "INLINE_TASK_NOT_FOUND"  # its name is never imported
     recall(w.decider, eid, [d])
-    assert code_inline.callable_for(eid, "1.scale") is not None
-    assert tasks.run(d, 5_000) == (28, None)  # this execution's factor, captured by the closure
+    assert default_runtime().closures.get(eid, "1.scale") is not None
+    # this execution's factor, captured by the closure
+    assert tasks.run(d, 5_000, default_runtime().closures) == (28, None)
 
 
 @orbit.workflow("closure-at-most-once", build="b1")

@@ -20,8 +20,9 @@ ALLOWED: dict[str, set[str]] = {
     "orbit.errors": set(),
     "orbit.core": {"orbit.errors"},
     "orbit.workflow": {"orbit.errors", "orbit.core"},
-    "orbit.service": {"orbit.errors", "orbit.core"},
-    "orbit.adapters": {"orbit.errors", "orbit.core", "orbit.service.ports"},
+    # the process's registry of code builds (`orbit.workflow.REGISTRY`, filled by @orbit.workflow)
+    "orbit.service": {"orbit.errors", "orbit.core", "orbit.workflow"},
+    "orbit.adapters": {"orbit.errors", "orbit.core", "orbit.service.ports", "orbit.workflow"},
     "orbit.testing": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters.memory",
                       "orbit.adapters.memory_limits",  # flow control on the virtual clock
                       "orbit.workflow",
@@ -189,40 +190,23 @@ def test_a_violation_is_reported() -> None:
 
 
 # -- a pure core: no thread, no module-level mutable state (issue 27, section 5) ----------------------
-# Calls that create mutable containers or per-process/per-thread state, and calls that start threads.
+# docs/decisions/width2-pure-core.md. No allowlist: process state (caches, tables, the key, budgets)
+# lives in the service that hosts replay (orbit/service/replay_host.py) and reaches core as arguments.
+# Calls that create mutable containers or per-process/per-thread state (referencing.Registry is
+# immutable, so it is not one), and calls that start threads or processes.
 _STATEFUL = {"dict", "list", "set", "bytearray", "OrderedDict", "defaultdict", "deque", "Counter", "local",
              "Lock", "RLock", "ContextVar", "Event", "Condition", "Semaphore", "SimpleQueue", "Queue",
-             "WeakValueDictionary", "WeakKeyDictionary", "WeakSet", "CodeRuntime", "CodeRegistry", "Registry"}
+             "WeakValueDictionary", "WeakKeyDictionary", "WeakSet", "CodeRuntime", "CodeRegistry", "Closures"}
 _THREADS = {"Thread", "Timer", "start_new_thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process",
             "fork"}
-# Module-level tables filled once at import and only read after (keep them few; prefer tuples,
-# frozensets or MappingProxyType for new ones).
-CORE_CONSTANT_TABLES = {
-    "core/decider/decide.py:__all__", "core/decider/execute.py:__all__",
-    "core/definition/__init__.py:__all__",
-    "core/definition/expressions.py:__all__", "core/history/hook_tokens.py:__all__",
-    "core/history/model.py:__all__", "core/runtime/code_keys.py:__all__",
-    "core/definition/contracts.py:_ROOT_LABEL", "core/definition/contracts.py:_NOTHING_TO_RETRIEVE",
-    "core/definition/durations.py:_UNIT_MS", "core/definition/durations.py:_ISO_UNITS",
-    "core/definition/expression_budget.py:_CHECKS", "core/definition/mermaid.py:_SHAPES",
-    "core/definition/schema_budget.py:_left", "core/definition/schema_unique.py:_enum_keys",
-    "core/definition/steps_check.py:KEY_KINDS", "core/definition/task_contracts.py:_CODES",
-    "core/history/events.py:EVENT_TYPES", "core/history/evolve.py:HANDLERS",
-    "core/history/evolve_handlers.py:HANDLER_HANDLERS", "core/history/evolve_recovery.py:RECOVERY_HANDLERS",
-    "core/history/evolve_steps.py:STEP_HANDLERS", "core/history/evolve_updates.py:UPDATE_HANDLERS",
-    "core/history/lifecycle.py:_STEP_METRICS", "core/runtime/replay_check.py:ENDINGS",
-}
-# Process state still under core/, to move into the service that hosts replay (issue 27, section 5).
-# Nothing may join this list; remove an entry when its state moves out.
-CORE_PROCESS_STATE = {
-    "core/runtime/code.py:_DEFAULT",  # the process's CodeRuntime: its cache of paused instances
-    "core/runtime/code_registry.py:REGISTRY",  # the process's registry of code workflows
-    "core/runtime/code_inline.py:_CALLABLES",  # the ctx.run closure table
-    "core/runtime/code_inline.py:_LOCK",
-    "core/definition/expression_budget.py:_THREAD",  # the thread-local expression budget
-    "core/definition/expressions.py:_THREAD",
-    "core/history/hook_tokens.py:_KEYS",  # the ContextVar holding the decision's stack key
-}
+# Modules that run code concurrently, keep per-thread or per-context state, or reach the process:
+# core imports none of them, at module level or in a function.
+_CONCURRENCY = {"threading", "_thread", "multiprocessing", "concurrent", "asyncio", "contextvars", "signal",
+                "queue", "sched", "subprocess"}
+# The replay's switch: a greenlet is a stack switch on the calling thread (no thread, no I/O), used only
+# where a paused workflow or branch is started and switched to, and where a call reads which runs.
+GREENLET_MODULES = {"core/runtime/code/instance.py", "core/runtime/code/branches.py",
+                    "core/runtime/code/replay.py"}
 
 
 def _callee(node: ast.Call) -> str:
@@ -230,54 +214,82 @@ def _callee(node: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def _stateful(value: ast.AST) -> bool:
+def _stateful(value: ast.AST | None) -> bool:
     if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return True
     return isinstance(value, ast.Call) and _callee(value) in _STATEFUL
 
 
+def _module_bindings(body: list[ast.stmt], bound: dict[str, bool]) -> None:
+    """name -> whether its last module-level binding is mutable (`del` unbinds; `if`/`try` bodies count)."""
+    for node in body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value is None:
+                continue
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    bound[t.id] = _stateful(node.value)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    bound.pop(t.id, None)
+        elif isinstance(node, ast.If):
+            _module_bindings(node.body + node.orelse, bound)
+        elif isinstance(node, ast.Try):
+            _module_bindings(node.body + node.orelse + node.finalbody +
+                             [s for h in node.handlers for s in h.body], bound)
+
+
 def core_state(root: Path) -> tuple[set[str], list[str]]:
-    """Module-level mutable bindings ("path:name") and thread starts / `global`s ("path:line: what")
-    of every module under `root`/core."""
+    """Module-level mutable bindings ("path:name"), and ("path:line: what") thread starts, `global`s,
+    imports of a concurrency module, and greenlet imports outside GREENLET_MODULES, of every module
+    under `root`/core."""
     state: set[str] = set()
     bad: list[str] = []
     for path in sorted((root / "core").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text(), filename=str(path))
-        for node in tree.body:
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets = [node.target]
-            if targets and _stateful(node.value):  # type: ignore[union-attr]
-                state.update(f"{rel}:{t.id}" for t in targets if isinstance(t, ast.Name))
+        bound: dict[str, bool] = {}
+        _module_bindings(tree.body, bound)
+        state.update(f"{rel}:{name}" for name, mutable in bound.items() if mutable)
         for n in ast.walk(tree):
             if isinstance(n, ast.Call) and _callee(n) in _THREADS:
                 bad.append(f"{rel}:{n.lineno}: starts a thread or process ({_callee(n)})")
             elif isinstance(n, ast.Global):
                 bad.append(f"{rel}:{n.lineno}: rebinds module state (global {', '.join(n.names)})")
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in _CONCURRENCY:
+                        bad.append(f"{rel}:{n.lineno}: imports {name}")
+                    elif top == "greenlet" and rel not in GREENLET_MODULES:
+                        bad.append(f"{rel}:{n.lineno}: imports greenlet outside the replay's switch")
     return state, bad
 
 
-def test_the_core_starts_no_thread_and_keeps_no_new_module_state() -> None:
+def test_the_core_starts_no_thread_and_keeps_no_module_state() -> None:
     state, bad = core_state(PKG)
     assert bad == [], "\n".join(bad)
-    new = sorted(state - CORE_CONSTANT_TABLES - CORE_PROCESS_STATE)
-    assert new == [], \
-        "module-level mutable state in core/ (move it to the service, or make it immutable):\n" + \
-        "\n".join(new)
-    gone = sorted(CORE_PROCESS_STATE - state)
-    assert gone == [], f"moved out of core/ (drop from CORE_PROCESS_STATE): {gone}"
+    assert sorted(state) == [], \
+        "module-level mutable state in core/ (move it to the service that hosts replay and pass it in, " \
+        "or make it immutable: a tuple, a frozenset, a MappingProxyType):\n" + "\n".join(sorted(state))
 
 
 def test_the_core_state_check_sees_threads_and_state(tmp_path: Path) -> None:
     core = tmp_path / "core"
-    core.mkdir()
+    (core / "runtime" / "code").mkdir(parents=True)
     (core / "m.py").write_text("import threading\nTHREAD = threading.local()\nCACHE: dict = {}\n"
-                               "N = (1, 2)\n\ndef f():\n    global N\n"
-                               "    threading.Thread(target=f).start()\n")
+                               "N = (1, 2)\nT = {}\nT = MappingProxyType(T)\nB = []\ndel B\n"
+                               "if True:\n    from contextvars import ContextVar\n    K = ContextVar('k')\n"
+                               "\ndef f():\n    global N\n"
+                               "    threading.Thread(target=f).start()\n    import greenlet\n")
+    (core / "runtime" / "code/instance.py").write_text("from greenlet import greenlet\n")
     state, bad = core_state(tmp_path)
-    assert state == {"core/m.py:THREAD", "core/m.py:CACHE"}
-    assert bad == ["core/m.py:7: rebinds module state (global N)",
-                   "core/m.py:8: starts a thread or process (Thread)"]
+    assert state == {"core/m.py:THREAD", "core/m.py:CACHE", "core/m.py:K"}
+    assert sorted(bad) == ["core/m.py:10: imports contextvars",
+                           "core/m.py:14: rebinds module state (global N)",
+                           "core/m.py:15: starts a thread or process (Thread)",
+                           "core/m.py:16: imports greenlet outside the replay's switch",
+                           "core/m.py:1: imports threading"]

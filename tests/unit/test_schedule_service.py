@@ -111,7 +111,8 @@ def test_run_end_starts_the_buffered_one_and_delete_disarms():
         fire(svc, arm, clock)
     first = "s:2027-01-01T00:15:00Z"
     assert svc.describe("s")["state"]["buffered"] == ["2027-01-01T00:30:00Z"]
-    svc.handle({"kind": "child_done", "execution_id": "schedule:s", "child_id": first, "status": "CANCELLED"})
+    svc.handle({"kind": "child_done", "execution_id": "schedule:s", "id": f"child_done:{first}",
+                "unit": "run", "child_id": first, "status": "CANCELLED"})
     d = svc.describe("s")
     assert d["state"]["running"] == ["s:2027-01-01T00:30:00Z"] and d["state"]["buffered"] == []
     svc.delete("s")

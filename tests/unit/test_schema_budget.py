@@ -45,10 +45,9 @@ def test_a_recursive_schema_on_a_shallow_value_is_checked_as_before() -> None:
 
 def test_keywords_past_the_budget_stop_the_check_and_only_inside_it() -> None:
     validator = compile_schema({"type": "array", "items": {"type": "integer"}})
-    with schema_budget.schema_budget(5), pytest.raises(SchemaBudgetExceeded, match="more than 5 steps"):
-        list(validator.iter_errors(list(range(10))))
-    with schema_budget.schema_budget(12):
-        assert list(validator.iter_errors(list(range(10)))) == []
+    with pytest.raises(SchemaBudgetExceeded, match="more than 5 steps"):
+        list(schema_budget.budgeted(validator, 5).iter_errors(list(range(10))))
+    assert list(schema_budget.budgeted(validator, 12).iter_errors(list(range(10)))) == []
     assert list(validator.iter_errors(list(range(10_000)))) == []  # outside a budget: uncounted
 
 

@@ -8,7 +8,7 @@ import pytest
 from code_harness import Harness
 from orbit.core.definition import validate_definition
 from orbit.core.history.attributes import MAX_ATTRIBUTES, attributes_problem, changed, parse_where
-from orbit.core.runtime.code import default_runtime
+from orbit.service.replay_host import default_runtime
 from orbit.testing.simulator import Simulator
 from orbit.workflow import CodeRegistry, workflow
 

@@ -306,7 +306,7 @@ def test_retry_on_naming_a_code_that_can_never_be_retried_is_refused() -> None:
     not_a_list = definition({"a": {"task": "t.a", "retry": {"retry_on": "X"}}})
     assert [str(p) for p in validate_definition(not_a_list)] == [
         "steps.a.retry.retry_on: must be a list of error codes (strings)"]
-    from orbit.core.runtime.code_specs import retry_policy
+    from orbit.core.runtime.code.specs import retry_policy
 
     with pytest.raises(TypeError, match="retry.retry_on: EXPRESSION_ERROR is never retried"):
         retry_policy({"retry_on": ["EXPRESSION_ERROR"]})

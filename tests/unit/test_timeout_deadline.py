@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from code_harness import Harness
 from orbit.core.history.model import fold, recorded_from_dict
-from orbit.core.runtime.code_errors import WorkflowTimedOut
+from orbit.core.runtime.code.errors import WorkflowTimedOut
 from orbit.workflow import CodeRegistry, workflow
 
 from tests.unit.dsl_harness import T0, sim_with

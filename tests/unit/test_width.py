@@ -17,7 +17,7 @@ from orbit.core.decider.decide import decide
 from orbit.core.history.messages import ResultMessage, StartMessage
 from orbit.core.history.model import apply
 from orbit.core.history.state import ExecutionState
-from orbit.core.runtime.code import CodeRuntime
+from orbit.service.replay_host import CodeRuntime
 from orbit.workflow import CodeRegistry, workflow
 
 HOUR = 3_600_000
@@ -102,7 +102,7 @@ def test_a_parallel_of_10000_branches_is_decided_on_the_calling_thread_alone():
 
 
 def test_an_execution_past_the_live_unit_limit_fails_naming_the_call(monkeypatch):
-    from orbit.core.runtime import code_limits
+    from orbit.core.runtime.code import limits as code_limits
 
     monkeypatch.setattr(code_limits, "MAX_LIVE_UNITS", 8)
     reg = CodeRegistry()
@@ -128,7 +128,7 @@ def test_an_execution_past_the_live_unit_limit_fails_naming_the_call(monkeypatch
 
 
 def test_code_looping_without_a_durable_call_fails_the_decision_naming_the_line():
-    from orbit.core.runtime.code_errors import Stalled
+    from orbit.core.runtime.code.errors import Stalled
     from orbit.service.stall import StallGuard
 
     reg = CodeRegistry()

@@ -175,8 +175,20 @@ class Client:
         self, execution_id: str, name: str, payload: Any = None, id: str | None = None
     ) -> dict[str, Any]:
         """`id` makes the signal idempotent (kept 19 days); one is made up when not given."""
-        body = {"payload": payload, "id": id or f"signal:{uuid.uuid4().hex}"}
+        body = {"payload": payload, "id": id or uuid.uuid4().hex}  # recorded as `signal:<id>`
         return self._call("POST", f"/executions/{_q(execution_id)}/signals/{_q(name)}", body)
+
+    def signal_with_start(self, execution_id: str, workflow: str, signal: str, payload: Any = None,
+                          input: Any = None, version: str | None = None,
+                          signal_id: str | None = None) -> dict[str, Any]:
+        """Signal `execution_id`, starting it (a run of `workflow` with `input`) first if it does not
+        exist, atomically. `signal_id` (made up when not given) makes a retry idempotent.
+        Returns {id, signal_id, started} (docs/triggers.md)."""
+        body = {"workflow": workflow, "signal": signal, "payload": payload, "input": input,
+                "signal_id": signal_id or f"signal:{uuid.uuid4().hex}"}
+        if version is not None:
+            body["version"] = version
+        return self._call("POST", f"/executions/{_q(execution_id)}/signal-with-start", body)
 
     def resume_hook(self, token: str, payload: Any = None) -> dict[str, Any]:
         return self._call("POST", f"/hooks/{_q(token)}", {"payload": payload})
@@ -193,13 +205,15 @@ class Client:
         return self._call("POST", f"/executions/{_q(execution_id)}/redrive", body)
 
     def fork(self, execution_id: str, from_step: str, id: str | None = None,
-             version: str | None = None) -> dict[str, Any]:
+             version: str | None = None, despite_compensation: bool = False) -> dict[str, Any]:
         """Start a fork of an execution from `from_step`; returns {id}. The fork's id is made up
         here when not given, so a retried request starts one fork."""
         new_id = id or f"{execution_id}-fork-{uuid.uuid4().hex[:12]}"
         body: dict[str, Any] = {"from_step": from_step, "id": new_id}
         if version:
             body["version"] = version
+        if despite_compensation:  # steps it reuses were compensated: fork anyway (else 409)
+            body["despite_compensation"] = True
         return self._call("POST", f"/executions/{_q(execution_id)}/fork", body)
 
     def query(self, execution_id: str, name: str, input: Any = None) -> Any:
@@ -249,20 +263,38 @@ class Client:
     ) -> dict[str, Any]:
         """One page, newest first; a filtered page may be short (even empty) with a `next_cursor`.
         `started_after` (inclusive) / `started_before` (exclusive): RFC 3339 times such as
-        `2026-03-30T07:00:00Z` (or the `_ms` forms: milliseconds since the epoch). `where`: one
-        search attribute, `{"tier": "gold"}` or the text `tier=gold`."""
+        `2026-03-30T07:00:00Z` (or the `_ms` forms: milliseconds since the epoch). `where`: a filter,
+        `"status IN (RUNNING, FAILED) AND tier = gold AND amount > 100"` (docs/operations.md), or a
+        mapping of search attributes that must all equal their values, `{"tier": "gold"}`."""
         if isinstance(where, dict):
-            import json
-
-            if len(where) != 1:
-                raise ValueError(f"where takes one search attribute condition, not {len(where)}")
-            ((key, value),) = where.items()
-            where = f"{key}={json.dumps(value)}"
+            where = where_text(where)
         params = {"workflow": workflow, "status": status, "limit": limit, "cursor": cursor,
                   "started_after": started_after if started_after is not None else started_after_ms,
                   "started_before": started_before if started_before is not None else started_before_ms,
                   "id_prefix": id_prefix, "where": where}
         return self._call("GET", "/executions" + _query(params))
+
+    # ------------------------------------------------------------------ bulk actions (docs/operations.md)
+    def batch(self, action: str, where: str, id: str | None = None, **args: Any) -> dict[str, Any]:
+        """Act on every execution `where` matches (started before now): `action` is cancel, signal
+        (`signal=`, `payload=`), pause, unpause, redrive or fork (`from_step=`); `reason=`, `force=`
+        (cancel). Returns the batch; it runs in the background (`describe_batch`)."""
+        import secrets
+
+        # the id is chosen here, so a retried request (a lost answer) is the same batch, not a second one
+        body = {"where": where, "id": id or f"b-{secrets.token_hex(6)}",
+                **{k: v for k, v in args.items() if v is not None}}
+        return dict(self._call("POST", f"/batches/{_q(action)}", body))
+
+    def preview_batch(self, where: str) -> dict[str, Any]:
+        """`{count, capped, cap, first}`: how many executions `where` matches now (up to the cap)."""
+        return dict(self._call("POST", "/batches/preview", {"where": where}))
+
+    def describe_batch(self, batch_id: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/batches/{_q(batch_id)}"))
+
+    def stop_batch(self, batch_id: str) -> dict[str, Any]:
+        return dict(self._call("POST", f"/batches/{_q(batch_id)}/stop", {}))
 
     def counts(self, workflow: str | None = None) -> dict[str, Any]:
         """`{"counts": {status: n}, "cap": N}` (a count equal to the cap means at least that many)."""
@@ -399,3 +431,12 @@ def _json_or_text(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
+
+
+def where_text(attributes: dict[str, Any]) -> str:
+    """`{"tier": "gold", "n": 2}` as the filter `tier = "gold" AND n = 2`."""
+    import json
+
+    if not attributes:
+        raise ValueError("where: a mapping of at least one search attribute")
+    return " AND ".join(f"attributes.{key} = {json.dumps(value)}" for key, value in attributes.items())

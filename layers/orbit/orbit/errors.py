@@ -149,6 +149,11 @@ class RedriveRefused(OrbitError):
         super().__init__(message)
 
 
+class ForkAfterCompensation(RedriveRefused):
+    """`orbit fork` from a step of an execution whose earlier steps were compensated: the fork would
+    reuse outputs whose effects were undone. Refused (409) unless confirmed; names the steps."""
+
+
 class NotParked(OrbitError):
     """`unpark` for an execution that is not parked: there is nothing to try again."""
 

@@ -42,6 +42,7 @@ class MemoryHistoryStore(MemoryRetention):
         self._index: dict[str, IndexEntry] = {}
         self._hooks: dict[str, tuple[str, str]] = {}
         self._hook_claims: dict[str, str] = {}  # hook_key(token) -> digest of the claiming payload
+        self._request_claims: dict[tuple[str, str], tuple[int, str, str]] = {}  # -> (run, name, digest)
         self.expiry: dict[str, int] = {}  # execution -> expires_at_s (what DynamoDB's TTL would read)
         self.hook_expiry: dict[str, int] = {}  # hook token -> expires_at_s
         # execution -> the provisional expiry its items were written with while young (not what
@@ -153,6 +154,26 @@ class MemoryHistoryStore(MemoryRetention):
         page = rows[start : start + limit]
         return page, (str(start + limit) if start + limit < len(rows) else None)
 
+    def search_executions(self, flt: Any, limit: int = 50,
+                          cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+        """As the DynamoDB store answers (newest first, the same refusals); the cursor is the
+        `created#id` key below which to carry on."""
+        from orbit.core.search import matches, plan
+
+        p = plan(flt)
+        with self._lock:
+            rows = list(self._index.values())
+        keyed = sorted(((f"{e.created_at_ms:015d}#{e.execution_id}", e) for e in rows), reverse=True,
+                       key=lambda pair: pair[0])
+        kept = [(k, e) for k, e in keyed
+                if (cursor is None or k < cursor)
+                and (p.after_ms is None or e.created_at_ms >= p.after_ms)
+                and (p.before_ms is None or e.created_at_ms < p.before_ms)
+                and matches(flt, e.workflow, e.status, e.created_at_ms, e.updated_at_ms, e.execution_id,
+                            e.attributes)]
+        page = kept[:limit]
+        return [e for _, e in page], (page[-1][0] if len(kept) > limit else None)
+
     def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
         with self._lock:
             rows = list(self._index.values())
@@ -183,6 +204,16 @@ class MemoryHistoryStore(MemoryRetention):
             if key not in self._hooks:
                 return False
             return self._hook_claims.setdefault(key, digest) == digest
+
+    def claim_request(self, execution_id: str, run: int, ident: str, name: str, digest: str,
+                      expires_at_s: int) -> str | None:
+        """As the DynamoDB store: None when this request holds the id (now or before), else the
+        name of the request that does."""
+        with self._lock:
+            held = self._request_claims.setdefault((execution_id, ident), (run, name, digest))
+            if held[0] != run:  # a claim of an earlier run under the same execution id
+                held = self._request_claims[(execution_id, ident)] = (run, name, digest)
+            return None if held[1:] == (name, digest) else held[1]
 
     def execution_ids(self) -> list[str]:
         with self._lock:

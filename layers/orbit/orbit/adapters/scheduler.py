@@ -8,6 +8,12 @@ it arms the next one. Why `at()` rather than the cron itself: Orbit decides the
 occurrences (cronsim, in the pure core) so that daylight saving, jitter,
 exclusions, start/end and catch-up behave the same on AWS and on the local
 stack; AWS's own cron skips an occurrence that falls in the spring-forward gap.
+
+On the second (with a `clock`: unless ORBIT_TIMERS=table or ORBIT_TIMER_LEAD_S=0): Scheduler invokes
+"with 60 second precision" (an `at()` of 1:00 fires between 1:00:00 and 1:00:59), so the schedule
+is armed for the start of the minute before the one the fire falls in (`early_ms`): the message
+arrives up to 2 minutes early, and the decider sends it back to the queue delayed to its exact
+second (`ScheduleService.handle`). docs/decisions/timers-on-the-second.md.
 """
 
 from __future__ import annotations
@@ -30,9 +36,23 @@ def at_expression(at_ms: int) -> str:
     return f"at({d.strftime('%Y-%m-%dT%H:%M:%S')})"
 
 
+PRECISION_MS = 60_000  # EventBridge Scheduler's documented invocation precision
+
+
+def early_ms(at_ms: int) -> int:
+    """The `at()` time that makes Scheduler's invocation land before `at_ms`, at most 2 min early:
+    the start of the minute before `at_ms`'s (the invocation comes within that minute)."""
+    before = at_ms - PRECISION_MS
+    return before - before % PRECISION_MS
+
+
+MARGIN_MS = 5_000  # an early `at()` closer to now than this is not armed early (it could be past)
+
+
 class EventBridgeScheduler:
-    def __init__(self, client: Any, group: str, target_arn: str, role_arn: str) -> None:
+    def __init__(self, client: Any, group: str, target_arn: str, role_arn: str, clock: Any = None) -> None:
         self._client_or_factory = client  # a boto3 client, or a function that makes one
+        self.clock = clock  # given: arm a minute or two early; the decider delays the fire to its second
         self.group = group
         self.target_arn = target_arn
         self.role_arn = role_arn
@@ -44,8 +64,10 @@ class EventBridgeScheduler:
             c = self._client_or_factory = c()
         return c
 
-    def arm(self, schedule_id: str, at_ms: int | None, message: dict[str, Any] | None = None) -> None:
-        """Fire `message` to the decision queue at `at_ms`; None removes the AWS schedule."""
+    def arm(self, schedule_id: str, at_ms: int | None, message: dict[str, Any] | None = None) -> bool | None:
+        """Fire `message` to the decision queue at `at_ms`; None removes the AWS schedule. With a
+        clock, armed early (`early_ms`) and True returned; False when `at_ms` is too close for that
+        (armed at `at_ms`: Scheduler may land up to a minute late, the caller sends an exact copy)."""
         name = aws_name(schedule_id)
         if at_ms is None:
             try:
@@ -53,7 +75,12 @@ class EventBridgeScheduler:
             except ClientError as e:
                 if e.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
                     raise
-            return
+            return None
+        on_time: bool | None = None
+        if self.clock is not None:
+            early = early_ms(at_ms)
+            on_time = early > self.clock.now_ms() + MARGIN_MS
+            at_ms = early if on_time else at_ms
         kw: dict[str, Any] = {
             "Name": name,
             "GroupName": self.group,
@@ -76,6 +103,7 @@ class EventBridgeScheduler:
             if e.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
                 raise
             self._client.create_schedule(**kw)
+        return on_time
 
     def armed(self, schedule_id: str) -> str | None:
         """The AWS schedule's expression, or None (for describe and tests)."""

@@ -34,3 +34,31 @@ class SecretsManagerHookKey:
                                      f"characters, has {len(value)}")
                 self._key = value.encode()
             return self._key
+
+
+class SecretsManagerWebhookSecrets:
+    """Webhook triggers' signing secrets (service/webhooks.py), by name or ARN, each read once and
+    kept `ttl_s` seconds so a rotated secret is picked up without a redeploy."""
+
+    def __init__(self, client: Callable[[], Any], ttl_s: float = 300.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self._client, self.ttl_s = client, ttl_s
+        self._clock = clock or time.monotonic
+        self._cache: dict[str, tuple[float, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, secret_id: str) -> bytes:
+        with self._lock:
+            hit = self._cache.get(secret_id)
+            if hit is not None and self._clock() - hit[0] < self.ttl_s:
+                return hit[1]
+        got = self._client().get_secret_value(SecretId=secret_id)
+        value = got.get("SecretString")
+        raw = value.encode() if isinstance(value, str) else bytes(got.get("SecretBinary") or b"")
+        if not raw:
+            raise OrbitError(f"webhook secret {secret_id}: empty")
+        with self._lock:
+            self._cache[secret_id] = (self._clock(), raw)
+        return raw

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from orbit.adapters.payload_values import VALUE_LIMIT, extract, resolve
-from orbit.core.history.messages import WakeMessage
+from orbit.core.history.messages import Bundle, WakeMessage
 from orbit.core.tracing import BODY_KEY, TRACE_ATTRIBUTE
 from orbit.errors import OrbitError, ValidationError
 
@@ -37,7 +37,7 @@ INLINE_LIMIT = 200_000
 MAX_DELAY_S = 900
 REF_KEY = "payload_ref"
 REFS_KEY = "payload_refs"
-BUNDLE = "bundle"
+BUNDLE = Bundle.KIND
 
 
 class QueueError(OrbitError):
@@ -90,10 +90,7 @@ def decode_bodies(text: str, payloads: Any) -> list[dict[str, Any]]:
     body = decode_body(text, payloads)
     if body.get("kind") != BUNDLE:
         return [body]
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        raise ValidationError("a bundle needs `messages`, a non-empty list of objects", "message.messages")
-    return messages
+    return list(Bundle.from_dict(body).messages or ())
 
 
 def bundle(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -112,8 +109,7 @@ def bundle(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(group) == 1:
             out.append(group[0])
         else:
-            out.append({"kind": BUNDLE, "execution_id": eid, "id": f"{BUNDLE}:{group[0].get('id')}",
-                        "messages": group})
+            out.append(Bundle(eid, f"{BUNDLE}:{group[0].get('id')}", group).to_dict())
     return out
 
 
@@ -158,6 +154,15 @@ class SqsQueues:
             yield
         finally:
             held, self._local.held = self._local.held, None
+            for (url, delay_s), bodies in held.items():
+                self._send_now(url, bodies, delay_s)
+
+    def flush(self) -> None:
+        """Send what this thread holds now (a bulk action sends its page before it records the page
+        done: service/batches.py); later sends are held again."""
+        held = getattr(self._local, "held", None)
+        if held:
+            self._local.held = {}
             for (url, delay_s), bodies in held.items():
                 self._send_now(url, bodies, delay_s)
 

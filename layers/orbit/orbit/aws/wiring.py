@@ -11,7 +11,11 @@ ORBIT_DECISION_QUEUE_URL, ORBIT_DEFAULT_TASK_QUEUE_URL, ORBIT_TASK_QUEUES
 (JSON: task-queue name -> URL). Optional: ORBIT_TIMERS (`sqs-delay`, the
 default: timers up to 15 min ride on SQS DelaySeconds, longer ones go to the
 table; `table`: every timer goes to the table, for a local stack that fires
-them on a virtual clock), ORBIT_SNAPSHOT_EVERY (commits between snapshots),
+them on a virtual clock), ORBIT_TIMER_LEAD_S (0..900, default 900: how far ahead of its time the
+timers function hands a table timer to SQS with the exact DelaySeconds, and how early a schedule's
+EventBridge Scheduler fire is armed, so both land on the second; 0, or ORBIT_TIMERS=table: fired
+on the minute tick as they come due, docs/decisions/timers-on-the-second.md),
+ORBIT_SNAPSHOT_EVERY (commits between snapshots),
 ORBIT_TIMER_SHARDS, ORBIT_WORKER_LEASE_S, ORBIT_RETENTION_DAYS (how long an ended
 execution's data is kept when its workflow sets no retention; default 30), ORBIT_ARCHIVE_DAYS (0, the
 default: no archive; N: an ended execution's history is also written to the bucket's `archive/`,
@@ -66,6 +70,13 @@ class Settings:
     decision_arn: str = ""
     archive_days: int = 0
     hook_secret_arn: str = ""  # the key hook tokens are derived from (adapters/secrets.py)
+    timer_lead_s: int = 900  # table timers handed to SQS this far ahead (timers-on-the-second.md)
+
+    @property
+    def lead_ms(self) -> int:
+        """How far ahead timers and schedule fires are handed to SQS delays; 0 in `table` mode (its
+        worlds' queues may not honour DelaySeconds on their clock): fired when due, on the tick."""
+        return 0 if self.timers == "table" else self.timer_lead_s * 1000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -95,6 +106,10 @@ class Settings:
         if not archive.isdigit():
             problems.append(Problem("ORBIT_ARCHIVE_DAYS", f"must be 0 (no archive) or a number of days, "
                                                           f"not {env.get('ORBIT_ARCHIVE_DAYS')!r}"))
+        lead = (env.get("ORBIT_TIMER_LEAD_S") or "900").strip()
+        if not (lead.isdigit() and int(lead) <= 900):
+            problems.append(Problem("ORBIT_TIMER_LEAD_S", "must be a number of seconds from 0 to 900 "
+                                    f"(SQS's longest delay), not {env.get('ORBIT_TIMER_LEAD_S')!r}"))
         if problems:
             raise ValidationError(problems)
         decision = env["ORBIT_DECISION_QUEUE_URL"]
@@ -114,6 +129,7 @@ class Settings:
             decision_arn=env.get("ORBIT_DECISION_QUEUE_ARN") or "",
             archive_days=int(archive),
             hook_secret_arn=env.get("ORBIT_HOOK_SECRET_ARN") or "",
+            timer_lead_s=int(lead),
         )
 
 
@@ -248,11 +264,18 @@ class Services:
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
         engine.flow = self.flow  # concurrency and rate limits (docs/flow-control.md)
+        from orbit.adapters.dynamodb.batches import DynamoBatchStore
+        from orbit.service.batches import BatchService
+
+        engine.batches = BatchService(DynamoBatchStore(self.dynamodb, self.settings.table), engine)
         engine.archive = self.archive
+        from orbit.aws.triggers import attach
+
+        attach(self, engine)  # triggers: webhook secrets, EventBridge rules, SQS sources (docs/triggers.md)
         timeout_s = os.environ.get("ORBIT_DECIDER_TIMEOUT_S", "")
         engine.decider_timeout_ms = int(timeout_s) * 1000 if timeout_s.isdigit() else None  # inline steps
         import_workflow_modules(os.environ.get("ORBIT_WORKFLOW_MODULES", ""))
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
         from orbit.service.stall import StallGuard
 
         # code that runs ORBIT_CODE_BUDGET_S without a durable call fails its decision (issue 27)
@@ -302,7 +325,7 @@ class Services:
             return None
         # the client is made on first use: most invocations never touch a schedule
         clock = EventBridgeScheduler(lambda: self.scheduler, s.schedule_group, s.decision_arn,
-                                     s.scheduler_role_arn)
+                                     s.scheduler_role_arn, clock=self.clock if s.lead_ms > 0 else None)
         return ScheduleService(DynamoScheduleStore(self.dynamodb, s.table), clock, engine)
 
     @property

@@ -153,7 +153,14 @@ def cmd_history(args: argparse.Namespace, connect: Clients) -> int:
 
 
 def cmd_signal(args: argparse.Namespace, connect: Clients) -> int:
-    res = connect(args).signal(args.id, args.name, parse_json_arg(args.payload, "--payload"))
+    payload = parse_json_arg(args.payload, "--payload")
+    if getattr(args, "start", None):
+        res = connect(args).signal_with_start(args.id, args.start, args.name, payload,
+                                              parse_json_arg(args.input, "--input"), signal_id=args.signal_id)
+        verb = "started and signalled" if res.get("started") else "signalled"
+        _print_json(res) if args.json else print(f"{args.id} {verb} ({args.name}, run of {args.start})")
+        return 0
+    res = connect(args).signal(args.id, args.name, payload, getattr(args, "signal_id", None))
     _print_json(res) if args.json else print(f"signal {args.name} sent to {args.id}")
     return 0
 
@@ -207,8 +214,11 @@ def cmd_query(args: argparse.Namespace, connect: Clients) -> int:
 
 
 def cmd_list(args: argparse.Namespace, connect: Clients) -> int:
-    from orbit.cli.finding import list_filters
+    from orbit.cli.finding import explain, list_filters
 
+    if getattr(args, "explain", False):
+        print(explain(args))
+        return 0
     res = connect(args).list(workflow=args.workflow, status=args.status, limit=args.limit, cursor=args.cursor,
                              **list_filters(args))
     items = res.get("executions", []) if isinstance(res, dict) else res

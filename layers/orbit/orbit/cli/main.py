@@ -65,6 +65,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from orbit.cli.batch import add_batch_parser
     from orbit.cli.definitions import COMMANDS as DEFINITIONS
     from orbit.cli.evolution import add_parsers
     from orbit.cli.recovery import add_recovery_commands
@@ -90,12 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (*LOCAL, *API, *DEFINITIONS):
         command.add_to(sub, connect)
     add_recovery_commands(sub, add_api_opts, connect)
+    add_batch_parser(sub, add_api_opts, connect)
     add_update_parser(sub, add_api_opts, connect)
     ADVANCE.add_to(sub, connect)
     add_schedule_parser(sub, add_api_opts)
     add_ui_parser(sub, port)  # the console may not import the CLI: it gets the port type
     add_testing_parsers(sub)
     add_parsers(sub, add_api_opts, connect)
+    from orbit.cli.events import add_events_parser
+
+    add_events_parser(sub, add_api_opts, connect)  # orbit events put (docs/triggers.md)
     return p
 
 

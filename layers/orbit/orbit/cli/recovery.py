@@ -21,7 +21,7 @@ def cmd_redrive(args: argparse.Namespace, client: Clients) -> int:
 
 
 def cmd_fork(args: argparse.Namespace, client: Clients) -> int:
-    res = client(args).fork(args.id, args.from_step, args.new_id, args.version)
+    res = client(args).fork(args.id, args.from_step, args.new_id, args.version, args.despite_compensation)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -49,5 +49,7 @@ def add_recovery_commands(sub: Any, api_opts: Callable[[argparse.ArgumentParser]
     sp.add_argument("--id", dest="new_id", default=None, metavar="NEW",
                     help="the fork's id (default: made up)")
     sp.add_argument("--version", default=None, help="the workflow version to run (default: the newest)")
+    sp.add_argument("--despite-compensation", dest="despite_compensation", action="store_true",
+                    help="fork even though steps it reuses were compensated (their effects undone)")
     api_opts(sp)
     sp.set_defaults(func=lambda args: cmd_fork(args, client))

@@ -159,9 +159,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
         workers=args.workers or [],
         definitions=[f for f in files if not f.endswith(".py")],
         parameters=parameters,
-        on_start=[_console_on_dev],
+        on_start=[_console_on_dev, _durable_on_dev],
         apps=list(getattr(args, "app", None) or []),
     )
+
+
+def _durable_on_dev(dev: Any) -> None:
+    from orbit.local.durable_server import mount_on_dev
+
+    mount_on_dev(dev)  # docs/durable-functions.md
 
 
 def _console_on_dev(dev: Any) -> None:

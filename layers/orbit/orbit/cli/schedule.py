@@ -25,7 +25,8 @@ def _show(args: argparse.Namespace, desc: dict[str, Any]) -> None:
     when = spec.get("cron") or f"every {spec.get('every_ms')} ms (offset {spec.get('offset_ms', 0)} ms)"
     print(f"{desc['id']}: {desc['workflow']} {when} [{spec.get('timezone')}] overlap={desc['overlap']}"
           f"{' PAUSED' if st.get('paused') else ''}{(' - ' + st['note']) if st.get('note') else ''}")
-    print(f"  running: {', '.join(st.get('running') or []) or '-'}   counts: {st.get('counts') or {}}")
+    counts = json.dumps(st.get("counts") or {}, sort_keys=True)  # JSON, not a Python dict
+    print(f"  running: {', '.join(st.get('running') or []) or '-'}   counts: {counts}")
     print("  next: " + (", ".join(desc.get("next_occurrences") or []) or desc.get("next_problem") or "-"))
     for a in desc.get("actions") or []:
         eid, outcome = a.get("execution_id") or "-", a.get("outcome") or ""

@@ -85,9 +85,23 @@ class ConsoleData:
             "describe": describe,
             "waiting": [asdict(w) for w in waiting(describe, events)],
             "hooks": list(hooks.values()),
-            "gantt": gantt(events, int(time.time() * 1000)),  # noqa: TID251 - open bars end now
+            "gantt": gantt(events, int(time.time() * 1000),  # noqa: TID251 - open bars end now
+                           running=describe.get("status") in ("RUNNING", "COMPENSATING")),
             "last_seq": events[-1]["seq"] if events else 0,
         }
+
+    def step(self, eid: str, unit: str) -> tuple[int, Any]:
+        """One unit's attempts, input, output, error and timing (orbit/console/steps.py)."""
+        from orbit.console.steps import step_detail
+
+        status, events = self.history(eid)
+        if status != 200:
+            return status, events
+        detail = step_detail(events, unit)
+        if detail is None:
+            message = f"{eid} has no event for step {unit!r} yet"
+            return 404, {"error": {"code": "NOT_FOUND", "message": message}}
+        return 200, detail
 
     def history_page(self, eid: str, after_seq: int, limit: int, types: set[str]) -> tuple[int, Any]:
         """Events after `after_seq`, at most `limit`; with `types`, only those (read from the whole
@@ -102,6 +116,25 @@ class ConsoleData:
         if status != 200:
             return status, events
         return 200, [e for e in events if e["seq"] > after_seq and e.get("type") in types][:limit]
+
+    def check_start(self, workflow: str, body: Any) -> tuple[int, Any]:
+        """200 `{"ok": true}` when `body["input"]` meets the input schema of `workflow` (the build
+        `body["version"]`/`body["build"]` names); 400 with the refusal, word for word."""
+        from orbit.core.definition.contracts import check_schema
+
+        body = body if isinstance(body, dict) else {}
+        q = "&".join(f"{k}={quote(str(body[k]), safe='')}" for k in ("version", "build") if body.get(k))
+        path = f"/workflows/{quote(workflow, safe='')}" + ("?" + q if q else "")
+        status, wf = self.backend("GET", path, None)
+        if status != 200:
+            return status, wf
+        definition = wf.get("definition") or {}
+        schema = definition.get("input") if wf.get("kind") == "definition" else wf.get("input")
+        err = check_schema(schema, body.get("input"), "INPUT_CONTRACT_VIOLATION", label="input",
+                           schema_path="input")
+        if err is not None:
+            return 400, {"error": {"code": err.code, "message": err.message, "details": err.details}}
+        return 200, {"ok": True, "schema": schema is not None}
 
     def check_signal(self, eid: str, name: str, payload: Any) -> tuple[int, Any]:
         """200 `{"ok": true}` when the payload meets the signal's schema; 400 with the refusal."""

@@ -5,7 +5,7 @@ Kinds: `queue` (scheduled, waiting for a worker), `attempt` (a worker has it; `f
 attempt failed), `backoff` (retry delay), `timer`, `signal` (wait_for), `child`, `heartbeat`
 (a point), `fanout` (a `for` step, from its fan-out to its end), and the
 execution row's `compensation` band. A segment still open ends at `now_ms`
-with `open: true`. Works on the API's history shape only.
+with `open: true`; a running execution's `end_ms` is `now_ms`. Works on the API's history shape only.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ EXECUTION = "(execution)"
 MAX_ROWS = 100  # a 10,000-element fan-out draws its first rows; the rest are counted, not sent
 
 
-def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
+def gantt(history: list[dict[str, Any]], now_ms: int, running: bool = False) -> dict[str, Any]:
+    """`running`: the execution has not ended, so its timeline reaches `now_ms` (open bars end there
+    too), even while nothing is open."""
     rows: dict[str, list[dict[str, Any]]] = {}
     open_: dict[str, dict[str, Any]] = {}  # unit -> its open segment
 
@@ -76,7 +78,9 @@ def gantt(history: list[dict[str, Any]], now_ms: int) -> dict[str, Any]:
     return {
         "hidden_rows": max(0, len(units) - MAX_ROWS),
         "start_ms": first,
-        "end_ms": max([last] + [s["end_ms"] or s["start_ms"] for segs in rows.values() for s in segs]),
+        "end_ms": max([last] + [s["end_ms"] or s["start_ms"] for segs in rows.values() for s in segs]
+                      + ([now_ms] if running else [])),
+        "running": running,
         "rows": [{"unit": u, "segments": segs} for u, segs in units[:MAX_ROWS]],
     }
 

@@ -5,8 +5,9 @@ The browser talks only to this server. The server calls the Orbit API through a 
 stack), `orbit dev` routes in process. The browser never sees a credential.
 
 Safety:
-- Only the GET routes the console reads and its actions (signal, hook resume, cancel, redrive,
-  un-park, schedule pause/resume) pass; anything else is 404 here, whatever the API would accept.
+- Only the GET routes the console reads and its actions (start, signal, query, update, fork, hook
+  resume, cancel, redrive, un-park, pause/unpause, schedule pause/resume) pass; anything else is
+  404 here, whatever the API would accept.
 - Every request, on every route, passes `orbit.local.origin.refusal` first: the Host header must
   name the address served (a DNS-rebound page cannot talk to it), an Origin must be our own, and
   a POST body must be application/json (415 otherwise).
@@ -56,18 +57,24 @@ _GETS = [
         r"/schedules",
         r"/schedules/[^/]+",
         r"/limits",  # flow control (static/limits.js)
+        r"/batches/[^/]+",
     )
 ]
 _POSTS = [
     re.compile(p)
     for p in (
+        r"/executions",  # start (the input checked against the workflow's schema first: /_check_start)
         r"/executions/[^/]+/signals/[^/]+",
+        r"/executions/[^/]+/queries/[^/]+",  # reads only, but a POST: CSRF-checked like the rest
+        r"/executions/[^/]+/updates/[^/]+",
+        r"/executions/[^/]+/fork",
         r"/executions/[^/]+/cancel",
         r"/executions/[^/]+/redrive",
         r"/executions/[^/]+/unpark",
         r"/executions/[^/]+/(pause|unpause)",
         r"/hooks/[^/]+",
         r"/schedules/[^/]+/(pause|resume)",
+        r"/batches/[^/]+", r"/batches/[^/]+/stop",  # bulk actions (static/bulk.js), preview included
     )
 ]
 # Extension point for actions: list their POST routes here and add an entry to Orbit.actions
@@ -130,6 +137,9 @@ class ConsoleApp:
             m = re.fullmatch(r"/executions/([^/]+)/workflow", path)
             if m:
                 return _json(*self.data.workflow(unquote(m.group(1))))
+            m = re.fullmatch(r"/_step/([^/]+)/([^/]+)", path)
+            if m:
+                return _json(*self.data.step(unquote(m.group(1)), unquote(m.group(2))))
             m = re.fullmatch(r"/_history/([^/]+)", path)
             if m:
                 return _json(*self._history(unquote(m.group(1)), dict(parse_qsl(query))))
@@ -149,6 +159,9 @@ class ConsoleApp:
             body = json.loads(raw or b"{}")
         except ValueError as exc:
             return _json(400, {"error": {"code": "VALIDATION_ERROR", "message": f"body is not JSON: {exc}"}})
+        m = re.fullmatch(r"/_check_start/([^/]+)", path)
+        if m:
+            return _json(*self.data.check_start(unquote(m.group(1)), body))
         m = re.fullmatch(r"/_check_signal/([^/]+)/([^/]+)", path)
         if m:
             eid, name = unquote(m.group(1)), unquote(m.group(2))

@@ -16,10 +16,12 @@ The workflow author's code run inside a request (a code workflow's query handler
 validator, with the replay before them) runs on a thread of its own while the request lets go of
 the lock, bounded by `user_code_timeout_s` (orbit/local/bounded.py): a handler that loops is
 answered with a USER_CODE_TIMEOUT error and holds up no other request. An inline step or a task
-that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on. A
-worker's invocation (task code, which does not use the engine) runs without the lock, so a
-task that sleeps holds up no request; the pump itself waits for it, as it waits for any
-invocation (so timers, a step's `timeout` among them, fire once it returns).
+that raises SystemExit fails its invocation, as a Lambda's would, and the pump goes on.
+Invocations run beside the pump, each on a thread of its own (orbit/local/dev_invocations.py): a
+worker's without the lock (task code does not use the engine), a decider's under it but for the
+time an inline step's task runs. So while a task sleeps, timers fire (its step's `timeout` is
+recorded at the deadline), other executions are decided and requests answered. Workflow code that
+loops in a decision is stopped by the stall guard (orbit/service/stall.py) on these threads too.
 
 Local-only route: `POST /_local/advance {"seconds": N}` moves virtual time
 forward (and runs what became due), for trying out long sleeps and timeouts
@@ -75,15 +77,27 @@ class DevServer:
         self._pump = threading.Thread(target=self._pump_loop, name="orbit-pump", daemon=True)
         self.out = stack.cloud.console
         self.running: dict[str, str] = {}  # executions started here and not yet ended -> workflow
-        if stack.cloud.emulator.mode == "server":  # moto behind HTTP takes concurrent clients
-            for poller in stack.cloud.pollers:
-                if is_worker(poller):
-                    poller.around = self._unlocked
+        self._settled = threading.Event()  # an invocation beside the pump ended: look for ended runs
+        from .dev_lines import StartLines
 
-    def _unlocked(self, call: Callable[[], Any]) -> Any:
-        """A worker's invocation (task code: no engine) runs without the engine lock."""
-        with self.lock.released():
+        self.lines = StartLines(stack, self.running, self.say)  # forks, redrives, schedules' runs
+        if stack.cloud.emulator.mode == "server":  # moto behind HTTP takes concurrent clients
+            from .dev_invocations import Invocations, attach, cap_of
+
+            self.invocations = Invocations(lambda p: cap_of(p, is_worker), self._invoked)
+            attach(stack.cloud.pollers, self.invocations, is_worker, self._locked)
+
+    def _locked(self, call: Callable[[], Any]) -> Any:
+        """A decider's invocation, on its own thread: under the engine lock, let go of while an
+        inline step's task runs (orbit.service.inline.while_elsewhere)."""
+        from orbit.service.inline import releasing
+
+        with self.lock, releasing(self.lock.released):
             return call()
+
+    def _invoked(self, poller: Any, result: Any) -> None:
+        self.stack.cloud._note(poller, result)  # errors and the poll hook, as for the pump's own
+        self._settled.set()
 
     def say(self, line: str) -> None:
         # one line, control characters escaped: names, ids and error messages are caller text
@@ -111,7 +125,11 @@ class DevServer:
             try:
                 with self.lock:
                     handled = self.stack.cloud.pump_once()
-                    if handled and self.running:
+                    settled = self._settled.is_set()
+                    self._settled.clear()
+                    if handled or settled:
+                        self.lines.look()
+                    if (handled or settled) and self.running:
                         self._report_ended()
             except BaseException as exc:  # noqa: BLE001 - keep serving, SystemExit from user code too
                 print(cut(f"orbit dev: pump error: {exc!r}", None), file=sys.stderr, flush=True)
@@ -129,12 +147,14 @@ class DevServer:
         """The API in process, for a mounted app: (status, JSON answer)."""
         return self.request(method, target, b"" if body is None else json.dumps(body).encode())
 
-    def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+    def request(self, method: str, target: str, raw: bytes,
+                headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        from orbit.service.inline import releasing
         from orbit.service.user_code import runner
 
-        try:
-            with runner(self._user_code):  # query handlers and update validators: bounded, lock let go
-                return self._request(method, target, raw)
+        try:  # query handlers and update validators: bounded, lock let go; inline tasks: lock let go
+            with runner(self._user_code), releasing(self.lock.released):
+                return self._request(method, target, raw, headers)
         except (SystemExit, KeyboardInterrupt) as exc:  # from user code run in the request (a start
             # decides at once, inline steps included): that request fails, the server goes on
             return 500, {"error": {"code": "USER_CODE_ERROR", "message": cut(
@@ -145,7 +165,8 @@ class DevServer:
         with self.lock.released():
             return run_bounded(fn, self.user_code_timeout_s, what)
 
-    def _request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]:
+    def _request(self, method: str, target: str, raw: bytes,
+                 headers: dict[str, str] | None = None) -> tuple[int, Any]:
         from orbit.service.http import handle_request
 
         parts = urlsplit(target)
@@ -159,9 +180,15 @@ class DevServer:
                                        "message": f"seconds must be between 0 and 100 years, not {seconds}"}}
             with self.lock:
                 self.stack.advance(seconds)
+                self.lines.look(force=True)
                 if self.running:
                     self._report_ended()
             return 200, {"now_ms": self.stack.now_ms()}
+        if parts.path == "/_local/events" and method == "POST":  # `orbit events put` (docs/triggers.md)
+            from .trigger_sources import put_local_event
+
+            with self.lock:
+                return put_local_event(self.stack, raw)
         from .update_wait import is_update, serve_update
 
         if is_update(method, parts.path):  # waits between pump turns, not holding the lock
@@ -172,10 +199,11 @@ class DevServer:
             return serve_update(ask, raw)
         with self.lock:
             status, body = handle_request(
-                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query))
+                self.stack.engine, method, parts.path, raw or None, dict(parse_qsl(parts.query)), headers
             )
             if method == "POST" and parts.path.rstrip("/") == "/executions" and status in (200, 201):
                 self._report_started(raw, body)
+            self.lines.answered(method, parts.path, status, body)
             if method == "POST" and parts.path.rstrip("/") == "/definitions" and status == 201:
                 for line in unserved_lines([self.stack.engine.registry.get(body["name"], body["version"])]):
                     self.say(line)  # `orbit register` against orbit dev: said where its steps will wait
@@ -189,8 +217,7 @@ class DevServer:
             workflow = str(json.loads(raw).get("workflow"))
         except (ValueError, AttributeError):
             workflow = "?"
-        self.running[eid] = workflow
-        self.say(f"started {workflow} {eid}")
+        self.lines.started(eid, workflow)
         self._report_ended()  # refused input, for one, ends it at once
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -208,7 +235,7 @@ class DevServer:
 
 def unserved_lines(definitions: list[Any]) -> list[str]:
     """One line per task the definitions use that no `@orbit.worker.task` of this process serves."""
-    from orbit.core.runtime.dsl import default_queue
+    from orbit.core.runtime.dsl.interpreter import default_queue
     from orbit.worker.sdk import registered_tasks
 
     served = registered_tasks()
@@ -227,7 +254,10 @@ def unserved_lines(definitions: list[Any]) -> list[str]:
 
 
 def is_worker(poller: Any) -> bool:
-    """A poller of a task queue: every queue but the decision queue, which the decider drains."""
+    """A poller of a task queue: every queue but the decision queue, which the decider drains, and
+    the queues the triggers function reads (it starts executions: docs/triggers.md)."""
+    if poller.mapping.function.logical_id == "TriggersFunction":
+        return False
     return bool(poller.mapping.queue.url != poller.mapping.function.env.get("ORBIT_DECISION_QUEUE_URL"))
 
 

@@ -26,7 +26,8 @@ SERVED_METHODS = ("GET", "POST", "PUT", "DELETE")  # PUT/DELETE reach the router
 class _Requests(Protocol):
     served: ServedHosts
 
-    def request(self, method: str, target: str, raw: bytes) -> tuple[int, Any]: ...
+    def request(self, method: str, target: str, raw: bytes,
+                headers: dict[str, str] | None = None) -> tuple[int, Any]: ...
 
 
 class DevHTTPServer(ThreadingHTTPServer):
@@ -50,7 +51,10 @@ def handler_for(server: _Requests, read_timeout_s: float = READ_TIMEOUT_S) -> ty
                     app(self, self.command, self.path, raw)
                     return
             # Only now, with the request read in full, does the engine lock come into play.
-            status, payload = server.request(self.command, self.path, raw)
+            if path.startswith("/webhooks/"):  # a webhook trigger reads its signature header
+                status, payload = server.request(self.command, self.path, raw, dict(self.headers.items()))
+            else:
+                status, payload = server.request(self.command, self.path, raw)
             self._reply(status, payload)
 
         def _read_body(self) -> bytes | None:

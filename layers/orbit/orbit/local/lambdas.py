@@ -12,6 +12,7 @@ import importlib.util
 import itertools
 import os
 import sys
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -42,18 +43,34 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+_env_lock = threading.Lock()
+_env_layers: list[dict[str, str]] = []  # the environments of the invocations running now, in order
+_env_base: dict[str, str | None] = {}  # a key some layer set -> its value before the first one did
+
+
 @contextmanager
 def function_env(fn: FunctionInfo) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in fn.env}
-    os.environ.update(fn.env)
+    """The function's environment variables in place for the block. Invocations may overlap on
+    several threads (`orbit dev` runs them beside its pump): each is a layer, and when one ends
+    a key goes back to the newest layer still running that sets it, else to its value before."""
+    layer = dict(fn.env)
+    with _env_lock:
+        for k in layer:
+            _env_base.setdefault(k, os.environ.get(k))
+        _env_layers.append(layer)
+        os.environ.update(layer)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        with _env_lock:
+            _env_layers.remove(layer)
+            for k in layer:
+                holder = next((lay for lay in reversed(_env_layers) if k in lay), None)
+                value = holder[k] if holder is not None else _env_base.pop(k, None)
+                if value is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = value
 
 
 class EmfFilter:
@@ -96,6 +113,9 @@ def load_handler(fn: FunctionInfo) -> Handler:
             spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(fn.code_dir))
+    from .readable_logs import make_readable
+
+    make_readable()  # a worker's exception as a Python traceback, not a JSON line (AWS keeps JSON)
     handler = getattr(module, attr, None)
     if not callable(handler):
         raise TemplateError(f"Resources.{fn.logical_id}: {path} has no callable {attr!r}")

@@ -99,7 +99,11 @@ def refusal(method: str, headers: Mapping[str, str] | Any, served: ServedHosts,
     if site in ("cross-site", "same-site") and not navigating:
         return Refusal(403, "CROSS_ORIGIN", f"request from another site refused (Sec-Fetch-Site: {site}); "
                        f"only pages of http://{host} may call this server")
-    if method.upper() in MUTATING and has_body:
+    # A SigV4-signed request (an AWS SDK's, e.g. the durable functions' Lambda API: binary Invoke
+    # payloads) may carry any body: a page cannot send an Authorization header to another origin
+    # without a CORS preflight, which this server never grants.
+    signed = (headers.get("authorization") or "").startswith("AWS4-HMAC-SHA256 ")
+    if method.upper() in MUTATING and has_body and not signed:
         ctype = (headers.get("content-type") or "").split(";", 1)[0].strip().lower()
         if ctype != "application/json":
             shown = headers.get("content-type")

@@ -112,9 +112,13 @@ class QueuePoller:
         # Held around this poller's receives and deletes when several invocations run at once:
         # moto's queue is not safe for concurrent receives (Lambda's pollers are one service).
         self.sqs_lock: Any = contextlib.nullcontext()
-        # Wraps each invocation when set: `orbit dev` lets go of its engine lock around a worker's
-        # (a task's code must not hold up the server's other callers).
+        # Wraps each invocation when set: `orbit dev` takes its engine lock around a decider's
+        # invocation that runs on a thread of its own (local/dev_invocations.py).
         self.around: Callable[[Callable[[], Any]], Any] | None = None
+        # Runs each invocation (with its deletes) elsewhere when set: `orbit dev` does, so the pump
+        # goes on receiving, firing timers and deciding while a task or an inline step runs. It
+        # says whether there is room for one more, and takes `settle` to run.
+        self.spawn: Any = None
 
     def receive(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -132,12 +136,21 @@ class QueuePoller:
         return out
 
     def poll_once(self) -> PollResult:
+        if self.spawn is not None and not self.spawn.has_room(self):
+            return PollResult()  # as many invocations run as this mapping may have: leave the rest
         with self.sqs_lock:
             if visible_count(self.mapping.queue.name) == 0:
                 return PollResult()  # nothing to receive: skip the request (same outcome, no cost)
             msgs = self.receive()
         if not msgs:
             return PollResult()
+        if self.spawn is not None:
+            self.spawn.start(self, lambda: self.settle(msgs))
+            return PollResult(received=len(msgs))
+        return self.settle(msgs)
+
+    def settle(self, msgs: list[dict[str, Any]]) -> PollResult:
+        """Invoke the handler with the received batch, then delete what it did not fail."""
         result = PollResult(received=len(msgs))
         ids = [m["MessageId"] for m in msgs]
         event = {"Records": [to_record(m, self.mapping.queue.arn) for m in msgs]}

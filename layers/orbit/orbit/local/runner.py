@@ -222,8 +222,9 @@ class LocalCloud:
         candidates = [t for t in (clock.next_sqs_wake_ms(),) if t is not None]
         timer = self.next_timer()
         if timer is not None and self.deployment and self.deployment.schedules:
-            # a durable timer is fired by the first schedule tick at or after it, as on AWS
-            # (never earlier than the next unfired tick, so an overdue timer cannot spin the loop)
+            # a durable timer is taken by the first schedule tick at or after `next_timer()` (its time
+            # less the hand-over lead: LocalStack.open), as on AWS (never earlier than the next
+            # unfired tick, so an overdue timer cannot spin the loop)
             sched = self.scheduler
             candidates.append(
                 min(

@@ -139,7 +139,13 @@ class LocalStack(ScheduleOps):
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
         self.services.run_inline(session="local")  # the tasks registered here (its workers) run inline
-        self.cloud.next_timer = self.services.table_timers.next_fire_ms
+        from .trigger_sources import attach
+
+        attach(self)  # SQS triggers: pollers of their queues, as Lambda's mappings (docs/triggers.md)
+        lead = self.services.settings.lead_ms
+        table = self.services.table_timers
+        # the timers function's tick at or after (next fire - lead) hands it over (timers-on-the-second.md)
+        self.cloud.next_timer = lambda: None if (t := table.next_fire_ms()) is None else t - lead
         # What exists now (modules, botocore's service models, moto) lives as long as the stack: kept
         # out of the garbage collector's full passes, which otherwise walk it all again and again
         # (about 5% of a busy stack's time). close() hands it back, so nothing outlives the stack.
@@ -183,12 +189,19 @@ class LocalStack(ScheduleOps):
             )
         check_registration(self.engine, wf)  # an inline step's timeout must fit in the decider's
         self.engine.registry.register(wf)
+        from orbit.service.triggers import sync_triggers
+
+        sync_triggers(self.engine, str(wf.name))  # its rules on the local EventBridge (docs/triggers.md)
         return str(wf.name)
 
     def retire(self, name: str, version: str | None = None) -> list[str]:
         """Refuse new starts of a definition's `version` (every version when None); running executions
         finish. Returns the versions retired (`orbit retire`)."""
-        return list(self.engine.registry.retire(name, version))
+        from orbit.service.triggers import sync_triggers
+
+        retired = list(self.engine.registry.retire(name, version))
+        sync_triggers(self.engine, name)
+        return retired
 
     def workflows(self) -> list[dict[str, Any]]:
         """The registered workflows with their versions (`orbit workflows`)."""
@@ -208,6 +221,14 @@ class LocalStack(ScheduleOps):
 
     def signal(self, id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(id, name, payload)
+
+    def signal_with_start(self, id: str, workflow: str, name: str, payload: Any = None, input: Any = None,
+                          signal_id: str | None = None) -> dict[str, Any]:
+        """Signal `id`, starting it (a run of `workflow`) first if it does not exist (docs/triggers.md)."""
+        from orbit.service.signal_start import signal_with_start
+
+        with self.services.queues.batched():
+            return signal_with_start(self.engine, id, workflow, name, payload, input, signal_id=signal_id)
 
     def query(self, id: str, name: str, input: Any = None) -> Any:
         """One of the execution's declared queries (orbit/service/queries.py); records nothing."""
@@ -246,6 +267,13 @@ class LocalStack(ScheduleOps):
         with self.services.queues.batched():
             return str(self.engine.fork(execution_id, from_step, id, version))
 
+    def batch(self, action: str, where: str, id: str | None = None, **args: Any) -> dict[str, Any]:
+        """A bulk action (`orbit batch`, docs/operations.md): runs as the stack's queues are pumped."""
+        return dict(self.engine.batches.create(action, where, args, id))
+
+    def describe_batch(self, id: str) -> dict[str, Any]:
+        return dict(self.engine.batches.describe(id))
+
     def pause(self, id: str, reason: str = "") -> str:
         """Hold an execution (`orbit pause`); recorded when the queues are pumped."""
         return self.engine.pause(id, reason)
@@ -268,7 +296,7 @@ class LocalStack(ScheduleOps):
         bad = [w for w in workflows if not isinstance(w, CodeWorkflow)]
         if bad:
             raise OrbitError(f"deploy takes @orbit.workflow functions; got {bad[0]!r}")
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
 
         self.engine.registry.deploy(workflows)
         default_runtime().forget()  # paused instances of the old builds go with the old code
@@ -277,10 +305,11 @@ class LocalStack(ScheduleOps):
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 50,
         started_after: str | int | None = None, started_before: str | int | None = None,
-        where: dict[str, Any] | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> list[dict[str, Any]]:
         """Newest first; `started_after` (inclusive) / `started_before` (exclusive) are RFC 3339
-        times (or milliseconds since the epoch), `where` one search attribute (`{"tier": "gold"}`).
+        times (or milliseconds since the epoch), `where` a filter (docs/operations.md) or search
+        attributes that must all match (`{"tier": "gold"}`).
         Pages are followed until `limit` entries."""
         from orbit.service.http import instant
 

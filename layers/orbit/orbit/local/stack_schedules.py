@@ -76,10 +76,13 @@ class ScheduleOps:
 
     def _advance_through_schedules(self, target_ms: int) -> None:
         """Step virtual time to each armed schedule fire up to `target_ms`, running what it starts,
-        so `advance()` fires every due occurrence in order, each at its own time."""
+        so `advance()` fires every due occurrence in order, each at its own time. The stack's other
+        wake-ups on the way (a delayed message, such as a fire Scheduler delivered early and the
+        decider delayed to its second, or the timers tick) are steps too."""
         at = self.cloud.at_schedules
         while at is not None:
-            wake = at.next_wake_ms()
+            wakes = [t for t in (at.next_wake_ms(), self.cloud.next_wake_ms()) if t is not None]
+            wake = min(wakes, default=None)
             now = clock.now_ms()
             if wake is None or wake > target_ms:
                 return

@@ -74,6 +74,9 @@ def _definition(kind: str, props: dict[str, Any], old_id: str, engine: Any) -> t
                 engine.registry.retire(name, version)
             except UnknownWorkflow:
                 pass  # never registered (or its table was replaced): nothing to retire
+            from orbit.service.triggers import sync_triggers
+
+            sync_triggers(engine, name)  # docs/triggers.md: the last version retired removes its rules
         return old_id, {}
     if kind not in ("Create", "Update"):
         raise ResourceFailed(f"unknown RequestType {kind!r}")
@@ -87,6 +90,9 @@ def _definition(kind: str, props: dict[str, Any], old_id: str, engine: Any) -> t
     check_registration(engine, definition)
     if not _is_latest(engine.registry, definition):
         engine.registry.register(definition)
+    from orbit.service.triggers import sync_triggers
+
+    sync_triggers(engine, definition.name)  # idempotent: a replayed request syncs again
     return f"{definition.name}@{definition.version}", {
         "Name": definition.name, "Version": str(definition.version), "Hash": definition.hash}
 

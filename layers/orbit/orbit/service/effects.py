@@ -1,4 +1,4 @@
-"""Carrying out a decision's effects, after its commit (a mixin of `Engine`).
+"""Carrying out a decision's effects, after its commit: `Effects`, stage 5 of `Engine`'s pipeline.
 
 Effects are data (orbit.core.history.effects) the decider returns; they are sent only once the
 commit that produced them landed, and sent again, unchanged, for a redelivered message whose commit
@@ -34,42 +34,45 @@ from orbit.core.history.messages import (
     RedriveMessage,
     SignalMessage,
     StartMessage,
+    TaskCancel,
+    TaskDispatch,
     WakeMessage,
 )
 from orbit.core.tracing import BODY_KEY
 from orbit.service import inline
+from orbit.service.ports import Clock, HistoryStore, Queues, Timers
+
+MAX_LEAD_MS = 900_000  # SQS's longest DelaySeconds: a timer is handed over at most this far ahead
 
 
-class EffectSteps:
-    """Mixin of Engine: `queues`, `timers`, `store` and `clock` come from the engine."""
+class Effects:
+    """Stage 5: what a commit asks for, sent (queues), armed (timers) or registered (the hook rows)."""
 
-    queues: Any
-    clock: Any
-    timers: Any
-    store: Any
-    inline: Any  # InlineRunner, or None
-    flow: Any  # service.limits.FlowGate, or None (FlowSteps)
-    _flow_dispatch: Any  # FlowSteps
+    def __init__(self, queues: Queues, timers: Timers, store: HistoryStore, clock: Clock,
+                 flow: Any = None) -> None:
+        self.queues, self.timers, self.store, self.clock = queues, timers, store, clock
+        # service.flow_steps.Flow, or None (no flow control): a dispatch under a limit waits its turn
+        self.flow = flow
 
-    def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
-                   fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None) -> None:
+    def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
+                  fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None,
+                  runner: inline.InlineRunner | None = None) -> None:
         """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
-        `_write_expiry` gives for the execution's current state) goes on the hook rows it writes.
-        `seq`: the last seq of the state they were derived from (the commit's, or the verified
+        `Retention.write_expiry` gives for the execution's current state) goes on the hook rows it
+        writes. `seq`: the last seq of the state they were derived from (the commit's, or the verified
         head's): a timer is armed only if no newer commit armed one (Timers.arm). `turn`: the
-        decision's pass (its trace header; inline attempts it runs here); None outside a decision."""
+        decision's pass (its trace header; inline attempts it runs here); None outside a decision.
+        `runner`: where inline attempts run (a decider's), else None: they are handed over."""
         header = turn.trace if turn is not None else None
         trace = {BODY_KEY: header} if header else {}
-        # A re-sent dispatch is marked: the first copy may have run already (worker/dedupe.py).
-        resent = {} if fresh else {"resent": True}
-        for e in inline.carry_out(self.inline, self.queues, self.clock, eid, effects, fresh, turn):
+        # A re-sent dispatch is marked `resent`: the first copy may have run already (worker/dedupe.py).
+        for e in inline.carry_out(runner, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
-                body = {**e.to_dict(), **trace, **resent}
-                # service/flow_steps.py: a task under a limit waits its turn
-                if self.flow is None or not self._flow_dispatch(e, body):
+                body = TaskDispatch.of(e, resent=not fresh).to_dict() | trace
+                if self.flow is None or not self.flow.dispatch(e, body):  # service/flow_steps.py
                     self.queues.send_task(e.queue, body)
             elif isinstance(e, CancelTask):
-                self.queues.send_task(e.queue, {**e.to_dict(), **trace})
+                self.queues.send_task(e.queue, TaskCancel.of(e).to_dict() | trace)
             elif isinstance(e, ArmTimer):
                 self.timers.arm(e.execution_id, e.fire_at_ms, seq)
             elif isinstance(e, RegisterHook):
@@ -107,11 +110,19 @@ class EffectSteps:
                                        e.from_step).to_dict())
 
     # ----------------------------------------------------------------- timers
-    def fire_timers(self, now_ms: int | None = None, limit: int = 100) -> int:
-        """Turn due timers into `wake` messages; returns how many fired."""
+    def fire_timers(self, now_ms: int | None = None, limit: int = 100, lead_ms: int = 0) -> int:
+        """Turn timers due by `now + lead_ms` into `wake` messages, each delayed (SQS DelaySeconds,
+        rounded up: never early) to its own time; returns how many were handed over.
+
+        `lead_ms` 0 fires what is due now. With a lead (at most SQS's 15 minutes) the sweep hands a
+        timer to SQS before its time and the wake lands on the second
+        (docs/decisions/timers-on-the-second.md). The send comes before the disarm: a crash between
+        them sends the same wake again at the next sweep, a duplicate the decider absorbs (a wake
+        decides only what is due, and re-arms what is not)."""
         now = self.clock.now_ms() if now_ms is None else now_ms
-        due = self.timers.due(now, limit)
+        due = self.timers.due(now + min(max(lead_ms, 0), MAX_LEAD_MS), limit)
         for eid, at in due:
-            self.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{at}").to_dict())
+            delay_s = max(0, -(-(at - now) // 1000)) if lead_ms > 0 else 0
+            self.queues.send_decision(WakeMessage(eid, f"wake:{eid}:{at}").to_dict(), min(delay_s, 900))
             self.timers.disarm(eid, at)
         return len(due)

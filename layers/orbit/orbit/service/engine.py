@@ -12,9 +12,13 @@ its last few commits (`state.inbound`); an older redelivery is found in the
 commit log, read newest first back to the message's send time (`outbox.find_handled`),
 so neither the state nor a snapshot grows with the messages an execution handled.
 
-The engine's other parts are mixins, one module each: starting an execution (`starts`), carrying
-out effects (`effects`), retention (`retention`), redrive and fork (`recovery`), the read and
-control operations (`operations`).
+The engine composes its other parts, one module each, typed collaborators that take the ports they
+need: starting an execution (`starts.Starts`), carrying out effects (`effects.Effects`), retention
+(`retention.Retention`), redrive and fork (`recovery.Recovery`). The read and control operations
+(`operations.EngineApi`) are its base class: they read the ports and `cached_state`, nothing else.
+With a `FlowGate` (`Engine.flow`), flow control joins them (`flow_steps.Flow`, docs/flow-control.md):
+built when the gate is set, handed to `Effects` (dispatches under a limit) and `Recovery` (a
+redrive's slot); without one, nothing of it runs.
 
 States are cached per process and advanced in place by `decide`; a cached
 state is trusted optimistically (its next seq would conflict if another
@@ -36,6 +40,7 @@ from orbit.core.history.effects import Effect, NotifyParent
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
 from orbit.core.history.lifecycle import decision_metrics
 from orbit.core.history.messages import (
+    FLOW_KEY,
     CancelMessage,
     Message,
     RedriveMessage,
@@ -47,10 +52,10 @@ from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember
 from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
 from orbit.errors import BuildMismatch, ConflictError, NotFound, OrbitError, UnknownWorkflow
 from orbit.service import inline
+from orbit.service.batches import is_batch_message
 from orbit.service.conflict_backoff import sleep_after_conflict
-from orbit.service.effects import EffectSteps
-from orbit.service.flow_steps import FlowSteps
-from orbit.service.limits import FLOW_KEY
+from orbit.service.effects import Effects
+from orbit.service.flow_steps import Flow
 from orbit.service.operations import EngineApi
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -64,10 +69,11 @@ from orbit.service.ports import (
     Registry,
     Timers,
 )
-from orbit.service.recovery import RecoveryApi
-from orbit.service.retention import RetentionSteps
+from orbit.service.recovery import Recovery
+from orbit.service.replay_host import runtime_of
+from orbit.service.retention import Retention
 from orbit.service.schedules import is_schedule_message
-from orbit.service.starts import StartSteps
+from orbit.service.starts import Starts
 
 log = logging.getLogger("orbit.core.decider")
 
@@ -87,19 +93,30 @@ class _Decided:
     workflow: Any  # the workflow the last message was decided with (None: none was)
 
 
+@dataclass(frozen=True)
+class _Before:
+    """The state as stage 1 loaded it, before the decision advanced it in place."""
+
+    first_seq: int  # the seq the commit takes
+    was: tuple[str, bool]  # (status, created)
+    had: dict[str, Any]  # search attributes: the index row follows them too
+
+
 class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
     """A decision on a cached state changed nothing: decide it again on the stored state."""
 
 
-class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, EngineApi):
+class Engine(EngineApi):
     schedules: Any = None  # orbit.service.schedules.ScheduleService, when the deployment has schedules
+    batches: Any = None  # orbit.service.batches.BatchService (bulk actions)
     inline: Any = None  # orbit.service.inline.InlineRunner where inline steps run (the decider)
     inline_tasks: Callable[[], frozenset[str] | None] | None = None  # the API: InlineTaskModules' tasks
     decider_timeout_ms: int | None = None  # the decider function's timeout: inline steps must fit in it
     # The runtime that replays code workflows in its decisions, with its own cache of paused instances
-    # (orbit.core.runtime.code.CodeRuntime; cache_size=0: every decision replays cold). None: the
+    # (orbit.core.runtime.code.replayer.CodeRuntime; cache_size=0: every decision replays cold). None: the
     # process's. A cached instance is only an optimisation: a decision must not depend on it.
     code_runtime: Any = None
+    archive: Any = None  # an orbit.service.ports.Archive when the stack keeps one (ORBIT_ARCHIVE_DAYS)
 
     def __init__(
         self,
@@ -116,10 +133,11 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         retention_ms: int = 30 * DAY_MS,
         tracer: Tracer | None = None,
         meter: Any = None,
+        flow: Any = None,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
         self.backoff = backoff  # called with the attempt number after each lost commit race
-        self.registry, self.clock, self.ids = registry, clock, ids
+        self._registry, self.clock, self.ids = registry, clock, ids
         self.snapshot_every = snapshot_every
         self.retention_ms = retention_ms  # for workflows that set no retention of their own
         self.tracer: Tracer = tracer or PassThrough()
@@ -127,6 +145,64 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         # execution id -> (state, commits since its snapshot)
         self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
         self._cache_size = cache_size
+        # The stages, each given what it uses (the engine's methods late-bound: one may be replaced).
+        self.starts = Starts(registry, ids, self.tracer,
+                             lambda eid, msgs, trace: self._traced(eid, msgs, {}, trace),
+                             lambda eid: self.load_state(eid))
+        self.effects = Effects(queues, timers, store, clock)
+        self.retention = Retention(store, timers, clock, registry, retention_ms)
+        self.recovery = Recovery(store, registry, ids, lambda eid: self.load_state(eid),
+                                 lambda eid, msgs: self._process(eid, msgs),
+                                 lambda eid: self.cached_state(eid))
+        self.flow = flow  # a service.limits.FlowGate, or None: no flow control (builds `flow_control`)
+
+    @property
+    def flow(self) -> Any:
+        """The `FlowGate` of concurrency and rate limits (docs/flow-control.md), or None."""
+        return self._flow_gate
+
+    @flow.setter
+    def flow(self, gate: Any) -> None:
+        """Setting a gate composes `Flow` (service/flow_steps.py) and gives it to the stages using it."""
+        self._flow_gate = gate
+        self.flow_control: Flow | None = None if gate is None else Flow(
+            gate, self.clock, lambda name, version: self.registry.get(name, version),
+            lambda state: self._workflow_for(state, None), lambda eid: self.cached_state(eid),
+            lambda eid: self.load_state(eid))
+        self.effects.flow = self.recovery.flow = self.flow_control
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
+
+    @registry.setter
+    def registry(self, registry: Registry) -> None:
+        """A registry set after construction (a test's) is the one every stage reads."""
+        self._registry = self.starts.registry = self.retention.registry = self.recovery.registry = registry
+
+    # ---------------------------------------------------------------- the API the stages serve
+    def start(self, workflow: str, version: str | None = None, input: Any = None,
+              execution_id: str | None = None, parent: dict[str, str] | None = None) -> str:
+        """Start an execution now and return its id (`Starts.start`)."""
+        return self.starts.start(workflow, version, input, execution_id, parent)
+
+    def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
+        """Continue a FAILED or TIMED_OUT execution (`Recovery.redrive`)."""
+        return self.recovery.redrive(execution_id, request_id)
+
+    def fork(self, execution_id: str, from_step: str, new_id: str | None = None,
+             version: str | None = None, despite_compensation: bool = False) -> str:
+        """A new execution from step `from_step` of `execution_id` (`Recovery.fork`)."""
+        return self.recovery.fork(execution_id, from_step, new_id, version, despite_compensation)
+
+    def fire_timers(self, now_ms: int | None = None, limit: int = 100, lead_ms: int = 0) -> int:
+        """Hand timers due by `now + lead_ms` to SQS as delayed `wake` messages; returns how many
+        (`Effects.fire_timers`, docs/decisions/timers-on-the-second.md)."""
+        return self.effects.fire_timers(now_ms, limit, lead_ms)
+
+    def sweep_young(self, now_ms: int | None = None, limit: int = 100) -> int:
+        """One batch of the retention sweeper (`Retention.sweep_young`)."""
+        return self.retention.sweep_young(now_ms, limit)
 
     # ---------------------------------------------------------------- inbound
     def handle(self, message: dict[str, Any] | Message) -> None:
@@ -151,8 +227,8 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         admitted: set[str] = set()  # starts flow control held back and now lets go (service/limits.py)
         for i, raw in enumerate(messages):
             if isinstance(raw, dict) and FLOW_KEY in raw:
-                try:
-                    back = self.flow.come_back(raw) if self.flow is not None else None
+                try:  # flow control's own message (service/flow_steps.py): a start it lets in, or None
+                    back = self.flow_control.come_back(raw) if self.flow_control is not None else None
                 except Exception as e:  # reported per message, the queue retries it
                     log.exception("flow message failed")
                     failures.append((i, e))
@@ -161,6 +237,13 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
                     continue
                 raw = back
                 admitted.add(str(raw.get("execution_id")))
+            if isinstance(raw, dict) and self.batches is not None and is_batch_message(raw):
+                try:  # a bulk action's page (service/batches.py): not an execution's message
+                    self.batches.handle(raw)
+                except Exception as e:  # reported per message, the queue retries it
+                    log.exception("batch message failed: %s", raw.get("batch_id"))
+                    failures.append((i, e))
+                continue
             if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
                 try:  # a schedule's fire, or the end of a run it started: not an execution's message
                     self.schedules.handle(raw)
@@ -199,15 +282,16 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         """One decision in its own span of the execution's trace; what it sends carries the span.
         `admitted`: its starts passed their flow-control gate already."""
         started = time.perf_counter()
+        flow = self.flow_control
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
             try:  # what the decision sends carries the span's header
-                if not admitted and self.flow is not None:
-                    msgs = self._flow_admit(eid, msgs)  # stage 0: a start that must wait is not decided
+                if flow is not None and not admitted:
+                    msgs = flow.admit(eid, msgs)  # stage 0: a start that must wait is not decided
                     if not msgs:
                         return
                 self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
-                if self.flow is not None:
-                    self._flow_after_start(eid, msgs)
+                if flow is not None:
+                    flow.after_start(eid, msgs)
             finally:
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
@@ -271,10 +355,10 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         for m in msgs:
             if isinstance(m, StartMessage) and state.created:
                 if (m.parent or state.parent) and m.parent != state.parent:
-                    effects.extend(self._not_the_parents(state, m))  # squatted child id: fail the step
+                    effects.extend(Starts.not_the_parents(state, m))  # squatted child id: fail the step
                     continue
                 if not m.parent:
-                    self._check_same_start(state, m)  # same id again: same input returns it, else refused
+                    Starts.check_same_start(state, m)  # same id again: same input returns it, else refused
             if m.id in handled:
                 continue  # the same message twice in one batch: decided once
             if m.id in state.inbound:  # a redelivery: the history is the outbox
@@ -316,7 +400,7 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
                 raise
             # A parked execution still records results, signals and cancels; its runtime is not run.
             d = decide(wf, state, m, now, self.ids, self.retention_ms,  # a start records its expiry
-                       self.code_runtime)
+                       runtime_of(self) if getattr(wf, "kind", None) == "code" else None)
             events.extend(d.events)
             effects.extend(d.effects)
             handled.append(m.id)
@@ -359,95 +443,151 @@ class Engine(FlowSteps, StartSteps, EffectSteps, RetentionSteps, RecoveryApi, En
         turn: inline.Turn,
         assume_new: bool = False,
     ) -> None:
-        # Only a start, or a parent's cancel that overtook its child's start (a tombstone), may
-        # write to an execution that does not exist yet; anything else is NotFound.
+        """Stages 1-5 once. A lost commit race raises ConflictError, a no-op on a stale cached state
+        `_StaleNoop`: `_process` decides again on the stored state."""
         cached = eid in self._cache
-        state, since_snapshot = self._state(
-            eid,
-            create=any(
-                isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id) for m in msgs
-            ),
-            assume_new=assume_new,
-        )
+        state, since_snapshot = self._load(eid, msgs, assume_new)  # 1
         now = self.clock.now_ms()
-        first_seq = state.last_seq + 1
-        was = (state.status, state.created)
-        had = dict(state.attributes)  # search attributes: the index row follows them too
-        d = self._decide(eid, state, msgs, delivery, now)  # stage 2; advances `state` in place
-        events, effects, handled, resend, wf = d.events, d.effects, d.handled, d.resend, d.workflow
-        if cached and not events and (handled or resend) and not turn.taking \
-                and self._overtaken(eid, state):
-            # A decision that commits nothing meets no conflicting write, so acting on a stale cached
-            # state would go unnoticed: a no-op would drop the message for good (a child's notice
-            # after the API redrove the parent, a wake whose sleep another decider started), a
-            # re-arm would set an old wake-up, a resend would filter a commit's effects against
-            # units it does not know yet. When one read of the head shows a newer commit, the
-            # messages are decided again on the stored state. A decision that commits pays nothing:
-            # its conditional commit is the check. (Hand-over wakes: `inline.take_over` checks.)
-            raise _StaleNoop(eid)
-        # An execution that ends here writes its last items with their expiry (see _retire).
-        if self.inline is not None:  # at_least_once steps run now, their results in this commit;
-            inline.run_before_commit(self, state, wf, events, effects, handled, turn)
-            inline.add_started(self, state, wf, effects, events, now, turn)  # at_most_once: started first
+        before = _Before(state.last_seq + 1, (state.status, state.created), dict(state.attributes))
+        d = self._decide(eid, state, msgs, delivery, now)  # 2; advances `state` in place
+        if cached and self._commits_nothing(d, turn):
+            overtaken = self._overtaken(eid, state)  # one read of the head: a commit newer than the cache?
+            if overtaken:
+                raise _StaleNoop(eid)
+        self._inline_work(state, d, now, turn)  # 3
         # What this decision writes expires with the execution: when it ended, or provisionally
         # while it is young (service/retention.py); None: no expiry (yet).
-        expires, provisional = self._write_expiry(state, now)  # the hooks _carry_out registers too
-        ended = state.created and state.status in TERMINAL_WORKFLOW
-        if events:
-            commit = Commit(first_seq, now, handled[0], events, effects, tuple(handled[1:]))
-            self.store.commit(eid, commit, expires, provisional)
-            # exactly what `Loaded.fold` (model.apply_commit) does
-            remember_inbound(state, handled, first_seq, now, signal_ids(events))
-            since_snapshot += 1
-            for name in decision_metrics(state, was, events) if self.meter is not None else ():
-                self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
-                self.meter.count(name)  # stack-wide: what the template's alarms watch
-            if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
-                self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires, provisional)
-                since_snapshot = 0
-        # The index row is written after the commit, so it is one of the commit's effects: a
-        # redelivered message (resend) writes it again, in case the decider that committed died
-        # before it (put_index keeps the newest). A tombstone (never created) is not listed.
-        if state.created and ((events and ((state.status, state.created) != was or state.attributes != had))
-                              or resend):
-            self.store.put_index(
-                IndexEntry(
-                    eid,
-                    state.workflow,
-                    state.version,
-                    state.status,
-                    state.created_at_ms,
-                    state.updated_at_ms,
-                    (state.parent or {}).get("execution_id"),
-                    dict(state.attributes) or None,
-                ),
-                expires,
-                provisional,
-            )
+        expiry = self._write_expiry(state, now)  # the hooks _carry_out registers too
+        since_snapshot = self._commit(eid, state, d, before, now, expiry, since_snapshot)  # 4
+        self._write_index(eid, state, d, before, expiry)
         self._remember(eid, state, since_snapshot)
+        self._after_commit(eid, state, d, expiry, turn)  # 5
+
+    def _load(self, eid: str, msgs: list[Message], assume_new: bool) -> tuple[ExecutionState, int]:
+        """Stage 1: the cached state, else the stored one. Only a start, or a parent's cancel that
+        overtook its child's start (a tombstone), may write to an execution that does not exist
+        yet; anything else is NotFound."""
+        create = any(isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id)
+                     for m in msgs)
+        return self._state(eid, create=create, assume_new=assume_new)
+
+    @staticmethod
+    def _commits_nothing(d: _Decided, turn: inline.Turn) -> bool:
+        """A decision that commits nothing meets no conflicting write, so acting on a stale cached
+        state would go unnoticed: a no-op would drop the message for good (a child's notice after
+        the API redrove the parent, a wake whose sleep another decider started), a re-arm would set
+        an old wake-up, a resend would filter a commit's effects against units it does not know yet.
+        Such a decision on a cached state reads the head once (`_decide_and_commit`); when it shows a
+        newer commit, the messages are decided again on the stored state. A decision that commits
+        pays nothing: its conditional commit is the check. (Hand-over wakes: `inline.take_over`
+        checks.)"""
+        return not d.events and bool(d.handled or d.resend) and not turn.taking
+
+    def _inline_work(self, state: ExecutionState, d: _Decided, now: int, turn: inline.Turn) -> None:
+        """Stage 3, on a decider: at_least_once steps run now, their results decided into this
+        commit; at_most_once steps get their started records first."""
+        if self.inline is not None:
+            inline.run_before_commit(self, state, d.workflow, d.events, d.effects, d.handled, turn)
+            inline.add_started(self, state, d.workflow, d.effects, d.events, now, turn)
+
+    def _commit(self, eid: str, state: ExecutionState, d: _Decided, before: _Before, now: int,
+                expiry: tuple[int | None, bool], since_snapshot: int) -> int:
+        """Stage 4: the commit, conditional on the next seq (ConflictError when another landed
+        first), the metrics, and a snapshot every `snapshot_every` commits. Returns the commits
+        since the last snapshot."""
+        if not d.events:
+            return since_snapshot
+        expires, provisional = expiry
+        commit = Commit(before.first_seq, now, d.handled[0], d.events, d.effects, tuple(d.handled[1:]))
+        self.store.commit(eid, commit, expires, provisional)
+        # exactly what `Loaded.fold` (model.apply_commit) does
+        remember_inbound(state, d.handled, before.first_seq, now, signal_ids(d.events))
+        since_snapshot += 1
+        for name in decision_metrics(state, before.was, d.events) if self.meter is not None else ():
+            self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
+            self.meter.count(name)  # stack-wide: what the template's alarms watch
+        if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
+            self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires, provisional)
+            since_snapshot = 0
+        return since_snapshot
+
+    def _write_index(self, eid: str, state: ExecutionState, d: _Decided, before: _Before,
+                     expiry: tuple[int | None, bool]) -> None:
+        """The index row is written after the commit, so it is one of the commit's effects: a
+        redelivered message (resend) writes it again, in case the decider that committed died
+        before it (put_index keeps the newest). A tombstone (never created) is not listed."""
+        changed = bool(d.events) and ((state.status, state.created) != before.was
+                                      or state.attributes != before.had)
+        if not state.created or not (changed or d.resend):
+            return
+        self.store.put_index(
+            IndexEntry(
+                eid,
+                state.workflow,
+                state.version,
+                state.status,
+                state.created_at_ms,
+                state.updated_at_ms,
+                (state.parent or {}).get("execution_id"),
+                dict(state.attributes) or None,
+            ),
+            *expiry,
+        )
+
+    def _after_commit(self, eid: str, state: ExecutionState, d: _Decided, expiry: tuple[int | None, bool],
+                      turn: inline.Turn) -> None:
+        """Stage 5: a redelivery's commits re-sent, then this commit's effects; an execution that
+        ended here retires last."""
+        ended = state.created and state.status in TERMINAL_WORKFLOW
         # A redrive brings an ended (retired) execution back: lift the expiry its items got at the
         # first end before anything else runs, or TTL would delete a running execution's history.
         # A crash before this redelivers the redrive message, whose commit (resend) runs it again.
         if not ended and state.created:
-            self._unretire_if_redriven(state, events, resend)
-        # Flow control: the slots of the holders this commit ended go back before its dispatches
-        # take theirs (service/flow_steps.py); a redelivery gives them back again (a no-op).
-        if self.flow is not None:
-            self._flow_release(state, events, wf)
-            for c in resend.values():
-                self._flow_release(state, c.events, None, recovering=True)
-        for c in resend.values():
-            self._carry_out(eid, still_due(state, c.effects), (expires, provisional), fresh=False,
-                            seq=c.last_seq, turn=turn)
-        if resend and state.created:
+            self._unretire_if_redriven(state, d.events, d.resend)
+        if self.flow_control is not None:
+            # Flow control: the slots of the holders this commit ended go back before its dispatches
+            # take theirs (service/flow_steps.py); a redelivery gives them back again (a no-op).
+            resent = [c.events for c in d.resend.values()]
+            self.flow_control.release_ended(state, d.events, d.workflow, resent)
+        for c in d.resend.values():
+            self._carry_out(eid, still_due(state, c.effects), expiry, fresh=False, seq=c.last_seq, turn=turn)
+        if d.resend and state.created:
             # The invocation that handled it may have died mid-chain: every internal commit since
             # the oldest one found is recovered too (`recover`).
-            self.recover(eid, state, min(c.timestamp_ms for c in resend.values()), resend, turn)
-        self._carry_out(eid, effects, (expires, provisional), seq=state.last_seq, turn=turn)
+            self.recover(eid, state, min(c.timestamp_ms for c in d.resend.values()), d.resend, turn)
+        self._carry_out(eid, d.effects, expiry, seq=state.last_seq, turn=turn)
         # Last, after every write of this decision: an ended execution's items get their expiry.
         # A crash before it redelivers the message, which (a resend) runs it again.
-        if ended and expires is not None and (events or resend):
+        expires = expiry[0]
+        if ended and expires is not None and (d.events or d.resend):
             self._retire(state, expires)
+
+    # ------------------------------------------- the stages' entry points, as the pipeline calls them
+    def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool], fresh: bool = True,
+                   seq: int | None = None, turn: inline.Turn | None = None) -> None:
+        self.effects.carry_out(eid, effects, expiry, fresh, seq, turn, self.inline)
+
+    def _write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
+        return self.retention.write_expiry(state, now_ms)
+
+    def _retire(self, state: ExecutionState, expires: int) -> None:
+        self.retention.retire(state, expires, self.archive)
+
+    def _unretire_if_redriven(self, state: ExecutionState, events: list[Any], resend: dict[int, Any]) -> None:
+        self.retention.unretire_if_redriven(state, events, resend)
+
+    # ------------------------------------------- flow control, what users see (service/flow_steps.py)
+    def describe(self, execution_id: str, steps_after: str | None = None,
+                 steps_limit: int | None = None) -> dict[str, Any]:
+        """The describe shape (service/operations.py) and, with flow control, where its steps wait."""
+        if self.flow_control is None:
+            return super().describe(execution_id, steps_after, steps_limit)
+        return self.flow_control.describe(
+            execution_id, lambda: super(Engine, self).describe(execution_id, steps_after, steps_limit))
+
+    def limits(self) -> dict[str, Any]:
+        """Every limit with its use now (`orbit limits`, GET /limits)."""
+        return self.flow_control.limits() if self.flow_control is not None else {"limits": [], "rates": []}
 
     # ------------------------------------------- what inline work reads (inline.Decider)
     def cached_state(self, eid: str) -> ExecutionState | None:

@@ -6,7 +6,7 @@ into a call) and by `orbit dev`'s local server. Routes:
     POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
              &started_after=&started_before=&id_prefix=        (RFC 3339 or ms; a page may be short)
-             &where=name=value                               (one search attribute)
+             &where=FILTER   (orbit/core/search.py: workflow, status, started, ended, id, attributes)
     GET  /executions/{id}?steps_after=&steps_limit=            -> 200 describe shape (+ steps_next)
     GET  /executions/{id}/workflow                             -> 200 the pinned build's source
     GET  /counts?workflow=                                     -> 200 {counts: {status: n}, cap}
@@ -21,10 +21,13 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
 (default 1000, max 10,000; `steps_next` continues), the list at most `limit` executions
 (default 50, max 1000; `next_cursor` continues).
     POST /executions/{id}/signals/{name}      {payload?, id?}                -> 202 {id}
+    POST /executions/{id}/signal-with-start   {workflow, signal, payload?, input?, version?, signal_id?}
+                                              -> 202 {id, signal_id, started} (docs/triggers.md)
     POST /executions/{id}/cancel              {reason?, force?}              -> 202 {}
     POST /executions/{id}/redrive             {id?}  (request id: retries redrive once) -> 200
                                               {id, redrive_count, steps}
-    POST /executions/{id}/fork                {from_step, id?, version?}     -> 201 {id}
+    POST /executions/{id}/fork                {from_step, id?, version?,     -> 201 {id}; 409 when steps it
+                                               despite_compensation?}          reuses were compensated
     POST /executions/{id}/queries/{name}      {input?}                       -> 200 {result}
     POST /executions/{id}/updates/{name}      {input?, update_id?, timeout?} -> 200 {update_id, status,
                                               result, error} | 202 while not done (docs/updates.md)
@@ -32,6 +35,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     POST /executions/{id}/pause               {reason?}                      -> 202 {id}
     POST /executions/{id}/unpause             {reason?}                      -> 202 {id}
     POST /hooks/{token}                       {payload?}                     -> 202 {execution_id}
+    POST /webhooks/{workflow}/{trigger}       any body, signed (X-Orbit-Signature)  -> 202 {status,
+                                              execution_id}; 401 unsigned or badly signed, 413 over
+                                              the trigger's max_bytes, 422 refused (docs/triggers.md)
     POST /definitions                         a definition object, or {text} -> 201 {name, version, hash}
     POST /definitions/{name}/retire           {version?} (every version when left out) -> 200
                                               {name, retired: [versions]}: new starts refused (409
@@ -39,6 +45,7 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
     /schedules...                             see orbit/service/http_schedules.py
     GET  /limits                                                             -> 200 {limits, rates}: flow
                                               control's limits with their use now (docs/flow-control.md)
+    /batches...                               bulk actions: see orbit/service/http_batches.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
 request, invalid definition, payload refused, ids that do not fit, lone surrogates, JSON nested
@@ -79,6 +86,7 @@ from orbit.errors import (
     ValidationError,
     WorkflowRetired,
 )
+from orbit.service.http_batches import BATCH_ROUTES
 from orbit.service.http_schedules import ROUTES as SCHEDULE_ROUTES
 from orbit.service.operations import HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_STEPS_PAGE, STEPS_PAGE
 from orbit.service.updates import ROUTE as UPDATE_ROUTE
@@ -101,18 +109,10 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
     return 201, {"id": eid}
 
 
-def _where(query: Mapping[str, str]) -> dict[str, Any] | None:
-    """`where=name=value`: one search attribute condition (orbit/core/history/attributes.py)."""
+def _where(query: Mapping[str, str]) -> str | None:
+    """`where=`: a filter (orbit/core/search.py), parsed by the engine's list."""
     raw = query.get("where")
-    if not raw:
-        return None
-    from orbit.core.history.attributes import parse_where
-
-    try:
-        key, value = parse_where(raw)
-    except ValueError as e:
-        raise ValidationError(str(e), "query.where") from None
-    return {key: value}
+    return raw or None
 
 
 def _instant(query: Mapping[str, str], name: str) -> int | None:
@@ -145,11 +145,16 @@ def _list(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respon
     id_prefix = query.get("id_prefix") or None
     if id_prefix is not None and len(id_prefix) > 256:
         raise ValidationError("must be at most 256 characters", "query.id_prefix")
-    entries, cursor = engine.list(
-        query.get("workflow") or None, status, limit, query.get("cursor"),
-        started_after_ms=_instant(query, "started_after"),
-        started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
-    )
+    from orbit.core.search import FilterError
+
+    try:
+        entries, cursor = engine.list(
+            query.get("workflow") or None, status, limit, query.get("cursor"),
+            started_after_ms=_instant(query, "started_after"),
+            started_before_ms=_instant(query, "started_before"), id_prefix=id_prefix, where=_where(query),
+        )
+    except FilterError as e:  # the filter's own problem, at the parameter that carried it
+        raise ValidationError(e.problems[0].message, "query.where") from None
     return 200, {"executions": [e.to_dict() for e in entries], "next_cursor": cursor}
 
 
@@ -203,6 +208,22 @@ def _signal(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: st
     return 202, {"id": engine.signal(eid, name, body.get("payload"), signal_id)}
 
 
+def _signal_with_start(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
+    from orbit.service.signal_start import signal_with_start
+
+    workflow, signal, version = body.get("workflow"), body.get("signal"), body.get("version")
+    if not isinstance(workflow, str) or not workflow:
+        raise ValidationError("is required (the workflow to start when the execution does not exist)",
+                              "body.workflow")
+    if not isinstance(signal, str) or not signal:
+        raise ValidationError("is required (the signal's name)", "body.signal")
+    signal_id = body.get("signal_id")
+    if signal_id is not None and (problem := signal_id_problem(signal_id)):
+        raise ValidationError(problem, "body.signal_id")
+    return 202, signal_with_start(engine, eid, workflow, signal, body.get("payload"), body.get("input"),
+                                  None if version is None else str(version), signal_id)
+
+
 def _cancel(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str) -> Response:
     force = body.get("force", False)
     if not isinstance(force, bool):
@@ -224,7 +245,10 @@ def _fork(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str)
         raise ValidationError("is required (the step to run again from)", "body.from_step")
     if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
         raise ValidationError(problem, "body.id")
-    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version))}
+    confirmed = body.get("despite_compensation", False)
+    if not isinstance(confirmed, bool):
+        raise ValidationError("must be true or false", "body.despite_compensation")
+    return 201, {"id": engine.fork(eid, step, new_id, None if version is None else str(version), confirmed)}
 
 
 def _query(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: str, name: str) -> Response:
@@ -259,6 +283,9 @@ def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Re
         definition = parse_definition(body)
     check_registration(engine, definition)  # an inline step's timeout must fit in the decider's
     engine.registry.register(definition)
+    from orbit.service.triggers import sync_triggers
+
+    sync_triggers(engine, definition.name)  # its rules and queue mappings (docs/triggers.md)
     return 201, {"name": definition.name, "version": definition.version, "hash": definition.hash}
 
 
@@ -272,6 +299,9 @@ def _retire(engine: Any, body: dict[str, Any], query: Mapping[str, str], name: s
     if retire is None:
         raise ValidationError("this engine's registry cannot retire definitions", "path.name")
     versions = retire(name, None if version is None else str(version))
+    from orbit.service.triggers import sync_triggers
+
+    sync_triggers(engine, name)  # every version retired: its rules and queue mappings are removed
     return 200, {"name": name, "retired": versions}
 
 
@@ -287,6 +317,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/limits"), _limits),
     ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
+    ("POST", re.compile(r"/executions/([^/]+)/signal-with-start"), _signal_with_start),
     ("POST", re.compile(r"/executions/([^/]+)/cancel"), _cancel),
     ("POST", re.compile(r"/executions/([^/]+)/redrive"), _redrive),
     ("POST", re.compile(r"/executions/([^/]+)/fork"), _fork),
@@ -299,14 +330,29 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("POST", re.compile(r"/definitions/([^/]+)/retire"), _retire),
 ]
 _ROUTES += SCHEDULE_ROUTES
+_ROUTES += BATCH_ROUTES  # bulk actions (service/http_batches.py)
 _ROUTES.append((UPDATE_ROUTE[0], re.compile(UPDATE_ROUTE[1]), UPDATE_ROUTE[2]))  # docs/updates.md
 
 
+_WEBHOOK = re.compile(r"/webhooks/([^/]+)/([^/]+)")  # docs/triggers.md: signed, not IAM-authorised
+
+
 def handle_request(engine: Any, method: str, path: str, body: Any = None,
-                   query: Mapping[str, str] | None = None) -> Response:
-    """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed."""
+                   query: Mapping[str, str] | None = None,
+                   headers: Mapping[str, str] | None = None) -> Response:
+    """Route one request; never raises. `body` may be raw (str/bytes JSON) or already parsed;
+    `headers` are read by webhook triggers only (their signature)."""
     method = method.upper()
     path = "/" + path.strip("/")
+    if method == "POST" and (hook := _WEBHOOK.fullmatch(path)):
+        from orbit.service.webhooks import handle_webhook
+
+        raw = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body).encode()
+        try:
+            return handle_webhook(engine, unquote(hook[1]), unquote(hook[2]), raw, headers)
+        except Exception:
+            log.exception("%s %s failed", method, path)
+            return _error(500, "INTERNAL_ERROR", "the request failed; see the API function's logs")
     if isinstance(body, (str, bytes)) and len(body) > MAX_BODY_BYTES:
         return _error(413, "PAYLOAD_TOO_LARGE", f"request body: {len(body)} bytes; at most {MAX_BODY_BYTES}")
     allowed = []
@@ -339,6 +385,13 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
         except Exception:
             log.exception("%s %s failed", method, path)
             return _error(500, "INTERNAL_ERROR", "the request failed; see the API function's logs")
+        except BaseException as e:  # only Stalled is answered; the rest goes on up
+            from orbit.core.runtime.code.errors import Stalled  # not at import: a cold start's cost
+
+            if not isinstance(e, Stalled):
+                raise
+            # workflow code a start decided at once ran without a durable call (orbit/service/stall.py)
+            return _error(500, "USER_CODE_TIMEOUT", f"{method} {path}: {e}; nothing was recorded")
     if allowed:
         return _error(405, "METHOD_NOT_ALLOWED", f"{method} {path}: allowed {sorted(set(allowed))}")
     return _error(404, "NOT_FOUND", f"no route for {method} {path}")
@@ -351,7 +404,7 @@ def lambda_response(engine: Any, event: Mapping[str, Any]) -> dict[str, Any]:
     if body is not None and event.get("isBase64Encoded"):
         body = base64.b64decode(body)
     status, payload = handle_request(engine, http.get("method", "GET"), event.get("rawPath", "/"), body,
-                                     event.get("queryStringParameters") or {})
+                                     event.get("queryStringParameters") or {}, event.get("headers") or {})
     return {"statusCode": status, "headers": {"content-type": "application/json"},
             "body": json.dumps(payload, separators=(",", ":"), default=str)}
 

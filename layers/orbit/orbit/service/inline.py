@@ -30,20 +30,48 @@ Who runs what:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from orbit.core.definition.inline import AT_MOST_ONCE, inline_timeout_problems, unserved_inline_problems
 from orbit.core.history.effects import ArmTimer, DispatchTask, Effect
 from orbit.core.history.events import Recorded, TaskError
+from orbit.core.history.hook_tokens import key_of
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
 from orbit.errors import ValidationError
 from orbit.service.outbox import SEND_SKEW_MS
 from orbit.service.ports import Clock, IdSource, Queues
+from orbit.service.replay_host import runtime_of
 
 HANDOFF = "inline:"
+
+# The host's hook while an inline step's task runs on a thread of its own (orbit dev lets go of
+# its engine lock meanwhile: orbit/local/devserver.py). Kept here, on the decision path.
+_ELSEWHERE: ContextVar[Callable[[], AbstractContextManager[Any]] | None] = ContextVar(
+    "orbit_user_code_elsewhere", default=None)
+
+
+def while_elsewhere() -> AbstractContextManager[Any]:
+    """Wrap a wait for user code that runs on another thread (an inline step's task): `orbit dev`
+    lets go of its engine lock for it, so other requests and decisions go on meanwhile."""
+    release = _ELSEWHERE.get()
+    return release() if release is not None else nullcontext()
+
+
+@contextmanager
+def releasing(release: Callable[[], AbstractContextManager[Any]]) -> Iterator[None]:
+    """Inside the block, `while_elsewhere()` is `release()`."""
+    token = _ELSEWHERE.set(release)
+    try:
+        yield
+    finally:
+        _ELSEWHERE.reset(token)
+
+
 RESERVE_MS = 1_000  # kept free before a lease or the invocation's end, for the commit after the run
 MIN_RUN_MS = 200  # an attempt is not started with less than this left: it is handed over instead
 # at_least_once steps whose results may share one commit (docs/decisions/0011-inline-steps.md)
@@ -53,8 +81,9 @@ BATCH_STEPS = 8
 class InlineTasks(Protocol):
     """Runs one inline attempt in this process (orbit/worker/inline.py)."""
 
-    def run(self, d: DispatchTask, limit_ms: int) -> tuple[Any, TaskError | None]:
-        """The output, or the TaskError the attempt ended with (TIMEOUT past `limit_ms`)."""
+    def run(self, d: DispatchTask, limit_ms: int, closures: Any = None) -> tuple[Any, TaskError | None]:
+        """The output, or the TaskError the attempt ended with (TIMEOUT past `limit_ms`); a `ctx.run`
+        step's function comes from `closures` (the code runtime's table)."""
         ...
 
 
@@ -158,12 +187,14 @@ def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
     """Before running inline attempts this process did not schedule itself (a hand-over, a restart):
     a code workflow's `ctx.run` function is only ever the object its replay passed, so when one is
     missing the workflow is replayed once, on a fresh instance, against the stored state. The
-    replay reaches the `ctx.run` call again and hands its function (closures included) to the table
-    (orbit/core/runtime/code_inline.py); its commands are dropped. Nothing is resolved by name."""
-    from orbit.core.runtime.code_inline import callable_for
-
+    replay reaches the `ctx.run` call again and hands its function (closures included) to the
+    engine's code runtime's table (orbit/service/replay_host.py `Closures`); its commands are
+    dropped. Nothing is resolved by name."""
     # a ctx.run step's task is `module:qualname` (code_inline.task_name): others never need a replay
-    if all(":" not in d.task or callable_for(eid, d.unit) is not None for d in dispatches):
+    if all(":" not in d.task for d in dispatches):
+        return
+    closures = runtime_of(engine).closures
+    if all(":" not in d.task or closures.get(eid, d.unit) is not None for d in dispatches):
         return
     if state is None:
         state = engine.cached_state(eid)
@@ -171,13 +202,23 @@ def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
     wf = wf if wf is not None else engine.workflow_for(state, None)
     if getattr(wf, "kind", None) != "code" or state.terminal:
         return  # a definition's inline steps run registered tasks only
-    from orbit.core.runtime.code_instance import Instance
+    from orbit.core.runtime.code.instance import Instance
 
-    inst = Instance(wf, eid)
+    inst = Instance(wf, eid, closures)
     try:
-        inst.feed(state)
+        inst.feed(state, lambda: key_of(engine.ids))
     finally:
         inst.discard()
+
+
+def _code_runtime(engine: Any, wf: Any) -> Any:
+    """The engine's code runtime for a code workflow; None for a definition (it needs none)."""
+    return runtime_of(engine) if getattr(wf, "kind", None) == "code" else None
+
+
+def _closures(engine: Any, d: DispatchTask) -> Any:
+    """Where a `ctx.run` step's function is (the engine's code runtime); None for a registered task."""
+    return runtime_of(engine).closures if ":" in d.task else None
 
 
 def handed_over(msgs: list[Message]) -> list[WakeMessage]:
@@ -230,11 +271,13 @@ def run_before_commit(engine: Decider, state: ExecutionState, wf: Any, events: l
         recall(engine, state.id, ready, state, wf)  # the decision's replay passed them, unless evicted
         for d in ready:
             effects.remove(d)
-            output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS)
+            with while_elsewhere():  # the task runs on a thread of its own: orbit dev lets go of its lock
+                output, error = runner.tasks.run(d, runner.limit_ms(d, engine.clock.now_ms()) or MIN_RUN_MS,
+                                                 _closures(engine, d))
             m = ResultMessage(state.id, f"result:{d.token}", d.unit, d.token,
                               output if error is None else None, error)
             decision = decide(wf, state, m, engine.clock.now_ms(), engine.ids,
-                              code_runtime=engine.code_runtime)
+                              code_runtime=_code_runtime(engine, wf))
             events.extend(decision.events)
             effects.extend(decision.effects)
             handled.append(m.id)
@@ -267,7 +310,7 @@ def add_started(engine: Decider, state: ExecutionState, wf: Any, effects: list[E
             if u is not None and u.status == SCHEDULED and u.token == e.token:
                 m = StartedMessage(state.id, f"started:{e.token}:{runner.session}", e.unit, e.token,
                                    runner.worker_id, runner.session)
-                d = decide(wf, state, m, now, engine.ids, code_runtime=engine.code_runtime)
+                d = decide(wf, state, m, now, engine.ids, code_runtime=_code_runtime(engine, wf))
                 events.extend(d.events)
                 effects.extend(d.effects)
 
@@ -316,7 +359,8 @@ def run_attempts(engine: Decider, eid: str, pending: list[DispatchTask]) -> list
         if limit is None:  # the invocation ran short: the next one takes it
             engine.queues.send_decision(handover(eid, d).to_dict())
             continue
-        output, error = runner.tasks.run(d, limit)
+        with while_elsewhere():
+            output, error = runner.tasks.run(d, limit, _closures(engine, d))
         results.append(ResultMessage(eid, f"result:{d.token}", d.unit, d.token,
                                      output if error is None else None, error))
     return results

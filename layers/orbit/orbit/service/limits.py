@@ -28,13 +28,12 @@ from typing import Any, Protocol
 from orbit.core.flow.gates import Bucket, Gate, Slot
 from orbit.core.flow.order import Counter, after_grant, next_in_line
 from orbit.core.history.events import TaskError
-from orbit.core.history.messages import ResultMessage
+from orbit.core.history.messages import FlowComeBack, ResultMessage
 from orbit.service.ports import Clock, Queues
 
 log = logging.getLogger("orbit.flow")
 
 MAX_SQS_DELAY_S = 900
-FLOW_KEY = "orbit_flow"  # a decision-queue body that is flow control's own, not an execution's
 RATE_LIMITED = "RATE_LIMITED"
 MAX_RACES = 8
 MAX_GRANTS_PER_RELEASE = 100  # one release lets in at most this many (the rest: the next release)
@@ -136,8 +135,7 @@ class FlowGate:
             self.queues.send_task(send["queue"], body, delay_s)
             return
         # a start (decided when this comes back), or a wait longer than SQS's delay: comes back
-        self.queues.send_decision({FLOW_KEY: "admit", "at_ms": at_ms, "send": send},
-                                  min(delay_s, MAX_SQS_DELAY_S))
+        self.queues.send_decision(FlowComeBack(at_ms, send).to_dict(), min(delay_s, MAX_SQS_DELAY_S))
 
     def _refused(self, gate: Gate, b: Bucket, send: dict[str, Any], now: int) -> None:
         """A rate limit with `drop` (a start) or `fail` (an attempt) and no token now."""
@@ -156,11 +154,10 @@ class FlowGate:
     def come_back(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """A `FLOW_KEY` message: before its time it goes back to wait; a task is sent; a start is
         returned for the engine to decide (its gate was passed before it was held back)."""
-        send = message.get("send")
-        if not isinstance(send, dict):
+        back = FlowComeBack.from_dict(message)
+        if back is None:
             return None
-        now = self.clock.now_ms()
-        at = int(message.get("at_ms") or 0)
+        send, at, now = back.send, back.at_ms, self.clock.now_ms()
         if at > now + 999 or (send.get("kind") == "task" and at > now):
             self._send(send, at, now)
             return None

@@ -11,8 +11,15 @@ import hashlib
 from typing import Any
 
 from orbit.core.definition.model import Definition
-from orbit.core.history.hook_tokens import DIGEST_PREFIX, keys_from, matches, sha256_hex, token_of
-from orbit.core.history.messages import CancelMessage, HookMessage, SignalMessage, UnparkMessage
+from orbit.core.history.hook_tokens import DIGEST_PREFIX, key_of, matches, sha256_hex, token_of
+from orbit.core.history.messages import (
+    CancelMessage,
+    HookMessage,
+    PauseMessage,
+    SignalMessage,
+    UnparkMessage,
+    UnpauseMessage,
+)
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.core.history.storable import signal_id_problem, value_problem
 from orbit.errors import (
@@ -64,18 +71,22 @@ class EngineApi(CatalogApi):
         if expires_at_s is not None and expires_at_s * 1000 <= self.clock.now_ms():
             raise ExecutionExpired(execution_id, expires_at_s)
 
+    def cached_state(self, execution_id: str) -> ExecutionState | None:
+        """The state this process holds for the execution, or None (`Engine` keeps a cache)."""
+        return None
+
     def _cached_state(self, execution_id: str) -> ExecutionState | None:
         """The state this process's decider holds for the execution, if nothing was committed
         since (one short history read says so): folding a 200,000-unit state from the store
         takes seconds, and `orbit dev` / `orbit run` read the executions they decide."""
-        entry = (getattr(self, "_cache", None) or {}).get(execution_id)
-        if entry is None:
+        cached = self.cached_state(execution_id)
+        if cached is None:
             return None
-        page = self.store.history(execution_id, entry[0].last_seq, 1)
+        page = self.store.history(execution_id, cached.last_seq, 1)
         if page.records:
             return None
         self._check_retained(execution_id, page.expires_at_s)
-        return entry[0]
+        return cached
 
     def describe(
         self, execution_id: str, steps_after: str | None = None, steps_limit: int | None = None
@@ -146,12 +157,16 @@ class EngineApi(CatalogApi):
         started_after_ms: int | None = None,
         started_before_ms: int | None = None,
         id_prefix: str | None = None,
-        where: dict[str, Any] | None = None,
+        where: dict[str, Any] | str | None = None,
     ) -> tuple[list[IndexEntry], str | None]:
-        extra = {"where": where} if where else {}  # stores without search attributes take no `where`
+        if where:  # a filter (orbit/core/search.py): the separate parameters join its conditions
+            from orbit.core.search import from_params
+
+            flt = from_params(where, workflow, status, started_after_ms, started_before_ms, id_prefix)
+            return self.store.search_executions(flt, limit, cursor)
         return self.store.list_executions(
             workflow, status, limit, cursor, started_after_ms=started_after_ms,
-            started_before_ms=started_before_ms, id_prefix=id_prefix or None, **extra,
+            started_before_ms=started_before_ms, id_prefix=id_prefix or None,
         )
 
     def signal(self, execution_id: str, name: str, payload: Any = None, signal_id: str | None = None) -> str:
@@ -168,6 +183,10 @@ class EngineApi(CatalogApi):
         if signal_id is not None and self._signal_seen(state, name, payload, signal_id):
             return signal_id  # the same signal again: received once, nothing new
         self._check_payload(state, name, payload)
+        if signal_id is not None:  # queued but not received yet: the claim knows it (409 if it differs)
+            from orbit.service.request_claims import claim
+
+            claim(self, state, "signal", signal_id, name, payload)
         # The caller's id lives in its own namespace: whatever it is, it can never equal the id of
         # a start, hook resume, task result, child completion or timer message (deduplicated alike).
         sid = signal_id or self.ids.token()
@@ -178,7 +197,8 @@ class EngineApi(CatalogApi):
 
     def _signal_seen(self, state: ExecutionState, name: str, payload: Any, signal_id: str) -> bool:
         """Whether the execution has received the signal of this id (IdReused when that one
-        had another name or payload). A signal still queued is not known yet."""
+        had another name or payload). A signal still queued is not known here: its claim is
+        (service/request_claims.py)."""
         mid = f"signal:{signal_id}"
         first = state.inbound.get(mid)
         if first is None:
@@ -228,14 +248,17 @@ class EngineApi(CatalogApi):
         hook = self.load_state(execution_id).hooks.get(name)
         if hook is None:
             raise NotFound(f"execution {execution_id!r} has no hook {name!r}")
-        with keys_from(self.ids):
-            return token_of(execution_id, name, hook)
+        return token_of(execution_id, name, hook, lambda: key_of(self.ids))
 
-    def cancel(self, execution_id: str, reason: str = "", force: bool = False) -> None:
+    def cancel(self, execution_id: str, reason: str = "", force: bool = False,
+               request_id: str | None = None) -> None:
+        """`request_id` (a bulk action's `batch:<id>`): the message id, so the same request sent
+        again is one cancel (the decider records each message id once)."""
         check_json(reason, "reason")
         _check_running(self.load_state(execution_id), "nothing to cancel")  # NotFound for an unknown id
         self.queues.send_decision(
-            CancelMessage(execution_id, f"cancel:{self.ids.token()}", reason or "cancelled", force).to_dict()
+            CancelMessage(execution_id, f"cancel:{_request(request_id, self.ids)}", reason or "cancelled",
+                          force).to_dict()
         )
 
     def unpark(self, execution_id: str) -> str:
@@ -249,16 +272,16 @@ class EngineApi(CatalogApi):
         self.queues.send_decision(UnparkMessage(execution_id, mid).to_dict())
         return mid
 
-    def pause(self, execution_id: str, reason: str = "") -> str:
+    def pause(self, execution_id: str, reason: str = "", request_id: str | None = None) -> str:
         """Hold a running execution (docs/operations.md): nothing new is dispatched and no timer
         fires until `unpause`; what arrives meanwhile is recorded. Returns the message id."""
-        return self._pause_message(execution_id, "pause", reason)
+        return self._pause_message(execution_id, "pause", reason, request_id)
 
-    def unpause(self, execution_id: str, reason: str = "") -> str:
+    def unpause(self, execution_id: str, reason: str = "", request_id: str | None = None) -> str:
         """Let a paused execution go on: everything that came due while it was paused runs."""
-        return self._pause_message(execution_id, "unpause", reason)
+        return self._pause_message(execution_id, "unpause", reason, request_id)
 
-    def _pause_message(self, execution_id: str, kind: str, reason: str) -> str:
+    def _pause_message(self, execution_id: str, kind: str, reason: str, request_id: str | None = None) -> str:
         if not isinstance(reason, str) or len(reason) > MAX_PAUSE_REASON:
             raise ValidationError(f"reason must be a string of at most {MAX_PAUSE_REASON} characters",
                                   "reason")
@@ -269,8 +292,9 @@ class EngineApi(CatalogApi):
             raise PauseRefused(execution_id, f"is already paused (since {state.paused_at_ms} ms)")
         if kind == "unpause" and not state.paused:
             raise PauseRefused(execution_id, f"is not paused ({state.status}); there is nothing to un-pause")
-        mid = f"{kind}:{self.ids.token()}"
-        self.queues.send_decision({"kind": kind, "execution_id": execution_id, "id": mid, "reason": reason})
+        mid = f"{kind}:{_request(request_id, self.ids)}"
+        message = PauseMessage if kind == "pause" else UnpauseMessage
+        self.queues.send_decision(message(execution_id, mid, reason).to_dict())
         return mid
 
     def _check_payload(self, state: ExecutionState, name: str, payload: Any) -> None:
@@ -343,6 +367,15 @@ def shown(event: dict[str, Any]) -> dict[str, Any]:
         hidden = short_digest(rest[len(DIGEST_PREFIX):]) if hashed else token_digest(rest)
         event = {**event, "signal_id": "hook:" + hidden}
     return event
+
+
+def _request(request_id: str | None, ids: Any) -> str:
+    if request_id is None:
+        return str(ids.token())
+    problem = signal_id_problem(request_id)
+    if problem:
+        raise ValidationError(problem, "request_id")
+    return request_id
 
 
 def _check_running(state: ExecutionState, action: str) -> None:

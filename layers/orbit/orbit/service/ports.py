@@ -179,6 +179,13 @@ class HistoryStore(Protocol):
         rows per call, so a rare prefix never makes one call read the whole index."""
         ...
 
+    def search_executions(self, flt: Any, limit: int = 50,
+                          cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+        """Newest first, the executions meeting every condition of `flt` (orbit.core.search.Filter);
+        ValidationError for a filter that would read the whole table (`orbit.core.search.plan`).
+        Like `list_executions`, a page may be short (even empty) with a cursor."""
+        ...
+
     def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
         """Executions per status (statuses with none may be left out), each counted up to `cap`."""
         ...

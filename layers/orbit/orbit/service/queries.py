@@ -17,7 +17,7 @@ from typing import Any
 
 from orbit.core.definition.model import Definition
 from orbit.core.history.storable import value_problem
-from orbit.core.runtime.code_updates import ctx_call as _ctx_call
+from orbit.core.runtime.code.updates import ctx_call as _ctx_call
 from orbit.errors import OrbitError, ValidationError
 
 
@@ -44,14 +44,14 @@ def run_query(engine: Any, execution_id: str, name: str, input: Any = None) -> A
     from orbit.service.operations import check_json
 
     check_json(input, "input")
-    from orbit.core.history.hook_tokens import keys_from
+    from orbit.core.history.hook_tokens import key_of
 
     state = engine.load_state(execution_id)
     wf = engine.registry.get_build(state.workflow, state.version, state.build)
-    with keys_from(engine.ids):  # hooks.NAME.token reads as in a decision (the replay must match)
-        if isinstance(wf, Definition):
-            return _answer(name, _definition_query(wf, state, name, input))
-        return _answer(name, _code_query(wf, state, name, input))
+    keys = lambda: key_of(engine.ids)  # noqa: E731 - hooks.NAME.token reads as in a decision
+    if isinstance(wf, Definition):
+        return _answer(name, _definition_query(wf, state, name, input, keys))
+    return _answer(name, _code_query(wf, state, name, input, keys))
 
 
 def _unknown(state: Any, name: str, known: Any) -> QueryError:
@@ -60,15 +60,15 @@ def _unknown(state: Any, name: str, known: Any) -> QueryError:
                       f"it declares: {names}", "name")
 
 
-def _definition_query(wf: Definition, state: Any, name: str, input: Any) -> Any:
+def _definition_query(wf: Definition, state: Any, name: str, input: Any, keys: Any) -> Any:
     from orbit.core.definition.expressions import evaluate
-    from orbit.core.runtime.dsl import _Run
+    from orbit.core.runtime.dsl.interpreter import _Run
 
     queries = wf.raw.get("queries") or {}
     if name not in queries:
         raise _unknown(state, name, queries)
     now = state.updated_at_ms or state.created_at_ms
-    root = _Run(wf, state, now).root(query=input)
+    root = _Run(wf, state, now, keys=keys).root(query=input)
     try:
         return evaluate(queries[name], root, now)
     except OrbitError as e:
@@ -87,21 +87,21 @@ class _NoDurableCalls:
                          "call a durable operation (it records nothing)", "name")
 
 
-def _code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
+def _code_query(wf: Any, state: Any, name: str, input: Any, keys: Any) -> Any:
     from orbit.service.user_code import run_user_code
 
     # the replay and the handler are the workflow author's code: bounded, where the server bounds it
-    return run_user_code(lambda: _run_code_query(wf, state, name, input),
+    return run_user_code(lambda: _run_code_query(wf, state, name, input, keys),
                          f"query {name!r} of execution {state.id!r}")
 
 
-def _run_code_query(wf: Any, state: Any, name: str, input: Any) -> Any:
-    from orbit.core.runtime.code_instance import Instance
+def _run_code_query(wf: Any, state: Any, name: str, input: Any, keys: Any) -> Any:
+    from orbit.core.runtime.code.instance import Instance
 
     inst = Instance(wf, state.id)
     inst.replay.updates.dry = True  # updates not run yet stay unrun: a query records nothing
     try:
-        inst.feed(state)  # replays to where the execution stands; its commands are dropped
+        inst.feed(state, keys)  # replays to where the execution stands; its commands are dropped
         ctx = inst.ctx
         handlers = ctx.__dict__.get("query_handlers") or {}
         if name not in handlers:

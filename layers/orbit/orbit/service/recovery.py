@@ -9,31 +9,28 @@ commit and its sends loses nothing. See docs/recovery.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from orbit.core.decider.recovery import fork_step_problem, fork_units, redrive_refusal
 from orbit.core.history.events import ExecutionRedriven, Recorded
 from orbit.core.history.messages import Message, RedriveMessage, StartMessage
 from orbit.core.history.state import ExecutionState
 from orbit.core.history.storable import execution_id_problem, signal_id_problem
-from orbit.errors import ExecutionExists, NotFound, RedriveRefused, ValidationError
+from orbit.errors import ExecutionExists, ForkAfterCompensation, NotFound, RedriveRefused, ValidationError
+from orbit.service.ports import HistoryStore, IdSource, Registry
 
 
-class RecoveryApi:
-    """Mixed into `orbit.service.Engine` (it needs its store, registry, ids and `_process`)."""
+class Recovery:
+    """`Engine.redrive` and `Engine.fork`. `process` decides and commits messages at once (the
+    engine's pipeline without inline work); `cached_state` is the state the engine holds, if any."""
 
-    store: Any
-    registry: Any
-    ids: Any
-    _cache: Any
-    flow: Any  # service.limits.FlowGate, or None (FlowSteps)
-    _flow_hold_for_redrive: Any  # FlowSteps
-
-    if TYPE_CHECKING:  # provided by Engine / EngineApi
-
-        def _process(self, eid: str, msgs: list[Message]) -> None: ...
-
-        def load_state(self, execution_id: str) -> ExecutionState: ...
+    def __init__(self, store: HistoryStore, registry: Registry, ids: IdSource,
+                 load_state: Callable[[str], ExecutionState], process: Callable[[str, list[Message]], None],
+                 cached_state: Callable[[str], ExecutionState | None], flow: Any = None) -> None:
+        self.store, self.registry, self.ids = store, registry, ids
+        self.load_state, self._process, self._cached_state = load_state, process, cached_state
+        self.flow = flow  # service.flow_steps.Flow, or None: a redriven execution takes its slot back
 
     def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
         """Continue a FAILED or TIMED_OUT execution; returns {id, redrive_count, steps}.
@@ -51,13 +48,13 @@ class RecoveryApi:
                 if done is not None:
                     return done
                 raise RedriveRefused(execution_id, refusal)
-        held = self._flow_hold_for_redrive(state) if self.flow is not None \
+        held = self.flow.hold_for_redrive(state) if self.flow is not None \
             and mid not in state.inbound else None  # flow control: it runs again, so it takes a slot
         self._process(execution_id, [RedriveMessage(execution_id, mid)])
-        cached = self._cache.get(execution_id)
-        state = cached[0] if cached is not None else self.load_state(execution_id)
+        cached = self._cached_state(execution_id)
+        state = cached if cached is not None else self.load_state(execution_id)
         if held is not None and mid not in state.inbound:
-            self.flow.release(held)  # not redriven: the slot goes back
+            self.flow.give_back(held)  # not redriven: the slot goes back
         if mid not in state.inbound:  # another redrive won the race: this one changed nothing
             refusal = redrive_refusal(state) or f"execution {execution_id!r} was not redriven"
             raise RedriveRefused(execution_id, f"{refusal} (redriven by another request at the same time)")
@@ -73,9 +70,11 @@ class RecoveryApi:
         return None
 
     def fork(self, execution_id: str, from_step: str, new_id: str | None = None,
-             version: str | None = None) -> str:
+             version: str | None = None, despite_compensation: bool = False) -> str:
         """Start a new execution that reuses the outputs of the steps of `execution_id` that ended
-        before `from_step` first ran, and runs the rest on the current workflow; returns its id."""
+        before `from_step` first ran, and runs the rest on the current workflow; returns its id.
+        ForkAfterCompensation when some of those steps were compensated, unless
+        `despite_compensation`."""
         if not isinstance(from_step, str) or not from_step:
             raise ValidationError("is required (the step to run again from)", "from_step")
         if new_id is not None and (problem := execution_id_problem(new_id)):  # the rule a start's id follows
@@ -91,11 +90,24 @@ class RecoveryApi:
         origin = {"execution_id": execution_id, "step": from_step}
         self._check_fork_id(fork_id, origin)
         units = fork_units(state, self._records(execution_id), from_step)
+        undone = [k for k in units if f"compensate:{k}" in state.units]
+        if undone and not despite_compensation and not self._is_fork(fork_id, origin):
+            raise ForkAfterCompensation(execution_id, (
+                f"a fork of {execution_id!r} from step {from_step!r} would reuse the outputs of "
+                f"{', '.join(repr(k) for k in undone)}, whose compensation ran (their effects were "
+                "undone); confirm with --despite-compensation (API: \"despite_compensation\": true)"))
         pinned = None if version is None else str(wf.version)
         msg = StartMessage(fork_id, f"start:{fork_id}", wf.name, pinned, state.input, None,
                            {**origin, "units": units})
         self._process(fork_id, [msg])
         return fork_id
+
+    def _is_fork(self, fork_id: str, origin: dict[str, str]) -> bool:
+        """A retried fork request (the fork exists already): answered as before, not refused."""
+        try:
+            return bool(self.load_state(fork_id).forked_from == origin)
+        except NotFound:
+            return False
 
     def _check_fork_id(self, fork_id: str, origin: dict[str, str]) -> None:
         try:

@@ -1,10 +1,11 @@
 """Retention steps of the engine: when an ended execution's data expires, and setting or lifting it.
 
-`RetentionSteps` is a mixin of `Engine` (orbit/service/engine.py): the engine computes the expiry
-when a decision ends an execution, writes that decision's items with it, and calls `_retire` last,
-after every other write of the decision (a crash before it redelivers the message, whose commit is
-re-sent and retires again). A redrive lifts the expiry (`_unretire`) before anything runs. When
-the stack keeps an archive, `_retire` writes the history to it before the expiries.
+`Retention` is a stage `Engine` (orbit/service/engine.py) composes: the engine computes the expiry
+when a decision ends an execution (`write_expiry`), writes that decision's items with it, and calls
+`retire` last, after every other write of the decision (a crash before it redelivers the message,
+whose commit is re-sent and retires again). A redrive lifts the expiry (`unretire_if_redriven`)
+before anything runs. When the stack keeps an archive, `retire` writes the history to it before the
+expiries.
 
 Write-time expiry (docs/decisions/0010-retention-archive-expiry.md): while an execution is young (its first
 hour, orbit.core.definition.retention), every item written for it already carries the expiry P it
@@ -35,6 +36,7 @@ from orbit.core.history.lifecycle import ended_at_ms, retirement
 from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import BuildMismatch, NotFound, UnknownWorkflow
 from orbit.service.archive import encode_archive
+from orbit.service.ports import Archive, Clock, HistoryStore, Registry, Timers
 
 log = logging.getLogger("orbit.retention")
 
@@ -42,15 +44,14 @@ log = logging.getLogger("orbit.retention")
 NO_EXPIRY_S = 253_402_300_799  # 9999-12-31T23:59:59Z
 
 
-class RetentionSteps:
-    """Mixin of Engine: `registry`, `store`, `timers` and `retention_ms` come from the engine."""
+class Retention:
+    """When what a decision writes expires, and retiring an ended execution. `retention_ms`: the
+    stack's default, for workflows that set no retention of their own."""
 
-    registry: Any
-    store: Any
-    timers: Any
-    clock: Any
-    retention_ms: int
-    archive: Any = None  # an orbit.service.ports.Archive when the stack keeps one (ORBIT_ARCHIVE_DAYS)
+    def __init__(self, store: HistoryStore, timers: Timers, clock: Clock, registry: Registry,
+                 retention_ms: int) -> None:
+        self.store, self.timers, self.clock = store, timers, clock
+        self.registry, self.retention_ms = registry, retention_ms
 
     def _retention_ms(self, state: ExecutionState) -> int:
         try:
@@ -81,7 +82,7 @@ class RetentionSteps:
             return self._provisional(state)
         return expires_at_s(ended_ms, self._retention_ms(state))
 
-    def _write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
+    def write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
         """(expiry, provisional) of the items a decision at `now_ms` writes for the execution."""
         if not state.created:
             return None, False
@@ -91,36 +92,36 @@ class RetentionSteps:
             return self._provisional(state), True
         return None, False
 
-    def _retire(self, state: ExecutionState, expires: int) -> None:
+    def retire(self, state: ExecutionState, expires: int, archive: Archive | None = None) -> None:
         """Everything the execution left expires; what this decision wrote already carries it, and
         for one that ended young so does everything else, when its start recorded the expiry all
         were written with (`written`: the store skips the walk). The timer is disarmed unless the
-        history shows none was ever armed (ExecutionState.timer_free). With an archive, the
+        history shows none was ever armed (ExecutionState.timer_free). With an `archive`, the
         history is written to it first (orbit/service/archive.py says why)."""
         r = retirement(state)
         if not state.timer_free:
             self.timers.disarm(state.id)  # nothing is due any more
-        if self.archive is not None:
-            self._archive(state, expires, r.ended_at_ms)
+        if archive is not None:
+            self._archive(archive, state, expires, r.ended_at_ms)
         written = (self._ends_young(state, r.ended_at_ms) and state.provisional_expiry_s is not None
                    and expires == state.provisional_expiry_s)
         self.store.retire(state.id, r.ended_at_ms, expires, r.hook_tokens, r.dedupe_keys, written)
 
-    def _archive(self, state: ExecutionState, expires: int, ended_at_ms: int) -> None:
+    def _archive(self, archive: Archive, state: ExecutionState, expires: int, ended_at_ms: int) -> None:
         records: list[Any] = []
         after: int | None = 0
         while after is not None:  # the whole history, a page at a time, large values inline
             page = self.store.history(state.id, after, 1000)
             records += page.records
             after = page.next_after_seq
-        self.archive.put(state.id, encode_archive(state, records, expires, ended_at_ms))
+        archive.put(state.id, encode_archive(state, records, expires, ended_at_ms))
 
     def sweep_young(self, now_ms: int | None = None, limit: int = 100) -> int:
         """One batch of the retention sweeper (the timers function's tick); how many it looked at."""
         sweeper = RetentionSweeper(self.store, self.clock, lambda eid: self.store.load(eid).fold())
         return sweeper.sweep(now_ms, limit)
 
-    def _unretire_if_redriven(self, state: ExecutionState, events: list[Any], resend: dict[int, Any]) -> None:
+    def unretire_if_redriven(self, state: ExecutionState, events: list[Any], resend: dict[int, Any]) -> None:
         """A redrive (recorded now, or in the commit a redelivery re-sends) pushes the expiry of
         everything the execution left out to NO_EXPIRY (retire is idempotent and sets, so the next
         end's retire writes the real expiry again)."""

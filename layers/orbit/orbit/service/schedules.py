@@ -23,6 +23,7 @@ import builtins
 import logging
 from typing import Any, Callable
 
+from orbit.core.history.messages import ChildDoneMessage, ScheduleFire
 from orbit.core.schedule import state as st
 from orbit.core.schedule.config import check_overlap, check_schedule_id, parse_config
 from orbit.core.schedule.times import parse_time
@@ -38,8 +39,9 @@ from orbit.errors import (
 
 log = logging.getLogger("orbit.schedules")
 MAX_RETRIES = 8
+MAX_DELAY_S = 900  # SQS's longest DelaySeconds
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMED_OUT")
-FIRE = "schedule_fire"
+FIRE = ScheduleFire.KIND
 
 
 def is_schedule_message(body: dict[str, Any]) -> bool:
@@ -158,20 +160,35 @@ class ScheduleService:
     # ------------------------------------------------------------ inbound (decision queue)
     def handle(self, body: dict[str, Any]) -> None:
         """A fire from the clock, or the end of a run this schedule started."""
-        eid = str(body.get("execution_id") or "")
-        sid = str(body.get("schedule_id") or eid[len(st.PARENT_PREFIX):])
         kind = body.get("kind")
-        if kind not in (FIRE, "child_done"):
+        if kind not in (FIRE, ChildDoneMessage.KIND):
             raise ValidationError(f"unknown schedule message kind {kind!r}", "message.kind")
+        if kind == FIRE and self._early(body):
+            return
+        eid = str(body.get("execution_id") or "")
+        sid = eid[len(st.PARENT_PREFIX):]
         try:
             if kind == FIRE:
+                fire = ScheduleFire.from_dict(body)
+                sid = fire.schedule_id or fire.execution_id[len(st.PARENT_PREFIX):]
                 self._change(sid, lambda s, now, r: st.tick(s, now, r), check_running=True)
             else:
-                run, status = str(body.get("child_id")), str(body.get("status"))
+                done = ChildDoneMessage.from_dict(body)
+                run, status = done.child_id, done.status
                 self._change(sid, lambda s, now, r: st.run_ended(s, run, status, now, r - {run}),
                              check_running=True)
         except (NotFound, ValidationError) as e:  # deleted, or an id no schedule can have: nothing to do
             log.info("message for schedule %r dropped: %s", sid, e)
+
+    def _early(self, body: dict[str, Any]) -> bool:
+        """A fire that came before its time (armed early on purpose, adapters/scheduler.py, or a clock
+        ahead): sent back to the queue delayed to its second (at most SQS's 15 minutes at a time), and
+        nothing else done. Loads nothing: what is due is decided when it comes back."""
+        at = body.get("fire_at_ms")
+        if not isinstance(at, int) or isinstance(at, bool) or at <= self.now_ms:
+            return False
+        self.engine.queues.send_decision(body, min(-(-(at - self.now_ms) // 1000), MAX_DELAY_S))
+        return True
 
     # ------------------------------------------------------------ claim, act, advance
     def _change(self, sid: str, fn: Callable[[st.ScheduleState, int, set[str]], Any],
@@ -236,9 +253,14 @@ class ScheduleService:
         msg = None
         if s.armed_ms is not None:
             sid = s.schedule_id
-            msg = {"kind": FIRE, "execution_id": st.PARENT_PREFIX + sid, "id": f"{FIRE}:{sid}:{s.armed_ms}",
-                   "schedule_id": sid, "fire_at_ms": s.armed_ms}
-        self.arm.arm(s.schedule_id, s.armed_ms, msg)
+            fire = ScheduleFire(st.PARENT_PREFIX + sid, f"{FIRE}:{sid}:{s.armed_ms}", sid, s.armed_ms)
+            msg = fire.to_dict()
+        on_time = self.arm.arm(s.schedule_id, s.armed_ms, msg)
+        if on_time is False and msg is not None and s.armed_ms is not None:
+            # Too close to arm Scheduler early: an exact copy on SQS lands on the second; Scheduler's
+            # own (up to a minute late) then finds nothing due, or was re-armed past it already.
+            self.engine.queues.send_decision(msg, max(0, min(-(-(s.armed_ms - self.now_ms) // 1000),
+                                                             MAX_DELAY_S)))
 
     def _load(self, sid: str) -> st.ScheduleState:
         check_schedule_id(sid)

@@ -1,4 +1,4 @@
-"""Starting an execution (a mixin of `Engine`), and what a start of an id that exists means.
+"""Starting an execution (`Starts`, composed by `Engine`), and what a start of an id that exists means.
 
 A start is a message like any other (`StartMessage`, decided by the engine); these are the checks
 around it: the caller's id, and a repeated start (same workflow and input: the existing execution;
@@ -7,7 +7,8 @@ anything else: `ExecutionExists`, or for a child whose id is taken a failed pare
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from orbit.core.history.effects import Effect, NotifyParent
 from orbit.core.history.events import TaskError
@@ -17,19 +18,20 @@ from orbit.core.history.storable import execution_id_problem
 from orbit.core.tracing import Tracer
 from orbit.errors import ExecutionExists, NotFound, ValidationError, WorkflowRetired
 from orbit.service.operations import check_json
+from orbit.service.ports import IdSource, Registry
+
+# Decide `msgs` of execution `eid` now, in a span of the trace whose header is given (Engine._traced).
+Decide = Callable[[str, list[Message], str | None], None]
 
 
-class StartSteps:
-    """Mixin of Engine: `registry`, `ids`, `tracer` and `_traced` come from the engine."""
+class Starts:
+    """`Engine.start`: the caller's id and workflow checked, then the start decided at once (`decide`);
+    `load_state` reads an execution (a retired workflow's repeated start finds it)."""
 
-    registry: Any
-    ids: Any
-    tracer: Tracer
-
-    if TYPE_CHECKING:  # provided by Engine
-
-        def _traced(self, eid: str, msgs: list[Message], delivery: dict[str, Any],
-                    trace: str | None) -> None: ...
+    def __init__(self, registry: Registry, ids: IdSource, tracer: Tracer, decide: Decide,
+                 load_state: Callable[[str], ExecutionState]) -> None:
+        self.registry, self.ids, self.tracer = registry, ids, tracer
+        self._decide, self._load_state = decide, load_state
 
     def start(
         self,
@@ -60,19 +62,21 @@ class StartSteps:
         # start returns the existing execution even if a newer version was registered since.
         pinned = None if version is None else str(wf.version)
         msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
-        self._traced(eid, [msg], {}, self.tracer.current_header())
+        self._decide(eid, [msg], self.tracer.current_header())
         return eid
 
     def _started_before(self, eid: str, workflow: str, version: str | None, input: Any) -> bool:
         """Was `eid` started with this workflow and input (and version, when given)?"""
         try:
-            state = self.load_state(eid)  # type: ignore[attr-defined]  # EngineApi's
+            state = self._load_state(eid)
         except NotFound:
             return False
         return bool(state.created and state.workflow == workflow and state.input == input
                     and (version is None or str(version) == state.version))
 
-    def _check_same_start(self, state: ExecutionState, m: StartMessage) -> None:
+    @staticmethod
+    def check_same_start(state: ExecutionState, m: StartMessage) -> None:
+        """A start of an id that exists: the same workflow and input return it, else it is refused."""
         if m.version is not None and state.workflow == m.workflow and str(m.version) != state.version:
             raise ExecutionExists(
                 state.id,
@@ -88,7 +92,7 @@ class StartSteps:
             )
 
     @staticmethod
-    def _not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
+    def not_the_parents(state: ExecutionState, m: StartMessage) -> list[Effect]:
         """A start whose parent link differs from the existing execution's: never adopted.
 
         Callers cannot choose child ids (`execution_id_problem`), so this only meets an execution

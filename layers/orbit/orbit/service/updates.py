@@ -58,6 +58,10 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
         engine._check_payload(state, wf.raw["updates"][name]["signal"], input)  # the signal's schema
     else:
         _check_code(wf, state, name, input)
+    if update_id is not None:  # sent but not recorded yet: the claim knows it (409 if it differs)
+        from orbit.service.request_claims import claim
+
+        claim(engine, state, "update", update_id, name, input)
     uid = update_id or engine.ids.token()
     engine.queues.send_decision(UpdateMessage(execution_id, f"update:{uid}", uid, name, input).to_dict())
     return uid
@@ -65,7 +69,7 @@ def submit(engine: Any, execution_id: str, name: str, input: Any = None, update_
 
 def _check_definition(wf: Definition, state: Any, name: str, input: Any) -> None:
     from orbit.core.definition.expressions import evaluate
-    from orbit.core.runtime.dsl import _Run
+    from orbit.core.runtime.dsl.interpreter import _Run
 
     declared = wf.raw.get("updates") or {}
     if name not in declared:
@@ -92,8 +96,8 @@ def _check_code(wf: Any, state: Any, name: str, input: Any) -> None:
 
 
 def _run_check_code(wf: Any, state: Any, name: str, input: Any) -> None:
-    from orbit.core.runtime.code_instance import Instance
-    from orbit.core.runtime.code_updates import Refused, validate
+    from orbit.core.runtime.code.instance import Instance
+    from orbit.core.runtime.code.updates import Refused, validate
 
     inst = Instance(wf, state.id)
     inst.replay.updates.dry = True  # a side replay: nothing it asks for is recorded

@@ -16,7 +16,7 @@ from typing import Any
 from orbit.core.definition.model import Definition
 from orbit.core.history.events import TaskError
 from orbit.core.history.state import TERMINAL_WORKFLOW
-from orbit.core.runtime.dsl import HTTP_TASK
+from orbit.core.runtime.dsl.interpreter import HTTP_TASK
 from orbit.errors import OrbitError
 from orbit.testing.generate import GenerationError, draw
 from orbit.testing.simulator import Behaviour, Script, Simulator, call, crash, hang

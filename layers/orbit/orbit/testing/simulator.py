@@ -32,6 +32,7 @@ from orbit.adapters.memory import (
     SeededIds,
 )
 from orbit.core.history.events import TaskError
+from orbit.core.history.messages import HeartbeatMessage, ResultMessage, StartedMessage
 from orbit.service.engine import Engine
 from orbit.worker.context import TaskContext
 
@@ -155,7 +156,7 @@ class Simulator:
 
     def deploy(self, *workflows: Any) -> None:
         """Replace the code workflows held (a new deployment); definitions stay registered."""
-        from orbit.core.runtime.code import default_runtime
+        from orbit.service.replay_host import default_runtime
 
         self.registry.deploy(workflows)
         default_runtime().forget()
@@ -289,16 +290,9 @@ class Simulator:
         b = script.next()
         self._sessions += 1
         session = f"session-{self._sessions}"
-        base = {"execution_id": body["execution_id"], "unit": body["unit"], "token": body["token"]}
-        self._send(
-            {
-                **base,
-                "kind": "started",
-                "id": f"started:{body['token']}:{session}",
-                "worker_id": f"worker-{body['queue']}",
-                "worker_session": session,
-            }
-        )
+        eid, unit, token = body["execution_id"], body["unit"], body["token"]
+        self._send(StartedMessage(eid, f"started:{token}:{session}", unit, token, f"worker-{body['queue']}",
+                                  session).to_dict())
         if b.action == "hang":
             return
         if b.action == "crash":  # the message comes back after the visibility timeout
@@ -310,8 +304,8 @@ class Simulator:
             return
         if b.action == "beat":
             for n in range(1, b.count + 1):
-                self._send({**base, "kind": "heartbeat", "id": f"heartbeat:{body['token']}:{session}:{n}",
-                            "details": {"beat": n}}, delay_ms=n * b.delay_ms)
+                self._send(HeartbeatMessage(eid, f"heartbeat:{token}:{session}:{n}", unit, token,
+                                            {"beat": n}).to_dict(), delay_ms=n * b.delay_ms)
             if b.output is HANG:
                 return
         output, error = b.output, b.error
@@ -324,13 +318,7 @@ class Simulator:
                 output = b.fn(json.loads(json.dumps(body["input"])), ctx)
             except TaskError as e:
                 error = e
-        answer = {
-            **base,
-            "kind": "result",
-            "id": f"result:{body['token']}",
-            "output": output,
-            "error": error.to_dict() if error else None,
-        }
+        answer = ResultMessage(eid, f"result:{token}", unit, token, output, error).to_dict()
         if b.action == "late":
             self._send(answer, delay_ms=b.delay_ms)
             return
@@ -339,7 +327,7 @@ class Simulator:
             return
         self._send(answer)
         if b.action == "twice":
-            self._send({**answer, "id": f"result:{body['token']}:again"})
+            self._send(ResultMessage(eid, f"result:{token}:again", unit, token, output, error).to_dict())
 
     def _send(self, message: dict[str, Any], delay_ms: int = 0) -> None:
         self.queues.send_decision(message, delay_s=math.ceil(delay_ms / 1000))

@@ -30,7 +30,7 @@ from orbit.core.definition.expressions import expressions_in
 from orbit.core.definition.load import parse_text
 from orbit.core.definition.model import Definition
 from orbit.core.definition.task_contracts import called_tasks
-from orbit.core.runtime.dsl import HTTP_TASK
+from orbit.core.runtime.dsl.interpreter import HTTP_TASK
 from orbit.errors import ValidationError
 from orbit.testing.spec_expect import check_expect
 

@@ -20,7 +20,8 @@ result recorded, a newer attempt dispatched, the execution ended or gone) is ack
 running. An open one may have its first run's result still in flight: the message is made visible
 again after `SETTLE_DELAY_S` (longer than the decision queue's visibility timeout, so a first
 result whose decision failed is decided meanwhile) and fails its record, so it comes back; at
-`SETTLE_RECEIVES` receives (the queues' maxReceiveCount is 5) it runs with the key claimed first,
+`SETTLE_RECEIVES` receives (task queues' maxReceiveCount is 8: the two settling receives must
+not eat the budget for faults, chaos seed 5782) it runs with the key claimed first,
 so any copy after it finds that claim.
 A first delivery sent more than `OLD_MESSAGE_MS` ago (`waited`: a queue backlog, or a late copy
 SQS delivers as new) reads the record and, without one, the history too: answered attempts are
@@ -113,12 +114,13 @@ def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
             and u.attempt == d.attempt and u.tokens.get(d.token) == d.attempt)
 
 
-def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
+def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep, looks: Any = None) -> bool:
     """Does the execution still wait for this dispatch's answer? `history` has `load(execution_id) ->
     Loaded` (the decider's store, read-only here); without it (a worker role without the grant: the
     caller keeps a dedupe record for every task) the attempt counts as open. A read that fails is
     tried READ_ATTEMPTS times, `sleep`ing READ_BACKOFF_S between; then `HistoryUnreadable`: an
-    unknown answer never counts as open."""
+    unknown answer never counts as open. `looks` (worker/looks.py): the states read before, brought
+    up to date with the commits since instead of loaded whole."""
     if history is None:
         return True
     failure: Exception | None = None
@@ -126,6 +128,8 @@ def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep) -> bool:
         if attempt:
             sleep(READ_BACKOFF_S[min(attempt - 1, len(READ_BACKOFF_S) - 1)])
         try:
+            if looks is not None:
+                return bool(looks.check(history, d, attempt_open))
             return attempt_open(history.load(d.execution_id).fold(), d)
         except NotFound:
             return False  # the execution is gone (retention): nobody waits for the answer
@@ -164,9 +168,10 @@ def readable(history: Any) -> bool | None:
     return True
 
 
-def verdict(history: Any, d: DispatchTask, receive_count: int, sleep: Sleep = time.sleep) -> Verdict:
+def verdict(history: Any, d: DispatchTask, receive_count: int, sleep: Sleep = time.sleep,
+            looks: Any = None) -> Verdict:
     """A possible duplicate with no dedupe record: acknowledge it, let it come back later, or run it
     (`HistoryUnreadable` when its history cannot be read)."""
-    if not is_open(history, d, sleep):
+    if not is_open(history, d, sleep, looks):
         return "ack"
     return "run" if receive_count >= SETTLE_RECEIVES else "defer"

@@ -39,7 +39,7 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TIMEOUT, TaskError
-from orbit.core.runtime.code_inline import callable_for
+from orbit.core.runtime.code.inline import Closures
 from orbit.worker.sdk import TaskContext, registered_tasks, storable
 
 log = logging.getLogger("orbit.worker.inline")
@@ -82,11 +82,14 @@ class InlineTasks:
         """The task names an inline step may name: those registered with @orbit.worker.task here."""
         return frozenset(self._tasks if self._tasks is not None else registered_tasks())
 
-    def run(self, d: DispatchTask, limit_ms: int) -> tuple[Any, TaskError | None]:
+    def run(self, d: DispatchTask, limit_ms: int,
+            closures: Closures | None = None) -> tuple[Any, TaskError | None]:
+        """Run attempt `d` within `limit_ms`: a `ctx.run` step's function from `closures` (the
+        decider's code runtime's table: what its replay passed), else a registered task."""
         # The task gets a private copy of its input, and what it returns is copied too: both are
         # parts of the (cached, in place) state, which a task keeping a reference must not alter.
         d = replace(d, input=json.loads(json.dumps(d.input)))
-        call = self._resolve(d)
+        call = self._resolve(d, closures)
         if isinstance(call, TaskError):
             return None, call
         box: dict[str, Any] = {}
@@ -113,8 +116,8 @@ class InlineTasks:
             return None, error
         return json.loads(json.dumps(output)), None
 
-    def _resolve(self, d: DispatchTask) -> Callable[[], Any] | TaskError:
-        fn = callable_for(d.execution_id, d.unit)
+    def _resolve(self, d: DispatchTask, closures: Closures | None) -> Callable[[], Any] | TaskError:
+        fn = closures.get(d.execution_id, d.unit) if closures is not None else None
         args = d.input if isinstance(d.input, list) else [d.input]
         if fn is not None:
             return lambda: fn(*args)

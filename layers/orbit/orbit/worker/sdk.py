@@ -47,10 +47,19 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
-from orbit.core.history.effects import DispatchTask, effect_from_dict
+from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TaskError
+from orbit.core.history.messages import (
+    HeartbeatMessage,
+    ResultMessage,
+    StartedMessage,
+    TaskCancel,
+    TaskDispatch,
+    task_message_from_dict,
+)
 from orbit.core.history.storable import not_storable, value_problem
 from orbit.core.tracing import BODY_KEY, PassThrough
 from orbit.errors import DuplicateTask, OrbitError, ValidationError
@@ -59,6 +68,7 @@ from orbit.worker.batching import Held, KeepAlive, Once
 from orbit.worker.context import TaskContext
 from orbit.worker.dedupe import Delivery, TaskDeferred
 from orbit.worker.heartbeat import HeartbeatThrottle
+from orbit.worker.looks import Looks
 from orbit.worker.timers import Handle, timers
 
 TaskFunction = Callable[[Any, "TaskContext"], Any]
@@ -168,6 +178,7 @@ class Worker:
         # whether its attempt is still open (worker/dedupe.py). None: such a message settles, then
         # runs with its key claimed.
         self.history = history
+        self.looks = Looks()  # its states read before, updated from the commits since (worker/looks.py)
         self._history_readable: bool | None = None  # dedupe.readable, asked until it is known
         self.sleep = sleep or time.sleep  # between history reads that failed (dedupe.READ_BACKOFF_S)
         self.clock = clock
@@ -229,17 +240,12 @@ class Worker:
 
     def _process(self, body: Mapping[str, Any], extend_visibility: Callable[[int], None] | None,
                  lease_ms: int | None, delivery: Delivery) -> None:
-        kind = body.get("kind")
-        if kind == "cancel_task":
+        d = task_message_from_dict(dict(body))
+        if isinstance(d, TaskCancel):
             if self.idempotency is not None:
-                self.idempotency.request_cancel(str(body.get("token", "")))
+                self.idempotency.request_cancel(d.token)
             return
-        effect = effect_from_dict(dict(body))
-        if not isinstance(effect, DispatchTask):
-            raise ValidationError(f"a worker queue carries dispatch_task/cancel_task, not {kind!r}",
-                                  "message.kind")
         lease = lease_ms or self.lease_ms
-        d = effect
         if d.task not in self.tasks() and d.on_missing_worker != "fail":
             self._wait_for_worker(body, d, extend_visibility)
             return
@@ -268,9 +274,8 @@ class Worker:
                     return
                 recorded[0] = True
         session = uuid.uuid4().hex
-        started = Once({"kind": "started", "execution_id": d.execution_id,
-                        "id": f"started:{d.token}:{session}", "unit": d.unit, "token": d.token,
-                        "worker_id": self.worker_id, "worker_session": session})
+        started = Once(StartedMessage(d.execution_id, f"started:{d.token}:{session}", d.unit, d.token,
+                                      self.worker_id, session).to_dict())
 
         def running_long() -> None:
             """Past the grace period (or at the first heartbeat): take the lease, report `started`,
@@ -306,7 +311,7 @@ class Worker:
             self.references.hold_value(d.execution_id, result)
         self._answer(held, *started.take(), result)
 
-    def _wait_for_worker(self, body: Mapping[str, Any], d: DispatchTask,
+    def _wait_for_worker(self, body: Mapping[str, Any], d: TaskDispatch,
                          extend_visibility: Callable[[int], None] | None) -> None:
         """Put the message back in its queue for a worker that serves `d.task`, unless no one waits
         for this attempt any more (its queue deadline passed, the execution moved on or ended)."""
@@ -315,12 +320,11 @@ class Worker:
             log.info("task message for %s/%s (task %s) waited past its deadline: dropped",
                      d.execution_id, d.unit, d.task)
             return  # the engine has timed the attempt out (QUEUE_TIMEOUT or TIMEOUT) by now
-        if self._by_history() and not dedupe.is_open(self.history, d):
+        if self._by_history() and not dedupe.is_open(self.history, d, looks=self.looks):
             log.info("task message for %s/%s (task %s) is no longer waited for: dropped",
                      d.execution_id, d.unit, d.task)
             return
-        came_back = body.get(WAITING_KEY)
-        n = came_back if isinstance(came_back, int) and not isinstance(came_back, bool) else 0
+        n = d.waiting_for_worker or 0
         delay = UNSERVED_DELAYS_S[min(n, len(UNSERVED_DELAYS_S) - 1)]
         if n == 0:  # once per attempt, not at every return
             served = ", ".join(sorted(self.tasks())) or "no tasks"
@@ -334,7 +338,9 @@ class Worker:
             raise TaskUnserved(f"no worker serves task {d.task!r} on queue {d.queue!r}: retried in {delay} s")
         # A new message rather than a redelivery: SQS would move the same message to the dead-letter
         # queue after maxReceiveCount receives, however long the wait is meant to last.
-        send(d.queue, {**body, WAITING_KEY: n + 1}, delay)
+        again = replace(d, waiting_for_worker=n + 1).to_dict()
+        trace = body.get(BODY_KEY)
+        send(d.queue, again | {BODY_KEY: trace} if isinstance(trace, str) and trace else again, delay)
 
     def _by_history(self) -> bool | None:
         """May short tasks skip the record? Only if this process can read histories (asked until the
@@ -360,7 +366,7 @@ class Worker:
             return False  # a retry: nothing ran this attempt before
         count = delivery.receive_count if suspect else dedupe.SETTLE_RECEIVES  # one that waited never defers
         try:
-            verdict = dedupe.verdict(self.history, d, count, self.sleep)
+            verdict = dedupe.verdict(self.history, d, count, self.sleep, self.looks)
         except dedupe.HistoryUnreadable:  # unknown is not open: back to the queue, not run
             if extend_visibility is not None:
                 extend_visibility(dedupe.UNREADABLE_DELAY_S)
@@ -412,9 +418,8 @@ class Worker:
                 details = None  # dropped, as the decider would: the heartbeat still counts
             beats[0] += 1
             running_long()
-            self._send({"kind": "heartbeat", "execution_id": d.execution_id,
-                        "id": f"heartbeat:{d.token}:{session}:{beats[0]}",
-                        "unit": d.unit, "token": d.token, "details": details})
+            self._send(HeartbeatMessage(d.execution_id, f"heartbeat:{d.token}:{session}:{beats[0]}",
+                                        d.unit, d.token, details).to_dict())
             extend()
             return bool(self.idempotency is not None and self.idempotency.cancelled(d.token))
 
@@ -440,13 +445,7 @@ class Worker:
 
     @staticmethod
     def _result(d: DispatchTask, output: Any, error: TaskError | None) -> dict[str, Any]:
-        msg: dict[str, Any] = {"kind": "result", "execution_id": d.execution_id, "id": f"result:{d.token}",
-                               "unit": d.unit, "token": d.token}
-        if error is None:
-            msg["output"] = output
-        else:
-            msg["error"] = error.to_dict()
-        return msg
+        return ResultMessage(d.execution_id, f"result:{d.token}", d.unit, d.token, output, error).to_dict()
 
     def _answer(self, held: Held | None, *messages: dict[str, Any]) -> None:
         messages = tuple(self._traced(m) for m in messages)

@@ -291,6 +291,21 @@ class DynamoHistoryStore(IndexRows, SweepRows):
             return False
         return True
 
+    def claim_request(self, execution_id: str, run: int, ident: str, name: str, digest: str,
+                      expires_at_s: int) -> str | None:
+        """The first request with this id for this run of the execution claims it (one conditional
+        update, at acceptance): None when claimed now or by the same request before (a retry); the
+        recorded name when a request of another name or payload holds it (the caller's 409)."""
+        try:
+            update_if(self._db, self.table, {"pk": s(f"REQ#{execution_id}#{ident}"), "sk": s("REQ")},
+                      "SET req_name = :n, req_digest = :d, req_run = :r, expires_at = :e",
+                      "attribute_not_exists(pk) OR req_run <> :r OR (req_name = :n AND req_digest = :d)",
+                      ExpressionAttributeValues={":n": s(name), ":d": s(digest), ":r": n(run),
+                                                 ":e": n(expires_at_s)})
+        except ConditionFailed as e:
+            return str(((e.old or {}).get("req_name") or {}).get("S", "?"))
+        return None
+
     def find_hook(self, token: str) -> tuple[str, str] | None:
         item = self._db.get_item(TableName=self.table, ConsistentRead=True,
                                  Key={"pk": s(f"HOOK#{hook_key(token)}"), "sk": s("HOOK")}).get("Item")

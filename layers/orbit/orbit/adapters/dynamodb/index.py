@@ -18,6 +18,8 @@ from typing import Any
 
 from orbit.adapters.dynamodb.attributes import AttributeRows, attributes_of
 from orbit.adapters.dynamodb.codec import ConditionFailed, expiry_attrs, n, num, put_if, s
+from orbit.adapters.dynamodb.search import search
+from orbit.core.search import Filter
 from orbit.errors import ValidationError
 from orbit.service.ports import COUNT_CAP, IndexEntry
 
@@ -149,6 +151,12 @@ class IndexRows(AttributeRows):
                 return out, last[sk_name]["S"]
             kw["ExclusiveStartKey"] = last
         return out[:want], None
+
+    def search_executions(self, flt: Filter, limit: int = 50,
+                          cursor: str | None = None) -> tuple[list[IndexEntry], str | None]:
+        """Under a filter (orbit/core/search.py; how it reads: adapters/dynamodb/search.py)."""
+        rows, next_key = search(self, flt, limit, _decode_cursor(cursor))
+        return [_entry(i) for _, i in rows], (_encode_cursor(next_key) if next_key else None)
 
     def count_executions(self, workflow: str | None = None, cap: int = COUNT_CAP) -> dict[str, int]:
         """Per status, a COUNT query on gsi2 that stops at `cap` rows (it reads each row it counts)."""

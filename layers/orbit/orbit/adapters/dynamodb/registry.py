@@ -58,7 +58,7 @@ class DynamoRegistry:
         monotonic: Callable[[], float] = time.monotonic,
         blobs: Any = None,
     ) -> None:
-        from orbit.core.runtime.code_registry import REGISTRY
+        from orbit.workflow import REGISTRY
 
         self._db = client
         self.table = table

@@ -1,4 +1,7 @@
-"""Timers on DynamoDB: due-timer items, fired by the timers function every minute.
+"""Timers on DynamoDB: due-timer items, handed to SQS by the timers function's minute tick.
+
+The tick takes the items due within the lead (`due(now + lead)`, 15 minutes by default) and sends
+each `wake` delayed to its second (Engine.fire_timers; docs/decisions/timers-on-the-second.md).
 
     TIMER#<shard> / <fire_at ms, 15 digits>#<execution id>   one armed timer
     TIMERPTR#<id> / PTR                                      the execution's current fire time

@@ -1,7 +1,8 @@
 // Actions on one execution: send a signal (payload edited as JSON, checked against the signal's
 // contract first), resume a hook, cancel, force-cancel (here), redrive and un-park (recovery.js).
 // Each asks for confirmation; a refusal is shown word for word. An action registers in Orbit.actions:
-//   Orbit.actions.push({id, label, when: (describe) => bool, confirm: "text", reason: bool,
+//   Orbit.actions.push({id, label, danger: bool (red: it destroys or undoes work),
+//                       when: (describe) => bool, confirm: "text", reason: bool,
 //                       post: (eid, reason) => [path, body], done: (answer) => "what happened"})
 "use strict";
 (function () {
@@ -9,10 +10,10 @@
   const enc = encodeURIComponent;
 
   Orbit.actions.push(
-    { id: "cancel", label: "Cancel", when: (d) => Orbit.RUNNING.includes(d.status),
+    { id: "cancel", label: "Cancel", danger: true, when: (d) => Orbit.RUNNING.includes(d.status),
       confirm: "Cancel this execution? Steps that succeeded are compensated.", reason: true,
       post: (eid, reason) => ["/executions/" + enc(eid) + "/cancel", { reason, force: false }] },
-    { id: "force-cancel", label: "Force cancel", when: (d) => Orbit.RUNNING.includes(d.status),
+    { id: "force-cancel", label: "Force cancel", danger: true, when: (d) => Orbit.RUNNING.includes(d.status),
       confirm: "Force-cancel this execution? It ends at once and nothing is compensated.", reason: true,
       post: (eid, reason) => ["/executions/" + enc(eid) + "/cancel", { reason, force: true }] },
   );
@@ -92,12 +93,12 @@
         }
         buttons.replaceChildren();
         for (const a of Orbit.actions.filter((x) => x.when(describe))) {
-          buttons.append(el("button", { type: "button", class: "danger", id: "action-" + a.id, text: a.label + "…", onclick: async () => {
+          buttons.append(el("button", { type: "button", class: a.danger ? "danger" : "", id: "action-" + a.id, text: a.label + "…", onclick: async () => {
             const reason = a.reason ? el("input", { id: "action-reason", placeholder: "reason (optional)" }) : null;
             const done = await Orbit.confirm(a.label, el("div", {}, el("p", { text: a.confirm }), reason), a.label, () => {
               const [path, body] = a.post(eid, reason ? reason.value.trim() : "");
               return Orbit.api(path, body);
-            });
+            }, a.danger);
             if (done) { show(a.done ? a.done(done) : a.label + ": accepted"); onDone(); }
           } }));
         }

@@ -86,8 +86,9 @@ Orbit.every = function (ms, fn) {
 };
 
 // A confirmation dialog in the page. `run` performs the action and throws on refusal; the error
-// is shown word for word and the dialog stays open.
-Orbit.confirm = function (title, body, okText, run) {
+// is shown word for word and the dialog stays open. The confirm button is red only when `danger`
+// (the action destroys or undoes work: cancel, force-cancel), blue otherwise.
+Orbit.confirm = function (title, body, okText, run, danger) {
   const modal = document.getElementById("modal");
   const errBox = document.getElementById("modal-error");
   document.getElementById("modal-title").textContent = title;
@@ -97,6 +98,7 @@ Orbit.confirm = function (title, body, okText, run) {
   const ok = document.getElementById("modal-ok");
   const cancel = document.getElementById("modal-cancel");
   ok.textContent = okText;
+  ok.className = danger ? "danger" : "primary";
   ok.disabled = false;
   modal.hidden = false;
   return new Promise((resolve) => {

@@ -10,6 +10,10 @@
     "CompensationCompleted CompensationFailed WorkflowCompleted WorkflowFailed WorkflowCancelled WorkflowTimedOut " +
     "SignalReceived SignalConsumed HookCreated HookResumed WaitStarted ChildStarted ProgressRecorded " +
     "WorkflowContinuedAsNew ExecutionParked").split(" ");
+  // what went wrong: highlighted in the list, and what "only failures" shows
+  const FAILURES = ["StepAttemptFailed", "StepAttemptUncertain", "StepFailed", "CompensationFailed", "WorkflowTimeoutReached",
+    "WorkflowFailed", "WorkflowTimedOut", "ExecutionParked"];
+  const ONLY_FAILURES = "only failures and time-outs";
   const PAGE = 100;
   const FIRST = 25; // the first screen asks for these first; the rest of page 1 follows at once
   const HEAD = new Set(["seq", "timestamp_ms", "type", "stored_values"]);
@@ -26,11 +30,14 @@
 
   Orbit.historyPanel = function (eid, startMs) {
     const filter = el("select", { id: "type-filter" }, el("option", { value: "", text: "all event types" }),
+      el("option", { value: FAILURES.join(","), text: ONLY_FAILURES }),
       TYPES.map((t) => el("option", { value: t, text: t })));
+    const failuresOnly = el("input", { type: "checkbox", id: "failures-only" });
+    failuresOnly.addEventListener("change", () => { filter.value = failuresOnly.checked ? FAILURES.join(",") : ""; afters = [0]; load(); });
     const body = el("tbody");
     const pager = el("div", { class: "pager" });
     const node = el("section", { class: "panel", id: "history" },
-      el("h3", { text: "Event history" }), el("div", { class: "filters" }, el("label", {}, "Type ", filter)),
+      el("h3", { text: "Event history" }), el("div", { class: "filters" }, el("label", {}, "Type ", filter), el("label", {}, failuresOnly, " only failures")),
       el("table", { class: "grid history" }, el("thead", {}, el("tr", {}, ["Seq", "At", "Type", "Details", ""].map((h) => el("th", { text: h })))), body),
       pager);
     let afters = [0]; // the after_seq of each page shown so far
@@ -44,7 +51,8 @@
 
     function row(ev) {
       const stored = ev.stored_values || [];
-      const tr = el("tr", { class: "event", dataset: Object.assign({ seq: ev.seq, type: ev.type }, stored.length ? { stored: stored.length } : {}) },
+      const bad = FAILURES.includes(ev.type) || (ev.type === "StepCancelled" && /time/i.test(ev.reason || ""));
+      const tr = el("tr", { class: "event" + (bad ? " bad" : ""), dataset: Object.assign({ seq: ev.seq, type: ev.type }, stored.length ? { stored: stored.length } : {}) },
         el("td", { text: String(ev.seq) }), el("td", { text: "+" + Orbit.fmtDur(ev.timestamp_ms - startMs), title: Orbit.fmtTime(ev.timestamp_ms) }),
         el("td", { class: "etype", text: ev.type }), el("td", { class: "summary", text: summary(ev) }),
         el("td", {}, el("button", { type: "button", class: "expand", text: "▸ payload" })));
@@ -106,7 +114,7 @@
       }
       pagerFor(events);
     }
-    filter.addEventListener("change", () => { afters = [0]; load(); });
+    filter.addEventListener("change", () => { failuresOnly.checked = filter.value === FAILURES.join(","); afters = [0]; load(); });
 
     return {
       node,

@@ -1,5 +1,6 @@
-// Executions: filters (workflow, status, start-time range, id prefix), counts by status, one page
-// at a time with the API's cursor, refreshed every few seconds.
+// Executions: filters (workflow, status, start-time range, id prefix, a filter text: docs/operations.md),
+// counts by status, one page at a time with the API's cursor, refreshed every few seconds; a bulk
+// action on what the filters match (bulk.js).
 "use strict";
 (function () {
   const { el } = Orbit;
@@ -19,11 +20,14 @@
     const after = el("input", { type: "datetime-local", name: "after", value: fromMs(params.started_after) });
     const before = el("input", { type: "datetime-local", name: "before", value: fromMs(params.started_before) });
     const prefix = el("input", { name: "id_prefix", placeholder: "id prefix", value: params.id_prefix || "" });
+    const where = el("input", { name: "where", class: "where", placeholder: "filter: tier = gold AND amount > 100",
+      value: params.where || "" });
     const auto = el("input", { type: "checkbox", id: "auto-refresh", checked: params.paused !== "1" });
     form.append(
       el("label", {}, "Workflow ", wf), names, el("label", {}, "Status ", status),
       el("label", {}, "Started from (UTC) ", after), el("label", {}, "to ", before),
-      el("label", {}, "Id ", prefix), el("button", { type: "submit", text: "Apply" }),
+      el("label", {}, "Id ", prefix), el("label", {}, "Where ", where),
+      el("button", { type: "submit", text: "Apply" }),
       el("a", { href: "#/executions", class: "button-link", text: "Clear" }),
       el("label", { class: "auto" }, auto, " refresh (list 3 s, counts 15 s)"),
     );
@@ -31,14 +35,14 @@
       ev.preventDefault();
       location.hash = "#/executions" + Orbit.qs({
         workflow: wf.value.trim(), status: status.value, started_after: toMs(after.value),
-        started_before: toMs(before.value), id_prefix: prefix.value.trim(),
+        started_before: toMs(before.value), id_prefix: prefix.value.trim(), where: where.value.trim(),
       });
     });
     const counts = el("div", { class: "counts", id: "counts" });
     const table = el("table", { class: "grid", id: "executions" });
     const pager = el("div", { class: "pager" });
     const stamp = el("span", { class: "muted", id: "refreshed" });
-    main.append(el("h2", { text: "Executions" }), form, counts, table, pager, stamp);
+    main.append(el("h2", { text: "Executions" }), form, counts, table, pager, stamp, Orbit.bulkPanel(params));
 
     Orbit.api("/workflows").then((r) => {
       for (const w of r.workflows) names.append(el("option", { value: w.name }));
@@ -48,7 +52,7 @@
     const cursor = cursors[cursors.length - 1] || "";
     const query = {
       workflow: params.workflow, status: params.status, started_after: params.started_after,
-      started_before: params.started_before, id_prefix: params.id_prefix, limit: PAGE, cursor,
+      started_before: params.started_before, id_prefix: params.id_prefix, where: params.where, limit: PAGE, cursor,
     };
 
     async function loadCounts() {

@@ -8,7 +8,10 @@
   const enc = encodeURIComponent;
 
   Orbit.actions.push(
-    { id: "redrive", label: "Redrive", when: (d) => ["FAILED", "TIMED_OUT"].includes(d.status),
+    // shown only where the API accepts it (core/decider/recovery.py redrive_refusal): FAILED or
+    // TIMED_OUT, not parked, no compensation ran
+    { id: "redrive", label: "Redrive", when: (d) => ["FAILED", "TIMED_OUT"].includes(d.status) && !d.parked &&
+        (!d.compensation || d.compensation === "none"),
       confirm: "Redrive this execution? It goes on where it stopped, with the same id and input: " +
         "units that succeeded keep their output, failed and cancelled ones run again.",
       // the request id makes a retried request redrive once

@@ -35,9 +35,13 @@
       el("button", { type: "button", text: "Zoom out", onclick: zoom(-0.5) }),
       el("button", { type: "button", text: "Fit", onclick: () => tl.fit() }),
       el("span", { class: "legend" }, Object.entries(KINDS).map(([k, v]) => el("span", { class: "key seg-" + k, text: v }))));
+    const origin = el("span", { class: "tl-origin", id: "timeline-origin" });
+    bar.append(origin);
     const more = el("p", { class: "muted", id: "timeline-hidden" });
     const note = (g) => { more.textContent = g.hidden_rows ? g.hidden_rows + " more rows not drawn (the first " + g.rows.length + " are)" : ""; };
     note(gantt);
+    // one time scale: UTC clock times on the axis (no second row of dates), the day said once here
+    origin.textContent = "times in UTC · started " + Orbit.fmtTime(gantt.start_ms);
     holder.append(bar, box, more);
     const d = data(gantt);
     const groups = new vis.DataSet(d.groups);
@@ -47,13 +51,19 @@
       stack: false, groupOrder: "order", orientation: "top", showCurrentTime: false, zoomMin: 5,
       start: new Date(gantt.start_ms - span * 0.03), end: new Date(gantt.end_ms + span * 0.05),
       margin: { item: 2 }, tooltip: { followMouse: false }, xss: { disabled: false },
+      showMajorLabels: false, moment: (date) => vis.moment(date).utc(),
+      format: { minorLabels: { millisecond: "HH:mm:ss.SSS", second: "HH:mm:ss", minute: "HH:mm", hour: "HH:mm",
+        weekday: "ddd D MMM", day: "D MMM", week: "D MMM", month: "MMM YYYY", year: "YYYY" } },
     });
+    box.orbitTimeline = tl; // for tests and the curious: the vis-timeline instance
+    box.dataset.endMs = gantt.end_ms;
     let userMoved = false; // follow a running execution until the user zooms or drags
     tl.on("rangechanged", (props) => { if (props.byUser) userMoved = true; });
     return {
       update(next) {
         const n = data(next);
         note(next);
+        box.dataset.endMs = next.end_ms;
         groups.update(n.groups);
         items.clear();
         items.add(n.items);

@@ -28,6 +28,7 @@
     const w = await Orbit.api("/workflows/" + enc(name) + Orbit.qs({ version, build }));
     main.append(el("h2", { text: name + " v" + version }), el("p", {}, el("code", { text: w.kind + " build " + build })),
       el("p", {}, el("a", { href: "#/executions" + Orbit.qs({ workflow: name }), text: "Its executions" })));
+    main.append(Orbit.startForm(name, version, build));
     if (w.kind === "definition") {
       main.append(el("section", { class: "panel" }, el("h3", { text: "Step graph" }), Orbit.stepGraph(w.definition, {})));
       main.append(el("section", { class: "panel" }, el("h3", { text: "Definition" }), Orbit.jsonBlock(w.definition, "source")));

@@ -37,6 +37,21 @@ class Ctx:
         self.now = now_ms
         self.ids = ids
         self.decision = Decision()
+        self._meter: Any = None
+
+    def keys(self) -> bytes | None:
+        """The stack key for hook tokens (read only when a hook needs it): `hook_tokens.KeySource`."""
+        get = getattr(self.ids, "hook_key", None)
+        return get() if callable(get) else None
+
+    @property
+    def meter(self) -> Any:
+        """The decision's expression meter (`expressions.Meter`): the steps spent, the runners."""
+        if self._meter is None:
+            from orbit.core.definition.expressions import Meter
+
+            self._meter = Meter()
+        return self._meter
 
     def emit(self, event: Event) -> None:
         r = Recorded(self.state.last_seq + 1, self.now, event)

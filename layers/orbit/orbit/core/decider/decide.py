@@ -26,7 +26,6 @@ from orbit.core.decider.parking import bugs_park, try_unpark
 from orbit.core.decider.recovery import answer_unstarted_child, record_fork, redrive, seed_fork
 from orbit.core.decider.signals import deliver
 from orbit.core.decider.units import fail, heartbeat, result, started, succeed, wake_due
-from orbit.core.definition.expression_budget import spent_steps
 from orbit.core.definition.retention import provisional_expiry_s, retention_of
 from orbit.core.history.effects import ArmTimer, ContinueDecision, ForwardSignal
 from orbit.core.history.events import (
@@ -42,7 +41,7 @@ from orbit.core.history.events import (
     WorkflowCreated,
     WorkflowStarted,
 )
-from orbit.core.history.hook_tokens import keys_from, matches, sha256_hex
+from orbit.core.history.hook_tokens import KeySource, matches, sha256_hex
 from orbit.core.history.messages import (
     CancelMessage,
     ChildDoneMessage,
@@ -65,7 +64,7 @@ from orbit.core.history.state import COMPENSATING, ExecutionState
 from orbit.core.history.storable import VALUE_NOT_STORABLE, value_problem
 from orbit.core.runtime.commands import Runtime
 
-__all__ = ["decide", "Decision", "runtime_for", "workflow_build"]
+__all__ = ("decide", "Decision", "runtime_for", "workflow_build")
 
 # One decision's budget. A decision that reaches either stops between two rounds (a state any
 # round could have left) and sends itself a continuation (ContinueDecision): a long chain of
@@ -83,10 +82,10 @@ def decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, 
            retention_ms: int | None = None, code_runtime: Runtime | None = None) -> Decision:
     """`retention_ms`: the stack's default retention (a workflow's own wins); with it, a start
     records the provisional expiry its items are written with (WorkflowCreated). `code_runtime`:
-    the runtime that replays code workflows (its own cache of paused instances, or none); None:
-    the process's (`orbit.core.runtime.code.default_runtime`)."""
-    with keys_from(ids):  # expressions reading hooks.NAME.token derive it with the stack key
-        return _decide(workflow, state, inbound, now_ms, ids, retention_ms, code_runtime)
+    the runtime that replays code workflows (the host's, with its cache of paused instances:
+    orbit/service/replay_host.py); None: a `CodeReplayer` that replays each decision cold.
+    The stack key (`ids.hook_key`, for `hooks.NAME.token`) reaches the runtimes as an argument."""
+    return _decide(workflow, state, inbound, now_ms, ids, retention_ms, code_runtime)
 
 
 def _decide(workflow: Any, state: ExecutionState, inbound: Message, now_ms: int, ids: IdSource,
@@ -279,15 +278,14 @@ def _fixpoint(ctx: Ctx, retry_asked: bool = False, code_runtime: Runtime | None 
     """Run rounds until nothing new happens (True) or the decision's budget is spent (False)."""
     s = ctx.state
     runtime = None
-    spent_before = spent_steps()
     for _ in range(MAX_ROUNDS):
-        if ctx.event_count >= MAX_DECISION_EVENTS or spent_steps() - spent_before > MAX_DECISION_STEPS:
+        if ctx.event_count >= MAX_DECISION_EVENTS or ctx.meter.spent > MAX_DECISION_STEPS:
             return False
         before = ctx.event_count
         progress_abort(ctx)
         if s.terminal:
             return True
-        runtime = runtime or runtime_for(ctx.workflow, code_runtime)
+        runtime = runtime or runtime_for(ctx.workflow, code_runtime, ctx.keys, ctx.meter)
         commands: list[Any] | None = bugs_park(ctx.workflow, runtime.run(ctx.workflow, s, ctx.now))
         if s.parked is not None:  # tried again on every decision: un-parks once the replay is clean
             commands = try_unpark(ctx, commands or [], retry_asked)
@@ -308,23 +306,36 @@ def workflow_build(workflow: Any) -> str:
     return str(getattr(workflow, "build", None) or getattr(workflow, "hash", None) or "")
 
 
-def runtime_for(workflow: Any, code_runtime: Runtime | None = None) -> Runtime:
+def runtime_for(workflow: Any, code_runtime: Runtime | None = None, keys: KeySource | None = None,
+                meter: Any = None) -> Runtime:
     """The DSL interpreter for definitions; a code workflow's own runtime otherwise (`code_runtime`
-    when given)."""
+    when given, else a replayer that replays cold). `keys`: the stack key's source; `meter`: the
+    decision's `expressions.Meter`."""
     rt = getattr(workflow, "runtime", None)
     if rt is not None:
         runtime: Runtime = rt() if isinstance(rt, type) else rt
         return runtime
     if hasattr(workflow, "steps") and hasattr(workflow, "raw"):
         if getattr(workflow, "handlers", None):  # on_signal: the interpreter with event handlers
-            from orbit.core.runtime.dsl_handlers import HandlersRuntime
+            from orbit.core.runtime.dsl.handlers import HandlersRuntime
 
-            return HandlersRuntime()
-        from orbit.core.runtime.dsl import DslRuntime
+            return HandlersRuntime(keys, meter)
+        from orbit.core.runtime.dsl.interpreter import DslRuntime
 
-        return DslRuntime()
-    if code_runtime is not None:
-        return code_runtime
-    from orbit.core.runtime import code  # the Python replayer (orbit/runtime/code.py)
+        return DslRuntime(keys, meter)
+    from orbit.core.runtime.code.replayer import CodeReplayer  # the Python replayer
 
-    return code.runtime_for(workflow)
+    if code_runtime is None:
+        code_runtime = CodeReplayer()
+    return _Keyed(code_runtime, keys) if isinstance(code_runtime, CodeReplayer) else code_runtime
+
+
+class _Keyed:
+    """A code replayer and the decision's key source: `Runtime.run` with the key given along."""
+
+    def __init__(self, replayer: Any, keys: KeySource | None) -> None:
+        self.replayer, self.keys = replayer, keys
+
+    def run(self, workflow: Any, state: Any, now_ms: int) -> list[Any]:
+        commands: list[Any] = self.replayer.run(workflow, state, now_ms, keys=self.keys)
+        return commands

@@ -234,4 +234,4 @@ def next_execution_id(execution_id: str) -> str:
     return f"{execution_id}~1"
 
 
-__all__ = ["execute", "create_hook", "next_execution_id", "CONTINUE_WORKFLOW"]
+__all__ = ("execute", "create_hook", "next_execution_id", "CONTINUE_WORKFLOW")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from orbit.core.decider.context import Ctx
 from orbit.core.history.events import BuildSwitched, ExecutionParked, ExecutionUnparked, TaskError
 from orbit.core.history.state import UNPARK_WAKE, ExecutionState
-from orbit.core.runtime.code_errors import is_workflow_bug
+from orbit.core.runtime.code.errors import is_workflow_bug
 from orbit.core.runtime.commands import Command, Fail, Park, SwitchBuild
 
 FIRST_RETRY_MS = 60_000

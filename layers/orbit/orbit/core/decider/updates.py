@@ -3,7 +3,7 @@
 - Accepted (`update` message, validated by the API before it was sent): `UpdateAccepted`, once
   per update id (a second message with a known id records nothing).
 - Code workflows: the runtime runs the handler at a deterministic point of the replay and
-  returns `CompleteUpdate` (orbit/core/runtime/code_updates.py): recorded as `UpdateCompleted`.
+  returns `CompleteUpdate` (orbit/core/runtime/code/updates.py): recorded as `UpdateCompleted`.
 - Definitions: `updates: {NAME: {signal: S, result: "{% expr %}"}}`. The update is delivered as
   signal `S` (id `update:<update_id>`); when a `wait_for: S` step consumes it, the update
   completes with `result` evaluated over the step-input root plus `update` (its input), or
@@ -81,12 +81,12 @@ def consumed(ctx: Ctx, unit: str, signal_id: str) -> None:
 
 def _evaluate(ctx: Ctx, template: Any, input: Any, name: str) -> tuple[Any, TaskError | None]:
     from orbit.core.definition.expressions import evaluate
-    from orbit.core.runtime.dsl import _Run
+    from orbit.core.runtime.dsl.interpreter import _Run
     from orbit.errors import OrbitError
 
     try:
-        root = _Run(ctx.workflow, ctx.state, ctx.now).root(update=input)
-        return evaluate(template, root, ctx.now), None
+        root = _Run(ctx.workflow, ctx.state, ctx.now, keys=ctx.keys, meter=ctx.meter).root(update=input)
+        return evaluate(template, root, ctx.now, ctx.meter), None
     except OrbitError as e:
         return None, TaskError(EXPRESSION_ERROR, f"updates.{name}.result: {e}", retryable=False)
 

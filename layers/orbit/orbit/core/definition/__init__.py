@@ -16,8 +16,8 @@ from orbit.core.definition.model import Definition, RetryPolicy, Signal, Step
 from orbit.core.definition.parse import DefinitionError, parse_definition
 from orbit.core.definition.validate import validate_definition
 
-__all__ = [
+__all__ = (
     "Definition", "DefinitionError", "DurationError", "RetryPolicy", "Signal", "Step",
     "canonical_json", "definition_hash", "format_duration", "load_definition", "parse_definition",
     "parse_duration", "parse_text", "validate_definition", "validate_file",
-]
+)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.definition import expressions
@@ -45,13 +46,26 @@ def suggest(word: str, known: Iterable[str]) -> str:
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
+# Keys from Step Functions (and other engines) that Orbit spells differently: the hint replaces
+# "did you mean".
+HABITS = MappingProxyType({
+    ("a step", "next"): "; use `after` on the next step (a step names the steps it waits for)",
+    ("a step", "end"): "; a step with no other step `after` it is where the workflow ends",
+    ("a step", "type"): "; a step's kind is its key: task, compute, sleep, wait_for, workflow, for...",
+    ("a step", "resource"): "; use `task: NAME` (the worker's @task name)",
+    ("a step", "parameters"): "; use `input:`",
+    ("a step", "result_path"): "; a step's output is `steps.NAME.output`",
+})
+
+
 def check_keys(obj: dict[Any, Any], allowed: Iterable[str], path: str, out: Problems, what: str) -> None:
     allowed = list(allowed)
     for key in obj:
         if not isinstance(key, str):
             out.add(path, f"key {key!r} is not a string")
         elif key not in allowed:
-            out.add(join(path, key), f"unknown key in {what}{suggest(key, allowed)}")
+            hint = HABITS.get((what, key)) or suggest(key, allowed)
+            out.add(join(path, key), f"unknown key in {what}{hint}")
 
 
 MAX_VALUES = 100_000

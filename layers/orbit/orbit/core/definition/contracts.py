@@ -20,21 +20,22 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from referencing import Registry
 
-from orbit.core.definition.schema_budget import SchemaBudgetExceeded, schema_budget, steps_for
+from orbit.core.definition.schema_budget import SchemaBudgetExceeded, budgeted, steps_for
 from orbit.core.definition.schema_regex import DATA_KEYWORDS, UnsupportedPattern, pattern_problems, re2_class
 from orbit.core.history.events import TaskError
 
 # Where the checked value sits, for messages like "input.items: ...".
-_ROOT_LABEL = {
+_ROOT_LABEL = MappingProxyType({
     "INPUT_CONTRACT_VIOLATION": "input",
     "OUTPUT_CONTRACT_VIOLATION": "output",
-}
+})
 _MAX_DETAILS = 20
 _NOTHING_TO_RETRIEVE: Registry = Registry()  # no resources, no retrieve function: never a fetch
 
@@ -131,8 +132,7 @@ def check_compiled(validator: Any, value: Any, code: str, root: str) -> TaskErro
     if validator is None:
         return None
     try:
-        with schema_budget(steps_for(value)):
-            errors = list(validator.iter_errors(value))
+        errors = list(budgeted(validator, steps_for(value)).iter_errors(value))
     except SchemaBudgetExceeded as exc:
         return TaskError(code, f"{root}: {exc}", retryable=False, details={"errors": []})
     except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a schema that cannot be applied

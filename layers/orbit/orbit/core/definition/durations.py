@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
 
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_UNIT_MS = MappingProxyType(
+    {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000})
 _SHORT_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _SHORT_WHOLE = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+")
 # Years and months are refused: their length in milliseconds depends on the calendar.
@@ -19,7 +21,7 @@ _ISO = re.compile(
     r"P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
     r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
 )
-_ISO_UNITS = {"w": "w", "d": "d", "h": "h", "m": "m", "s": "s"}
+_ISO_UNITS = MappingProxyType({"w": "w", "d": "d", "h": "h", "m": "m", "s": "s"})
 
 # A hundred years: beyond that a value is a typo, and timestamps would overflow date formatting.
 MAX_DURATION_MS = 100 * 365 * 86_400_000

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import copy
 import re
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 import jsonata
@@ -118,54 +117,17 @@ class Budget:
             raise self.fail(f"{what} size", f"{length} characters, more than {limit}")
 
 
-_THREAD = threading.local()
-
-
-def spent_steps() -> int:
-    """Evaluation steps spent on this thread so far (the decider reads it between rounds)."""
-    return int(getattr(_THREAD, "spent", 0))
-
-
-def _spend(steps: int) -> None:
-    _THREAD.spent = spent_steps() + steps
-
-
-def current() -> Budget:
-    """The budget of the evaluation running on this thread (a fresh one outside any)."""
-    budget: Budget | None = getattr(_THREAD, "budget", None)
-    return budget if budget is not None else Budget()
-
-
-@contextmanager
-def running(budget: Budget) -> Iterator[Budget]:
-    previous = getattr(_THREAD, "budget", None)
-    _THREAD.budget = budget
-    try:
-        yield budget
-    finally:
-        _THREAD.budget = previous
-        _spend(budget.steps)
-
-
-def _entry(expr: Any, input: Any, env: Any) -> None:
-    current().entry(expr, input, env)
-
-
-def _exit(expr: Any, input: Any, env: Any, result: Any) -> None:
-    current().exit(expr, input, env, result)
-
-
 def _size(value: Any) -> int:
     return len(value) if isinstance(value, (str, list)) else 0
 
 
-def _check_pad(args: list[Any]) -> None:
+def _check_pad(budget: Budget, args: list[Any]) -> None:
     width = args[1] if len(args) > 1 else None
     if isinstance(width, (int, float)) and not isinstance(width, bool) and abs(width) > MAX_STRING:
-        raise current().fail("string size", f"$pad to {int(abs(width))} characters, more than {MAX_STRING}")
+        raise budget.fail("string size", f"$pad to {int(abs(width))} characters, more than {MAX_STRING}")
 
 
-def _check_replace(args: list[Any]) -> None:
+def _check_replace(budget: Budget, args: list[Any]) -> None:
     string, pattern, replacement = (list(args) + [None, None, None])[:3]
     if not (isinstance(string, str) and isinstance(replacement, str) and replacement):
         return
@@ -179,63 +141,67 @@ def _check_replace(args: list[Any]) -> None:
         return
     made = len(string) + matches * len(replacement)
     if made > MAX_STRING:
-        raise current().fail("string size", f"$replace would make {made} characters, more than {MAX_STRING}")
+        raise budget.fail("string size", f"$replace would make {made} characters, more than {MAX_STRING}")
 
 
-def _check_join(args: list[Any]) -> None:
+def _check_join(budget: Budget, args: list[Any]) -> None:
     strs = args[0] if args else None
     separator = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
     if isinstance(strs, list):
         made = sum(_size(s) for s in strs) + len(separator) * max(len(strs) - 1, 0)
         if made > MAX_STRING:
-            raise current().fail("string size", f"$join would make {made} characters, more than {MAX_STRING}")
+            raise budget.fail("string size", f"$join would make {made} characters, more than {MAX_STRING}")
 
 
-def _check_eval(args: list[Any]) -> None:
+def _check_eval(budget: Budget, args: list[Any]) -> None:
     text = args[0] if args else None
     if isinstance(text, str):
-        current().check_text("$eval expression", len(text), MAX_EXPRESSION_LENGTH)
+        budget.check_text("$eval expression", len(text), MAX_EXPRESSION_LENGTH)
 
 
-def _check_distinct(args: list[Any]) -> None:
+def _check_distinct(budget: Budget, args: list[Any]) -> None:
     arr = args[0] if args else None
     if isinstance(arr, list) and len(arr) > MAX_DISTINCT:
-        raise current().fail("array size", f"$distinct of {len(arr)} elements, more than {MAX_DISTINCT}")
+        raise budget.fail("array size", f"$distinct of {len(arr)} elements, more than {MAX_DISTINCT}")
 
 
-_CHECKS = {
+_CHECKS = MappingProxyType({
     "distinct": _check_distinct, "pad": _check_pad, "replace": _check_replace, "join": _check_join,
     "eval": _check_eval,
-}
+})
 
 
 class _Guarded(jsonata.Jsonata.JNativeFunction):  # type: ignore[misc]  # jsonata is untyped
     """A built-in that checks the size it is about to make before the real one runs (after the
     signature has validated and coerced its arguments, as for the built-in itself)."""
 
-    def __init__(self, original: Any, check: Any) -> None:  # copies the built-in
+    def __init__(self, original: Any, check: Any, runner: BudgetedJsonata) -> None:  # copies the built-in
         self.__dict__.update(original.__dict__)
         self._check = check
+        self._runner = runner
 
     def call(self, input: Any, args: Any) -> Any:
-        self._check(list(args) if isinstance(args, (list, tuple)) else [])
+        self._check(self._runner.budget, list(args) if isinstance(args, (list, tuple)) else [])
         return super().call(input, args)
 
 
 class BudgetedJsonata(jsonata.Jsonata):  # type: ignore[misc]  # jsonata is untyped
     """A compiled expression whose ranges ``[a..b]`` respect the array budget and whose
     function applications have their results checked (a call in a lambda's tail position is
-    run by jsonata's trampoline, outside the evaluator's exit callback)."""
+    run by jsonata's trampoline, outside the evaluator's exit callback). `budget`: the running
+    evaluation's, set by the evaluator before it runs (one evaluation at a time per runner)."""
+
+    budget: Budget
 
     def evaluate_range_expression(self, lhs: Any, rhs: Any) -> Any:
         if isinstance(lhs, int) and isinstance(rhs, int) and not isinstance(lhs, bool) \
                 and not isinstance(rhs, bool) and rhs >= lhs:
-            current().check_range(rhs - lhs + 1)
+            self.budget.check_range(rhs - lhs + 1)
         return super().evaluate_range_expression(lhs, rhs)
 
     def apply_inner(self, proc: Any, args: Any, input: Any, environment: Any) -> Any:
         result = super().apply_inner(proc, args, input, environment)
-        current().check_size(result)
+        self.budget.check_size(result)
         return result
 
 
@@ -273,19 +239,21 @@ def check_literal_ranges(ast: Any) -> None:
                                       f"more than {MAX_ARRAY}")
 
 
-def budgeted(compiled: jsonata.Jsonata) -> jsonata.Jsonata:
+def budgeted(compiled: jsonata.Jsonata) -> BudgetedJsonata:
     """A copy of `compiled` (evaluation mutates the instance) with its own environment frame,
-    in which the budget's callbacks and the guarded built-ins are bound. The frame is the one
-    ``$eval`` evaluates in, so the text it runs is budgeted too."""
-    runner = copy.copy(compiled)
+    in which the budget's callbacks and the guarded built-ins are bound; they read the runner's
+    `budget`, which the evaluator sets before each evaluation. The frame is the one ``$eval``
+    evaluates in, so the text it runs is budgeted too."""
+    runner: BudgetedJsonata = copy.copy(compiled)
     runner.__class__ = BudgetedJsonata
+    runner.budget = Budget()
     env = runner.create_frame(jsonata.Jsonata.static_frame)
-    env.set_evaluate_entry_callback(_entry)
-    env.set_evaluate_exit_callback(_exit)
+    env.set_evaluate_entry_callback(lambda expr, input, e: runner.budget.entry(expr, input, e))
+    env.set_evaluate_exit_callback(lambda expr, input, e, result: runner.budget.exit(expr, input, e, result))
     for name, check in _CHECKS.items():
         original = jsonata.Jsonata.static_frame.lookup(name)
         if original is not None:
-            env.bind(name, _Guarded(original, check))
+            env.bind(name, _Guarded(original, check, runner))
     runner.environment = env
     return runner
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import threading
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -34,21 +33,21 @@ from jsonata.parser import Parser
 from orbit.core.definition.expression_budget import (
     MAX_EXPRESSION_LENGTH,
     Budget,
+    BudgetedJsonata,
     BudgetExceeded,
     ast_symbols,
     budgeted,
     check_literal_ranges,
     regex_engine,
-    running,
 )
-from orbit.core.definition.expression_errors import plain_message
+from orbit.core.definition.expression_errors import habit_hint, named_values, plain_message
 from orbit.errors import ExpressionError
 
-__all__ = [
+__all__ = (
     "ExpressionError", "evaluate", "expression_references", "expression_text", "expressions_in",
     "is_expression",
     "parse_expression", "reads_steps_dynamically", "references", "root_names",
-]
+)
 
 _OPEN, _CLOSE = "{%", "%}"
 
@@ -84,7 +83,7 @@ def _compile(text: str) -> jsonata.Jsonata:
     try:
         compiled = jsonata.Jsonata(text, regex_engine)
     except JException as exc:
-        raise ExpressionError(f"{_jmessage(exc)} in {text!r}") from None
+        raise ExpressionError(f"{_jmessage(exc)} in {text!r}{habit_hint(text)}") from None
     except ExpressionError as exc:  # the regex engine refused a pattern
         raise ExpressionError(f"{exc} in {text!r}") from None
     except RecursionError:
@@ -92,7 +91,7 @@ def _compile(text: str) -> jsonata.Jsonata:
     except Exception as exc:  # noqa: BLE001 - the parser has rough edges (e.g. IndexError on some inputs)
         raise ExpressionError(f"cannot parse {text!r}: {type(exc).__name__}: {exc}") from None
     if compiled.errors:
-        raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}")
+        raise ExpressionError(f"{_jmessage(compiled.errors[0])} in {text!r}{habit_hint(text)}")
     try:
         check_literal_ranges(compiled.ast)
     except ExpressionError as exc:
@@ -103,19 +102,25 @@ def _compile(text: str) -> jsonata.Jsonata:
     return compiled
 
 
-_THREAD = threading.local()
+MAX_RUNNERS = 4096  # compiled runners one meter keeps
 
 
-def _runner(text: str) -> jsonata.Jsonata:
-    """This thread's own copy of the compiled expression: evaluation mutates the
-    instance (current input and environment), so threads must not share one."""
-    cache: dict[str, jsonata.Jsonata] | None = getattr(_THREAD, "cache", None)
-    if cache is None or len(cache) > 4096:
-        cache = _THREAD.cache = {}
-    runner = cache.get(text)
-    if runner is None:
-        runner = cache[text] = budgeted(_compile(text))
-    return runner
+class Meter:
+    """What a series of evaluations shares (one decision's, say): the evaluation steps they spent
+    (the decider bounds a decision by them) and the runners they used, one per expression text
+    (evaluation mutates a runner, so a meter serves one evaluation at a time, on one thread)."""
+
+    def __init__(self) -> None:
+        self.spent = 0
+        self.runners: dict[str, BudgetedJsonata] = {}
+
+    def runner(self, text: str) -> BudgetedJsonata:
+        runner = self.runners.get(text)
+        if runner is None:
+            if len(self.runners) >= MAX_RUNNERS:
+                self.runners.clear()
+            runner = self.runners[text] = budgeted(_compile(text))
+        return runner
 
 
 def parse_expression(text: str) -> jsonata.Jsonata:
@@ -126,45 +131,48 @@ def parse_expression(text: str) -> jsonata.Jsonata:
     return _compile(expression_text(text) if is_expression(text) else text.strip())
 
 
-def evaluate(template: Any, root: dict[str, Any], now_ms: int) -> Any:
-    """Evaluate ``template`` against ``root``; raise :class:`ExpressionError` on failure."""
+def evaluate(template: Any, root: dict[str, Any], now_ms: int, meter: Meter | None = None) -> Any:
+    """Evaluate ``template`` against ``root``; raise :class:`ExpressionError` on failure. `meter`:
+    where the steps spent are counted and the runners kept (a decision's); None: a fresh one."""
     bindings = {**_clock_bindings(now_ms), **_draw_bindings(now_ms, root)}
-    return _evaluate(template, root, bindings, "")
+    return _evaluate(template, root, bindings, "", meter if meter is not None else Meter())
 
 
-def _evaluate(template: Any, root: Any, bindings: dict[str, Any], path: str) -> Any:
+def _evaluate(template: Any, root: Any, bindings: dict[str, Any], path: str, meter: Meter) -> Any:
     if isinstance(template, str):
         if not is_expression(template):
             return template
-        return _evaluate_one(template, root, bindings, path)
+        return _evaluate_one(template, root, bindings, path, meter)
     if isinstance(template, dict):
-        return {key: _evaluate(item, root, bindings, f"{path}.{key}" if path else str(key))
+        return {key: _evaluate(item, root, bindings, f"{path}.{key}" if path else str(key), meter)
                 for key, item in template.items()}
     if isinstance(template, list):
-        return [_evaluate(item, root, bindings, f"{path}[{i}]") for i, item in enumerate(template)]
+        return [_evaluate(item, root, bindings, f"{path}[{i}]", meter) for i, item in enumerate(template)]
     return template
 
 
-def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str) -> Any:
+def _evaluate_one(template: str, root: Any, bindings: dict[str, Any], path: str, meter: Meter) -> Any:
     where = f"{path}: " if path else ""
     try:
-        compiled = _runner(expression_text(template))
+        compiled = meter.runner(expression_text(template))
     except ExpressionError as exc:
         raise ExpressionError(f"{where}{exc}") from None
     # jsonata evaluates on a per-thread "current" instance (and higher-order
-    # functions call back into it); make that this thread's copy of this one.
+    # functions call back into it); make that the meter's copy of this one.
     jsonata.Jsonata.CURRENT.jsonata = compiled
-    budget = Budget()
+    budget = compiled.budget = Budget()
     try:
-        with running(budget):
+        try:
             result = compiled.evaluate(root, bindings)
             budget.check_size(result)
+        finally:
+            meter.spent += budget.steps
     except BudgetExceeded as exc:
         raise ExpressionError(f"{where}{exc} in {_short(template)}") from None
     except Exception as exc:  # noqa: BLE001 - any evaluation failure becomes an EXPRESSION_ERROR
         if budget.exceeded is not None:  # wrapped by jsonata (e.g. inside $eval): report the budget
             raise ExpressionError(f"{where}{budget.exceeded} in {_short(template)}") from None
-        raise _plain_error(exc, where, template) from None
+        raise _plain_error(exc, where, template, root) from None
     try:
         return _to_json(result)
     except ValueError as exc:
@@ -175,15 +183,18 @@ def _short(template: str) -> str:
     return repr(template) if len(template) <= 200 else repr(template[:200]) + "..."
 
 
-def _plain_error(exc: Exception, where: str, template: str) -> ExpressionError:
-    if isinstance(exc, JException):
-        return ExpressionError(f"{where}{_jmessage(exc)} in {_short(template)}")
+def _plain_error(exc: Exception, where: str, template: str, root: Any = None) -> ExpressionError:
+    if isinstance(exc, JException):  # naming the values it read: `(input.amount is "x", a string)`
+        named = named_values(expression_text(template), root, getattr(exc, "location", None),
+                             getattr(exc, "error", None))
+        return ExpressionError(f"{where}{_jmessage(exc)} in {_short(template)}{named}")
     if isinstance(exc, RecursionError):
         return ExpressionError(f"{where}expression recursed too deeply: {_short(template)}")
     if isinstance(exc, ExpressionError):  # a regular expression refused at run time ($eval's text)
         return ExpressionError(f"{where}{exc}")
     # e.g. ZeroDivisionError, ValueError from $number('x')
-    return ExpressionError(f"{where}{plain_message(exc)} in {_short(template)}")
+    named = named_values(expression_text(template), root)
+    return ExpressionError(f"{where}{plain_message(exc)} in {_short(template)}{named}")
 
 
 def _clock_bindings(now_ms: int) -> dict[str, Any]:

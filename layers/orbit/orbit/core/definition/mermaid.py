@@ -10,17 +10,20 @@ text out.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from orbit.core.definition.expressions import expression_text, is_expression
 from orbit.core.definition.model import Definition, Step
 
-_SHAPES = {  # Mermaid node shapes by kind: waits are rounded, pure steps hexagons, children subroutines
+# Mermaid node shapes by kind: waits are rounded, pure steps hexagons, children subroutines
+_SHAPES = MappingProxyType({
     "task": ('["', '"]'),
     "http": ('["', '"]'),
     "workflow": ('[["', '"]]'),
     "sleep": ('(["', '"])'),
     "wait_for": ('(["', '"])'),
     "compute": ('{{"', '"}}'),
-}
+})
 MAX_TEXT = 60
 
 

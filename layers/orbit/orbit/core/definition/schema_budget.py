@@ -13,16 +13,13 @@ schema does. Outside a budget (a validator used directly) keywords run uncounted
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any
+
+from jsonschema import FormatChecker
 
 BASE_STEPS = 200_000  # keyword evaluations per check (about 1-2 s of jsonschema), plus:
 STEPS_PER_VALUE = 50  # per value (object, array, string, number, ...) in the checked document
-
-_left: ContextVar[list[int] | None] = ContextVar("orbit_schema_steps", default=None)
-
 
 class SchemaBudgetExceeded(Exception):
     """A check spent its whole budget of keyword evaluations."""
@@ -50,25 +47,34 @@ def steps_for(value: Any) -> int:
     return BASE_STEPS + STEPS_PER_VALUE * count
 
 
-@contextmanager
-def schema_budget(steps: int) -> Iterator[None]:
-    """Count the keyword evaluations of the checks run inside; raise past `steps`."""
-    token = _left.set([steps, steps])
-    try:
-        yield
-    finally:
-        _left.reset(token)
+class CheckBudget(FormatChecker):  # type: ignore[misc]
+    """One check's budget of keyword evaluations, and the `enum` lists it has hashed
+    (`schema_unique.enum`). It rides on the validator of the check as its format checker, which
+    jsonschema hands to the validator of every subschema it descends into; so the budget is an
+    argument of the check, not state of the process or the thread. It checks no format, as a
+    validator without a format checker does (`format` is an annotation here)."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__(formats=())
+        self.steps = self.left = steps
+        self.enums: dict[int, tuple[Any, frozenset[Any], str]] = {}  # id(enum list) -> (list, keys, shown)
+
+
+def budgeted(validator: Any, steps: int) -> Any:
+    """`validator` (a compiled one, shared) for one check of at most `steps` keyword evaluations."""
+    return validator.evolve(format_checker=CheckBudget(steps))
 
 
 def counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
-    """jsonschema keyword function `keyword`, spending one step of the open budget per call."""
+    """jsonschema keyword function `keyword`, spending one step of the check's budget per call
+    (none on a validator that carries no budget)."""
 
     def spend(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
-        left = _left.get()
-        if left is not None:
-            left[0] -= 1
-            if left[0] < 0:
-                raise SchemaBudgetExceeded(left[1])
+        budget = validator.format_checker
+        if isinstance(budget, CheckBudget):
+            budget.left -= 1
+            if budget.left < 0:
+                raise SchemaBudgetExceeded(budget.steps)
         return keyword(validator, value, instance, schema)
 
     spend.__name__ = getattr(keyword, "__name__", "keyword")

@@ -64,12 +64,14 @@ def is_unique(items: Any) -> bool:
 
 
 _ENUM_SHOWN = 200  # characters of an enum's members written in a message
-_enum_keys: dict[int, tuple[Any, frozenset[Any], str]] = {}  # id(enum list) -> (list, keys, shown)
 
 
 def enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Any:
     """jsonschema's `enum` keyword (same answer) with hashed membership and a bounded message."""
-    known = _enum_keys.get(id(enums))
+    budget = validator.format_checker  # the check's `schema_budget.CheckBudget`: its hashed enums
+    found_cache = getattr(budget, "enums", None)  # None: a validator without a budget (not a check's)
+    cache: dict[int, tuple[Any, frozenset[Any], str]] = found_cache if found_cache is not None else {}
+    known = cache.get(id(enums))
     if known is None or known[0] is not enums:
         try:
             keys = frozenset(json_key(member) for member in enums)
@@ -79,9 +81,9 @@ def enum(validator: Any, enums: Any, instance: Any, schema: Any) -> Any:
         shown = repr(enums)
         if len(shown) > _ENUM_SHOWN:
             shown = f"{shown[:_ENUM_SHOWN - 3]}..."
-        if len(_enum_keys) >= 1024:  # the enums of the cached validators, and no more
-            _enum_keys.clear()
-        known = _enum_keys[id(enums)] = (enums, keys, shown)
+        if len(cache) >= 1024:  # the enums of one check's schema, and no more
+            cache.clear()
+        known = cache[id(enums)] = (enums, keys, shown)
     try:
         found = json_key(instance) in known[1]
     except (_NotJson, TypeError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.definition import expressions
@@ -36,7 +37,7 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # Which kinds accept which keys; a key on the wrong kind is refused rather than ignored.
 # A child workflow (`workflow:`) is not retried or timed out per step by the engine
 # (it has its own `timeout`), so retry/timeout there would be silently ignored.
-KEY_KINDS = {
+KEY_KINDS = MappingProxyType({
     "input": ("task", "workflow"),
     "retry": ("task", "http"),
     "timeout": ("task", "http", "wait_for"),
@@ -47,7 +48,7 @@ KEY_KINDS = {
     "inline": ("task",),
     "semantics": ("task",),
     "on_missing_worker": ("task",),
-}
+})
 ON_MISSING_WORKER = ("wait", "fail")  # a task no worker serves: wait in its queue (default) or fail
 # Step names become unit keys (`step[3]`, `compensate:step`), so brackets and colons are out.
 STEP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,79}")

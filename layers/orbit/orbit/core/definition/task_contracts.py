@@ -10,6 +10,7 @@ them: mocks are checked against `output` and generated from it (docs/testing-def
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.definition.checks import Problems, check_keys, check_schema_doc, join, suggest, type_name
@@ -67,7 +68,7 @@ def check_tasks(document: dict[str, Any], out: Problems) -> None:
         check_contract(str(name), body, path, out)
 
 
-_CODES = {"input": INPUT_CONTRACT_VIOLATION, "output": OUTPUT_CONTRACT_VIOLATION}
+_CODES = MappingProxyType({"input": INPUT_CONTRACT_VIOLATION, "output": OUTPUT_CONTRACT_VIOLATION})
 MAX_MESSAGE = 500  # one line in describe, the CLI and the console
 
 

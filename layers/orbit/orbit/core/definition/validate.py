@@ -28,7 +28,7 @@ from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
             "output", "output_schema", "signals", "queries", "retention", "on_signal", "updates",
-            "tasks", "attributes", "concurrency", "rate", "priority", "queues")
+            "tasks", "attributes", "triggers", "concurrency", "rate", "priority", "queues")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -85,6 +85,12 @@ def validate_definition(document: Any, stored: bool = False) -> list[Problem]:
     check_handlers(document, out, _GraphChecks())
     check_tasks(document, out)
     _check_flow(document, out)
+    if "triggers" in document:  # docs/triggers.md
+        from orbit.core.definition.triggers import check_triggers
+
+        sigs = document.get("signals")
+        check_triggers(document["triggers"], "triggers", out,
+                       {n for n in sigs if isinstance(n, str)} if isinstance(sigs, dict) else set())
     _check_hooks(document, out)
     _check_roots(document, out)
     if not stored:

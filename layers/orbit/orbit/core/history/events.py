@@ -8,7 +8,9 @@ names it `step` (a unit key: `step`, `step[i]` or `compensate:step`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from orbit.core.history.serial import known_fields, tagged_dict
@@ -46,7 +48,6 @@ class Event:
         return tagged_dict(self, "type", self.TYPE)
 
 
-EVENT_TYPES: dict[str, type[Event]] = {}
 
 
 _E = TypeVar("_E", bound=Event)
@@ -54,11 +55,11 @@ _E = TypeVar("_E", bound=Event)
 
 @dataclass_transform(frozen_default=True)
 def event(cls: type[_E]) -> type[_E]:
-    """Register an event class under its own name (the JSON `type`)."""
+    """Make an event class: a frozen dataclass whose JSON `type` is its own name (EVENT_TYPES, at the
+    end of this module, lists every class made so)."""
     cls = dataclass(frozen=True)(cls)
     cls.TYPE = cls.__name__
     cls._ERRORS = tuple(f.name for f in fields(cls) if f.name == "error")
-    EVENT_TYPES[cls.__name__] = cls
     return cls
 
 
@@ -535,3 +536,19 @@ def recorded_from_dict(d: Any) -> Recorded:
         raise ValidationError("recorded event needs integer `seq` and `timestamp_ms`", "event")
     body = {k: v for k, v in d.items() if k not in ("seq", "timestamp_ms")}
     return Recorded(d["seq"], d["timestamp_ms"], event_from_dict(body))
+
+
+def _made_by_event(base: type[Event]) -> dict[str, type[Event]]:
+    out: dict[str, type[Event]] = {}
+    for cls in base.__subclasses__():
+        if cls.__dict__.get("TYPE") == cls.__name__:
+            out[cls.__name__] = cls
+        out.update(_made_by_event(cls))
+    return out
+
+
+# A durable function's events (the Lambda durable execution API) are events too: defined before the
+# table is made, so a history read back from the store decodes them.
+from orbit.core.history import durable_events as _durable_events  # noqa: E402,F401
+
+EVENT_TYPES: Mapping[str, type[Event]] = MappingProxyType(_made_by_event(Event))  # every event class, by name

@@ -12,10 +12,10 @@ simulator) hold the plain token in `HookCreated.token`: they keep working as the
 did, the token is just read from the history instead of derived.
 
 The key reaches a decision through its id source (`ids.hook_key`, a callable so it
-is read only when a hook needs it); the runtime reads it through `token_of`, set for
-the length of one decision by `keys_from` (the decider's `decide`). Outside a
-decision (a replay check on an exported history) there is no key, and `token_of`
-gives a placeholder instead of the token.
+is read only when a hook needs it); the decider hands a `KeySource` for it to the
+runtimes (`decide.runtime_for`), which pass it to `token_of`. Without one (a replay
+check on an exported history) there is no key, and `token_of` gives a placeholder
+instead of the token.
 """
 
 from __future__ import annotations
@@ -23,16 +23,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any
 
 # A store is given `DIGEST_PREFIX + sha256 hex` instead of a token when the engine has only the hash.
 DIGEST_PREFIX = "sha256:"
 UNAVAILABLE = "<hook token>"  # what token_of gives outside a decision (no key at hand)
 KeySource = Callable[[], "bytes | None"]
-_KEYS: ContextVar[KeySource | None] = ContextVar("orbit_hook_keys", default=None)
 
 
 def derive(key: bytes, execution_id: str, name: str) -> str:
@@ -50,29 +47,12 @@ def key_of(ids: Any) -> bytes | None:
     return get() if callable(get) else None
 
 
-@contextmanager
-def keys_from(ids: Any) -> Iterator[None]:
-    """Make the key of `ids` available to `token_of` while the block runs (one decision)."""
-    reset = _KEYS.set(lambda: key_of(ids))
-    try:
-        yield
-    finally:
-        _KEYS.reset(reset)
-
-
-def current_keys() -> KeySource | None:
-    """The key source of the decision running on this thread: a code workflow's own thread is
-    handed it with each state (a context variable does not cross threads)."""
-    return _KEYS.get()
-
-
 def token_of(execution_id: str, name: str, hook: dict[str, Any], keys: KeySource | None = None) -> str:
     """The token of a hook as state holds it: recorded (older histories) or derived from the key
-    (of `keys`, else of the decision running on this thread)."""
+    of `keys` (None: no key at hand, a placeholder)."""
     if hook.get("token"):
         return str(hook["token"])
-    get = keys or _KEYS.get()
-    key = get() if get is not None else None
+    key = keys() if keys is not None else None
     return derive(key, execution_id, name) if key else UNAVAILABLE
 
 
@@ -96,6 +76,6 @@ def matches(hook: dict[str, Any], token: str, digest: str) -> bool:
     return bool(digest) and hook.get("token_sha256") == digest
 
 
-__all__ = ["DIGEST_PREFIX", "UNAVAILABLE", "derive", "sha256_hex", "key_of", "keys_from", "current_keys",
+__all__ = ("DIGEST_PREFIX", "UNAVAILABLE", "derive", "sha256_hex", "key_of",
            "token_of",
-           "tokens_view", "identity", "matches"]
+           "tokens_view", "identity", "matches")

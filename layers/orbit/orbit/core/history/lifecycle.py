@@ -8,12 +8,13 @@ hands to `HistoryStore.retire`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from orbit.core.history.events import Recorded
 from orbit.core.history.hook_tokens import identity
 from orbit.core.history.state import FAILED, TERMINAL_WORKFLOW, TIMED_OUT, ExecutionState
 
-_STEP_METRICS = {"StepScheduled": "StepAttempts", "StepFailed": "StepFailures"}
+_STEP_METRICS = MappingProxyType({"StepScheduled": "StepAttempts", "StepFailed": "StepFailures"})
 
 
 def decision_metrics(state: ExecutionState, was: tuple[str, bool], events: list[Recorded]) -> list[str]:

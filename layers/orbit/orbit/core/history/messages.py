@@ -1,20 +1,28 @@
-"""Inbound messages: the bodies of the decision queue.
+"""Every body on a queue, one class each: the decision queue's messages and the task queues'.
 
 JSON objects `{"kind", "execution_id", "id", ...}`. `id` is unique per logical
 message and survives redelivery, which is how the service recognises a
-message it already committed (`state.inbound`).
+message it already committed (`state.inbound`). A sender builds a body with
+`<Class>(...).to_dict()` and a receiver reads it with `message_from_dict` (an execution's
+messages), `Bundle.from_dict`, `ScheduleFire.from_dict` or `task_message_from_dict` (a worker
+queue's); `tests/unit/test_queue_bodies.py` checks that no module builds one by hand and that
+the bodies already on queues still parse. Two keys ride beside the fields, outside any class:
+the trace header (`core.tracing.BODY_KEY`, carried as an SQS message attribute) and
+`sent_at_ms` (stamped by the `Queues` adapter).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
 
+from orbit.core.history.effects import CancelTask, DispatchTask
 from orbit.core.history.events import JSON, TaskError
 from orbit.core.history.serial import known_fields, lookup, registry, tagged_dict
 from orbit.errors import Problem, ValidationError
 
 _ANY = object()  # marker: any JSON value
+M = TypeVar("M", bound="Message")
 
 
 @dataclass(frozen=True)
@@ -22,11 +30,21 @@ class Message:
     KIND: ClassVar[str] = "message"
     # field -> (expected python type(s) or _ANY, required)
     SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {}
+    BASE_SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"execution_id": (str, True), "id": (str, True)}
     execution_id: str
     id: str
 
     def to_dict(self) -> dict[str, JSON]:
         return tagged_dict(self, "kind", self.KIND)
+
+    @classmethod
+    def from_dict(cls: type[M], d: Any) -> M:
+        """A body of this class's kind, checked field by field (ValidationError names each bad one)."""
+        if not isinstance(d, dict):
+            raise ValidationError("message must be a JSON object", "message")
+        if d.get("kind") != cls.KIND:
+            raise ValidationError(f"expected kind {cls.KIND!r}, not {d.get('kind')!r}", "message.kind")
+        return _checked(cls, d)
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,12 @@ class ResultMessage(Message):
     token: str = ""
     output: JSON = None
     error: TaskError | None = None
+
+    def to_dict(self) -> dict[str, JSON]:
+        """`output`, or `error` when the attempt failed: never both (the worker's form since 1.0)."""
+        d = super().to_dict()
+        del d["output" if self.error is not None else "error"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -226,6 +250,123 @@ class UpdateMessage(Message):
     input: JSON = None
 
 
+@dataclass(frozen=True)
+class Bundle(Message):
+    """Several messages of one execution as one decision-queue body (adapters/sqs.py `bundle`): they
+    reach the decider together, one decision and one commit."""
+
+    KIND: ClassVar[str] = "bundle"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"messages": (list, True)}
+    messages: list[dict[str, JSON]] | None = None
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Bundle:
+        b = super().from_dict(d)
+        if not b.messages or not all(isinstance(m, dict) for m in b.messages):
+            raise ValidationError("a bundle needs `messages`, a non-empty list of objects",
+                                  "message.messages")
+        return b
+
+
+@dataclass(frozen=True)
+class ScheduleFire(Message):
+    """A schedule's clock fired (EventBridge Scheduler, or the local stack's): the schedule service
+    takes it, not an execution (service/schedules.py). `execution_id` is `schedule:<id>`, `id`
+    `schedule_fire:<id>:<fire_at_ms>`; bodies written by hand may lack both, or `fire_at_ms`."""
+
+    KIND: ClassVar[str] = "schedule_fire"
+    BASE_SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"execution_id": (str, False), "id": (str, False)}
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"schedule_id": (str, False),
+                                                   "fire_at_ms": ((int, type(None)), False)}
+    schedule_id: str = ""
+    fire_at_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class BatchPage(Message):
+    """One page of a bulk action (service/batches.py): the batch service takes it, not an execution.
+    `execution_id` is `batch:<id>`, `id` `batch_page:<id>:<page>`."""
+
+    KIND: ClassVar[str] = "batch_page"
+    SPEC: ClassVar[dict[str, tuple[Any, bool]]] = {"batch_id": (str, True), "page": (int, True)}
+    batch_id: str = ""
+    page: int = 0
+
+    @classmethod
+    def of(cls, batch_id: str, page: int) -> BatchPage:
+        return cls(f"batch:{batch_id}", f"{cls.KIND}:{batch_id}:{page}", batch_id, page)
+
+
+FLOW_KEY = "orbit_flow"  # a decision-queue body that is flow control's own, not an execution's
+
+
+@dataclass(frozen=True)
+class FlowComeBack:
+    """Flow control's own decision-queue body (service/limits.py): `send`, a start or an attempt held
+    back by a limit, comes back at `at_ms` (a start to be decided, a task to be sent). It has no
+    `kind`: the engine tells it by its `FLOW_KEY` (`{"orbit_flow": "admit", "at_ms", "send"}`)."""
+
+    at_ms: int
+    send: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {FLOW_KEY: "admit", "at_ms": self.at_ms, "send": self.send}
+
+    @classmethod
+    def from_dict(cls, body: dict[str, Any]) -> FlowComeBack | None:
+        """The body's fields, or None when it carries no `send` to act on."""
+        send = body.get("send")
+        at = body.get("at_ms")
+        return cls(at if isinstance(at, int) else 0, send) if isinstance(send, dict) else None
+
+
+# ------------------------------------------------------------------ the task queues' bodies
+@dataclass(frozen=True)
+class TaskDispatch(DispatchTask):
+    """A worker queue's body: one attempt to run (the commit's `DispatchTask` effect, field for field)
+    and what the sending adds: `resent` (a copy re-sent from the commit log: the first may have run,
+    worker/dedupe.py) and `waiting_for_worker` (how often it came back to its queue unserved,
+    worker/sdk.py)."""
+
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = DispatchTask.OMIT_IF_NONE | {"resent", "waiting_for_worker"}
+    resent: bool | None = None  # True, or left out
+    waiting_for_worker: int | None = None
+
+    @classmethod
+    def of(cls, d: DispatchTask, resent: bool = False) -> TaskDispatch:
+        return cls(**{f.name: getattr(d, f.name) for f in fields(DispatchTask)}, resent=resent or None)
+
+
+@dataclass(frozen=True)
+class TaskCancel(CancelTask):
+    """A worker queue's body: the result of attempt `token` is no longer wanted."""
+
+    @classmethod
+    def of(cls, c: CancelTask) -> TaskCancel:
+        return cls(**{f.name: getattr(c, f.name) for f in fields(CancelTask)})
+
+
+def task_message_from_dict(d: Any) -> TaskDispatch | TaskCancel:
+    """A worker queue's body; ValidationError names what is wrong."""
+    if not isinstance(d, dict):
+        raise ValidationError("a task message must be a JSON object", "message")
+    kind = d.get("kind")
+    cls = TaskDispatch if kind == TaskDispatch.KIND else TaskCancel if kind == TaskCancel.KIND else None
+    if cls is None:
+        raise ValidationError(f"a worker queue carries dispatch_task/cancel_task, not {kind!r}",
+                              "message.kind")
+    kwargs = known_fields(cls, d)
+    if "resent" in kwargs:
+        kwargs["resent"] = kwargs["resent"] is True or None  # only the decider's own mark counts
+    waiting = kwargs.get("waiting_for_worker")
+    if waiting is not None and (not isinstance(waiting, int) or isinstance(waiting, bool)):
+        kwargs["waiting_for_worker"] = None
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ValidationError(f"{cls.KIND}: {e}", "message") from None
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = registry(
     "KIND",
     StartMessage,
@@ -247,12 +388,15 @@ MESSAGE_TYPES: dict[str, type[Message]] = registry(
 
 
 def message_from_dict(d: Any) -> Message:
-    """Validate and build a message; ValidationError lists every bad field by name."""
+    """Validate and build an execution's message; ValidationError lists every bad field by name."""
     if not isinstance(d, dict):
         raise ValidationError("message must be a JSON object", "message")
-    cls = lookup(MESSAGE_TYPES, d, "kind", "message.kind", list_known=True)
+    return _checked(lookup(MESSAGE_TYPES, d, "kind", "message.kind", list_known=True), d)
+
+
+def _checked(cls: type[M], d: dict[str, Any]) -> M:
     problems: list[Problem] = []
-    spec = {"execution_id": (str, True), "id": (str, True), **cls.SPEC}
+    spec = {**cls.BASE_SPEC, **cls.SPEC}
     for name, (typ, required) in spec.items():
         if name not in d or (d[name] is None and required):
             if required:
@@ -270,4 +414,7 @@ def message_from_dict(d: Any) -> Message:
             problems.append(Problem("message.error", "must be {code, message, retryable, details}"))
     if problems:
         raise ValidationError(problems)
+    for name, (_, required) in cls.BASE_SPEC.items():
+        if not required and not isinstance(kwargs.get(name), str):
+            kwargs[name] = ""
     return cls(**kwargs)

@@ -20,7 +20,7 @@ from orbit.core.history.events import (
     event_from_dict,
     recorded_from_dict,
 )
-from orbit.core.history.evolve import HANDLERS
+from orbit.core.history.evolve.workflow import HANDLERS
 from orbit.core.history.state import *  # noqa: F403
 from orbit.core.history.state import (
     ExecutionState,
@@ -29,7 +29,7 @@ from orbit.core.history.state import (
     remember_inbound,
 )
 
-__all__ = [
+__all__ = (
     "apply",
     "fold",
     "apply_commit",
@@ -43,7 +43,7 @@ __all__ = [
     "FanOut",
     "event_from_dict",
     "recorded_from_dict",
-]
+)
 
 
 def apply(state: ExecutionState, recorded: Recorded) -> None:

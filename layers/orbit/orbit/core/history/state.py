@@ -209,6 +209,10 @@ class ExecutionState:
     deadline_ms: int | None = None
     units: dict[str, UnitState] = field(default_factory=dict)
     active: dict[str, None] = field(default_factory=dict)  # ordered set of unfinished units
+    # the units that left `active`, in the order they left, since this object was made (not
+    # serialised: a loaded state starts it empty); what a code group reads to find, at the cost of
+    # what changed, the branches whose units ended (core/runtime/code/wakeups.py)
+    left: list[str] = field(default_factory=list, compare=False, repr=False)
     wakeups: dict[str, int] = field(default_factory=dict)
     fanouts: dict[str, FanOut] = field(default_factory=dict)
     signals: dict[str, list[dict[str, JSON]]] = field(default_factory=dict)  # buffered, FIFO
@@ -298,8 +302,8 @@ class ExecutionState:
                 v = {k: c.to_dict() for k, c in v.items()}
             elif f.name == "active":
                 v = list(v)
-            elif f.name == "inbound":
-                continue  # rebuilt from the logs
+            elif f.name in ("inbound", "left"):
+                continue  # rebuilt from the logs / not kept
             elif f.name in (_OPTIONAL_FIELDS | _RECOVERY_FIELDS) and not v:
                 continue  # added later / a default: snapshots without them stay as they were
             elif f.name in ("inbound_log", "signal_log"):
@@ -319,6 +323,7 @@ class ExecutionState:
         s.fanouts = {k: FanOut(**{**c, "redo": list(c.get("redo") or [])})
                      for k, c in (d.get("fanouts") or {}).items()}
         s.active = dict.fromkeys(d.get("active") or [])
+        s.left = []
         s.inbound, s.inbound_log, s.signal_log = {}, deque(), deque()
         for seq, ts, ids in d.get("signal_log") or []:
             _remember(s, s.signal_log, int(seq), int(ts), tuple(ids))

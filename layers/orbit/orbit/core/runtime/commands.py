@@ -1,7 +1,7 @@
 """The command contract between a runtime and the engine.
 
-A runtime (the DSL interpreter `runtime/dsl.py`, the Python replayer
-`runtime/code.py`) looks at an execution's state and says what should happen
+A runtime (the DSL interpreter `runtime/dsl/interpreter.py`, the Python replayer
+`runtime/code/replayer.py`) looks at an execution's state and says what should happen
 next as **commands** (imperative; the engine records the resulting events,
 past tense). The engine (`orbit.core.decider.decide`) owns unit life cycles: attempts,
 tokens, idempotency keys, retries, timeouts, stale results, cancellation,

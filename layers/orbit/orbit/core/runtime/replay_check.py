@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from orbit.core.history.events import Recorded, recorded_from_dict
@@ -24,9 +25,9 @@ from orbit.core.history.state import ExecutionState
 from orbit.core.runtime import commands as C
 from orbit.errors import ValidationError
 
-ENDINGS = {"WorkflowCompleted": "COMPLETED", "WorkflowFailed": "FAILED",
+ENDINGS = MappingProxyType({"WorkflowCompleted": "COMPLETED", "WorkflowFailed": "FAILED",
            "WorkflowContinuedAsNew": "CONTINUED", "WorkflowCancelled": "CANCELLED",
-           "WorkflowTimedOut": "TIMED_OUT"}
+           "WorkflowTimedOut": "TIMED_OUT"})
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def find_divergence(workflow: Any, history: Any) -> Divergence | None:
 
 def _code(workflow: Any, state: ExecutionState, records: list[Recorded],
           ending: str | None) -> Divergence | None:
-    from orbit.core.runtime.code_instance import Instance
+    from orbit.core.runtime.code.instance import Instance
 
     state.build = workflow.build
     inst = Instance(workflow, state.id)

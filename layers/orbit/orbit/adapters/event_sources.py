@@ -1,0 +1,51 @@
+"""The one adapter for AWS Lambda event source mappings: SQS triggers (docs/triggers.md, "SQS").
+
+An sqs trigger names an existing queue; the stack's triggers function reads it through an event
+source mapping (batches of 10, partial batch failures reported). `sync` makes the mappings of the
+triggers function exactly the queues that the active workflows' sqs triggers name (`queues()`:
+every such ARN, read from the registry), so registering, changing or retiring a workflow adds or
+removes only what changed, and a queue two workflows name is mapped once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from orbit.core.definition.triggers import Trigger
+
+BATCH_SIZE = 10
+
+
+class LambdaEventSources:
+    def __init__(self, client: Callable[[], Any], function_arn: str, queues: Callable[[], set[str]]) -> None:
+        self._client, self.function_arn, self._queues = client, function_arn, queues
+
+    def sync(
+        self, workflow: str, triggers: dict[str, Trigger], former: dict[str, Trigger] | None = None
+    ) -> None:
+        client = self._client()
+        wanted = self._queues()
+        seen: set[str] = set()
+        marker: str | None = None
+        while True:
+            page = client.list_event_source_mappings(
+                FunctionName=self.function_arn, **({"Marker": marker} if marker else {})
+            )
+            for m in page.get("EventSourceMappings", []):
+                arn = str(m.get("EventSourceArn", ""))
+                if arn in wanted and arn not in seen:
+                    seen.add(arn)
+                elif arn.startswith("arn:") and ":sqs:" in arn:
+                    client.delete_event_source_mapping(UUID=m["UUID"])
+            marker = page.get("NextMarker")
+            if not marker:
+                break
+        for arn in sorted(wanted - seen):
+            client.create_event_source_mapping(
+                EventSourceArn=arn,
+                FunctionName=self.function_arn,
+                BatchSize=BATCH_SIZE,
+                Enabled=True,
+                FunctionResponseTypes=["ReportBatchItemFailures"],
+            )

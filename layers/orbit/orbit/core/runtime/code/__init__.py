@@ -1,0 +1,2 @@
+"""Code workflows: the Python replayer behind the command contract (`replayer.CodeReplayer`) and
+its parts (one module each: the replay, the instance, branches, groups, scopes, ...)."""
