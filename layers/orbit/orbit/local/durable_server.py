@@ -119,7 +119,7 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
                 return b"x" * (durable_http.MAX_BODY + 1)
             return self.rfile.read(n) if n else b""
 
-        def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        def _respond(self, status: int, headers: dict[str, str], body: bytes) -> None:
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
@@ -131,15 +131,15 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
             raw = self._read()
             path = self.path
             if durable_http.handles(method, path):
-                self._send(*durable_http.route(endpoint.runtime, method, path, dict(self.headers), raw))
+                self._respond(*durable_http.route(endpoint.runtime, method, path, dict(self.headers), raw))
             elif method == "POST" and path == "/orbit/durable/functions":
                 try:
                     fn = endpoint.register(json.loads(raw or b"{}"))
-                    self._send(
+                    self._respond(
                         200, {"Content-Type": "application/json"}, json.dumps({"name": fn.name}).encode()
                     )
                 except (ValueError, ValidationError) as e:
-                    self._send(
+                    self._respond(
                         400, {"Content-Type": "application/json"}, json.dumps({"message": str(e)}).encode()
                     )
             elif method == "POST" and self.headers.get("X-Amz-Target") == "Logs_20140328.FilterLogEvents":
@@ -149,11 +149,11 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
                         if endpoint.logs
                         else {"events": []}
                     )
-                    self._send(
+                    self._respond(
                         200, {"Content-Type": "application/x-amz-json-1.1"}, json.dumps(answer).encode()
                     )
                 except ValueError as e:
-                    self._send(
+                    self._respond(
                         400,
                         {"Content-Type": "application/x-amz-json-1.1"},
                         json.dumps({"__type": "InvalidParameterException", "message": str(e)}).encode(),
@@ -161,9 +161,9 @@ def make_handler(endpoint: DurableEndpoint) -> type[BaseHTTPRequestHandler]:
             elif method == "POST" and path == "/" and b"Action=" in raw:
                 form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
                 status, body = endpoint.cloudformation(form)
-                self._send(status, {"Content-Type": "text/xml"}, body)
+                self._respond(status, {"Content-Type": "text/xml"}, body)
             else:
-                self._send(
+                self._respond(
                     404,
                     {"Content-Type": "application/json", "X-Amzn-ErrorType": "ResourceNotFoundException"},
                     json.dumps({"message": f"no route {method} {path}"}).encode(),

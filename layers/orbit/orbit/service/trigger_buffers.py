@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orbit.core.history.messages import BufferCheck, TriggerDeadLetter
 from orbit.core.history.storable import execution_id_problem
 from orbit.errors import ConflictError, ExecutionExists
 
@@ -78,11 +79,11 @@ def add(engine: Any, workflow: str, trig: Any, key: str, base_id: str, input: An
         if state.get("closing"):
             _finish(engine, bid, state, rev)
             continue
-        check = {"workflow": workflow, "trigger": trig.name, "key": key, "gen": state["gen"]}
+        check = BufferCheck(workflow, trig.name, key, state["gen"])
         gen = next((g for k, g in state["seen"] if k == event_key), None)
         if gen is not None:  # a redelivery: its first delivery may have died before what followed
             if gen == state["gen"] and state["first_ms"] is not None:  # ... its check
-                checks.send({**check, "at": state["armed_ms"]}, max(0, state["armed_ms"] - now))
+                checks.send(check.due(state["armed_ms"]).to_dict(), max(0, state["armed_ms"] - now))
             else:  # ... or the sends of the start its flush made
                 _restart(engine, state, gen)
             return "duplicate"
@@ -112,18 +113,19 @@ def add(engine: Any, workflow: str, trig: Any, key: str, base_id: str, input: An
         except ConflictError:
             continue
         if due <= now:
-            check_due(engine, {**check, "at": due})
+            check_due(engine, check.due(due).to_dict())
         else:
-            checks.send({**check, "at": due}, min(due - now, MAX_DELAY_MS))
+            checks.send(check.due(due).to_dict(), min(due - now, MAX_DELAY_MS))
         return "buffered"
     raise ConflictError(bid, -1, f"trigger buffer {bid}: gave up after {MAX_ROUNDS} conflicting writes")
 
 
-def check_due(engine: Any, check: dict[str, Any]) -> str:
+def check_due(engine: Any, body: dict[str, Any]) -> str:
     """A check came: flush the buffer if it is due, send the check on if it is not (and no later
     check is armed), nothing if that generation was flushed already. Returns what it did."""
     buffers, checks = _ports(engine)
-    bid = buffer_id(str(check["workflow"]), str(check["trigger"]), str(check["key"]))
+    check = BufferCheck.from_dict(body)
+    bid = buffer_id(check.workflow, check.trigger, check.key)
     for _ in range(MAX_ROUNDS):
         now = engine.clock.now_ms()
         got = buffers.get(bid)
@@ -133,18 +135,18 @@ def check_due(engine: Any, check: dict[str, Any]) -> str:
         if state.get("closing"):
             _finish(engine, bid, state, rev)
             continue
-        if state["gen"] != check["gen"] or state["first_ms"] is None:
-            _restart(engine, state, int(check["gen"]))  # a redelivered check: its start's sends again
+        if state["gen"] != check.gen or state["first_ms"] is None:
+            _restart(engine, state, check.gen)  # a redelivered check: its start's sends again
             return "flushed before"
         if state["due_ms"] > now:
-            if state["armed_ms"] > check["at"]:
+            if state["armed_ms"] > check.at:
                 return "a later check is armed"
             at = min(state["due_ms"], now + MAX_DELAY_MS)
             try:
                 buffers.put(bid, {**state, "armed_ms": at}, rev)
             except ConflictError:
                 continue
-            checks.send({**check, "at": at}, at - now)
+            checks.send(check.due(at).to_dict(), at - now)
             return "sent on"
         if _flush(engine, bid, state, rev):
             return "flushed"
@@ -182,14 +184,9 @@ def _finish(engine: Any, bid: str, state: dict[str, Any], rev: int | None) -> No
     except (WorkflowRetired, UnknownWorkflow, ValidationError) as e:  # it can never start: kept, not lost
         dead = getattr(engine, "trigger_dead_letters", None)
         if dead is not None:
-            dead.send(
-                {
-                    "workflow": closing["workflow"],
-                    "trigger": json.loads(bid)[1],
-                    "reason": f"the flushed batch cannot start: {e}"[:1000],
-                    "event": closing["input"],
-                }
-            )
+            why = f"the flushed batch cannot start: {e}"[:1000]
+            letter = TriggerDeadLetter(closing["workflow"], json.loads(bid)[1], why, closing["input"])
+            dead.send(letter.to_dict())
     try:
         engine.trigger_buffers.put(bid, {**state, "closing": None}, rev)
     except ConflictError:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from orbit.core.definition.expressions import ExpressionError, evaluate
 from orbit.core.definition.triggers import Trigger, triggers_of
+from orbit.core.history.messages import TriggerDeadLetter
 from orbit.core.history.storable import execution_id_problem, value_problem
 from orbit.errors import (
     ExecutionEnded,
@@ -144,7 +145,7 @@ def _buffer(
 
 def dead_letter_body(workflow: str, trigger: str, reason: str, event: Any) -> dict[str, Any]:
     """What the trigger dead-letter queue receives: enough to see why and to send it again."""
-    return {"workflow": workflow, "trigger": trigger, "reason": reason[:MAX_REASON], "event": event}
+    return TriggerDeadLetter(workflow, trigger, reason[:MAX_REASON], event).to_dict()
 
 
 def sync_triggers(engine: Any, workflow: str) -> None:

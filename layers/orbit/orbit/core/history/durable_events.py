@@ -12,12 +12,24 @@ wire's epoch seconds. `lambda_event` carries no `EventId`: the fold numbers even
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, TypeVar, dataclass_transform
 
-from orbit.core.history.events import JSON, Event, event
+from orbit.core.history.event_base import Event, event
+from orbit.core.history.task_error import JSON
+
+_D = TypeVar("_D", bound=Event)
 
 
-@event
+@dataclass_transform(frozen_default=True)
+def durable_event(cls: type[_D]) -> type[_D]:
+    """An event of the durable execution API: its `error` is Lambda's ErrorObject as the SDK sent it
+    (ErrorType, ErrorMessage, ...), kept as it is, not read as Orbit's TaskError."""
+    cls = event(cls)
+    cls._ERRORS = ()
+    return cls
+
+
+@durable_event
 class DurableStarted(Event):
     """An Invoke created the execution. `input` is the payload as JSON text (None: empty)."""
 
@@ -31,7 +43,7 @@ class DurableStarted(Event):
     parent: dict[str, str] | None = None
 
 
-@event
+@durable_event
 class DurableOperationRecorded(Event):
     """One operation changed: `operation` is its whole new record, `lambda_event` the history
     event the change shows as (None: a change with no event of its own, e.g. a retry now due)."""
@@ -44,7 +56,7 @@ class DurableOperationRecorded(Event):
     wakes: bool | None = None
 
 
-@event
+@durable_event
 class DurableCheckpointed(Event):
     """A checkpoint was accepted: the token it returned and the caller's ClientToken, if any."""
 
@@ -54,7 +66,7 @@ class DurableCheckpointed(Event):
     operations: list[str] | None = None  # the ids it changed (its answer lists them again)
 
 
-@event
+@durable_event
 class DurableInvocationStarted(Event):
     """Orbit invoked the handler (the first time or to replay); its first checkpoint token."""
 
@@ -62,7 +74,7 @@ class DurableInvocationStarted(Event):
     token: str
 
 
-@event
+@durable_event
 class DurableInvocationCompleted(Event):
     """The handler returned (or failed): `status` SUCCEEDED | FAILED | PENDING as it answered."""
 
@@ -73,7 +85,7 @@ class DurableInvocationCompleted(Event):
     error: dict[str, JSON] | None = None
 
 
-@event
+@durable_event
 class DurableEnded(Event):
     """The execution ended: SUCCEEDED | FAILED | STOPPED | TIMED_OUT, its result (JSON text) or error."""
 

@@ -9,11 +9,12 @@ names it `step` (a unit key: `step`, `step[i]` or `compensate:step`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar
 
-from orbit.core.history.serial import known_fields, tagged_dict
+from orbit.core.history.event_base import Event, event
+from orbit.core.history.serial import known_fields
 from orbit.core.history.task_error import (  # noqa: F401  (re-export: events.py was TaskError's home)
     ADAPTER_DISABLED,
     CANCELLED,
@@ -31,36 +32,6 @@ from orbit.core.history.task_error import (  # noqa: F401  (re-export: events.py
 )
 from orbit.core.history.task_error import error_or_none as _error_or_none
 from orbit.errors import OrbitError, ValidationError  # noqa: F401  (re-exported, as before the split)
-
-
-@dataclass(frozen=True)
-class Event:
-    """Base of all events. `TYPE` is the JSON `type`; `_ERRORS` names TaskError fields."""
-
-    TYPE: ClassVar[str] = "Event"
-    _ERRORS: ClassVar[tuple[str, ...]] = ()
-
-    @property
-    def type(self) -> str:
-        return self.TYPE
-
-    def to_dict(self) -> dict[str, JSON]:
-        return tagged_dict(self, "type", self.TYPE)
-
-
-
-
-_E = TypeVar("_E", bound=Event)
-
-
-@dataclass_transform(frozen_default=True)
-def event(cls: type[_E]) -> type[_E]:
-    """Make an event class: a frozen dataclass whose JSON `type` is its own name (EVENT_TYPES, at the
-    end of this module, lists every class made so)."""
-    cls = dataclass(frozen=True)(cls)
-    cls.TYPE = cls.__name__
-    cls._ERRORS = tuple(f.name for f in fields(cls) if f.name == "error")
-    return cls
 
 
 @event

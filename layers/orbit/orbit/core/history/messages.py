@@ -13,7 +13,7 @@ the trace header (`core.tracing.BODY_KEY`, carried as an SQS message attribute) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from orbit.core.history.effects import CancelTask, DispatchTask
@@ -318,6 +318,53 @@ class FlowComeBack:
         send = body.get("send")
         at = body.get("at_ms")
         return cls(at if isinstance(at, int) else 0, send) if isinstance(send, dict) else None
+
+
+@dataclass(frozen=True)
+class BufferCheck:
+    """A trigger buffer's check (service/trigger_buffers.py): a delayed message on the trigger queue
+    (adapters/sqs_trigger_checks.py wraps it as `{"orbit_buffer": ...}`) that flushes generation
+    `gen` of the buffer of (`workflow`, `trigger`, `key`) once `at` is reached."""
+
+    workflow: str
+    trigger: str
+    key: str
+    gen: int
+    at: int = 0
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"workflow": self.workflow, "trigger": self.trigger, "key": self.key, "gen": self.gen,
+                "at": self.at}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> BufferCheck:
+        if not isinstance(d, dict):
+            raise ValidationError("a buffer check must be a JSON object", "orbit_buffer")
+        for k in ("workflow", "trigger", "key"):
+            if not isinstance(d.get(k), str):
+                raise ValidationError(f"a buffer check needs a string `{k}`", f"orbit_buffer.{k}")
+        for k in ("gen", "at"):
+            if not isinstance(d.get(k, 0), int) or isinstance(d.get(k), bool):
+                raise ValidationError(f"a buffer check's `{k}` must be an integer", f"orbit_buffer.{k}")
+        return cls(d["workflow"], d["trigger"], d["key"], d.get("gen", 0), d.get("at", 0))
+
+    def due(self, at: int) -> BufferCheck:
+        return replace(self, at=at)
+
+
+@dataclass(frozen=True)
+class TriggerDeadLetter:
+    """What a trigger's dead-letter queue receives (service/triggers.py): enough to see why and to
+    send the event again."""
+
+    workflow: str
+    trigger: str
+    reason: str
+    event: JSON
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"workflow": self.workflow, "trigger": self.trigger, "reason": self.reason,
+                "event": self.event}
 
 
 # ------------------------------------------------------------------ the task queues' bodies
