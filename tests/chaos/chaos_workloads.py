@@ -99,6 +99,16 @@ INLINE = {"orbit": 1, "name": "chaos-inline", "version": "1",
                     "d": _add("{% steps.c.output.v %}", 5, inline=True)},
           "output": "{% steps.d.output.v %}"}
 
+# Flow control (docs/flow-control.md): one running per tenant, at most 2 attempts of the fan-out's
+# task at once; the check finds no slot held and nobody waiting once the world is quiet.
+LIMITED = {"orbit": 1, "name": "chaos-limited", "version": "1",
+           "concurrency": {"limit": 1, "key": "{% input.tenant %}"},
+           "tasks": {"chaos.add": {"concurrency": {"limit": 2}}},
+           "steps": {"each": {"for": "{% [1, 2, 3, 4] %}", "task": "chaos.add",
+                              "input": {"v": "{% item %}", "k": 1}},
+                     "sum": _add("{% $sum(steps.each.output.v) %}", 0, after=["each"])},
+           "output": "{% steps.sum.output.v %}"}
+
 
 # ------------------------------------------------------------------------------ code workflows
 def note(key: str, value: int) -> int:
@@ -159,6 +169,7 @@ WORKLOADS = {w.name: w for w in (
     Workload("child", "chaos-parent", {"v": 1}, 1005, children=1),
     Workload("inline", "chaos-inline", {"v": 1}, 26, signals=(("go", {"n": 10}),),
              at_most_once=("b", "c")),
+    Workload("limited", "chaos-limited", {"v": 1, "tenant": "acme"}, 14),
     Workload("code-branches", "chaos-code-branches", {"v": 1}, {"a": 2, "b": 2, "z": 8},
              signals=(("go", {"n": 3}),)),
     Workload("code-mapping", "chaos-code-mapping", {"v": 1},
@@ -170,4 +181,4 @@ WORKLOADS = {w.name: w for w in (
 EXTRA = {w.name: w for w in (
     Workload("bulk-signal", "chaos-signal-sleep", {"v": 1}, 8, signals=(("go", {"n": 5}),), by_batch=True),
 )}
-DEFINITIONS = (CHILD, CHAIN, FANOUT, SLEEPS, SIGNAL_SLEEP, PARENT, INLINE)
+DEFINITIONS = (CHILD, CHAIN, FANOUT, SLEEPS, SIGNAL_SLEEP, PARENT, INLINE, LIMITED)

@@ -623,6 +623,12 @@ def check(world: World) -> list[str]:
         n = sum(int(v) for v in attrs["Attributes"].values())
         if n:
             problems.append(f"{n} message(s) left on moto's {q} (sent with a delay, or to a DLQ)")
+    from orbit.adapters.dynamodb.limits import DynamoLimits
+
+    for c in DynamoLimits(world.clients.dynamodb, world.stack.table).list_counters():
+        if c.holders or c.waiting_total or c.granted:  # flow control: slots lost
+            problems.append(f"slots lost on {c.scope}: held by {sorted(c.holders)}, "
+                            f"{c.waiting_total} waiting, {len(c.granted)} granted tickets kept")
     left = [m for q in world.queues.values() for m in q]
     if left:
         problems.append(f"{len(left)} message(s) still queued: {[_kinds(m.body) for m in left[:5]]}")

@@ -92,6 +92,7 @@ def check(world: World, output: Any) -> tuple[list[str], int]:
     problems += _check_retention(world, {EXECUTION, *(eid for eid, _ in children)})
     problems += _check_archive(engine, [EXECUTION, *forks, *(eid for eid, _ in children)])
     problems += _check_attributes(engine, sc)
+    problems += _check_slots(world)
     depths = {q: _depth(world, url) for q, url in world.stack.queues.items()}
     if any(depths.values()) or world.parked:
         problems.append(f"messages left: {depths}, parked {len(world.parked)}")
@@ -207,6 +208,17 @@ def _check_attributes(engine: Any, sc: Scenario) -> list[str]:
         return [f"attributes {attributes} lack some of {sorted(block)}"]
     return [f"--where {k}={v!r} does not list {EXECUTION}" for k, v in attributes.items()
             if EXECUTION not in [e.execution_id for e in engine.list(where={k: v})[0]]]
+
+
+def _check_slots(world: World) -> list[str]:
+    """Flow control (docs/flow-control.md): once all is quiet no slot is held, nobody waits, no
+    granted ticket is kept: a slot lost to a crash is a bug."""
+    from orbit.adapters.dynamodb.limits import DynamoLimits
+
+    return [f"slots lost on {c.scope}: held by {sorted(c.holders)}, {c.waiting_total} waiting, "
+            f"{len(c.granted)} granted tickets kept"
+            for c in DynamoLimits(world.clients.dynamodb, world.stack.table).list_counters()
+            if c.holders or c.waiting_total or c.granted]
 
 
 def _depth(world: World, url: str) -> int:

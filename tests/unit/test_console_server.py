@@ -161,6 +161,16 @@ def test_the_pinned_workflow_is_read_once_per_execution(app: tuple[ConsoleApp, R
     assert rec.calls == [("GET", "/executions/e/workflow", None)]  # its first event never changes
 
 
+def test_the_limits_page_reads_get_limits(app: tuple[ConsoleApp, Recorder]) -> None:
+    console, rec = app
+    assert call(console, "GET", PREFIX + "/api/limits")[0] == 200  # flow control (docs/flow-control.md)
+    assert rec.calls[-1] == ("GET", "/limits", None)
+    status, body = call(console, "GET", PREFIX + "/limits.js")
+    assert status == 200 and b"Orbit.views.limits" in body
+    status, _, index = console.handle("GET", PREFIX + "/", {"host": HOST}, b"")
+    assert b'src="limits.js"' in index and b'href="#/limits"' in index
+
+
 def test_a_step_story_and_a_start_check_come_from_the_api_answers() -> None:
     """/_step reads the history the API gives (no token copied); /_check_start refuses an input
     that breaks the workflow's input schema before anything is started."""

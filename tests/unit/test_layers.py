@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "orbit.service": {"orbit.errors", "orbit.core", "orbit.workflow"},
     "orbit.adapters": {"orbit.errors", "orbit.core", "orbit.service.ports", "orbit.workflow"},
     "orbit.testing": {"orbit.errors", "orbit.core", "orbit.service", "orbit.adapters.memory",
+                      "orbit.adapters.memory_limits",  # flow control on the virtual clock
                       "orbit.workflow",
                       "orbit.worker.context"},  # a scripted call(fn) gets the task's own TaskContext
     "orbit.worker": {"orbit.errors", "orbit.core", "orbit.aws.wiring", "orbit.adapters.sqs"},

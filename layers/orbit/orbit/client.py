@@ -303,6 +303,10 @@ class Client:
     def workflows(self) -> builtins.list[dict[str, Any]]:
         return list(self._call("GET", "/workflows")["workflows"])
 
+    def limits(self) -> dict[str, Any]:
+        """Flow control's limits with their use now: `{limits: [...], rates: [...]}`."""
+        return dict(self._call("GET", "/limits"))
+
     def workflow_source(self, name: str, version: str, build: str) -> dict[str, Any]:
         return self._call("GET", f"/workflows/{_q(name)}" + _query({"version": version, "build": build}))
 

@@ -123,6 +123,8 @@ def workflow(name: str, version: str = "1", build: str | None = None,
              retention: str | int | None = None,
              tasks: dict[str, Any] | None = None,
              on_workflow_error: str = "park",
+             concurrency: Any = None, rate: dict[str, Any] | None = None, priority: Any = None,
+             queues: dict[str, Any] | None = None,
              triggers: dict[str, Any] | None = None) -> Callable[[WorkflowFunction], CodeWorkflow]:
     """Register `fn(ctx, input) -> output` as build `build` (default: source hash) of `name`/`version`.
 
@@ -138,6 +140,10 @@ def workflow(name: str, version: str = "1", build: str | None = None,
     `AttributeError`...) does: `"park"` (the default) parks the execution, traceback in describe,
     until a deploy whose replay gets past it carries it on; `"fail"` fails it with WORKFLOW_ERROR.
     A `TaskError` (`orbit.ApplicationError`) raised on purpose always fails it (docs/evolution.md).
+    Flow control (docs/flow-control.md): `concurrency={"limit": 1, "key": lambda input: ...}` caps
+    running executions per key, `rate={"limit": 10, "period": "1s"}` caps starts, `priority` (1..5
+    or a function of the input) orders waiting starts; `tasks={"T": {"concurrency": ..., "rate": ...,
+    "priority": ...}}` does the same for attempts of task T, and `queues={"Q": {"concurrency": N}}`.
     `triggers`: what starts executions from events, as a definition's `triggers:` key (docs/triggers.md).
     """
     if not isinstance(name, str) or not name.strip():
@@ -157,6 +163,7 @@ def workflow(name: str, version: str = "1", build: str | None = None,
 
     _check_signal_schemas(signals or {})
     _check_task_contracts(tasks)
+    flow_args = _flow_args(concurrency, rate, priority, queues, tasks)
     _check_triggers(triggers, signals)
     from orbit.core.runtime.code.errors import ON_WORKFLOW_ERROR, guarded
 
@@ -169,10 +176,23 @@ def workflow(name: str, version: str = "1", build: str | None = None,
             raise ValidationError(f"@workflow({name!r}) needs a function of (ctx, input)", "workflow")
         wf = CodeWorkflow(name, version, build or source_build_id(fn), guarded(fn), timeout_ms,
                           dict(signals or {}), retention_ms, dict(tasks or {}), on_workflow_error,
-                          dict(triggers or {}))
+                          dict(triggers or {}), flow_args)
         return (registry or REGISTRY).register(wf)
 
     return register
+
+
+def _flow_args(concurrency: Any, rate: Any, priority: Any, queues: Any, tasks: Any) -> dict[str, Any]:
+    """The flow-control arguments, checked as a definition's keys are (paths start `workflow.`)."""
+    from orbit.core.flow.spec import parse_flow
+    from orbit.errors import Problem
+
+    args = {k: v for k, v in (("concurrency", concurrency), ("rate", rate), ("priority", priority),
+                              ("queues", queues)) if v is not None}
+    problems = parse_flow(args, tasks, queues, code=True)[1]
+    if problems:
+        raise ValidationError([Problem(f"workflow.{p.path}", p.message) for p in problems])
+    return args
 
 
 def _retention_ms(retention: str | int | None) -> int | None:

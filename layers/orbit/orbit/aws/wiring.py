@@ -240,6 +240,19 @@ class Services:
         return self._client("secretsmanager")
 
     @cached_property
+    def limits(self) -> Any:
+        from orbit.adapters.dynamodb.limits import DynamoLimits
+
+        return DynamoLimits(self.dynamodb, self.settings.table)
+
+    @cached_property
+    def flow(self) -> Any:
+        from orbit.aws.observability import METER
+        from orbit.service.limits import FlowGate
+
+        return FlowGate(self.limits, self.queues, self.clock, METER)
+
+    @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
         from orbit.aws.observability import METER, MeteredStore
@@ -250,6 +263,7 @@ class Services:
                         self.clock, RandomIds(self.hook_key), snapshot_every=self.settings.snapshot_every,
                         retention_ms=self.settings.retention_days * DAY_MS, tracer=self.tracer, meter=METER)
         engine.schedules = self.schedules_for(engine)
+        engine.flow = self.flow  # concurrency and rate limits (docs/flow-control.md)
         from orbit.adapters.dynamodb.batches import DynamoBatchStore
         from orbit.service.batches import BatchService
 

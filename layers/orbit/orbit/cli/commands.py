@@ -90,7 +90,13 @@ def cmd_describe(args: argparse.Namespace, connect: Clients) -> int:
         _print_json(desc)
         return 0
     columns = width()
-    print(f"{desc['id']}  {desc['workflow']} v{desc['version']}  {desc['status']}")
+    print(f"{desc['id']}  {desc.get('workflow') or '-'} v{desc.get('version') or '-'}  {desc['status']}")
+    if desc["status"] in ("WAITING", "DROPPED"):  # flow control: a start in line, or dropped by a rate
+        from orbit.service.limits_view import waiting_line
+
+        reason = (desc.get("dropped") or {}).get("reason")
+        print(cut(f"dropped: {reason}" if reason else waiting_line(desc["flow"]), width()))
+        return 0
     print(f"created: {utc(desc.get('created_at_ms'))}   ended: {utc(desc.get('finished_at_ms'))}")
     for unit, st in (desc.get("steps") or {}).items():
         err = f"  {st['error'].get('code')}" if st.get("error") else ""
@@ -162,6 +168,30 @@ def cmd_signal(args: argparse.Namespace, connect: Clients) -> int:
 def cmd_cancel(args: argparse.Namespace, connect: Clients) -> int:
     res = connect(args).cancel(args.id, reason=args.reason, force=args.force)
     _print_json(res) if args.json else print(f"cancel requested for {args.id}")
+    return 0
+
+
+def cmd_limits(args: argparse.Namespace, connect: Clients) -> int:
+    """`orbit limits`: every concurrency limit and rate with its use now (docs/flow-control.md)."""
+    got = connect(args).limits()
+    if args.json:
+        _print_json(got)
+        return 0
+    columns = width()
+    rows = got.get("limits") or []
+    print(f"{'LIMIT':<32} {'KEY':<20} {'HELD':>9} {'WAITING':>8}  HOLDERS")
+    for r in rows:
+        held = f"{r['held']}/{r['max']}"
+        print(cut(f"{r['limit']:<32} {r['key'] or '-':<20} {held:>9} {r['waiting']:>8}  "
+                  f"{', '.join(r['holders']) or '-'}", columns))
+    for b in got.get("rates") or []:
+        name = b.get("name") or b["scope"]
+        rate = f"{b['rate']} per {b['period_ms']} ms, burst {b['burst']}" if "rate" in b else ""
+        tokens = b["level_ms"] / b["period_ms"] if b.get("period_ms") else None
+        left = f"{tokens:.1f} tokens at {utc(b['at_ms'])}" if tokens is not None else ""
+        print(cut(f"{'rate ' + name:<32} {b.get('key') or '-':<20} {rate}  {left}", columns))
+    if not rows and not got.get("rates"):
+        print("no limit has been used yet")
     return 0
 
 

@@ -21,6 +21,7 @@ from orbit.cli.commands import (
     cmd_describe,
     cmd_graph,
     cmd_history,
+    cmd_limits,
     cmd_list,
     cmd_pause,
     cmd_query,
@@ -219,6 +220,12 @@ API = (
         (ID,
          arg("--reason", help="recorded in the history, e.g. --reason 'customer left'"),
          arg("--force", action="store_true", help="skip compensation")),
+        opts="api"),
+    Command(
+        "limits", "list flow control's concurrency limits and rates with their use now",
+        ("orbit limits", "orbit limits --json"),
+        cmd_limits,
+        (),
         opts="api"),
     Command(
         "pause", "hold an execution: nothing new is dispatched, no timer fires; answers are recorded",

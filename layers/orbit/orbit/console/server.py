@@ -56,6 +56,7 @@ _GETS = [
         r"/workflows/[^/]+",
         r"/schedules",
         r"/schedules/[^/]+",
+        r"/limits",  # flow control (static/limits.js)
         r"/batches/[^/]+",
     )
 ]

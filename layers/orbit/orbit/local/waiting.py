@@ -124,6 +124,10 @@ def _explain(
 
     sched = ev("StepScheduled")
     where = f"queue {sched.get('queue') or '?'}" + (f" (task {sched['task']})" if sched.get("task") else "")
+    limit = str(st.get("waiting") or "")
+    if status == "SCHEDULED" and sched and limit.startswith("waiting for limit"):  # flow control
+        text = f"{limit[len('waiting '):]}; since {fmt_time(sched['timestamp_ms'])}"
+        return Waiting(unit, status, "limit", sched["timestamp_ms"], attempt, text)
     if status == "SCHEDULED" and sched:
         task = f"for task {sched['task']} " if sched.get("task") else ""
         queue = sched.get("queue") or "?"

@@ -10,6 +10,8 @@ effect is carried out twice: armed here, then turned into a `wake` message when 
 
 from __future__ import annotations
 
+from typing import Any
+
 from orbit.core.history.effects import (
     ArmTimer,
     CancelChild,
@@ -46,8 +48,11 @@ MAX_LEAD_MS = 900_000  # SQS's longest DelaySeconds: a timer is handed over at m
 class Effects:
     """Stage 5: what a commit asks for, sent (queues), armed (timers) or registered (the hook rows)."""
 
-    def __init__(self, queues: Queues, timers: Timers, store: HistoryStore, clock: Clock) -> None:
+    def __init__(self, queues: Queues, timers: Timers, store: HistoryStore, clock: Clock,
+                 flow: Any = None) -> None:
         self.queues, self.timers, self.store, self.clock = queues, timers, store, clock
+        # service.flow_steps.Flow, or None (no flow control): a dispatch under a limit waits its turn
+        self.flow = flow
 
     def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
                   fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None,
@@ -63,7 +68,9 @@ class Effects:
         # A re-sent dispatch is marked `resent`: the first copy may have run already (worker/dedupe.py).
         for e in inline.carry_out(runner, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
-                self.queues.send_task(e.queue, TaskDispatch.of(e, resent=not fresh).to_dict() | trace)
+                body = TaskDispatch.of(e, resent=not fresh).to_dict() | trace
+                if self.flow is None or not self.flow.dispatch(e, body):  # service/flow_steps.py
+                    self.queues.send_task(e.queue, body)
             elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, TaskCancel.of(e).to_dict() | trace)
             elif isinstance(e, ArmTimer):

@@ -16,6 +16,9 @@ The engine composes its other parts, one module each, typed collaborators that t
 need: starting an execution (`starts.Starts`), carrying out effects (`effects.Effects`), retention
 (`retention.Retention`), redrive and fork (`recovery.Recovery`). The read and control operations
 (`operations.EngineApi`) are its base class: they read the ports and `cached_state`, nothing else.
+With a `FlowGate` (`Engine.flow`), flow control joins them (`flow_steps.Flow`, docs/flow-control.md):
+built when the gate is set, handed to `Effects` (dispatches under a limit) and `Recovery` (a
+redrive's slot); without one, nothing of it runs.
 
 States are cached per process and advanced in place by `decide`; a cached
 state is trusted optimistically (its next seq would conflict if another
@@ -37,6 +40,7 @@ from orbit.core.history.effects import Effect, NotifyParent
 from orbit.core.history.events import ExecutionParked, Recorded, TaskError
 from orbit.core.history.lifecycle import decision_metrics
 from orbit.core.history.messages import (
+    FLOW_KEY,
     CancelMessage,
     Message,
     RedriveMessage,
@@ -51,6 +55,7 @@ from orbit.service import inline
 from orbit.service.batches import is_batch_message
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.effects import Effects
+from orbit.service.flow_steps import Flow
 from orbit.service.operations import EngineApi
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -128,6 +133,7 @@ class Engine(EngineApi):
         retention_ms: int = 30 * DAY_MS,
         tracer: Tracer | None = None,
         meter: Any = None,
+        flow: Any = None,
     ) -> None:
         self.store, self.queues, self.timers, self.payloads = store, queues, timers, payloads
         self.backoff = backoff  # called with the attempt number after each lost commit race
@@ -148,6 +154,22 @@ class Engine(EngineApi):
         self.recovery = Recovery(store, registry, ids, lambda eid: self.load_state(eid),
                                  lambda eid, msgs: self._process(eid, msgs),
                                  lambda eid: self.cached_state(eid))
+        self.flow = flow  # a service.limits.FlowGate, or None: no flow control (builds `flow_control`)
+
+    @property
+    def flow(self) -> Any:
+        """The `FlowGate` of concurrency and rate limits (docs/flow-control.md), or None."""
+        return self._flow_gate
+
+    @flow.setter
+    def flow(self, gate: Any) -> None:
+        """Setting a gate composes `Flow` (service/flow_steps.py) and gives it to the stages using it."""
+        self._flow_gate = gate
+        self.flow_control: Flow | None = None if gate is None else Flow(
+            gate, self.clock, lambda name, version: self.registry.get(name, version),
+            lambda state: self._workflow_for(state, None), lambda eid: self.cached_state(eid),
+            lambda eid: self.load_state(eid))
+        self.effects.flow = self.recovery.flow = self.flow_control
 
     @property
     def registry(self) -> Registry:
@@ -202,7 +224,19 @@ class Engine(EngineApi):
         groups: dict[str, list[tuple[int, Message]]] = {}
         delivery: Deliveries = {}
         traces: dict[str, str] = {}  # execution -> the trace header its messages carried
+        admitted: set[str] = set()  # starts flow control held back and now lets go (service/limits.py)
         for i, raw in enumerate(messages):
+            if isinstance(raw, dict) and FLOW_KEY in raw:
+                try:  # flow control's own message (service/flow_steps.py): a start it lets in, or None
+                    back = self.flow_control.come_back(raw) if self.flow_control is not None else None
+                except Exception as e:  # reported per message, the queue retries it
+                    log.exception("flow message failed")
+                    failures.append((i, e))
+                    continue
+                if back is None:
+                    continue
+                raw = back
+                admitted.add(str(raw.get("execution_id")))
             if isinstance(raw, dict) and self.batches is not None and is_batch_message(raw):
                 try:  # a bulk action's page (service/batches.py): not an execution's message
                     self.batches.handle(raw)
@@ -237,18 +271,27 @@ class Engine(EngineApi):
                 if all(m.id != seen.id for seen in msgs):
                     msgs.append(m)
             try:
-                self._traced(eid, msgs, delivery, traces.get(eid))
+                self._traced(eid, msgs, delivery, traces.get(eid), eid in admitted)
             except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
         return sorted(failures, key=lambda f: f[0])
 
-    def _traced(self, eid: str, msgs: list[Message], delivery: Deliveries, trace: str | None) -> None:
-        """One decision in its own span of the execution's trace; what it sends carries the span."""
+    def _traced(self, eid: str, msgs: list[Message], delivery: Deliveries, trace: str | None,
+                admitted: bool = False) -> None:
+        """One decision in its own span of the execution's trace; what it sends carries the span.
+        `admitted`: its starts passed their flow-control gate already."""
         started = time.perf_counter()
+        flow = self.flow_control
         with self.tracer.span("orbit.decide", trace, {"execution_id": eid}) as span:
             try:  # what the decision sends carries the span's header
+                if flow is not None and not admitted:
+                    msgs = flow.admit(eid, msgs)  # stage 0: a start that must wait is not decided
+                    if not msgs:
+                        return
                 self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
+                if flow is not None:
+                    flow.after_start(eid, msgs)
             finally:
                 cached = self._cache.get(eid)
                 workflow = cached[0].workflow if cached is not None else ""
@@ -501,6 +544,11 @@ class Engine(EngineApi):
         # A crash before this redelivers the redrive message, whose commit (resend) runs it again.
         if not ended and state.created:
             self._unretire_if_redriven(state, d.events, d.resend)
+        if self.flow_control is not None:
+            # Flow control: the slots of the holders this commit ended go back before its dispatches
+            # take theirs (service/flow_steps.py); a redelivery gives them back again (a no-op).
+            resent = [c.events for c in d.resend.values()]
+            self.flow_control.release_ended(state, d.events, d.workflow, resent)
         for c in d.resend.values():
             self._carry_out(eid, still_due(state, c.effects), expiry, fresh=False, seq=c.last_seq, turn=turn)
         if d.resend and state.created:
@@ -527,6 +575,19 @@ class Engine(EngineApi):
 
     def _unretire_if_redriven(self, state: ExecutionState, events: list[Any], resend: dict[int, Any]) -> None:
         self.retention.unretire_if_redriven(state, events, resend)
+
+    # ------------------------------------------- flow control, what users see (service/flow_steps.py)
+    def describe(self, execution_id: str, steps_after: str | None = None,
+                 steps_limit: int | None = None) -> dict[str, Any]:
+        """The describe shape (service/operations.py) and, with flow control, where its steps wait."""
+        if self.flow_control is None:
+            return super().describe(execution_id, steps_after, steps_limit)
+        return self.flow_control.describe(
+            execution_id, lambda: super(Engine, self).describe(execution_id, steps_after, steps_limit))
+
+    def limits(self) -> dict[str, Any]:
+        """Every limit with its use now (`orbit limits`, GET /limits)."""
+        return self.flow_control.limits() if self.flow_control is not None else {"limits": [], "rates": []}
 
     # ------------------------------------------- what inline work reads (inline.Decider)
     def cached_state(self, eid: str) -> ExecutionState | None:

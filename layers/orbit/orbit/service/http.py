@@ -43,6 +43,8 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
                                               {name, retired: [versions]}: new starts refused (409
                                               WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
+    GET  /limits                                                             -> 200 {limits, rates}: flow
+                                              control's limits with their use now (docs/flow-control.md)
     /batches...                               bulk actions: see orbit/service/http_batches.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
@@ -163,6 +165,10 @@ def _describe(engine: Any, body: dict[str, Any], query: Mapping[str, str], eid: 
 
 def _counts(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
     return 200, engine.counts(query.get("workflow") or None)
+
+
+def _limits(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
+    return 200, engine.limits()  # flow control: every limit with its use now (docs/flow-control.md)
 
 
 def _workflows(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
@@ -308,6 +314,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., Response]]] = [
     ("GET", re.compile(r"/executions/([^/]+)/workflow"), _execution_workflow),
     ("GET", re.compile(r"/counts"), _counts),
     ("GET", re.compile(r"/workflows"), _workflows),
+    ("GET", re.compile(r"/limits"), _limits),
     ("GET", re.compile(r"/workflows/([^/]+)"), _workflow_source),
     ("POST", re.compile(r"/executions/([^/]+)/signals/([^/]+)"), _signal),
     ("POST", re.compile(r"/executions/([^/]+)/signal-with-start"), _signal_with_start),

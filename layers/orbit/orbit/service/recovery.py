@@ -27,9 +27,10 @@ class Recovery:
 
     def __init__(self, store: HistoryStore, registry: Registry, ids: IdSource,
                  load_state: Callable[[str], ExecutionState], process: Callable[[str, list[Message]], None],
-                 cached_state: Callable[[str], ExecutionState | None]) -> None:
+                 cached_state: Callable[[str], ExecutionState | None], flow: Any = None) -> None:
         self.store, self.registry, self.ids = store, registry, ids
         self.load_state, self._process, self._cached_state = load_state, process, cached_state
+        self.flow = flow  # service.flow_steps.Flow, or None: a redriven execution takes its slot back
 
     def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
         """Continue a FAILED or TIMED_OUT execution; returns {id, redrive_count, steps}.
@@ -47,9 +48,13 @@ class Recovery:
                 if done is not None:
                     return done
                 raise RedriveRefused(execution_id, refusal)
+        held = self.flow.hold_for_redrive(state) if self.flow is not None \
+            and mid not in state.inbound else None  # flow control: it runs again, so it takes a slot
         self._process(execution_id, [RedriveMessage(execution_id, mid)])
         cached = self._cached_state(execution_id)
         state = cached if cached is not None else self.load_state(execution_id)
+        if held is not None and mid not in state.inbound:
+            self.flow.give_back(held)  # not redriven: the slot goes back
         if mid not in state.inbound:  # another redrive won the race: this one changed nothing
             refusal = redrive_refusal(state) or f"execution {execution_id!r} was not redriven"
             raise RedriveRefused(execution_id, f"{refusal} (redriven by another request at the same time)")

@@ -128,6 +128,12 @@ class Simulator:
             backoff=lambda attempt: None,  # one thread on a virtual clock: nobody to wait for
         )
         self.engine.code_runtime = code_runtime
+        # Flow control (docs/flow-control.md) on the virtual clock: limits kept in memory.
+        from orbit.adapters.memory_limits import MemoryLimits
+        from orbit.service.limits import FlowGate
+
+        self.limits = MemoryLimits()
+        self.engine.flow = FlowGate(self.limits, self.queues, self.clock)
         self.scripts: dict[str, Script] = {}
         self.visibility_ms = visibility_ms
         self.max_receives = max_receives  # like an SQS redrive policy: then the message is dead-lettered

@@ -118,6 +118,13 @@ class Definition:
         """The compiled `tasks:` contracts (None without any): built once per definition."""
         return compiled_contracts(self.tasks)
 
+    @cached_property
+    def flow(self) -> Any:
+        """The flow-control declarations (orbit.core.flow.spec.FlowSpec): parsed once per definition."""
+        from orbit.core.flow.spec import parse_flow
+
+        return parse_flow(self.raw, self.raw.get("tasks"), self.raw.get("queues"))[0]
+
     def signal_names(self) -> list[str]:
         """Every signal the workflow accepts: declared, waited for by a step, or handled."""
         names = list(self.signals)

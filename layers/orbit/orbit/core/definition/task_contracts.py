@@ -16,7 +16,7 @@ from typing import Any
 from orbit.core.definition.checks import Problems, check_keys, check_schema_doc, join, suggest, type_name
 from orbit.core.history.task_error import INPUT_CONTRACT_VIOLATION, OUTPUT_CONTRACT_VIOLATION, TaskError
 
-TASK_KEYS = ("input", "output", "description")
+TASK_KEYS = ("input", "output", "description", "concurrency", "rate", "priority")  # the last 3: core/flow
 
 
 def called_tasks(steps: Any, handlers: Any = None) -> dict[str, str]:

@@ -28,7 +28,7 @@ from orbit.errors import Problem
 
 TOP_KEYS = ("orbit", "name", "version", "description", "timeout", "input", "defaults", "steps",
             "output", "output_schema", "signals", "queries", "retention", "on_signal", "updates",
-            "tasks", "attributes", "triggers")
+            "tasks", "attributes", "triggers", "concurrency", "rate", "priority", "queues")
 DEFAULTS_KEYS = ("retry", "timeout", "queue_timeout", "heartbeat_timeout")
 SIGNAL_KEYS = ("schema", "description")
 # Names and versions end up in execution ids, table keys and queue names.
@@ -84,6 +84,7 @@ def validate_definition(document: Any, stored: bool = False) -> list[Problem]:
         check_updates(document, out, lambda t, p: _root_reads(t, p, (*ROOT_FIELDS, "update"), out))
     check_handlers(document, out, _GraphChecks())
     check_tasks(document, out)
+    _check_flow(document, out)
     if "triggers" in document:  # docs/triggers.md
         from orbit.core.definition.triggers import check_triggers
 
@@ -95,6 +96,14 @@ def validate_definition(document: Any, stored: bool = False) -> list[Problem]:
     if not stored:
         _check_patterns(document, out)
     return out.items
+
+
+def _check_flow(document: dict[str, Any], out: Problems) -> None:
+    """`concurrency`, `rate`, `priority`, `queues` and the flow keys of `tasks:` (core/flow/spec.py)."""
+    from orbit.core.flow.spec import parse_flow
+
+    for problem in parse_flow(document, document.get("tasks"), document.get("queues"))[1]:
+        out.add(problem.path, problem.message)
 
 
 def _check_patterns(document: dict[str, Any], out: Problems) -> None:

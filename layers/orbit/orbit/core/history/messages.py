@@ -297,6 +297,29 @@ class BatchPage(Message):
         return cls(f"batch:{batch_id}", f"{cls.KIND}:{batch_id}:{page}", batch_id, page)
 
 
+FLOW_KEY = "orbit_flow"  # a decision-queue body that is flow control's own, not an execution's
+
+
+@dataclass(frozen=True)
+class FlowComeBack:
+    """Flow control's own decision-queue body (service/limits.py): `send`, a start or an attempt held
+    back by a limit, comes back at `at_ms` (a start to be decided, a task to be sent). It has no
+    `kind`: the engine tells it by its `FLOW_KEY` (`{"orbit_flow": "admit", "at_ms", "send"}`)."""
+
+    at_ms: int
+    send: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {FLOW_KEY: "admit", "at_ms": self.at_ms, "send": self.send}
+
+    @classmethod
+    def from_dict(cls, body: dict[str, Any]) -> FlowComeBack | None:
+        """The body's fields, or None when it carries no `send` to act on."""
+        send = body.get("send")
+        at = body.get("at_ms")
+        return cls(at if isinstance(at, int) else 0, send) if isinstance(send, dict) else None
+
+
 @dataclass(frozen=True)
 class BufferCheck:
     """A trigger buffer's check (service/trigger_buffers.py): a delayed message on the trigger queue

@@ -39,6 +39,15 @@ class CodeWorkflow:
     on_workflow_error: str = field(default="park", compare=False)
     # `@orbit.workflow(triggers=...)`: a definition's `triggers:` block (docs/triggers.md)
     triggers: dict[str, Any] = field(default_factory=dict, compare=False)
+    # Flow control (docs/flow-control.md): {concurrency, rate, priority, queues} as given to
+    # @orbit.workflow, checked there; keys may be functions of the input.
+    flow_args: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def flow(self) -> Any:
+        from orbit.core.flow.spec import parse_flow
+
+        return parse_flow(self.flow_args, self.tasks, self.flow_args.get("queues"), code=True)[0]
 
     @cached_property
     def task_contracts(self) -> Any:
