@@ -113,7 +113,7 @@ def test_dev_and_run_refuse_an_unknown_parameter_or_a_bad_value(cli):
             "'HttpTaskEnable'; it has: AlarmActionArn, AppLayerArns, ArchiveDays, DeciderMemorySize, "
             "DeciderTimeout, DefaultWorkerMaxConcurrency, HttpAllowedHosts, HttpPrivateHosts, "
             "HttpTaskEnabled, HttpWorkerMaxConcurrency, InlineTaskModules, InlineTasksLayerArn, LogLevel, "
-            "LogRetentionDays, QueueAgeAlarmSeconds, RetentionDays, WorkflowModules"
+            "LogRetentionDays, QueueAgeAlarmSeconds, RetentionDays, TriggerQueueNamePrefix, WorkflowModules"
         ) in res.stderr
         res = cli(*command, "--parameter", "HttpTaskEnabled=yes", "--parameter", "LogRetentionDays=month")
         assert res.returncode == 2

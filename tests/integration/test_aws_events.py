@@ -101,11 +101,23 @@ def test_example_worker_event(cloud: Any, clients: Any) -> None:
     out = io.StringIO()
     handlers = logging.getLogger("orbit").handlers
     streams = [h.setStream(out) for h in handlers if isinstance(h, logging.StreamHandler)]
+    # JSON, as on AWS: a local stack started earlier in this process made the handlers readable
+    # (orbit/local/readable_logs.py); their own formatter is put back afterwards.
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+    from orbit.local.readable_logs import ReadableFormatter
+
+    formatters = [(h, h.formatter) for h in handlers if isinstance(h.formatter, ReadableFormatter)]
+    for h, f in formatters:
+        as_json = LambdaPowertoolsFormatter.__new__(LambdaPowertoolsFormatter)
+        as_json.__dict__.update(f.__dict__)
+        h.setFormatter(as_json)
     try:
         response = cloud.invoke("example_worker", load_event("example_worker_dispatch.json"))
     finally:
         for h, stream in zip([h for h in handlers if isinstance(h, logging.StreamHandler)], streams):
             h.setStream(stream)
+        for h, f in formatters:
+            h.setFormatter(f)
     logs = [json.loads(line) for line in out.getvalue().splitlines() if line.startswith('{"level"')]
     handled = [entry for entry in logs if entry["message"] == "task message handled"]
     assert handled and handled[0]["execution_id"] == "hello-0001" and handled[0]["step"] == "greet"

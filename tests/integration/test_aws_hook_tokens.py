@@ -59,11 +59,15 @@ def test_the_store_never_holds_the_token_and_the_delivered_token_resumes(cloud: 
 
 def test_only_the_functions_that_decide_may_read_the_secret() -> None:
     res = load_template(ROOT / "template.yaml")["Resources"]
-    readers = sorted(name for name, r in res.items() if r["Type"] == "AWS::IAM::Role"
-                     for st in grants(r) if "secretsmanager:GetSecretValue" in actions(st))
-    assert readers == ["ApiRole", "DeciderRole"]
-    assert all(st["Resource"] == {"Ref": "HookSecret"} for name in readers for st in grants(res[name])
-               if "secretsmanager:GetSecretValue" in actions(st))
+    reads = [(name, st["Resource"]) for name, r in res.items() if r["Type"] == "AWS::IAM::Role"
+             for st in grants(r) if "secretsmanager:GetSecretValue" in actions(st)]
+    # The functions that decide (a start and a trigger's start decide inline, as the decider does)
+    assert sorted(name for name, what in reads if what == {"Ref": "HookSecret"}) == [
+        "ApiRole", "DeciderRole", "TriggersRole"]
+    # Any other secret read is a webhook trigger's signing secret, under the stack's own prefix
+    webhooks = {"Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"
+                           "${AWS::StackName}/webhooks/*"}
+    assert [(n, w) for n, w in reads if w != {"Ref": "HookSecret"}] == [("ApiRole", webhooks)]
     assert res["HookSecret"]["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
 
 

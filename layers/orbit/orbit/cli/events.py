@@ -38,8 +38,6 @@ def cmd_events_put(args: argparse.Namespace, client: Clients) -> int:
 
 
 def add_events_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], None], client: Clients) -> None:
-    sp = sub.add_parser("events", help="send a test event to EventBridge (triggers: docs/triggers.md)")
-    inner = sp.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
     examples = "\n  ".join(
         [
             "orbit events put --bus default --detail-type OrderPlaced --source shop "
@@ -47,6 +45,10 @@ def add_events_parser(sub: Any, api_opts: Callable[[argparse.ArgumentParser], No
             "orbit events put --detail-type OrderPlaced --source shop --detail @order.json --aws",
         ]
     )
+    sp = sub.add_parser("events", help="send a test event to EventBridge (triggers: docs/triggers.md)",
+                        epilog=f"examples:\n  {examples}")
+    inner = sp.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND",
+                              help="put: send one event")
     put = inner.add_parser(
         "put",
         help="put one event on a bus",
