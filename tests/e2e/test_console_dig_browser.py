@@ -271,6 +271,9 @@ def test_query_update_and_fork_from_the_console(page: Page, dig: Dig) -> None:
     page.fill("#fork-id", "saga-fork")
     page.click("#fork-run")
     expect(page.locator("#modal-title")).to_have_text("Fork")
+    page.click("#modal-ok")  # saga's compensation undid the steps a fork would reuse: refused, said why
+    expect(page.locator("#modal-error")).to_contain_text("despite")
+    page.check("#fork-despite")
     page.click("#modal-ok")
     page.click("#fork-link")
     expect(page.locator("#header .eid")).to_have_text("saga-fork")

@@ -54,6 +54,38 @@ def test_an_instance_paused_on_another_thread_is_replayed_cold_here():
     assert rt.stats["cold"] == 2
 
 
+def test_a_thread_that_reuses_a_dead_threads_ident_replays_cold(monkeypatch: Any) -> None:
+    """orbit dev decides each invocation on a thread of its own, and the OS hands a dead thread's
+    ident to the next one: the cache must not take that for the instance's own thread (greenlet
+    refused the switch: "parent cannot be on a different thread"). Forced here by one ident for all."""
+    monkeypatch.setattr(threading, "get_ident", lambda: 1)
+    reg = CodeRegistry()
+
+    @workflow("reused", registry=reg)
+    def wf(ctx, input):
+        return [ctx.step("a.first", input), ctx.wait_for("go")]
+
+    rt = CodeRuntime(reg)
+    box: dict[str, object] = {}
+
+    def start() -> None:
+        h = Harness(wf, workers={"a.first": echo})
+        h.engine.code_runtime = rt
+        h.start("reused", "x")
+        box["h"] = h
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    h = box["h"]
+    done: dict[str, object] = {}
+    t2 = threading.Thread(target=lambda: done.update(r=h.signal("go", {"ok": 1})))
+    t2.start()
+    t2.join()
+    assert h.describe()["status"] == "COMPLETED", h.describe()
+    assert rt.stats["cold"] == 2
+
+
 class _Ids:
     def __init__(self) -> None:
         self.n = 0

@@ -72,7 +72,9 @@ class CodeRuntime(CodeReplayer):
         self.cache_units = cache_units  # live units (≈ parked branches) of every cached instance
         self._weights: dict[str, int] = {}
         self._cache: OrderedDict[str, Instance] = OrderedDict()
-        self._homes: dict[str, int] = {}  # execution id -> the thread its instance's greenlet belongs to
+        # execution id -> the thread its instance's greenlet belongs to: the Thread object, not its ident,
+        # which the OS reuses once a thread ends (orbit dev runs each invocation on a thread of its own)
+        self._homes: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
     def _take(self, wf: CodeWorkflow, state: ExecutionState) -> Instance | None:
@@ -83,7 +85,7 @@ class CodeRuntime(CodeReplayer):
             inst = self._cache.pop(state.id, None)
         if inst is None:
             return None
-        here = home == threading.get_ident()
+        here = home is threading.current_thread()
         if here and still_valid(inst, wf, state):
             return inst
         inst.discard(unwind=here)  # paused on another thread's greenlet: replayed cold here
@@ -93,8 +95,8 @@ class CodeRuntime(CodeReplayer):
         if self.cache_size <= 0:
             inst.discard()
             return
-        evicted: list[tuple[Instance, int | None]] = []
-        me = threading.get_ident()
+        evicted: list[tuple[Instance, threading.Thread | None]] = []
+        me = threading.current_thread()
         with self._lock:
             old = self._cache.pop(execution_id, None)
             if old is not None and old is not inst:
@@ -108,7 +110,7 @@ class CodeRuntime(CodeReplayer):
                 self._weights.pop(eid, None)
                 evicted.append((victim, self._homes.pop(eid, None)))
         for e, home in evicted:
-            e.discard(unwind=home == me)
+            e.discard(unwind=home is me)
 
     def forget(self, execution_id: str | None = None) -> None:
         """Drop cached instances (all, or one execution's)."""
@@ -123,9 +125,9 @@ class CodeRuntime(CodeReplayer):
                 self._weights.pop(execution_id, None)
                 home = self._homes.pop(execution_id, None)
                 victims = [] if inst is None else [(inst, home)]
-        me = threading.get_ident()
+        me = threading.current_thread()
         for inst, home in victims:
-            inst.discard(unwind=home == me)
+            inst.discard(unwind=home is me)
 
 
 _DEFAULT = CodeRuntime()

@@ -80,11 +80,9 @@
           return;
         }
       }
-      const ok = document.getElementById("modal-ok");
-      ok.className = destructive ? "danger" : "primary";  // red only for what cannot be undone
+      // red only for what destroys or undoes work (a cancel), as for one execution (common.js)
       const started = await Orbit.confirm("Bulk action", body, seen.count ? label + " " + count : "Nothing to do",
-        () => (seen.count ? Orbit.api("/batches/" + enc(action.value), args) : null));
-      ok.className = "danger";
+        () => (seen.count ? Orbit.api("/batches/" + enc(action.value), args) : null), destructive);
       if (started) follow(result, started.id).catch((e) => result.append(el("p", { class: "error", text: e.message })));
     } });
     box.append(el("h3", { text: "Bulk action" }),

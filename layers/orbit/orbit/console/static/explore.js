@@ -62,10 +62,14 @@
       el("div", { class: "row" }, el("label", {}, "Step ", forkStep), forkId),
       el("div", { class: "row" }, el("button", { type: "button", id: "fork-run", class: "primary", text: "Fork…", onclick: async () => {
         const step = forkStep.value;
-        const body = el("p", { text: "Start a new execution from " + eid + " that keeps the outputs of the steps before " + step +
-          " and runs " + step + " and what follows again?" });
+        // a fork that would reuse compensated outputs is refused (CONFLICT, docs/recovery.md) unless ticked
+        const despite = el("input", { type: "checkbox", id: "fork-despite" });
+        const body = el("div", {}, el("p", { text: "Start a new execution from " + eid + " that keeps the outputs of the steps before " + step +
+          " and runs " + step + " and what follows again?" }),
+          el("label", {}, despite, " even if some of those steps were compensated (their effects undone)"));
         const done = await Orbit.confirm("Fork", body, "Fork", () =>
-          Orbit.api("/executions/" + enc(eid) + "/fork", Object.assign({ from_step: step }, forkId.value.trim() ? { id: forkId.value.trim() } : {})));
+          Orbit.api("/executions/" + enc(eid) + "/fork", Object.assign({ from_step: step },
+            forkId.value.trim() ? { id: forkId.value.trim() } : {}, despite.checked ? { despite_compensation: true } : {})));
         if (done) {
           result.replaceChildren("forked as ", el("a", { id: "fork-link", href: "#/execution/" + enc(done.id), text: done.id }));
           result.className = "json explore-result ok";
