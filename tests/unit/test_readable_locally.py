@@ -86,7 +86,8 @@ def test_under_the_local_stack_a_worker_exception_prints_as_a_traceback() -> Non
     from orbit.local.readable_logs import make_readable
 
     out = io.StringIO()
-    Logger(service="orbit-readable-test", logger_handler=logging.StreamHandler(out))
+    logging.disable(logging.NOTSET)  # whatever a test before it in this worker left switched off
+    Logger(service="orbit-readable-test", logger_handler=logging.StreamHandler(out), level="INFO")
     make_readable()
     try:
         {}["missing"]
