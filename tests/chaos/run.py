@@ -27,9 +27,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="two decider environments, no injected faults (the control)")
     parser.add_argument("--workloads", default="",
                         help=f"comma-separated, drawn from these only ({', '.join(sorted(C.W.WORKLOADS))})")
+    parser.add_argument("--rates", default="",
+                        help="override fault rates, e.g. throttle=0.08,dup_late=0.2 (fields of Profile)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     profile = C.Profile.none() if args.no_faults else C.Profile()
+    if args.rates:
+        try:
+            rates = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.rates.split(",") if kv)}
+        except ValueError:
+            parser.error(f"--rates: expected name=number pairs separated by commas, got {args.rates!r}")
+        fields = {f.name for f in dataclasses.fields(C.Profile) if f.type in ("float", float)}
+        unknown = sorted(set(rates) - fields)
+        if unknown:
+            parser.error(f"--rates: unknown {unknown}; known: {sorted(fields)}")
+        profile = dataclasses.replace(profile, **rates)
     if args.workloads:
         names = tuple(n for n in args.workloads.split(",") if n)
         unknown = sorted(set(names) - set(C.W.WORKLOADS))
@@ -39,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                                       executions=min(profile.executions, len(names)))
     flags = " --no-faults" if args.no_faults else ""
     flags += f" --workloads {args.workloads}" if args.workloads else ""
+    flags += f" --rates {args.rates}" if args.rates else ""
     seeds = C.parse_seeds(args.seeds)
     failed = []
     started = time.perf_counter()

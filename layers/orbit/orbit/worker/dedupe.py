@@ -18,8 +18,9 @@ A possible duplicate (`suspect`) reads the dedupe record first (a long first run
 if there is none, the execution's history (`verdict`): an attempt that is no longer open (its
 result recorded, a newer attempt dispatched, the execution ended or gone) is acknowledged without
 running. An open one may have its first run's result still in flight: the message is made visible
-again after `SETTLE_DELAY_S` (longer than the decision queue's visibility timeout, so a first
-result whose decision failed is decided meanwhile) and fails its record, so it comes back; at
+again after `SETTLE_DELAY_S` and fails its record, so it comes back; the deferrals together outlast
+every redelivery the decision queue gives a first result whose decision failed, so by then it is
+recorded (or dead-lettered); at
 `SETTLE_RECEIVES` receives (task queues' maxReceiveCount is 8: the two settling receives must
 not eat the budget for faults, chaos seed 5782) it runs with the key claimed first,
 so any copy after it finds that claim.
@@ -51,10 +52,18 @@ from orbit.errors import NotFound, OrbitError
 log = logging.getLogger("orbit.worker")
 
 SETTLE_RECEIVES = 3  # a possible duplicate whose attempt is still open runs at this receive count
-# Until then it comes back after this long (its visibility timeout). Each deferral outlasts one
-# redelivery of the first run's result: the decision queue's VisibilityTimeout (180 s in
-# template.yaml) plus 20 s to decide it. Shorter, a re-sent copy ran while the result waited (N3).
-SETTLE_DELAY_S = 200
+# Until then it comes back after SETTLE_DELAY_S (its visibility timeout). The deferrals together
+# outlast the first run's result message's whole life on the decision queue: a result whose decision
+# fails (a throttled read or write, after the SDK's retries) is handed over again after the queue's
+# VisibilityTimeout, up to maxReceiveCount receives, then dead-lettered. So by the copy's last look
+# the result is recorded or in the DLQ, never still in flight (chaos seed 6609: a result failed to be
+# decided four times, 543 s, and the copy that had settled 2 x 200 s ran the task again).
+DECISION_VISIBILITY_S = 180  # the DecisionQueue's VisibilityTimeout in template.yaml
+DECISION_RECEIVES = 5  # and its maxReceiveCount (tests/unit/test_worker_dedupe.py reads both)
+DECIDE_S = 20  # to decide the last receive of the result
+HELD_S = 2  # a quick run's answer waits up to twice the worker's 1 s grace in its batch
+SETTLE_WINDOW_S = (DECISION_RECEIVES - 1) * DECISION_VISIBILITY_S + DECIDE_S + HELD_S  # 742 s
+SETTLE_DELAY_S = -(-SETTLE_WINDOW_S // (SETTLE_RECEIVES - 1))  # 371 s per deferral
 OLD_MESSAGE_MS = 5_000  # a fresh message older than this looks back too (a backlog, a late SQS copy)
 READ_ATTEMPTS = 3  # history reads per look-back before the message goes back to the queue
 READ_BACKOFF_S = (0.1, 0.4)  # waits between them
