@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import orbit
 import pytest
 from orbit import worker
 from orbit.local import LocalStack
@@ -23,6 +24,19 @@ QUICK = {"orbit": 1, "name": "quick", "version": "1", "steps": {"a": {"compute":
 
 SLEEPS = {"orbit": 1, "name": "sleeps", "version": "1",
           "steps": {"a": {"task": "sec-http-tests.sleep", "timeout": "30s", "input": "{% input %}"}}}
+
+
+@orbit.workflow("dev-warm-chain")
+def warm_chain(ctx: Any, input: Any) -> Any:
+    n = input["n"]
+    for i in range(4):
+        n = ctx.step("dev-warm.add", {"n": n, "i": i})
+    return n
+
+
+@worker.task("dev-warm.add")
+def add(input: Any, ctx: Any) -> Any:
+    return input["n"] + 1
 
 
 @worker.task("sec-http-tests.sleep")
@@ -55,7 +69,7 @@ def completes(dev: DevServer, eid: str, timeout_s: float = 20) -> None:
 def served() -> Iterator[DevServer]:
     """`orbit dev`'s own mode: moto behind HTTP."""
     with LocalStack(mode="server") as stack:
-        for d in (QUICK, SLEEPS):
+        for d in (QUICK, SLEEPS, warm_chain):
             stack.register(d)
         server = DevServer(stack, port=0)
         with dev_serving(server):
@@ -79,3 +93,21 @@ def test_a_sleeping_task_holds_up_no_other_request(served: DevServer) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     assert d["status"] == "COMPLETED" and d["output"] == {"a": "slept"}, d
+
+
+def test_a_code_workflows_decisions_find_their_paused_instance(served: DevServer) -> None:
+    """`orbit dev` keeps its invocation threads warm (local/dev_invocations.py): a code workflow's
+    next decision runs on the thread that paused its instance and goes on from there, instead of
+    replaying every step from the first (with a thread per invocation, every decision was cold)."""
+    from orbit.service.replay_host import default_runtime
+
+    stats = default_runtime().stats
+    before = dict(stats)
+    assert call(served, "POST", "/executions", {"workflow": "dev-warm-chain", "id": "w1", "input": {"n": 0}})[0] == 201
+    deadline = time.monotonic() + 30
+    while (d := call(served, "GET", "/executions/w1")[1])["status"] == "RUNNING":
+        assert time.monotonic() < deadline, d
+        time.sleep(0.05)
+    assert d["status"] == "COMPLETED" and d["output"] == 4, d
+    warm, cold = stats["warm"] - before["warm"], stats["cold"] - before["cold"]
+    assert warm >= 3 and cold <= 2, (warm, cold)  # one cold start; each step's result warm

@@ -73,7 +73,7 @@ class CodeRuntime(CodeReplayer):
         self._weights: dict[str, int] = {}
         self._cache: OrderedDict[str, Instance] = OrderedDict()
         # execution id -> the thread its instance's greenlet belongs to: the Thread object, not its ident,
-        # which the OS reuses once a thread ends (orbit dev runs each invocation on a thread of its own)
+        # which the OS reuses once a thread ends (orbit dev may start a new invocation thread at any time)
         self._homes: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
