@@ -103,7 +103,8 @@ def test_a_code_workflows_decisions_find_their_paused_instance(served: DevServer
 
     stats = default_runtime().stats
     before = dict(stats)
-    assert call(served, "POST", "/executions", {"workflow": "dev-warm-chain", "id": "w1", "input": {"n": 0}})[0] == 201
+    start = {"workflow": "dev-warm-chain", "id": "w1", "input": {"n": 0}}
+    assert call(served, "POST", "/executions", start)[0] == 201
     deadline = time.monotonic() + 30
     while (d := call(served, "GET", "/executions/w1")[1])["status"] == "RUNNING":
         assert time.monotonic() < deadline, d
