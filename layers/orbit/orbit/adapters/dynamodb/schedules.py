@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orbit.adapters.dynamodb.codec import ConditionFailed, n, put_if, s
-from orbit.errors import ConflictError
+from orbit.adapters.dynamodb.codec import s
+from orbit.adapters.dynamodb.revisioned import RevisionedJson
 
 LIST_PK = "SCHEDULES"
 
@@ -21,30 +21,17 @@ LIST_PK = "SCHEDULES"
 class DynamoScheduleStore:
     def __init__(self, client: Any, table: str) -> None:
         self._db = client
+        self._items = RevisionedJson(client, table, "schedule")
         self.table = table
 
     def get(self, schedule_id: str) -> tuple[dict[str, Any], int] | None:
-        item = self._db.get_item(TableName=self.table, Key=_key(schedule_id), ConsistentRead=True).get("Item")
-        if item is None:
-            return None
-        return json.loads(item["state"]["S"]), int(item["rev"]["N"])
+        return self._items.get(_key(schedule_id))
 
     def put(self, schedule_id: str, state: dict[str, Any], expected_rev: int | None) -> int:
         """Write `state` as revision `expected_rev + 1` (or 1 for a new schedule); ConflictError if
         the stored revision is not `expected_rev` (or the schedule exists when creating)."""
-        rev = (expected_rev or 0) + 1
-        item = {**_key(schedule_id), "rev": n(rev), "state": s(json.dumps(state, separators=(",", ":"))),
-                "gsi2pk": s(LIST_PK), "gsi2sk": s(schedule_id)}
-        try:
-            if expected_rev is None:
-                put_if(self._db, self.table, item, "attribute_not_exists(pk)")
-            else:
-                put_if(self._db, self.table, item, "rev = :rev",
-                       ExpressionAttributeValues={":rev": n(expected_rev)})
-        except ConditionFailed:
-            raise ConflictError(f"schedule:{schedule_id}", rev,
-                                f"schedule {schedule_id!r} changed meanwhile") from None
-        return rev
+        return self._items.put(_key(schedule_id), schedule_id, state, expected_rev,
+                               {"gsi2pk": s(LIST_PK), "gsi2sk": s(schedule_id)})
 
     def delete(self, schedule_id: str) -> bool:
         out = self._db.delete_item(TableName=self.table, Key=_key(schedule_id), ReturnValues="ALL_OLD")
