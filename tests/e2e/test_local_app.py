@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from orbit.local import LocalStack
 from orbit.local.cfn import TemplateError
-from orbit.worker import sdk
+from orbit.worker import tasks as sdk
 
 from tests.e2e.conftest import ROOT, orbit_cli, orbit_dev
 

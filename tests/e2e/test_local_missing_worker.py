@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from orbit.errors import OrbitError
 from orbit.local import LocalStack
-from orbit.worker import sdk
+from orbit.worker import tasks as sdk
 
 LATE = "orbit: 1\nname: late\nsteps:\n  a: {task: late.work, queue: q1, input: {n: \"{% input.n %}\"}}\n"
 BOUNDED = "orbit: 1\nname: bounded\nsteps:\n  a: {task: late.never, queue_timeout: 5m}\n"

@@ -105,7 +105,7 @@ def test_an_in_process_payload_that_is_not_json_is_refused_naming_path_and_type(
 def test_the_worker_rule_names_output_and_error_paths() -> None:
     """worker/sdk.storable: the one rule the worker and the inline runner apply before sending."""
     from orbit import TaskError
-    from orbit.worker.sdk import storable
+    from orbit.worker.tasks import storable
 
     assert storable({"ok": (1, 2)}, None) == ({"ok": (1, 2)}, None)  # a tuple encodes as a list
     output, error = storable({"items": [1, 2, {"when": WHEN}]}, None)

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 from orbit.errors import DuplicateTask
-from orbit.worker import sdk
+from orbit.worker import tasks as sdk
 
 _names = itertools.count()
 

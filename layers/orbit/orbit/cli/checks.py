@@ -52,7 +52,7 @@ def tasks_needed(definitions: list[Any]) -> dict[str, str]:
 def check_tasks_served(definitions: list[Any]) -> None:
     """Every task the definitions name is registered with @orbit.worker.task in this process
     (the workers passed with --workers, and the template's own worker functions)."""
-    from orbit.worker.sdk import registered_tasks
+    from orbit.worker.tasks import registered_tasks
 
     served = registered_tasks()
     missing = {task: where for task, where in tasks_needed(definitions).items() if task not in served}

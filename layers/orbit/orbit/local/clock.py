@@ -203,7 +203,7 @@ def next_sqs_wake_ms() -> int | None:
 def _served(body: str) -> bool:
     import json
 
-    from orbit.worker.sdk import registered_tasks
+    from orbit.worker.tasks import registered_tasks
 
     try:
         task = json.loads(body).get("task")

@@ -236,7 +236,7 @@ class DevServer:
 def unserved_lines(definitions: list[Any]) -> list[str]:
     """One line per task the definitions use that no `@orbit.worker.task` of this process serves."""
     from orbit.core.runtime.dsl.interpreter import default_queue
-    from orbit.worker.sdk import registered_tasks
+    from orbit.worker.tasks import registered_tasks
 
     served = registered_tasks()
     missing: dict[str, tuple[str, str]] = {}  # task -> (first place that uses it, its queue)

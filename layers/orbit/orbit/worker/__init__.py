@@ -8,7 +8,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from orbit.worker.sdk import TaskBusy, TaskContext, TaskFunction, Worker, registered_tasks, task
+from orbit.worker.sdk import TaskBusy, TaskContext, Worker
+from orbit.worker.tasks import TaskFunction, registered_tasks, task
 
 __all__ = ["TaskBusy", "TaskContext", "TaskFunction", "Worker", "handler", "registered_tasks", "run", "task"]
 

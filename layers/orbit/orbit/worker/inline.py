@@ -40,7 +40,8 @@ from typing import Any
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TIMEOUT, TaskError
 from orbit.core.runtime.code.inline import Closures
-from orbit.worker.sdk import TaskContext, registered_tasks, storable
+from orbit.worker.context import TaskContext
+from orbit.worker.tasks import registered_tasks, storable
 
 log = logging.getLogger("orbit.worker.inline")
 NOT_FOUND = "INLINE_TASK_NOT_FOUND"
