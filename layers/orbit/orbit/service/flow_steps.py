@@ -127,7 +127,8 @@ class Flow:
         spec = self.spec_of(self.cached_state(e.execution_id))
         if spec.empty:
             return False
-        gate = attempt_gate(spec, e.execution_id, e.unit, e.attempt, e.task, e.queue, e.input)
+        gate = attempt_gate(spec, e.execution_id, e.unit, e.attempt, e.task, e.queue, e.input,
+                            e.flow_key, e.priority)
         if gate is None:
             return False
         self.gate.dispatch(gate, e.queue, body)
