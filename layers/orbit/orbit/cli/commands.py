@@ -63,7 +63,9 @@ def cmd_start(args: argparse.Namespace, connect: Clients) -> int:
 
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     client = connect(args)
-    res = client.start(args.name, inp, id=args.id, version=args.version)
+    priority = getattr(args, "priority", None)  # flow control: its place in its workflow's lines
+    res = client.start(args.name, inp, id=args.id, version=args.version,
+                       **({"priority": priority} if priority is not None else {}))
     eid = str(res.get("id") if isinstance(res, dict) else res)
     if args.wait:  # the id first: a Ctrl-C while waiting must not lose it
         print(f"started {args.name} as {eid}; waiting for its end (Ctrl-C stops waiting, not the execution)",

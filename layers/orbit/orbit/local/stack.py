@@ -207,11 +207,13 @@ class LocalStack(ScheduleOps):
         """The registered workflows with their versions (`orbit workflows`)."""
         return list(self.engine.workflows())
 
-    def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None) -> str:
+    def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None,
+              priority: int | None = None) -> str:
         # As the API function does: a start decides inline, and a first decision that fans
         # out leaves in one SendMessageBatch per 10 messages instead of one SendMessage each.
         with self.services.queues.batched():
-            return str(self.engine.start(name, version, input if input is not None else {}, id))
+            return str(self.engine.start(name, version, input if input is not None else {}, id,
+                                         priority=priority))
 
     def describe(self, id: str) -> dict[str, Any]:
         return self.engine.describe(id)

@@ -182,9 +182,10 @@ class Engine(EngineApi):
 
     # ---------------------------------------------------------------- the API the stages serve
     def start(self, workflow: str, version: str | None = None, input: Any = None,
-              execution_id: str | None = None, parent: dict[str, str] | None = None) -> str:
+              execution_id: str | None = None, parent: dict[str, str] | None = None,
+              priority: int | None = None) -> str:
         """Start an execution now and return its id (`Starts.start`)."""
-        return self.starts.start(workflow, version, input, execution_id, parent)
+        return self.starts.start(workflow, version, input, execution_id, parent, priority)
 
     def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
         """Continue a FAILED or TIMED_OUT execution (`Recovery.redrive`)."""

@@ -71,7 +71,7 @@ class Flow:
                 except OrbitError:
                     out.append(m)  # decided as before: the decision reports the unknown workflow
                     continue
-                gate = start_gate(self.spec(wf), m.workflow, eid, m.input)
+                gate = start_gate(self.spec(wf), m.workflow, eid, m.input, m.priority)
                 admitted = self.gate.admit_start(gate, m.to_dict()) if gate is not None else True
                 if isinstance(admitted, str):  # its rate drops it, unless it is a start again
                     if not self.exists(eid):
@@ -154,6 +154,34 @@ class Flow:
 
     def give_back(self, gate: Any) -> None:
         self.gate.release(gate)
+
+    def hold_for_signal_start(self, workflow: Any, execution_id: str, input: Any) -> Any:
+        """A signal-with-start that creates `execution_id` cannot wait in line (its signal would
+        have nowhere to go): it takes its slots and a token that exists now, or it is refused
+        (LimitFull, one line naming the limit and key) and takes nothing. Returns the gate to give
+        back if the start does not happen (`give_back`), None when the workflow has no start limit."""
+        from dataclasses import replace
+
+        from orbit.errors import LimitFull
+
+        gate = start_gate(self.spec(workflow), str(workflow.name), execution_id, input)
+        if gate is None:
+            return None
+        now = self.clock.now_ms()
+        for i, slot in enumerate(gate.slots):
+            if not self.gate.store.acquire(slot, gate.holder, now):
+                for taken in gate.slots[:i]:
+                    self.gate.store.release(taken, gate.holder)
+                raise LimitFull(f"execution {execution_id!r}: limit {slot.name!r} key {slot.key!r} has "
+                                f"{slot.limit} of {slot.limit} running; signal-with-start was refused, "
+                                "nothing was recorded: send it again when one ends")
+        b = gate.bucket
+        if b is not None and self.gate.store.reserve(replace(b, on_exceed="drop"), now) is None:
+            self.give_back(gate)
+            raise LimitFull(f"execution {execution_id!r}: rate limit {b.name!r} key {b.key!r} allows "
+                            f"{b.rate} per {b.period_ms} ms and none is left now; signal-with-start was "
+                            "refused, nothing was recorded: send it again later")
+        return gate
 
     # ------------------------------------------------------------------ what users see
     def describe(self, execution_id: str, described: Callable[[], dict[str, Any]]) -> dict[str, Any]:
