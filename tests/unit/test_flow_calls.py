@@ -72,7 +72,8 @@ def test_a_code_step_priority_overtakes_earlier_bulk_calls() -> None:
     ({"priority": "1"}, "not '1'"),
     ({"priority": 2.0}, "not 2.0"),
 ])
-def test_hostile_call_values_are_refused_in_one_line_naming_the_call(options: dict[str, Any], said: str) -> None:
+def test_hostile_call_values_are_refused_in_one_line_naming_the_call(options: dict[str, Any],
+                                                                    said: str) -> None:
     with pytest.raises(TypeError) as e:
         orbit.Step("partner.call", {}, **options)
     assert str(e.value).startswith("step 'partner.call': "), str(e.value)

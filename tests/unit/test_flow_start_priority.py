@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import orbit.cli.main as orbit_cli
+import pytest
 from orbit.errors import NotFound, ValidationError
 from orbit.service.http import handle_request
 from orbit.testing.simulator import Simulator, late

@@ -138,6 +138,9 @@ class LocalStack(ScheduleOps):
         self.cloud.start()
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
+        # one process: every handler reads this registry, never a cache older than another's, so a
+        # shared task limit is in force at once (adapters/dynamodb/task_limits.py)
+        self.services.registry.shared.settle_ms = 0
         self.services.run_inline(session="local")  # the tasks registered here (its workers) run inline
         from .trigger_sources import attach
 

@@ -29,6 +29,12 @@ from orbit.errors import NotFound, OrbitError
 from orbit.service.ports import Clock
 
 
+def registry_limits(registry: Any, now_ms: int) -> Any:
+    """The registry's shared task and queue limits in force at `now_ms` (None: it keeps none)."""
+    read = getattr(registry, "task_limits", None)
+    return read(now_ms) if read is not None else None
+
+
 class Flow:
     """Flow control for one engine: `gate` (a service.limits.FlowGate); `get_workflow(name, version)`
     (the registry's), `workflow_for(state)` (the workflow an execution is decided with),
@@ -37,9 +43,15 @@ class Flow:
     def __init__(self, gate: Any, clock: Clock, get_workflow: Callable[[str, str | None], Any],
                  workflow_for: Callable[[ExecutionState], Any],
                  cached_state: Callable[[str], ExecutionState | None],
-                 load_state: Callable[[str], ExecutionState]) -> None:
+                 load_state: Callable[[str], ExecutionState],
+                 shared: Callable[[int], Any] | None = None) -> None:
         self.gate, self.clock, self.get_workflow, self.workflow_for = gate, clock, get_workflow, workflow_for
         self.cached_state, self.load_state = cached_state, load_state
+        # The deployment's shared task and queue limits (the registry's `task_limits(now_ms)`: a
+        # snapshot object, the same one while nothing changed; core/flow/shared.py).
+        self.shared = shared
+        self._shared: tuple[Any, FlowSpec] | None = None
+        self._merged: dict[tuple[int, int], tuple[FlowSpec, FlowSpec]] = {}
 
     @staticmethod
     def spec(workflow: Any) -> FlowSpec:
@@ -47,12 +59,32 @@ class Flow:
 
     def spec_of(self, state: ExecutionState | None) -> FlowSpec:
         if state is None or not state.workflow:
-            return NO_FLOW
+            return self.with_shared(NO_FLOW)
         try:
             wf = self.workflow_for(state)
         except OrbitError:
-            return NO_FLOW
-        return self.spec(wf)
+            return self.with_shared(NO_FLOW)
+        return self.with_shared(self.spec(wf))
+
+    def with_shared(self, own: FlowSpec) -> FlowSpec:
+        """`own` with the shared task and queue limits in force now (no request while the registry's
+        snapshot is cached; nothing to merge when there is none)."""
+        if self.shared is None:
+            return own
+        entries = self.shared(self.clock.now_ms())
+        if not entries:
+            return own
+        from orbit.core.flow.shared import effective, shared_spec
+
+        if self._shared is None or self._shared[0] is not entries:
+            self._shared, self._merged = (entries, shared_spec(entries)), {}
+        key = (id(own), id(self._shared[1]))
+        hit = self._merged.get(key)
+        if hit is None or hit[0] is not own:
+            if len(self._merged) > 512:
+                self._merged.clear()
+            hit = self._merged[key] = (own, effective(own, self._shared[1]))
+        return hit[1]
 
     def come_back(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         """A `FLOW_KEY` message (service/limits.py): the start it lets in, or None."""
@@ -116,7 +148,7 @@ class Flow:
                 recovering: bool = False) -> None:
         if not events:
             return
-        spec = self.spec(workflow) if workflow is not None else self.spec_of(state)
+        spec = self.with_shared(self.spec(workflow)) if workflow is not None else self.spec_of(state)
         for gate in released(spec, state, events):
             self.gate.release(gate, recovering)
 

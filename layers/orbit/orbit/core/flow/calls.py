@@ -91,4 +91,4 @@ def step_flow_values(flow: Any, evaluate: Any) -> tuple[str | None, int | None]:
     for name, problem in (("key", key_problem(key)), ("priority", priority_problem(priority))):
         if problem:
             raise ValueError(f"flow.{name} {problem}")
-    return key, priority
+    return (None if key is None else str(key)), (None if priority is None else int(priority))
