@@ -111,3 +111,24 @@ def test_a_crash_after_the_declaration_before_the_definition_is_stored(clients: 
     seen = registry(clients, stack, clock, seconds)
     assert seen.get("declares").name == "declares"
     assert seen.task_limits(clock.now)["task:partner.call"]["concurrency"]["limit"] == 5
+
+
+@pytest.mark.parametrize("role", ["DefinitionsRole", "ApiRole", "DeciderRole"])
+def test_the_roles_that_register_or_read_the_registry_may(role: str) -> None:
+    """An app's definitions register through DefinitionsFunction (Custom::OrbitDefinition), others
+    through the API; deciders read. moto does not enforce IAM: the template's grants are checked
+    against the registry's partition key."""
+    import fnmatch
+    from pathlib import Path
+
+    from orbit.adapters.dynamodb.task_limits import PK
+    from orbit.local.cfn import load_template
+    from test_aws_policies import actions, grants, leading_keys
+
+    roles = load_template(Path(__file__).resolve().parents[2] / "template.yaml")["Resources"]
+    needed = {"dynamodb:Query"} | ({"dynamodb:UpdateItem"} if role != "DeciderRole" else set())
+    for action in needed:
+        allowed = [st for st in grants(roles[role]) if action in actions(st)
+                   and (leading_keys(st) is None
+                        or any(fnmatch.fnmatchcase(PK, k) for k in leading_keys(st) or []))]
+        assert allowed, f"{role} may not {action} on {PK}"
