@@ -84,3 +84,21 @@ def test_unlimited_tasks_make_no_request_while_another_task_is_limited() -> None
         sim.start("plain", {}, id=f"p{i}")
     sim.run()
     assert sim.limits.requests == 0
+
+
+def test_get_limits_and_orbit_limits_list_the_shared_limits(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import orbit.cli.main as orbit_cli
+    from test_paged_reads import InProcessClient
+
+    sim = Simulator()
+    sim.register(wf("declares", {"a": STEP}, tasks=PARTNER, queues={"erp": {"concurrency": 3}}))
+    shared = {s["limit"]: s for s in sim.engine.limits()["shared"]}
+    assert shared["task:partner.call"] == {"limit": "task:partner.call", "from": "declares v1",
+                                           **PARTNER["partner.call"]}
+    assert shared["queue:erp"]["concurrency"] == 3
+    monkeypatch.setattr(orbit_cli, "_client", lambda args: InProcessClient(sim.engine))
+    assert orbit_cli.main(["limits"]) == 0
+    out = capsys.readouterr().out
+    assert "shared task:partner.call" in out and '"key": "{% input.partner %}"' in out
+    assert "(declared by declares v1)" in out

@@ -245,4 +245,9 @@ class Flow:
         from orbit.service.limits_view import limits_report
 
         report: dict[str, Any] = limits_report(self.gate.store)
+        entries = self.shared(self.clock.now_ms()) if self.shared is not None else None
+        # the deployment's task and queue limits in force, and which registration declared them
+        report["shared"] = [{"limit": name, **{k: e[k] for k in ("concurrency", "rate", "priority", "from")
+                                               if k in e}}
+                            for name, e in sorted((entries or {}).items())]
         return report

@@ -44,8 +44,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
                                               {name, retired: [versions]}: new starts refused (409
                                               WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
-    GET  /limits                                                             -> 200 {limits, rates}: flow
-                                              control's limits with their use now (docs/flow-control.md)
+    GET  /limits                                                             -> 200 {limits, rates, shared}:
+                                              flow control's limits with their use now, and the
+                                              deployment's task and queue limits (docs/flow-control.md)
     /batches...                               bulk actions: see orbit/service/http_batches.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
