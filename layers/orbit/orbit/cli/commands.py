@@ -193,7 +193,8 @@ def cmd_limits(args: argparse.Namespace, connect: Clients) -> int:
         left = f"{tokens:.1f} tokens at {utc(b['at_ms'])}" if tokens is not None else ""
         print(cut(f"{'rate ' + name:<32} {b.get('key') or '-':<20} {rate}  {left}", columns))
     for s in got.get("shared") or []:  # the deployment's task and queue limits (every workflow's)
-        parts = [f"{k} {json.dumps(s[k], sort_keys=True)}" for k in ("concurrency", "rate", "priority") if k in s]
+        parts = [f"{k} {json.dumps(s[k], sort_keys=True)}"
+                 for k in ("concurrency", "rate", "priority") if k in s]
         print(cut(f"{'shared ' + s['limit']:<32} {'; '.join(parts)}  (declared by {s.get('from') or '-'})",
                   columns))
     if not rows and not got.get("rates"):
