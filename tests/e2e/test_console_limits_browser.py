@@ -24,6 +24,9 @@ pytestmark = pytest.mark.e2e
 DOOR = {"orbit": 1, "name": "consolelim-door", "version": "1",
         "concurrency": {"limit": 1, "key": "{% input.customer %}"},
         "signals": {"go": {}}, "steps": {"hold": {"wait_for": "go"}}}
+PARTNER = {"orbit": 1, "name": "consolelim-partner", "version": "1",
+           "tasks": {"consolelim.call": {"concurrency": {"limit": 4, "key": "{% input.partner %}"}}},
+           "steps": {"call": {"task": "consolelim.call"}}}
 RATED = {"orbit": 1, "name": "consolelim-rated", "version": "1",
          "rate": {"limit": 2, "period": "1m", "burst": 3}, "steps": {"hold": {"wait_for": "go"}},
          "signals": {"go": {}}}
@@ -52,6 +55,7 @@ def lim() -> Iterator[Lim]:
     with LocalStack(mode="inprocess") as stack:
         stack.register(DOOR)
         stack.register(RATED)
+        stack.register(PARTNER)  # a task limit every workflow's attempts count under
         dev = DevServer(stack, 0)
         thread = threading.Thread(target=dev.serve_forever, daemon=True)
         thread.start()
@@ -73,6 +77,10 @@ def cells(page: Page, limit: str, key: str) -> list[str]:
 def test_the_limits_page_shows_the_holders_and_the_waiting_counts(page: Page, lim: Lim) -> None:
     page.goto(lim.ui.url + "#/limits")
     expect(page.locator("main")).to_contain_text("No limit has been used yet")
+    declared = page.locator('#shared tr[data-limit="task:consolelim.call"] td')
+    expect(declared).to_have_text(["task:consolelim.call",
+                                   'concurrency {"limit":4,"key":"{% input.partner %}"}',
+                                   "consolelim-partner v1"])
     for i in range(3):
         lim.client.start("consolelim-door", {"customer": "acme"}, id=f"lim-acme-{i}")
     lim.client.start("consolelim-door", {"customer": "zeta"}, id="lim-zeta-0")
