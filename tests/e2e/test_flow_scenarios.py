@@ -120,3 +120,27 @@ def test_two_tenants_behind_one_limit(stack: LocalStack) -> None:
         listed[("workflow:fe2e-fair", "")]["held"] == 0
         and listed[("workflow:fe2e-fair", "")]["waiting"] == 0
     )
+
+
+@task("flowe2e.partner")
+def partner(input: Any, ctx: Any) -> Any:
+    return {"ok": True}
+
+
+def test_a_task_limit_holds_workflows_that_do_not_declare_it(stack: LocalStack) -> None:
+    limit = {"flowe2e.partner": {"concurrency": {"limit": 1, "key": "{% input.partner %}"}}}
+    step = {"call": {"task": "flowe2e.partner", "input": "{% input %}"}}
+    stack.register({"orbit": 1, "name": "fe2e-declares", "version": "1", "tasks": limit, "steps": step})
+    stack.register({"orbit": 1, "name": "fe2e-silent", "version": "1", "steps": step})
+    ids = [stack.start("fe2e-declares", {"partner": "globex"}, id="fe2e-d1"),
+           stack.start("fe2e-silent", {"partner": "globex"}, id="fe2e-s1"),
+           stack.start("fe2e-silent", {"partner": "initech"}, id="fe2e-s2", priority=1)]
+    listed = {(r["limit"], r["key"]): r for r in stack.engine.limits()["limits"]}
+    globex = listed[("task:flowe2e.partner", "globex")]
+    assert (globex["held"], globex["waiting"]) == (1, 1), globex  # the silent one waits its turn
+    assert listed[("task:flowe2e.partner", "initech")]["held"] == 1
+    line = stack.describe("fe2e-s1")["steps"]["call"]["waiting"]
+    assert "waiting for limit 'task:flowe2e.partner' key 'globex' (1 at once): place 1 of 1" in line, line
+    finish(stack, ids)
+    listed = {(r["limit"], r["key"]): r for r in stack.engine.limits()["limits"]}
+    assert all(listed[("task:flowe2e.partner", k)]["held"] == 0 for k in ("globex", "initech"))

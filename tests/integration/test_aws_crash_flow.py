@@ -42,6 +42,8 @@ def flow_points(ref: Reference) -> list[CrashPoint]:
 def test_the_reference_takes_waits_and_gives_back_slots(reference: Reference) -> None:
     ops = [(c.op, c.detail) for c in reference.calls]
     assert ("UpdateItem", "FLOW/C") in ops  # acquire / release
+    # the registration's write of the shared task limit (core/flow/shared.py): a crash point too
+    assert ("UpdateItem", "FLOW/task:crashmx.double") in ops
     assert ops.count(("TransactWriteItems", "")) >= 4  # two join the line, two are let in
     assert len(flow_points(reference)) >= 20
 

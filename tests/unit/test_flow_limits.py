@@ -325,7 +325,7 @@ def test_a_redrive_takes_its_slot_back_or_is_refused_while_the_limit_is_full() -
     assert counter.holders == set()
 
 
-def test_a_resent_dispatch_takes_no_second_token() -> None:
+def test_a_resent_dispatch_is_never_failed_and_waits_for_a_token() -> None:
     from orbit.core.flow.gates import Bucket, Gate
     from orbit.service.limits import FlowGate
 
@@ -335,7 +335,7 @@ def test_a_resent_dispatch_takes_no_second_token() -> None:
             self.decisions: list[dict[str, Any]] = []
 
         def send_task(self, queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
-            self.tasks.append(body)
+            self.tasks.append({**body, "delay_s": delay_s})
 
         def send_decision(self, message: dict[str, Any], delay_s: int = 0) -> None:
             self.decisions.append(message)
@@ -350,7 +350,8 @@ def test_a_resent_dispatch_takes_no_second_token() -> None:
     body = {"execution_id": "e", "unit": "s", "token": "t1"}
     flow.dispatch(gate, "q", body)
     flow.dispatch(gate, "q", {**body, "resent": True})  # the commit's effects again, after a crash
-    assert len(sent.tasks) == 2 and sent.decisions == []  # not failed with RATE_LIMITED
+    assert sent.decisions == []  # not failed with RATE_LIMITED: its first copy may have run
+    assert [t["delay_s"] for t in sent.tasks] == [0, 60]  # it waits for a token of its own
     flow.dispatch(Gate("a:e|s2|1", (), gate.bucket, 3), "q", {**body, "unit": "s2", "token": "t2"})
     assert [d["error"]["code"] for d in sent.decisions] == ["RATE_LIMITED"]
 

@@ -126,12 +126,17 @@ class Client:
                           {"version": str(version)})
 
     def start(
-        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
+        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None,
+        priority: int | None = None,
     ) -> dict[str, Any]:
+        """`priority` (1 highest .. 5): the start's place in its workflow's flow-control lines
+        (docs/flow-control.md); the API refuses another value (400 naming `body.priority`)."""
         body: dict[str, Any] = {"workflow": workflow, "input": input if input is not None else {},
                                 "id": id or f"{workflow}-{uuid.uuid4().hex}"}
         if version:
             body["version"] = version
+        if priority is not None:
+            body["priority"] = priority
         return self._call("POST", "/executions", body)
 
     def describe(

@@ -140,6 +140,13 @@ class ExecutionExpired(NotFound):
                          f"has passed, so its history is no longer available")
 
 
+class LimitFull(OrbitError):
+    """A start that cannot wait in line (signal-with-start) found its flow limit full or its rate
+    spent; nothing was recorded (docs/flow-control.md). 409 LIMIT_FULL."""
+
+    code = "LIMIT_FULL"
+
+
 class RedriveRefused(OrbitError):
     """`orbit redrive` of an execution that cannot go on (running, completed, cancelled, parked,
     or compensated); the message says why. Nothing was recorded."""

@@ -332,14 +332,25 @@ class MemoryRegistry:
         self._by: dict[str, dict[str, dict[str, Any]]] = {}
         self._latest: dict[str, str] = {}
         self._retired: set[tuple[str, str]] = set()  # (name, version): new starts refused
+        self._shared: dict[str, dict[str, Any]] = {}  # task and queue limits (core/flow/shared.py)
 
     def register(self, workflow: Any) -> None:
         from orbit.core.decider.decide import workflow_build
 
         name, version = workflow.name, str(workflow.version)
+        if getattr(workflow, "kind", None) != "code" and isinstance(getattr(workflow, "raw", None), dict):
+            from orbit.core.flow.shared import declare_into
+
+            shared = {k: dict(v) for k, v in self._shared.items()}  # a new snapshot: readers cache by it
+            declare_into(shared, workflow.raw, f"{name} v{version}")  # refused before anything is held
+            self._shared = shared
         self._by.setdefault(name, {}).setdefault(version, {})[workflow_build(workflow)] = workflow
         self._latest[name] = version
         self._retired.discard((name, version))  # registering a version again brings it back
+
+    def task_limits(self, now_ms: int) -> dict[str, dict[str, Any]]:
+        """The shared task and queue limits (one process: every entry is in force at once)."""
+        return self._shared
 
     def retire(self, name: str, version: str | None = None) -> list[str]:
         """Refuse new starts of `version` (every version when None); returns the versions retired."""

@@ -63,7 +63,9 @@ def cmd_start(args: argparse.Namespace, connect: Clients) -> int:
 
     inp = parse_json_arg(args.input, "--input") if args.input else {}
     client = connect(args)
-    res = client.start(args.name, inp, id=args.id, version=args.version)
+    priority = getattr(args, "priority", None)  # flow control: its place in its workflow's lines
+    res = client.start(args.name, inp, id=args.id, version=args.version,
+                       **({"priority": priority} if priority is not None else {}))
     eid = str(res.get("id") if isinstance(res, dict) else res)
     if args.wait:  # the id first: a Ctrl-C while waiting must not lose it
         print(f"started {args.name} as {eid}; waiting for its end (Ctrl-C stops waiting, not the execution)",
@@ -190,6 +192,11 @@ def cmd_limits(args: argparse.Namespace, connect: Clients) -> int:
         tokens = b["level_ms"] / b["period_ms"] if b.get("period_ms") else None
         left = f"{tokens:.1f} tokens at {utc(b['at_ms'])}" if tokens is not None else ""
         print(cut(f"{'rate ' + name:<32} {b.get('key') or '-':<20} {rate}  {left}", columns))
+    for s in got.get("shared") or []:  # the deployment's task and queue limits (every workflow's)
+        parts = [f"{k} {json.dumps(s[k], sort_keys=True)}"
+                 for k in ("concurrency", "rate", "priority") if k in s]
+        print(cut(f"{'shared ' + s['limit']:<32} {'; '.join(parts)}  (declared by {s.get('from') or '-'})",
+                  columns))
     if not rows and not got.get("rates"):
         print("no limit has been used yet")
     return 0

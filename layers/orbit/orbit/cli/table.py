@@ -169,6 +169,8 @@ API = (
          arg("--input", metavar="JSON", help="the input as JSON or @file.json (default: {})"),
          arg("--id", help="the execution id; starting again with the same id is safe (default: generated)"),
          arg("--version", help="the workflow version (default: the latest registered), e.g. --version 2"),
+         arg("--priority", type=int, choices=range(1, 6), metavar="N",
+             help="1 (highest) .. 5: its place in its workflow's flow-control lines (docs/flow-control.md)"),
          arg("--wait", action="store_true", help="wait until the execution ends, then print its output"),
          arg("--timeout", type=float, default=600.0, metavar="SECONDS",
              help="with --wait: give up after this many seconds")),

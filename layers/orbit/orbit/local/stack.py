@@ -138,6 +138,9 @@ class LocalStack(ScheduleOps):
         self.cloud.start()
         aws.reset(clock=clock.VirtualClock())  # handlers and this stack share one engine, on virtual time
         self.services = aws.services()
+        # one process: every handler reads this registry, never a cache older than another's, so a
+        # shared task limit is in force at once (adapters/dynamodb/task_limits.py)
+        self.services.registry.shared.settle_ms = 0
         self.services.run_inline(session="local")  # the tasks registered here (its workers) run inline
         from .trigger_sources import attach
 
@@ -207,11 +210,13 @@ class LocalStack(ScheduleOps):
         """The registered workflows with their versions (`orbit workflows`)."""
         return list(self.engine.workflows())
 
-    def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None) -> str:
+    def start(self, name: str, input: Any = None, id: str | None = None, version: str | None = None,
+              priority: int | None = None) -> str:
         # As the API function does: a start decides inline, and a first decision that fans
         # out leaves in one SendMessageBatch per 10 messages instead of one SendMessage each.
         with self.services.queues.batched():
-            return str(self.engine.start(name, version, input if input is not None else {}, id))
+            return str(self.engine.start(name, version, input if input is not None else {}, id,
+                                         priority=priority))
 
     def describe(self, id: str) -> dict[str, Any]:
         return self.engine.describe(id)

@@ -55,7 +55,7 @@ from orbit.service import inline
 from orbit.service.batches import is_batch_message
 from orbit.service.conflict_backoff import sleep_after_conflict
 from orbit.service.effects import Effects
-from orbit.service.flow_steps import Flow
+from orbit.service.flow_steps import Flow, registry_limits
 from orbit.service.operations import EngineApi
 from orbit.service.outbox import find_handled, still_due
 from orbit.service.ports import (
@@ -168,7 +168,7 @@ class Engine(EngineApi):
         self.flow_control: Flow | None = None if gate is None else Flow(
             gate, self.clock, lambda name, version: self.registry.get(name, version),
             lambda state: self._workflow_for(state, None), lambda eid: self.cached_state(eid),
-            lambda eid: self.load_state(eid))
+            lambda eid: self.load_state(eid), lambda now: registry_limits(self.registry, now))
         self.effects.flow = self.recovery.flow = self.flow_control
 
     @property
@@ -182,9 +182,10 @@ class Engine(EngineApi):
 
     # ---------------------------------------------------------------- the API the stages serve
     def start(self, workflow: str, version: str | None = None, input: Any = None,
-              execution_id: str | None = None, parent: dict[str, str] | None = None) -> str:
+              execution_id: str | None = None, parent: dict[str, str] | None = None,
+              priority: int | None = None) -> str:
         """Start an execution now and return its id (`Starts.start`)."""
-        return self.starts.start(workflow, version, input, execution_id, parent)
+        return self.starts.start(workflow, version, input, execution_id, parent, priority)
 
     def redrive(self, execution_id: str, request_id: str | None = None) -> dict[str, Any]:
         """Continue a FAILED or TIMED_OUT execution (`Recovery.redrive`)."""

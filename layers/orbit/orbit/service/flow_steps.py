@@ -29,6 +29,12 @@ from orbit.errors import NotFound, OrbitError
 from orbit.service.ports import Clock
 
 
+def registry_limits(registry: Any, now_ms: int) -> Any:
+    """The registry's shared task and queue limits in force at `now_ms` (None: it keeps none)."""
+    read = getattr(registry, "task_limits", None)
+    return read(now_ms) if read is not None else None
+
+
 class Flow:
     """Flow control for one engine: `gate` (a service.limits.FlowGate); `get_workflow(name, version)`
     (the registry's), `workflow_for(state)` (the workflow an execution is decided with),
@@ -37,9 +43,15 @@ class Flow:
     def __init__(self, gate: Any, clock: Clock, get_workflow: Callable[[str, str | None], Any],
                  workflow_for: Callable[[ExecutionState], Any],
                  cached_state: Callable[[str], ExecutionState | None],
-                 load_state: Callable[[str], ExecutionState]) -> None:
+                 load_state: Callable[[str], ExecutionState],
+                 shared: Callable[[int], Any] | None = None) -> None:
         self.gate, self.clock, self.get_workflow, self.workflow_for = gate, clock, get_workflow, workflow_for
         self.cached_state, self.load_state = cached_state, load_state
+        # The deployment's shared task and queue limits (the registry's `task_limits(now_ms)`: a
+        # snapshot object, the same one while nothing changed; core/flow/shared.py).
+        self.shared = shared
+        self._shared: tuple[Any, FlowSpec] | None = None
+        self._merged: dict[tuple[int, int], tuple[FlowSpec, FlowSpec]] = {}
 
     @staticmethod
     def spec(workflow: Any) -> FlowSpec:
@@ -47,12 +59,32 @@ class Flow:
 
     def spec_of(self, state: ExecutionState | None) -> FlowSpec:
         if state is None or not state.workflow:
-            return NO_FLOW
+            return self.with_shared(NO_FLOW)
         try:
             wf = self.workflow_for(state)
         except OrbitError:
-            return NO_FLOW
-        return self.spec(wf)
+            return self.with_shared(NO_FLOW)
+        return self.with_shared(self.spec(wf))
+
+    def with_shared(self, own: FlowSpec) -> FlowSpec:
+        """`own` with the shared task and queue limits in force now (no request while the registry's
+        snapshot is cached; nothing to merge when there is none)."""
+        if self.shared is None:
+            return own
+        entries = self.shared(self.clock.now_ms())
+        if not entries:
+            return own
+        from orbit.core.flow.shared import effective, shared_spec
+
+        if self._shared is None or self._shared[0] is not entries:
+            self._shared, self._merged = (entries, shared_spec(entries)), {}
+        key = (id(own), id(self._shared[1]))
+        hit = self._merged.get(key)
+        if hit is None or hit[0] is not own:
+            if len(self._merged) > 512:
+                self._merged.clear()
+            hit = self._merged[key] = (own, effective(own, self._shared[1]))
+        return hit[1]
 
     def come_back(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         """A `FLOW_KEY` message (service/limits.py): the start it lets in, or None."""
@@ -71,7 +103,7 @@ class Flow:
                 except OrbitError:
                     out.append(m)  # decided as before: the decision reports the unknown workflow
                     continue
-                gate = start_gate(self.spec(wf), m.workflow, eid, m.input)
+                gate = start_gate(self.spec(wf), m.workflow, eid, m.input, m.priority)
                 admitted = self.gate.admit_start(gate, m.to_dict()) if gate is not None else True
                 if isinstance(admitted, str):  # its rate drops it, unless it is a start again
                     if not self.exists(eid):
@@ -116,7 +148,7 @@ class Flow:
                 recovering: bool = False) -> None:
         if not events:
             return
-        spec = self.spec(workflow) if workflow is not None else self.spec_of(state)
+        spec = self.with_shared(self.spec(workflow)) if workflow is not None else self.spec_of(state)
         for gate in released(spec, state, events):
             self.gate.release(gate, recovering)
 
@@ -127,7 +159,8 @@ class Flow:
         spec = self.spec_of(self.cached_state(e.execution_id))
         if spec.empty:
             return False
-        gate = attempt_gate(spec, e.execution_id, e.unit, e.attempt, e.task, e.queue, e.input)
+        gate = attempt_gate(spec, e.execution_id, e.unit, e.attempt, e.task, e.queue, e.input,
+                            e.flow_key, e.priority)
         if gate is None:
             return False
         self.gate.dispatch(gate, e.queue, body)
@@ -153,6 +186,34 @@ class Flow:
 
     def give_back(self, gate: Any) -> None:
         self.gate.release(gate)
+
+    def hold_for_signal_start(self, workflow: Any, execution_id: str, input: Any) -> Any:
+        """A signal-with-start that creates `execution_id` cannot wait in line (its signal would
+        have nowhere to go): it takes its slots and a token that exists now, or it is refused
+        (LimitFull, one line naming the limit and key) and takes nothing. Returns the gate to give
+        back if the start does not happen (`give_back`), None when the workflow has no start limit."""
+        from dataclasses import replace
+
+        from orbit.errors import LimitFull
+
+        gate = start_gate(self.spec(workflow), str(workflow.name), execution_id, input)
+        if gate is None:
+            return None
+        now = self.clock.now_ms()
+        for i, slot in enumerate(gate.slots):
+            if not self.gate.store.acquire(slot, gate.holder, now):
+                for taken in gate.slots[:i]:
+                    self.gate.store.release(taken, gate.holder)
+                raise LimitFull(f"execution {execution_id!r}: limit {slot.name!r} key {slot.key!r} has "
+                                f"{slot.limit} of {slot.limit} running; signal-with-start was refused, "
+                                "nothing was recorded: send it again when one ends")
+        b = gate.bucket
+        if b is not None and self.gate.store.reserve(replace(b, on_exceed="drop"), now) is None:
+            self.give_back(gate)
+            raise LimitFull(f"execution {execution_id!r}: rate limit {b.name!r} key {b.key!r} allows "
+                            f"{b.rate} per {b.period_ms} ms and none is left now; signal-with-start was "
+                            "refused, nothing was recorded: send it again later")
+        return gate
 
     # ------------------------------------------------------------------ what users see
     def describe(self, execution_id: str, described: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -184,4 +245,9 @@ class Flow:
         from orbit.service.limits_view import limits_report
 
         report: dict[str, Any] = limits_report(self.gate.store)
+        entries = self.shared(self.clock.now_ms()) if self.shared is not None else None
+        # the deployment's task and queue limits in force, and which registration declared them
+        report["shared"] = [{"limit": name, **{k: e[k] for k in ("concurrency", "rate", "priority", "from")
+                                               if k in e}}
+                            for name, e in sorted((entries or {}).items())]
         return report

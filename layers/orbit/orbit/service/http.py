@@ -3,7 +3,8 @@
 Used by the Lambda API handler (`lambda_response` turns an HTTP API v2 event
 into a call) and by `orbit dev`'s local server. Routes:
 
-    POST /executions                          {workflow, version?, input?, id?}  -> 201 {id}
+    POST /executions                          {workflow, version?, input?, id?, priority?}  -> 201 {id}
+                                              (priority 1..5: docs/flow-control.md)
     GET  /executions?workflow=&status=&limit=&cursor=          -> 200 {executions, next_cursor}
              &started_after=&started_before=&id_prefix=        (RFC 3339 or ms; a page may be short)
              &where=FILTER   (orbit/core/search.py: workflow, status, started, ended, id, attributes)
@@ -43,8 +44,9 @@ Reads are paged (docs/limits.md): history returns at most `limit` events (defaul
                                               {name, retired: [versions]}: new starts refused (409
                                               WORKFLOW_RETIRED), running executions finish
     /schedules...                             see orbit/service/http_schedules.py
-    GET  /limits                                                             -> 200 {limits, rates}: flow
-                                              control's limits with their use now (docs/flow-control.md)
+    GET  /limits                                                             -> 200 {limits, rates, shared}:
+                                              flow control's limits with their use now, and the
+                                              deployment's task and queue limits (docs/flow-control.md)
     /batches...                               bulk actions: see orbit/service/http_batches.py
 
 Errors: `{"error": {"code", "message", "problems"?}}` with 400 (malformed
@@ -54,7 +56,7 @@ deeper than `orbit.core.history.storable.MAX_DEPTH`), 413 (body over `MAX_BODY_B
 hook already resumed, a signal or update id sent again with another name or payload,
 signal/hook/cancel/unpark/pause for an execution that has ended, unpark of one that is not
 parked, pause of one already paused, unpause of one that is not, a redrive refused, a start of a
-retired version: WORKFLOW_RETIRED) and
+retired version: WORKFLOW_RETIRED, a signal-with-start whose flow limit is full: LIMIT_FULL) and
 500 for anything unexpected (logged, no internals leaked).
 """
 
@@ -68,6 +70,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from orbit.core.flow.calls import priority_problem
 from orbit.core.history.state import WORKFLOW_STATUSES
 from orbit.core.history.storable import MAX_DEPTH, execution_id_problem, signal_id_problem, value_problem
 from orbit.errors import (
@@ -75,6 +78,7 @@ from orbit.errors import (
     ExecutionExists,
     HookAlreadyResumed,
     IdReused,
+    LimitFull,
     NotFound,
     NotParked,
     OrbitError,
@@ -105,7 +109,11 @@ def _start(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Respo
     eid = body.get("id")
     if eid is not None and (problem := execution_id_problem(eid)):
         raise ValidationError(problem, "body.id")
-    eid = engine.start(workflow, None if version is None else str(version), body.get("input"), eid)
+    priority = body.get("priority")
+    if problem := priority_problem(priority):
+        raise ValidationError(problem, "body.priority")
+    eid = engine.start(workflow, None if version is None else str(version), body.get("input"), eid,
+                       priority=priority)
     return 201, {"id": eid}
 
 
@@ -379,6 +387,8 @@ def handle_request(engine: Any, method: str, path: str, body: Any = None,
         except (ExecutionExists, ExecutionEnded, HookAlreadyResumed, IdReused, NotParked, PauseRefused,
                 RedriveRefused) as e:
             return _error(409, "CONFLICT", str(e))
+        except LimitFull as e:  # a signal-with-start its flow limit refused (docs/flow-control.md)
+            return _error(409, LimitFull.code, str(e))
         except OrbitError as e:
             log.exception("%s %s failed", method, path)
             return _error(500, type(e).__name__, str(e))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Any, Protocol
 
 from orbit.core.flow.gates import Bucket, Gate, Slot
@@ -64,8 +65,9 @@ class FlowGate:
     # ------------------------------------------------------------------ in
     def dispatch(self, gate: Gate, queue: str, body: dict[str, Any]) -> None:
         """Send one attempt's `body` to `queue` once `gate` lets it: now, later, or when let in.
-        A re-sent dispatch (a redelivered commit: `resent`) takes its slots (idempotent) but not a
-        token again: its first copy took one, and a `fail` policy must not fail what already left."""
+        A re-sent dispatch (a redelivered commit: `resent`) takes its slots (idempotent) and a token
+        again, waiting for it if none is left: its first copy may not have taken one (a crash), and a
+        `fail` policy must not fail what may have left."""
         self._pass(gate, 0, {"kind": "task", "queue": queue, "body": body}, resent=bool(body.get("resent")))
 
     def admit_start(self, gate: Gate, start: dict[str, Any]) -> bool | str:
@@ -98,8 +100,16 @@ class FlowGate:
         for i in range(index, len(gate.slots)):
             if not self._take(gate, i, send, now):
                 return False
-        if resent:  # its token was taken when it first passed: send it again now
-            self._send(send, now, now, resent=True)
+        if resent:
+            # A redelivered commit: its first copy may have taken its token and left, or a crash
+            # between the commit and the token's write may have kept it from taking one. It takes a
+            # token again, waiting for one when none is left, and is never failed (its first copy
+            # may have run): at worst a token is spent twice, the rate is never exceeded
+            # (docs/decisions/flow3-task-limits.md, "The race after a crash").
+            b, delay = gate.bucket, 0
+            if b is not None:
+                delay = self.store.reserve(replace(b, on_exceed="wait"), now) or 0
+            self._send(send, now + delay, now, resent=True)
             return False
         return self._rated(gate, send, now, now_ok)
 

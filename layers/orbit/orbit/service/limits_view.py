@@ -89,7 +89,7 @@ def waiting_steps(store: Any, spec: FlowSpec, state: ExecutionState) -> dict[str
         u = state.units.get(unit)
         if u is None or u.status != SCHEDULED or u.inline is not None or not u.task:
             continue
-        gate = attempt_gate(spec, state.id, unit, u.attempt, u.task, u.queue, u.input)
+        gate = attempt_gate(spec, state.id, unit, u.attempt, u.task, u.queue, u.input, u.flow_key, u.priority)
         for slot in gate.slots if gate is not None else ():
             info = _slot_wait(store, slot, gate.holder) if gate is not None else None
             if info is not None:

@@ -63,13 +63,17 @@ def signal_with_start(engine: Any, execution_id: str, workflow: str, signal: str
             pinned = None if version is None else str(wf.version)
             start = StartMessage(execution_id, f"start:{execution_id}", wf.name, pinned, input)
             first = [start, SignalMessage(execution_id, mid, signal, payload)]
+            flow = engine.flow_control  # its start limit: a slot now, or LimitFull (nothing recorded)
+            held = flow.hold_for_signal_start(wf, execution_id, input) if flow is not None else None
             try:  # one commit, conditional on the first seq: a racing creator wins, this call then signals it
                 engine._decide_and_commit(execution_id, first, {}, inline.Turn(), state is None)
             except ConflictError:
                 engine._cache.pop(execution_id, None)
-                continue
+                continue  # the racing creator is the same holder (x:<id>): the slot is its
             except BaseException:
                 engine._cache.pop(execution_id, None)
+                if held is not None and _existing(engine, execution_id) is None:
+                    flow.give_back(held)  # nothing was created: the slot goes back
                 raise
             return {"id": execution_id, "signal_id": sid, "started": True}
         if state.workflow != workflow:

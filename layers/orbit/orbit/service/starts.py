@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from orbit.core.flow.calls import priority_problem
 from orbit.core.history.effects import Effect, NotifyParent
 from orbit.core.history.events import TaskError
 from orbit.core.history.messages import Message, StartMessage
@@ -40,13 +41,17 @@ class Starts:
         input: Any = None,
         execution_id: str | None = None,
         parent: dict[str, str] | None = None,
+        priority: int | None = None,
     ) -> str:
-        """Start an execution now and return its id.
+        """Start an execution now and return its id. `priority` (1..5): its place in the lines of its
+        workflow's flow limits, instead of the declared priority (docs/flow-control.md).
 
         Same id and same workflow/input: returns the existing execution.
         Same id, different workflow or input, or another explicit version: ExecutionExists.
         """
         check_json(input, "input")
+        if problem := priority_problem(priority):
+            raise ValidationError(problem, "priority")
         if execution_id is not None and parent is None:
             problem = execution_id_problem(execution_id)  # the one rule for ids callers choose
             if problem:
@@ -61,7 +66,7 @@ class Starts:
         # The message carries a version only when the caller chose one: without it, a repeated
         # start returns the existing execution even if a newer version was registered since.
         pinned = None if version is None else str(wf.version)
-        msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent)
+        msg = StartMessage(eid, f"start:{eid}", wf.name, pinned, input, parent, priority=priority)
         self._decide(eid, [msg], self.tracer.current_header())
         return eid
 

@@ -170,9 +170,11 @@ class Simulator:
 
     # ---------------------------------------------------------- operations
     def start(
-        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None
+        self, workflow: str, input: Any = None, id: str | None = None, version: str | None = None,
+        priority: int | None = None,
     ) -> str:
-        return self.engine.start(workflow, version, input, execution_id=id)
+        """`priority` (1..5): the start's place in its workflow's flow-control lines."""
+        return self.engine.start(workflow, version, input, execution_id=id, priority=priority)
 
     def signal(self, execution_id: str, name: str, payload: Any = None) -> str:
         return self.engine.signal(execution_id, name, payload)

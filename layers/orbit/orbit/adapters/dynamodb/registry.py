@@ -74,6 +74,10 @@ class DynamoRegistry:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._blobs = blobs  # a large definition's S3 objects are held for good (retention.py)
+        from orbit.adapters.dynamodb.task_limits import DynamoTaskLimits
+
+        # the task and queue limits every workflow's dispatches pass (core/flow/shared.py)
+        self.shared = DynamoTaskLimits(client, table, clock, monotonic=monotonic)
 
     def register(self, workflow: Any) -> None:
         from orbit.core.definition import Definition
@@ -82,10 +86,12 @@ class DynamoRegistry:
             self.code.register(workflow)
             return
         name, version, build = workflow.name, workflow.version, workflow.hash
+        # Its task and queue limits first (refused as a whole when a key differs), then the build,
+        # then the pointers: a crash in between leaves limits it declares, an unreferenced build,
+        # never a dangling pointer.
+        self.shared.declare(workflow.raw, f"{name} v{version}")
         pk = s(f"DEF#{name}")
         now = n(self._clock.now_ms())
-        # Build first, pointers after: a crash in between leaves an unreferenced build,
-        # never a dangling pointer.
         body = self._encode(name, workflow.raw)
         self._db.put_item(TableName=self.table, Item={
             "pk": pk, "sk": s(f"B#{version}#{build}"), "registered_at": now, **body})
@@ -100,6 +106,10 @@ class DynamoRegistry:
             self._cache[(name, version, build)] = workflow
             self._pointers[(name, f"V#{version}")] = (version, build, read_at, False)
             self._pointers[(name, "LATEST")] = (version, build, read_at, False)
+
+    def task_limits(self, now_ms: int) -> dict[str, dict[str, Any]]:
+        """The shared task and queue limits in force at `now_ms` (cached: no request per dispatch)."""
+        return self.shared.task_limits(now_ms)
 
     def retire(self, name: str, version: str | None = None) -> list[str]:
         """Refuse new starts of `version` (every version when None); returns the versions retired.

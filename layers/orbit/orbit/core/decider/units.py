@@ -84,6 +84,8 @@ def schedule(ctx: Ctx, cmd: StepCommand) -> None:
             heartbeat_timeout_ms=cmd.heartbeat_timeout_ms,
             inline=cmd.inline,
             on_missing_worker=cmd.on_missing_worker,
+            flow_key=cmd.flow_key,
+            priority=cmd.priority,
         )
     )
     _dispatch(ctx, cmd.unit)
@@ -125,6 +127,8 @@ def redispatch(ctx: Ctx, unit: str, redelivery: bool, token: str | None = None, 
             heartbeat_timeout_ms=u.heartbeat_timeout_ms,
             inline=u.inline,
             on_missing_worker=u.on_missing_worker,
+            flow_key=u.flow_key,
+            priority=u.priority,
         )
     )
     if send:
@@ -148,6 +152,8 @@ def _dispatch(ctx: Ctx, unit: str) -> None:
             heartbeat_timeout_ms=u.heartbeat_timeout_ms,
             inline=u.inline,
             on_missing_worker=u.on_missing_worker,
+            flow_key=u.flow_key,
+            priority=u.priority,
         )
     )
 

@@ -72,6 +72,7 @@ class Step:
     on_failure: Literal["fail", "continue"] = "fail"
     inline: str | None = None  # task steps: "at_least_once" | "at_most_once" (docs/inline-steps.md)
     on_missing_worker: str | None = None  # task steps: "fail" fails at once when no worker serves the task
+    flow: Any = None  # task steps: {key, priority}, constants or templates (docs/flow-control.md)
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,7 @@ def _body_fields(kind: str, body: dict[str, Any], defaults: dict[str, Any],
         "inline": inline_semantics(body) if kind == "task" else None,
         # None (the default, `wait`): the task waits in its queue until a worker serves it
         "on_missing_worker": "fail" if kind == "task" and body.get("on_missing_worker") == "fail" else None,
+        "flow": body.get("flow") if kind == "task" else None,  # {key, priority} (core/flow/calls.py)
     }
 
 

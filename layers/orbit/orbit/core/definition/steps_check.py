@@ -26,7 +26,7 @@ from orbit.core.history.task_error import retry_on_problems
 
 COMMON_KEYS = ("after", "when", "for", "concurrency", "tolerated_failures", "input", "retry",
                "timeout", "queue_timeout", "heartbeat_timeout", "compensate", "on_failure", "queue",
-               "description", "inline", "semantics", "on_missing_worker")
+               "description", "inline", "semantics", "on_missing_worker", "flow")
 STEP_KEYS = STEP_KINDS + COMMON_KEYS
 COMPENSATE_KEYS = COMPENSATE_KINDS + ("input", "retry", "timeout", "queue_timeout", "heartbeat_timeout",
                                       "queue")
@@ -48,6 +48,7 @@ KEY_KINDS = MappingProxyType({
     "inline": ("task",),
     "semantics": ("task",),
     "on_missing_worker": ("task",),
+    "flow": ("task",),
 })
 ON_MISSING_WORKER = ("wait", "fail")  # a task no worker serves: wait in its queue (default) or fail
 # Step names become unit keys (`step[3]`, `compensate:step`), so brackets and colons are out.
@@ -187,6 +188,10 @@ def _check_common(body: dict[Any, Any], path: str, out: Problems) -> None:
     if "description" in body and not isinstance(body["description"], str):
         out.add(join(path, "description"), f"must be a string, not {type_name(body['description'])}")
     check_inline(body, path, out)
+    if "flow" in body:
+        from orbit.core.flow.calls import check_step_flow
+
+        check_step_flow(body["flow"], join(path, "flow"), out)
 
 
 def check_compensate(body: Any, path: str, out: Problems) -> None:

@@ -109,43 +109,51 @@ def _priority(expr: Any, value: Any) -> int:
     return int(got) if got in ("1", "2", "3", "4", "5") else DEFAULT_PRIORITY
 
 
-def _slot(name: str, c: Concurrency, value: Any) -> Slot:
-    key = key_value(c.key, value)
+def _slot(name: str, c: Concurrency, value: Any, given: str | None = None) -> Slot:
+    key = given if given is not None else key_value(c.key, value)
     fair = key_value(c.fairness_key, value) if c.fairness_key is not None else ""
     return Slot(f"{name}|{_safe(key)}", name, key[:128], c.limit, _safe(fair),
                 c.weights.get(fair, 1))
 
 
-def _bucket(name: str, r: Rate, value: Any) -> Bucket:
-    key = key_value(r.key, value)
+def _bucket(name: str, r: Rate, value: Any, given: str | None = None) -> Bucket:
+    key = given if given is not None else key_value(r.key, value)
     return Bucket(f"{name}|{_safe(key)}", name, key[:128], r.limit, r.period_ms, r.burst, r.on_exceed)
 
 
-def _gate(holder: str, name: str, g: Gates | None, value: Any, extra: tuple[Slot, ...] = ()) -> Gate | None:
-    own: tuple[Slot, ...] = (_slot(name, g.concurrency, value),) if g is not None and g.concurrency else ()
+def _gate(holder: str, name: str, g: Gates | None, value: Any, extra: tuple[Slot, ...] = (),
+          key: str | None = None, priority: int | None = None) -> Gate | None:
+    """`key` / `priority`: the call's own (a step's `key=`, a start's `priority`), else declared."""
+    own: tuple[Slot, ...] = ((_slot(name, g.concurrency, value, key),)
+                             if g is not None and g.concurrency else ())
     slots = own + extra
-    bucket = _bucket(name, g.rate, value) if g is not None and g.rate is not None else None
+    bucket = _bucket(name, g.rate, value, key) if g is not None and g.rate is not None else None
     if not slots and bucket is None:
         return None
+    if priority is not None:
+        return Gate(holder, slots, bucket, priority)
     return Gate(holder, slots, bucket, _priority(g.priority if g is not None else None, value))
 
 
-def start_gate(spec: FlowSpec, workflow: str, execution_id: str, value: Any) -> Gate | None:
-    """The gate of a start of `workflow` with input `value`; None: it runs at once (no request)."""
+def start_gate(spec: FlowSpec, workflow: str, execution_id: str, value: Any,
+               priority: int | None = None) -> Gate | None:
+    """The gate of a start of `workflow` with input `value` (and the start's own `priority`, which
+    overrides the declared one); None: it runs at once (no request)."""
     if spec.workflow.empty:
         return None
-    return _gate(start_holder(execution_id), f"workflow:{workflow}", spec.workflow, value)
+    return _gate(start_holder(execution_id), f"workflow:{workflow}", spec.workflow, value, priority=priority)
 
 
 def attempt_gate(spec: FlowSpec, execution_id: str, unit: str, attempt: int, task: str, queue: str,
-                 value: Any) -> Gate | None:
-    """The gate of one attempt of `task` on `queue`: the task's slot first, then the queue's."""
+                 value: Any, key: str | None = None, priority: int | None = None) -> Gate | None:
+    """The gate of one attempt of `task` on `queue`: the task's slot first, then the queue's.
+    `key` / `priority`: the call's own (recorded in its StepScheduled), else the declared ones."""
     g = spec.tasks.get(task)
     q = spec.queues.get(queue)
     extra = (Slot(f"queue:{queue}|", f"queue:{queue}", "", q),) if q is not None else ()
     if (g is None or g.empty) and not extra:
         return None
-    return _gate(attempt_holder(execution_id, unit, attempt), f"task:{task}", g, value, extra)
+    return _gate(attempt_holder(execution_id, unit, attempt), f"task:{task}", g, value, extra, key, priority)
 
 
 _ATTEMPT_ENDS = ("StepSucceeded", "StepAttemptFailed", "StepAttemptUncertain")
@@ -184,7 +192,8 @@ def released(spec: FlowSpec, state: Any, events: Iterable[Any]) -> list[Gate]:
             attempts.append(reconciled)
         ended.add(step)
         for attempt in attempts:
-            g = attempt_gate(spec, state.id, step, int(attempt or 0), u.task, u.queue, u.input)
+            g = attempt_gate(spec, state.id, step, int(attempt or 0), u.task, u.queue, u.input,
+                             u.flow_key, u.priority)
             if g is not None and g.slots:
                 out.setdefault(g.holder, g)
     return list(out.values())

@@ -29,7 +29,7 @@ class DispatchTask(Effect):
 
     KIND: ClassVar[str] = "dispatch_task"
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"heartbeat_timeout_ms", "inline", "on_missing_worker"})
+        {"heartbeat_timeout_ms", "inline", "on_missing_worker", "flow_key", "priority"})
     execution_id: str
     unit: str
     task: str
@@ -47,6 +47,9 @@ class DispatchTask(Effect):
     # "fail": a worker that has no function for `task` fails the attempt (UNKNOWN_TASK); None: the
     # message waits in the queue until a worker serves it (worker/sdk.py).
     on_missing_worker: str | None = None
+    # Flow control: the key and priority the call gave (None: the declared limit's own).
+    flow_key: str | None = None
+    priority: int | None = None
 
 
 @dataclass(frozen=True)

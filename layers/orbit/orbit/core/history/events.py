@@ -70,7 +70,7 @@ class StepScheduled(Event):
     """A unit attempt is queued for a worker (kind task/http) with a fresh `token`."""
 
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"heartbeat_timeout_ms", "inline", "on_missing_worker"})
+        {"heartbeat_timeout_ms", "inline", "on_missing_worker", "flow_key", "priority"})
     step: str
     attempt: int
     input: JSON = None
@@ -92,6 +92,9 @@ class StepScheduled(Event):
     inline: str | None = None
     # "fail": a worker that does not serve the task fails the attempt; None: it waits in its queue.
     on_missing_worker: str | None = None
+    # The call's flow-control key and priority (ctx.step(key=, priority=); a state's `flow:`).
+    flow_key: str | None = None
+    priority: int | None = None
 
 
 @event

@@ -59,8 +59,10 @@ class StartMessage(Message):
         "continued_from": ((str, type(None)), False),
         "signals": ((list, type(None)), False),
         "idle_hops": ((int, type(None)), False),
+        "priority": ((int, type(None)), False),
     }
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"fork", "continued_from", "signals", "idle_hops"})
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"fork", "continued_from", "signals", "idle_hops",
+                                                        "priority"})
     workflow: str = ""
     version: str | None = None
     input: JSON = None
@@ -72,6 +74,8 @@ class StartMessage(Message):
     continued_from: str | None = None
     signals: list[JSON] | None = None
     idle_hops: int | None = None
+    # The start's own priority 1..5 in its workflow's flow-control lines (None: the declared one).
+    priority: int | None = None
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,8 @@ class UnitState:
     fire_at_ms: int | None = None  # a durable timer's wake time, kept after it fired (replay compares it)
     inline: str | None = None  # an inline step: its semantics (at_least_once | at_most_once)
     on_missing_worker: str | None = None  # "fail": no worker for the task fails the attempt at once
+    flow_key: str | None = None  # flow control: the call's key on its task's limits (None: declared)
+    priority: int | None = None  # flow control: the call's priority 1..5 (None: declared)
 
     @property
     def terminal(self) -> bool:
@@ -145,7 +147,8 @@ class UnitState:
         for k in ("error", "last_error"):
             v = getattr(self, k)
             d[k] = v.to_dict() if v is not None else None
-        for late in ("heartbeat_timeout_ms", "fire_at_ms", "inline", "on_missing_worker"):
+        for late in ("heartbeat_timeout_ms", "fire_at_ms", "inline", "on_missing_worker", "flow_key",
+                     "priority"):
             if d[late] is None:
                 del d[late]  # added later: snapshots without one stay as they were
         if not d["attempt_base"]:

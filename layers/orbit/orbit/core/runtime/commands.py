@@ -132,6 +132,10 @@ class StepCommand:
     # "fail": a worker with no function for the task fails the attempt (UNKNOWN_TASK) instead of
     # leaving it in its queue until a worker serves it (None).
     on_missing_worker: str | None = None
+    # Flow control (docs/flow-control.md): the key this attempt counts under on its task's limits
+    # (instead of the limit's key expression) and its priority 1..5 in their lines; None: declared.
+    flow_key: str | None = None
+    priority: int | None = None
 
 
 class Command:

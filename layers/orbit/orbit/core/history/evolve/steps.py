@@ -46,6 +46,7 @@ def _scheduled(s: ExecutionState, e: E.StepScheduled, ts: int) -> None:
     u.timeout_ms, u.queue_timeout_ms = e.timeout_ms, e.queue_timeout_ms
     u.heartbeat_timeout_ms, u.inline = e.heartbeat_timeout_ms, e.inline
     u.on_missing_worker = e.on_missing_worker
+    u.flow_key, u.priority = e.flow_key, e.priority
     u.on_exhausted, u.compensable = e.on_exhausted, e.compensable
     u.scheduled_at_ms, u.dispatched_at_ms, u.deadline_ms = ts, None, e.deadline_ms
     u.token = e.token or None

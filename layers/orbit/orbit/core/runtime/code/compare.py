@@ -2,8 +2,8 @@
 
 At a position where history recorded a unit, the code's call must agree with
 it on the kind and name (task, workflow or signal) and on every value that
-would make the call behave differently: a step's input, retry policy and
-timeouts; a sleep's wake time; a child's workflow and input. Labels, queues and
+would make the call behave differently: a step's input, retry policy,
+timeouts, flow-control key and priority; a sleep's wake time; a child's workflow and input. Labels, queues and
 `on_exhausted` are not compared (they do not change what ran). A difference is
 reported with both values; an input is shown by its hash and a short preview,
 with the execution's hook tokens redacted (they are capabilities).
@@ -45,6 +45,7 @@ def step_values(spec: Any, input: Any, u: UnitState | None = None) -> dict[str, 
     if u is not None and spec.retry is None and spec.timeout is None and spec.queue_timeout is None \
             and spec.heartbeat_timeout is None and u.timeout_ms is None and u.queue_timeout_ms is None \
             and u.heartbeat_timeout_ms is None and (u.retry is None or u.retry == DEFAULT_RETRY) \
+            and spec.key is None and spec.priority is None and u.flow_key is None and u.priority is None \
             and (u.input is input or u.input == input):
         return None
     return {"task": spec.task, "input": input,
@@ -52,7 +53,8 @@ def step_values(spec: Any, input: Any, u: UnitState | None = None) -> dict[str, 
             "timeout_ms": optional_ms(spec.timeout, f"step {spec.task!r} timeout"),
             "queue_timeout_ms": optional_ms(spec.queue_timeout, f"step {spec.task!r} queue_timeout"),
             "heartbeat_timeout_ms": optional_ms(spec.heartbeat_timeout,
-                                                f"step {spec.task!r} heartbeat_timeout")}
+                                                f"step {spec.task!r} heartbeat_timeout"),
+            "key": spec.key, "priority": spec.priority}
 
 
 def requested_values(cmd: C.Command | None) -> dict[str, Any]:
@@ -61,7 +63,7 @@ def requested_values(cmd: C.Command | None) -> dict[str, Any]:
         s = cmd.step
         return {"task": s.task, "input": s.input, "retry": C.RetryPolicy.of(s.retry).to_dict(),
                 "timeout_ms": s.timeout_ms, "queue_timeout_ms": s.queue_timeout_ms,
-                "heartbeat_timeout_ms": s.heartbeat_timeout_ms}
+                "heartbeat_timeout_ms": s.heartbeat_timeout_ms, "key": s.flow_key, "priority": s.priority}
     if isinstance(cmd, C.WaitUntil):
         return {"fire_at_ms": cmd.fire_at_ms}
     if isinstance(cmd, C.WaitForSignal):
@@ -76,7 +78,7 @@ def recorded_values(u: UnitState) -> dict[str, Any]:
     if u.kind in ("task", "http"):
         return {"task": u.task, "input": u.input, "retry": u.retry,
                 "timeout_ms": u.timeout_ms, "queue_timeout_ms": u.queue_timeout_ms,
-                "heartbeat_timeout_ms": u.heartbeat_timeout_ms}
+                "heartbeat_timeout_ms": u.heartbeat_timeout_ms, "key": u.flow_key, "priority": u.priority}
     if u.kind == "sleep":
         return {"fire_at_ms": u.fire_at_ms} if u.fire_at_ms is not None else {}
     if u.kind == "wait_for":

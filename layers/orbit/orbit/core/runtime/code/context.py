@@ -63,7 +63,8 @@ class WorkflowContext:
     def step(self, task: str, input: Any = None, *, name: str | None = None, retry: Any = None,
              timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
              queue: str | None = None, compensate: Any = None, heartbeat_timeout: Any = None,
-             on_missing_worker: str | None = None) -> Any:
+             on_missing_worker: str | None = None, key: str | None = None,
+             priority: int | None = None) -> Any:
         """Run `task` on a worker and return its output.
 
         `retry` uses the definition format (`{"max_attempts": 3, "backoff": "1s", "multiplier": 2,
@@ -81,9 +82,14 @@ class WorkflowContext:
 
         `on_missing_worker="fail"`: a worker with no function for `task` fails the attempt at once
         (UNKNOWN_TASK) instead of leaving it in its queue until a worker serves it (the default).
+
+        `key` (a string of 1..128 characters): the key this call counts under on its task's limits,
+        instead of the limit's key expression; `priority` (1 highest .. 5) orders it in their
+        lines (docs/flow-control.md). Both are recorded with the step and compared on replay.
         """
         return self._replay.step(Step(task, input, name, queue, retry, timeout, queue_timeout, on_exhausted,
-                                      compensate, heartbeat_timeout, on_missing_worker=on_missing_worker))
+                                      compensate, heartbeat_timeout, on_missing_worker=on_missing_worker,
+                                      key=key, priority=priority))
 
     def run(self, fn: Any, *args: Any, name: str | None = None, retry: Any = None, timeout: Any = None,
             semantics: str = "at_least_once", on_exhausted: str = C.FAIL_RUN) -> Any:
@@ -117,7 +123,8 @@ class WorkflowContext:
     def map(self, task: Any, items: Any, *, concurrency: int | None = None,
             tolerated_failures: int | None = None, name: str | None = None, retry: Any = None,
             timeout: Any = None, queue_timeout: Any = None, on_exhausted: str = C.FAIL_RUN,
-            queue: str | None = None, heartbeat_timeout: Any = None, **policy: Any) -> list[Any]:
+            queue: str | None = None, heartbeat_timeout: Any = None, key: str | None = None,
+            priority: int | None = None, **policy: Any) -> list[Any]:
         """Run `task` once per item (the item is the input), at most `concurrency` at a time.
 
         Returns outputs in item order; an element that failed within `tolerated_failures`
@@ -138,7 +145,7 @@ class WorkflowContext:
         if not isinstance(tolerated_failures, int) or tolerated_failures < 0:
             raise TypeError(f"map tolerated_failures must be an int >= 0, got {tolerated_failures!r}")
         spec = Step(task, None, name, queue, retry, timeout, queue_timeout, on_exhausted,
-                    heartbeat_timeout=heartbeat_timeout)
+                    heartbeat_timeout=heartbeat_timeout, key=key, priority=priority)
         return self._replay.map(spec, list(items), concurrency, tolerated_failures)
 
     def race(self, **branches: Any) -> tuple[str, Any]:

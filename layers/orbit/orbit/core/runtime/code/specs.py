@@ -110,6 +110,10 @@ class Step:
     inline: str | None = None
     # A worker with no function for the task: "wait" (None, the default) in the queue, or "fail".
     on_missing_worker: str | None = None
+    # Flow control (docs/flow-control.md): the key this step counts under on its task's limits and
+    # its priority 1 (highest) .. 5 in their lines; None: what the limit declares.
+    key: str | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task, str) or not self.task:
@@ -122,6 +126,10 @@ class Step:
             as_step(self.compensate)  # fail now, at the call, with the reason
         if self.on_missing_worker not in (None, "wait", "fail"):
             raise TypeError(f"on_missing_worker must be 'wait' or 'fail', got {self.on_missing_worker!r}")
+        if self.key is not None or self.priority is not None:
+            from orbit.core.flow.calls import check_call
+
+            check_call(f"step {self.label!r}", self.key, self.priority)
 
     def compensation(self, output: Any) -> Step:
         """The compensating step for this step's `output`."""
@@ -142,7 +150,8 @@ class Step:
             queue_timeout_ms=optional_ms(self.queue_timeout, f"step {self.task!r} queue_timeout"),
             heartbeat_timeout_ms=optional_ms(self.heartbeat_timeout, f"step {self.task!r} heartbeat_timeout"),
             on_exhausted=on_exhausted or self.on_exhausted, compensable=self.compensate is not None,
-            inline=self.inline, on_missing_worker="fail" if self.on_missing_worker == "fail" else None)
+            inline=self.inline, on_missing_worker="fail" if self.on_missing_worker == "fail" else None,
+            flow_key=self.key, priority=self.priority)
 
 
 def as_step(spec: Any) -> Step:

@@ -11,6 +11,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from orbit.core.flow.calls import step_flow_values
 from orbit.core.history.events import (
     EXPRESSION_ERROR,
     INPUT_CONTRACT_VIOLATION,
@@ -243,6 +244,8 @@ class _Run:
         try:
             if kind == "task":
                 task = step.task
+                flow_key, priority = step_flow_values(
+                    getattr(step, "flow", None), lambda t: _evaluate(t, root, self.now, self.meter))
                 return [
                     ScheduleStep(
                         StepCommand(
@@ -259,6 +262,8 @@ class _Run:
                             step.heartbeat_timeout_ms,
                             inline=getattr(step, "inline", None),
                             on_missing_worker=getattr(step, "on_missing_worker", None),
+                            flow_key=flow_key,
+                            priority=priority,
                         )
                     )
                 ]
