@@ -95,3 +95,62 @@ def test_n1_control_the_late_signal_reaches_a_current_cache(world: Deliveries) -
     n1(world, late_signal_to="d1")
     assert world.status() == "COMPLETED"
     assert RUNS["n1-a"] == 1
+
+
+# ------------------------------------------------------------------ N5 (chaos seed 534)
+LIMITED_AFTER_SIGNAL = {
+    "orbit": 1, "name": "n5-limited", "version": "1",
+    "tasks": {"chaosfix.count": {"concurrency": {"limit": 1}}},
+    "steps": {"approve": {"wait_for": "go"},
+              "x": {"task": "chaosfix.count", "after": ["approve"], "input": {"v": "n5-x"}}},
+    "output": "{% steps.x.output %}",
+}
+
+
+def n5(w: Deliveries, result_meanwhile: bool) -> list[Any]:
+    """Environment 1 decides the signal (x scheduled, its slot taken, x sent); the signal's delete
+    is lost. x runs. The signal comes back to environment 2, which finds the commit that handled it
+    and carries out its effects again (`resent`) from the state it read: x still open. If x's result
+    is decided by environment 1 after that read and before environment 2 takes x's slot (the
+    interleave chaos seed 534 met), the execution ends and gives the slot back first, and the old
+    code took it again for ever. Returns the limit counters' holders at the end."""
+    from orbit.adapters.dynamodb.limits import DynamoLimits
+
+    RUNS.clear()
+    w.api("POST", "/definitions", LIMITED_AFTER_SIGNAL, 201)
+    w.clock.now += 70_000  # a new task limit is in force 65 s after its first declaration
+    w.api("POST", "/executions", {"workflow": "n5-limited", "id": findings.EID, "input": {}}, 201)
+    w.settle("d1")  # waiting for the signal
+    signal(w)
+    w.deliver("d1", w.receive(), lose_delete=True)  # x scheduled and sent; the delete is lost
+    assert w.work() == 1 and RUNS["n5-x"] == 1  # x runs; its result waits on the decision queue
+    result = w.receive()
+    gate = w.container("d2").engine.flow_control.gate
+    real = gate.dispatch
+
+    def after_the_result(*args: Any, **kw: Any) -> Any:
+        if result_meanwhile and result:
+            w.deliver("d1", [result.pop()])  # x's result decided elsewhere: the execution ends
+        return real(*args, **kw)
+
+    gate.dispatch = after_the_result
+    w.redeliver_lost()
+    w.deliver("d2", w.receive())  # the signal again: its commit's effects carried out again
+    gate.dispatch = real
+    if result:
+        w.deliver("d1", result)
+    w.settle("d1")
+    w.settle("d2")
+    return [c.holders for c in DynamoLimits(w.clients.dynamodb, w.stack.table).list_counters() if c.holders]
+
+
+def test_n5_a_resent_dispatch_after_its_attempt_ended_gives_its_slot_back(world: Deliveries) -> None:
+    assert n5(world, result_meanwhile=True) == []
+    assert world.status() == "COMPLETED"
+    assert RUNS["n5-x"] == 1
+
+
+def test_n5_control_the_result_is_decided_after_the_resend(world: Deliveries) -> None:
+    assert n5(world, result_meanwhile=False) == []
+    assert world.status() == "COMPLETED"
+    assert RUNS["n5-x"] == 1

@@ -69,7 +69,7 @@ class Effects:
         for e in inline.carry_out(runner, self.queues, self.clock, eid, effects, fresh, turn):
             if isinstance(e, DispatchTask):
                 body = TaskDispatch.of(e, resent=not fresh).to_dict() | trace
-                if self.flow is None or not self.flow.dispatch(e, body):  # service/flow_steps.py
+                if self.flow is None or not self.flow.dispatch(e, body, seq):  # service/flow_steps.py
                     self.queues.send_task(e.queue, body)
             elif isinstance(e, CancelTask):
                 self.queues.send_task(e.queue, TaskCancel.of(e).to_dict() | trace)

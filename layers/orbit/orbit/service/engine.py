@@ -168,7 +168,8 @@ class Engine(EngineApi):
         self.flow_control: Flow | None = None if gate is None else Flow(
             gate, self.clock, lambda name, version: self.registry.get(name, version),
             lambda state: self._workflow_for(state, None), lambda eid: self.cached_state(eid),
-            lambda eid: self.load_state(eid), lambda now: registry_limits(self.registry, now))
+            lambda eid: self.load_state(eid), lambda now: registry_limits(self.registry, now),
+            self.store.committed_after, lambda eid: self.store.load(eid).fold())
         self.effects.flow = self.recovery.flow = self.flow_control
 
     @property

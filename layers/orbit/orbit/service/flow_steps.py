@@ -17,6 +17,7 @@ without flow keys pays nothing: no gate is built, no request is made (benchmarks
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +25,19 @@ from orbit.core.flow.gates import attempt_gate, released, start_gate, start_hold
 from orbit.core.flow.spec import NO_FLOW, FlowSpec, flow_of
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.messages import Message, StartMessage
-from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
+from orbit.core.history.state import DISPATCHED, SCHEDULED, TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import NotFound, OrbitError
 from orbit.service.ports import Clock
+
+log = logging.getLogger("orbit.flow")
+
+
+def attempt_open(state: ExecutionState, e: DispatchTask) -> bool:
+    """Does the execution still wait for this attempt (unit scheduled or dispatched, same attempt)?"""
+    if state.status in TERMINAL_WORKFLOW:
+        return False
+    u = state.units.get(e.unit)
+    return u is not None and not u.terminal and u.status in (SCHEDULED, DISPATCHED) and u.attempt == e.attempt
 
 
 def registry_limits(registry: Any, now_ms: int) -> Any:
@@ -44,9 +55,14 @@ class Flow:
                  workflow_for: Callable[[ExecutionState], Any],
                  cached_state: Callable[[str], ExecutionState | None],
                  load_state: Callable[[str], ExecutionState],
-                 shared: Callable[[int], Any] | None = None) -> None:
+                 shared: Callable[[int], Any] | None = None,
+                 committed_after: Callable[[str, int], bool] | None = None,
+                 load_stored: Callable[[str], ExecutionState] | None = None) -> None:
         self.gate, self.clock, self.get_workflow, self.workflow_for = gate, clock, get_workflow, workflow_for
         self.cached_state, self.load_state = cached_state, load_state
+        # The store's head check and a read past every cache: a re-sent dispatch's slot is kept only
+        # if no newer commit ended its attempt meanwhile (`overtaken`).
+        self.committed_after, self.load_stored = committed_after, load_stored
         # The deployment's shared task and queue limits (the registry's `task_limits(now_ms)`: a
         # snapshot object, the same one while nothing changed; core/flow/shared.py).
         self.shared = shared
@@ -152,8 +168,15 @@ class Flow:
         for gate in released(spec, state, events):
             self.gate.release(gate, recovering)
 
-    def dispatch(self, e: DispatchTask, body: dict[str, Any]) -> bool:
-        """True: flow control took the dispatch (sent, held back or in line); False: send it."""
+    def dispatch(self, e: DispatchTask, body: dict[str, Any], seq: int | None = None) -> bool:
+        """True: flow control took the dispatch (sent, held back or in line); False: send it.
+
+        A re-sent dispatch (`resent`: recovery carries out a commit's effects again, derived from
+        the state as of `seq`) may come after its attempt ended: another decider recorded the result
+        and gave the slot back while this one held an older state (chaos seed 534). Its slot is
+        taken first, then the head is checked: if a newer commit ended the attempt, the slot goes
+        back at once (a release after the take: any commit before the take is seen by the check).
+        A first dispatch cannot meet that: no copy of the attempt ran before it was sent."""
         if e.inline is not None:
             return False
         spec = self.spec_of(self.cached_state(e.execution_id))
@@ -164,7 +187,24 @@ class Flow:
         if gate is None:
             return False
         self.gate.dispatch(gate, e.queue, body)
+        if body.get("resent") and self.overtaken(e, seq):
+            log.info("a re-sent dispatch of %s/%s attempt %d came after the attempt ended: its slot "
+                     "goes back", e.execution_id, e.unit, e.attempt)
+            self.gate.release(gate)
         return True
+
+    def overtaken(self, e: DispatchTask, seq: int | None) -> bool:
+        """Has a commit after `seq` ended `e`'s attempt? One consistent head read; the stored state
+        only when the head moved (or `seq` is unknown)."""
+        if self.committed_after is None or self.load_stored is None:
+            return False
+        if seq is not None and not self.committed_after(e.execution_id, seq):
+            return False
+        try:
+            state = self.load_stored(e.execution_id)
+        except NotFound:
+            return True
+        return not attempt_open(state, e)
 
     def hold_for_redrive(self, state: ExecutionState) -> Any:
         """A redriven execution runs again: it takes its slot back first, or the redrive is refused
