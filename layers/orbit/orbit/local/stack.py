@@ -151,9 +151,21 @@ class LocalStack(ScheduleOps):
         # (about 5% of a busy stack's time). close() hands it back, so nothing outlives the stack.
         gc.freeze()
 
+    def durable(self) -> Any:
+        """Durable functions through the AWS path (orbit/local/durable_aws.py: the function URL that
+        checks SigV4, Lambda's Invoke of the functions), started at the first call."""
+        if getattr(self, "_durable", None) is None:
+            from .durable_aws import LocalDurableAws
+
+            self._durable = LocalDurableAws(self)
+        return self._durable
+
     def close(self) -> None:
         from orbit.aws import wiring as aws
 
+        if getattr(self, "_durable", None) is not None:
+            self._durable.close()
+            self._durable = None
         gc.unfreeze()
         self.cloud.stop()
         aws.reset()
