@@ -43,9 +43,12 @@ SDK_ROUTES = ("checkpoint", "state")  # what a durable function's own role may c
 POLL_S = 0.5  # a synchronous Invoke on the URL reads the execution's status this often
 
 
+DEFAULT_TIMEOUT_S = 10 * 366 * 86_400  # no one-year ceiling: ten years, StopDurableExecution ends one sooner
+
+
 class DeployedFunctions(DurableService):
     """The durable service on AWS: a function is any Lambda named with the durable prefix (IAM lets
-    the decider invoke those and no other); its timeout is Orbit's default for an execution."""
+    the decider invoke those and no other); an execution times out after DEFAULT_TIMEOUT_S."""
 
     def __init__(self, *args: Any, prefix: str, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -61,7 +64,7 @@ class DeployedFunctions(DurableService):
                 f"Function not found: {short} (a durable function's name starts with {self.prefix!r})",
                 404,
             )
-        return DurableFunction(short, "lambda", short)
+        return DurableFunction(short, "lambda", short, DEFAULT_TIMEOUT_S)
 
 
 @dataclass
@@ -158,12 +161,13 @@ class AwsDurable:
             raise
 
     def _fire(self, arn: str, due: int, tag: list[Any]) -> None:
+        s = self.service.load(arn)[0]
+        if s.ended or tag != [s.invocations, bool(s.invoking)]:
+            return  # a newer invocation armed its own chain (it covers every due time): this one stops
         if self.clock.now_ms() < due:
             self._send_fire(arn, due, tag)  # not yet: on again, at most 15 minutes at a time
             return
-        s = self.service.fire(arn)
-        live = tag == [s.invocations, bool(s.invoking)]
-        self.react(s, arm=live)  # a chain a newer invocation replaced fires and stops
+        self.react(self.service.fire(arn))
 
     def _invocation(self, arn: str, redelivered: bool) -> None:
         begun = self.service.begin_invocation(arn)
