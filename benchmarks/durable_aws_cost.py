@@ -42,7 +42,8 @@ sys.path[:0] = [str(HERE), str(ROOT / "tests" / "e2e")]
 # example rate; data written and data retained are billed on top). A checkpointed step is at least
 # one durable operation.
 DURABLE_OPS_PER_MILLION = 8.00
-DURABLE_PRICE_SOURCE = "aws.amazon.com/lambda/pricing (durable operations, us-east-1; as transcribed 2026-09-20)"
+DURABLE_PRICE_SOURCE = ("aws.amazon.com/lambda/pricing (durable operations, us-east-1; "
+                        "as transcribed 2026-09-20)")
 STEPS_PER_EXECUTION = 3
 
 
@@ -103,12 +104,13 @@ def measure(n: int = 20) -> dict[str, float]:
         "table": (meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"]) / 1e6 * per,
         "sqs sends": meter.sqs_billed * PRICE["sqs"] / 1e6 * per,
         "sqs mapping": 2 * counts["decider"] * PRICE["sqs"] / 1e6 * per,
-        "s3": (meter.requests["s3:PutObject"] * PRICE["s3_put"] + meter.requests["s3:GetObject"] * PRICE["s3_get"])
-        / 1e6 * per,
-        "durable api lambda": (counts["api"] * PRICE["lambda_req"] / 1e6 + ms["api"] / 1000 * DECIDER_GB * GB_SECOND)
-        * per,
+        "s3": (meter.requests["s3:PutObject"] * PRICE["s3_put"]
+               + meter.requests["s3:GetObject"] * PRICE["s3_get"]) / 1e6 * per,
+        "durable api lambda": (counts["api"] * PRICE["lambda_req"] / 1e6
+                               + ms["api"] / 1000 * DECIDER_GB * GB_SECOND) * per,
         "decider lambda (incl. the invocation it waits for)": (
-            counts["decider"] * PRICE["lambda_req"] / 1e6 + ms["decider"] / 1000 * DECIDER_GB * GB_SECOND) * per,
+            counts["decider"] * PRICE["lambda_req"] / 1e6
+            + ms["decider"] / 1000 * DECIDER_GB * GB_SECOND) * per,
     }
     out["total"] = sum(out.values())
     out["api requests per step"] = counts["api"] / steps
@@ -125,8 +127,9 @@ def report(n: int) -> None:
         if k.endswith("per step") or k.endswith("per message"):
             continue
         print(f"  {k:<52} ${v:8.2f}")
-    print(f"  ({got['api requests per step']:.2f} durable API requests and {got['decider messages per step']:.2f}"
-          f" decider messages per step; the decider waits {got['decider ms per message']:.0f} ms per message)")
+    print(f"  ({got['api requests per step']:.2f} durable API requests and "
+          f"{got['decider messages per step']:.2f} decider messages per step; "
+          f"the decider waits {got['decider ms per message']:.0f} ms per message)")
     print(f"  Lambda durable functions, list price per 1M durable operations  ${DURABLE_OPS_PER_MILLION:8.2f}"
           f"  (source: {DURABLE_PRICE_SOURCE})")
 

@@ -26,6 +26,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     durable = svc.durable
     durable.service.account = str(context.invoked_function_arn).split(":")[4]
     # not batched: a synchronous Invoke waits for the invocation its own message asks for
-    answer = url_response(durable, event, durable.service.prefix, context.get_remaining_time_in_millis() / 1000)
+    answer = url_response(durable, event, durable.service.prefix,
+                          context.get_remaining_time_in_millis() / 1000)
     logger.info("durable request", path=event.get("rawPath"), status=answer["statusCode"])
     return answer

@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import durable_handlers
 import pytest
 from aws_durable_execution_sdk_python.lambda_service import LambdaClient
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from orbit.local.stack import LocalStack
-
-import durable_handlers
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +77,8 @@ def test_a_callback_answered_by_a_caller(world: tuple[LocalStack, Any, Any]) -> 
     arn = client.invoke(FunctionName=f"{aws.prefix}approval", InvocationType="Event",
                         Payload=b"{}")["DurableExecutionArn"]
     stack.run_until_idle()
-    events = client.get_durable_execution_history(DurableExecutionArn=arn, IncludeExecutionData=True)["Events"]
+    events = client.get_durable_execution_history(DurableExecutionArn=arn,
+                                                  IncludeExecutionData=True)["Events"]
     started = [e for e in events if e["EventType"] == "CallbackStarted"]
     assert started, [e["EventType"] for e in events]
     cid = started[0]["CallbackStartedDetails"]["CallbackId"]

@@ -56,7 +56,8 @@ class Script:
                 continue
             if sid == "b" and ops.get("w", {}).get("Status") != "SUCCEEDED":
                 if "w" not in ops:
-                    cp({"Id": "w", "Type": "WAIT", "Action": "START", "WaitOptions": {"WaitSeconds": self.wait_s}})
+                    cp({"Id": "w", "Type": "WAIT", "Action": "START",
+                        "WaitOptions": {"WaitSeconds": self.wait_s}})
                 return {"Status": "PENDING"}, None
             self.runs[sid] += 1
             cp({"Id": sid, "Type": "STEP", "SubType": "Step", "Action": "START"})
@@ -116,7 +117,8 @@ def test_an_unknown_prefix_is_not_a_durable_function() -> None:
 
 def test_a_durable_function_role_reaches_only_its_own_checkpoint_and_state() -> None:
     ctx = {"authorizer": {"iam": {"userArn": f"arn:aws:sts::1:assumed-role/r/{PREFIX}f"}}}
-    own = f"/2025-12-01/durable-executions/arn:aws:lambda:us-east-1:1:function:{PREFIX}f:$LATEST/durable-execution/n/e/checkpoint"
+    own = (f"/2025-12-01/durable-executions/arn:aws:lambda:us-east-1:1:function:{PREFIX}f:$LATEST"
+           "/durable-execution/n/e/checkpoint")
     other = own.replace(f"{PREFIX}f:", f"{PREFIX}g:")
     assert caller_function(ctx, PREFIX) == f"{PREFIX}f"
     authorize("checkpoint", own, ctx, PREFIX)
@@ -140,12 +142,15 @@ def _stubbed() -> tuple[LambdaFunctions, Stubber]:
 def test_the_lambda_adapter_invokes_synchronously_and_reads_the_answer() -> None:
     fns, stub = _stubbed()
     stub.add_response("invoke", {"StatusCode": 200, "Payload": io.BytesIO(b'{"Status": "PENDING"}')},
-                      {"FunctionName": f"{PREFIX}f", "InvocationType": "RequestResponse", "Payload": b'{"a": 1}'})
+                      {"FunctionName": f"{PREFIX}f", "InvocationType": "RequestResponse",
+                       "Payload": b'{"a": 1}'})
     stub.add_response("invoke", {"StatusCode": 200, "FunctionError": "Unhandled",
-                                 "Payload": io.BytesIO(b'{"errorType": "Runtime.ExitError", "errorMessage": "exit 1"}')})
+                                 "Payload": io.BytesIO(b'{"errorType": "Runtime.ExitError", '
+                                                       b'"errorMessage": "exit 1"}')})
     stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
     with stub:
         assert fns.invoke(f"{PREFIX}f", {"a": 1}) == ({"Status": "PENDING"}, None)
-        assert fns.invoke(f"{PREFIX}f", {}) == (None, {"ErrorType": "Runtime.ExitError", "ErrorMessage": "exit 1"})
+        crash = {"ErrorType": "Runtime.ExitError", "ErrorMessage": "exit 1"}
+        assert fns.invoke(f"{PREFIX}f", {}) == (None, crash)
         with pytest.raises(LambdaInvokeError, match="TooManyRequestsException"):
             fns.invoke(f"{PREFIX}f", {})

@@ -91,7 +91,8 @@ class AwsDurable:
                 break
         return s
 
-    def checkpoint(self, arn: str, token: str, client_token: str | None, updates: list[Any]) -> dict[str, Any]:
+    def checkpoint(self, arn: str, token: str, client_token: str | None,
+                   updates: list[Any]) -> dict[str, Any]:
         s, answer = self.service.checkpoint(arn, token, client_token, updates)
         self.react(s, arm=False)  # the invocation's end arms the timers of what it checkpointed
         return answer

@@ -107,9 +107,11 @@ class LocalDurableAws:
         from .lambdas import invoke
 
         secret = os.environ.get("AWS_SECRET_ACCESS_KEY", "orbit-local")
+        # SigV4 dates are wall-clock times (the signer's), not the stack's virtual clock
+        now = dt.datetime.now(dt.timezone.utc)  # noqa: TID251 - the edge owns the wall clock
         why = refusal(method, self.url + target, headers, raw,
-                      lambda key: secret if key == os.environ.get("AWS_ACCESS_KEY_ID", "orbit-local") else None,
-                      dt.datetime.now(dt.timezone.utc))
+                      lambda key: secret if key == os.environ.get("AWS_ACCESS_KEY_ID", "orbit-local")
+                      else None, now)
         if why is not None:  # as Lambda answers an unsigned or badly signed request to the URL
             return 403, {"Content-Type": "application/json", "X-Amzn-ErrorType": "AccessDeniedException"}, (
                 json.dumps({"Message": f"Forbidden: {why}"}).encode())
@@ -128,7 +130,8 @@ class LocalDurableAws:
         }
         fn = self.deployment.functions["DurableApiFunction"]
         answer = invoke(fn, self.stack.cloud.handlers["DurableApiFunction"], event)
-        body = base64.b64decode(answer["body"]) if answer.get("isBase64Encoded") else str(answer["body"]).encode()
+        raw_body = answer["body"]
+        body = base64.b64decode(raw_body) if answer.get("isBase64Encoded") else str(raw_body).encode()
         return int(answer["statusCode"]), dict(answer.get("headers") or {}), body
 
     # -- Lambda's Invoke of a durable function ------------------------------------------------

@@ -121,6 +121,7 @@ class LocalStack(ScheduleOps):
         self.workers = list(workers)
         self.auto_advance = auto_advance
         self.services: Any = None
+        self._durable: Any = None  # durable functions through the AWS path (durable())
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalStack:
@@ -154,7 +155,7 @@ class LocalStack(ScheduleOps):
     def durable(self) -> Any:
         """Durable functions through the AWS path (orbit/local/durable_aws.py: the function URL that
         checks SigV4, Lambda's Invoke of the functions), started at the first call."""
-        if getattr(self, "_durable", None) is None:
+        if self._durable is None:
             from .durable_aws import LocalDurableAws
 
             self._durable = LocalDurableAws(self)
@@ -163,7 +164,7 @@ class LocalStack(ScheduleOps):
     def close(self) -> None:
         from orbit.aws import wiring as aws
 
-        if getattr(self, "_durable", None) is not None:
+        if self._durable is not None:
             self._durable.close()
             self._durable = None
         gc.unfreeze()
