@@ -26,15 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-faults", action="store_true",
                         help="two decider environments, no injected faults (the control)")
     parser.add_argument("--workloads", default="",
-                        help=f"comma-separated, drawn from these only ({', '.join(sorted(C.W.WORKLOADS))})")
+                        help="comma-separated, drawn from these only "
+                             f"({', '.join(sorted({**C.W.WORKLOADS, **C.W.EXTRA}))})")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     profile = C.Profile.none() if args.no_faults else C.Profile()
     if args.workloads:
         names = tuple(n for n in args.workloads.split(",") if n)
-        unknown = sorted(set(names) - set(C.W.WORKLOADS))
+        known = {**C.W.WORKLOADS, **C.W.EXTRA}
+        unknown = sorted(set(names) - set(known))
         if unknown:
-            parser.error(f"--workloads: unknown {unknown}; known: {sorted(C.W.WORKLOADS)}")
+            parser.error(f"--workloads: unknown {unknown}; known: {sorted(known)}")
         profile = dataclasses.replace(profile, workloads=names,
                                       executions=min(profile.executions, len(names)))
     flags = " --no-faults" if args.no_faults else ""

@@ -154,3 +154,15 @@ def test_the_lambda_adapter_invokes_synchronously_and_reads_the_answer() -> None
         assert fns.invoke(f"{PREFIX}f", {}) == (None, crash)
         with pytest.raises(LambdaInvokeError, match="TooManyRequestsException"):
             fns.invoke(f"{PREFIX}f", {})
+
+
+def test_a_start_whose_invoke_message_was_lost_is_invoked_by_its_timer() -> None:
+    durable, queue, script, clock = world(wait_s=30)
+    arn = durable.invoke(f"{PREFIX}f", "{}", False).arn
+    lost = [m for m in queue.items if m[1]["op"] == "invoke"]
+    assert len(lost) == 1
+    queue.items.remove(lost[0])  # the start committed, its send was throttled (the caller saw a 5xx)
+    pump(durable, queue, clock)
+    s, _ = durable.service.load(arn)
+    assert s.status == "SUCCEEDED" and script.runs == {"a": 1, "b": 1}
+    assert queue.items == []

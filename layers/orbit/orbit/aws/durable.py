@@ -166,6 +166,9 @@ class AwsDurable:
         if s.ended or tag != [s.invocations, bool(s.invoking)]:
             return  # a newer invocation armed its own chain (it covers every due time): this one stops
         if self.clock.now_ms() < due:
+            # what a commit asked for but a crash or a throttled send lost (the first invocation of
+            # an execution whose start answered 5xx after its commit, a child's start) goes again
+            self.react(s, arm=False)
             self._send_fire(arn, due, tag)  # not yet: on again, at most 15 minutes at a time
             return
         self.react(self.service.fire(arn))
