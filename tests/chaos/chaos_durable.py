@@ -48,7 +48,8 @@ def call(world: Any, method: str, path: str, body: Any, caller: str,
     status, got = 599, None
     for _ in range(ATTEMPTS):
         try:
-            r = world.invoke(world.envs["durable"][0], "durable", url_event(method, path, raw, caller, headers))
+            event = url_event(method, path, raw, caller, headers)
+            r = world.invoke(world.envs["durable"][0], "durable", event)
         except Exception as e:  # noqa: BLE001 - the URL answers 502 when its function fails
             status, got = 502, str(e)
             continue
@@ -102,7 +103,8 @@ class Function:
                     return {"Status": "PENDING"}, None
             if status == "STARTED":  # interrupted: at most once per attempt, so a retry
                 ok = checkpoint({"Id": sid, "Type": "STEP", "SubType": "Step", "Action": "RETRY",
-                                 "Error": {"ErrorType": "StepInterruptedError", "ErrorMessage": "interrupted"},
+                                 "Error": {"ErrorType": "StepInterruptedError",
+                                           "ErrorMessage": "interrupted"},
                                  "StepOptions": {"NextAttemptDelaySeconds": 1}})
                 return ({"Status": "PENDING"}, None) if ok else (None, crash)
             if status == "PENDING":
@@ -163,9 +165,10 @@ def check(world: Any, ex: Any) -> list[str]:
     finally:
         aws._cached = aws_cached
     out = []
-    if s.status != "SUCCEEDED" or s.result != EXPECTED:
+    expected = json.dumps(ex.workload.output)
+    if s.status != "SUCCEEDED" or s.result != expected:
         out.append(f"{ex.id}: ended {s.status} with {s.result!r} (error {s.error!r}); "
-                   f"expected SUCCEEDED with {EXPECTED}")
+                   f"expected SUCCEEDED with {expected}")
     if status != "COMPLETED":
         out.append(f"{ex.id}: Orbit's index says {status}, expected COMPLETED")
     for sid in STEPS:

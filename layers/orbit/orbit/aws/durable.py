@@ -30,6 +30,7 @@ from orbit.adapters.lambda_functions import LambdaInvokeError
 from orbit.core.history.durable import DurableState, next_due_ms
 from orbit.errors import ConflictError
 from orbit.service.durable import (
+    EXECUTION_ID,
     DurableApiError,
     DurableFunction,
     DurableService,
@@ -41,6 +42,7 @@ KIND = "durable"  # the decision-queue message kind
 MAX_DELAY_S = 900  # SQS DelaySeconds' ceiling
 SDK_ROUTES = ("checkpoint", "state")  # what a durable function's own role may call
 POLL_S = 0.5  # a synchronous Invoke on the URL reads the execution's status this often
+CHECK_DELAY_S = 30  # a start's first timer: when a lost first invoke is sent again
 
 
 DEFAULT_TIMEOUT_S = 10 * 366 * 86_400  # no one-year ceiling: ten years, StopDurableExecution ends one sooner
@@ -79,8 +81,20 @@ class AwsDurable:
 
     def invoke(self, function: str, payload: str | None, sync: bool, name: str | None = None,
                parent: dict[str, str] | None = None, arn: str | None = None) -> DurableState:
+        fn = self.service.function(function)
+        if arn is None:
+            if name is not None and not EXECUTION_ID.match(name):
+                raise DurableApiError("InvalidParameterValueException", f"invalid DurableExecutionName {name!r}")
+            eid = self.service.new_id()
+            name = name or eid
+            arn = f"{self.service.function_arn(fn.name)}:$LATEST/durable-execution/{name}/{eid}"
+        # Before the commit, the execution's first timer: a check that invokes it if the start's own
+        # message is lost after the commit (a crash, a throttled send). Without the commit it finds
+        # no execution and is dropped.
+        due = self.clock.now_ms() + fn.timeout_s * 1000
+        self.queues.send_decision(self.message("fire", arn, due_ms=due, tag=[0, False]), CHECK_DELAY_S)
         s = self.service.start(function, payload, name, parent, arn)
-        self.react(s)
+        self.react(s, arm=False)
         if not sync:
             return s
         deadline = time.monotonic() + self.sync_budget_s
@@ -138,8 +152,8 @@ class AwsDurable:
         try:
             self.invoke(str(child["function"]), child.get("input"), False,
                         parent={"arn": parent_arn, "operation": child["op"]}, arn=child["arn"])
-        except ConflictError:
-            return  # started already (its seq 1 is written): a repeated followup
+        except ConflictError:  # started already (a repeated followup): what it still needs, again
+            self.react(self.service.load(str(child["arn"]))[0], arm=False)
         except DurableApiError as e:
             failed = DurableState(status="FAILED", error={"ErrorType": e.code, "ErrorMessage": str(e)})
             self.react(self.service.child_ended(parent_arn, child["op"], failed))
