@@ -50,7 +50,8 @@ class Store(MemoryHistoryStore):
         kinds = ",".join(type(r.event).__name__ for r in commit.events)
         self.points.at(f"commit({kinds})", lambda: super(Store, self).commit(execution_id, commit))
 
-    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None, provisional: bool = False) -> None:
+    def put_index(self, entry: IndexEntry, expires_at_s: int | None = None,
+                  provisional: bool = False) -> None:
         self.points.at(f"index({entry.status})", lambda: super(Store, self).put_index(entry))
 
 

@@ -84,7 +84,8 @@ class AwsDurable:
         fn = self.service.function(function)
         if arn is None:
             if name is not None and not EXECUTION_ID.match(name):
-                raise DurableApiError("InvalidParameterValueException", f"invalid DurableExecutionName {name!r}")
+                raise DurableApiError("InvalidParameterValueException",
+                                      f"invalid DurableExecutionName {name!r}")
             eid = self.service.new_id()
             name = name or eid
             arn = f"{self.service.function_arn(fn.name)}:$LATEST/durable-execution/{name}/{eid}"
