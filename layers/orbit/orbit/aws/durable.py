@@ -178,8 +178,14 @@ class AwsDurable:
 
     def _fire(self, arn: str, due: int, tag: list[Any]) -> None:
         s = self.service.load(arn)[0]
-        if s.ended or tag != [s.invocations, bool(s.invoking)]:
-            return  # a newer invocation armed its own chain (it covers every due time): this one stops
+        if s.ended:
+            return
+        if tag != [s.invocations, bool(s.invoking)]:
+            # A newer invocation armed its own chain (it covers every due time): this one stops. It
+            # may be this very message come back after its commit (a timeout, a retry due) landed
+            # and its invoke was lost: what the state still asks for goes again.
+            self.react(s, arm=False)
+            return
         if self.clock.now_ms() < due:
             # what a commit asked for but a crash or a throttled send lost (the first invocation of
             # an execution whose start answered 5xx after its commit, a child's start) goes again
