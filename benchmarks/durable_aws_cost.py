@@ -12,7 +12,9 @@ at us-east-1 list prices (benchmarks/cost_meter.py), plus:
   the durable function's synchronous invocation* (the wall time of the invocation, measured here:
   mostly the SDK's own ~100 ms wait for its checkpoint thread);
 - the decision queue's event source mapping: a ReceiveMessage and a DeleteMessageBatch per message
-  (each execution's messages come one at a time).
+  (each execution's messages come one at a time);
+- the timer messages each execution leaves in flight (its start's 30 s check, its invocations'
+  900 s timeouts), delivered and dropped after it ended (virtual time moves on 901 s).
 
 Not counted, as for worker steps: the durable function's own Lambda (the user's code; billed on
 Lambda's managed service too). Compared with Lambda durable functions' list price for durable
@@ -95,6 +97,10 @@ def measure(n: int = 20) -> dict[str, float]:
             counts[k], ms[k] = 0, 0.0
         for i in range(n):
             client.invoke(FunctionName=name, InvocationType="Event", Payload=f'{{"x": {i}}}'.encode())
+        stack.run_until_idle()
+        # the timer messages still in flight (a start's 30 s check, an invocation's 900 s timeout)
+        # are delivered and dropped: their receive, decider invocation and history read count too
+        stack.advance(901)
         stack.run_until_idle()
         for i, s in enumerate(svc.durable.service.list_executions(name)):
             assert s.status == "SUCCEEDED", (i, s.status, s.error)
