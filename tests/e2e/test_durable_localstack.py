@@ -31,6 +31,7 @@ def world() -> Iterator[tuple[LocalStack, Any, Any]]:
         client = boto3.client("lambda", region_name="us-east-1", endpoint_url=aws.url)
         yield stack, aws, client
     LambdaClient._cached_boto_client = None
+    durable_handlers.RUNS.clear()  # the step counts other modules' tests read start from nothing
 
 
 def _run(stack: LocalStack, client: Any, arn: str, seconds: int = 30) -> dict[str, Any]:
