@@ -166,3 +166,35 @@ def test_a_start_whose_invoke_message_was_lost_is_invoked_by_its_timer() -> None
     s, _ = durable.service.load(arn)
     assert s.status == "SUCCEEDED" and script.runs == {"a": 1, "b": 1}
     assert queue.items == []
+
+
+def test_a_synchronous_invoke_on_the_url_answers_with_the_result() -> None:
+    import base64
+    import threading
+
+    from orbit.aws.durable import url_response
+
+    durable, queue, script, clock = world(wait_s=0)
+    done = threading.Event()
+
+    def decider() -> None:  # the decider, on its own: handles what is queued as it comes
+        while not done.is_set():
+            if queue.items:
+                pump(durable, queue, clock, limit=1)
+            else:
+                done.wait(0.01)
+
+    thread = threading.Thread(target=decider, daemon=True)
+    thread.start()
+    event = {"rawPath": f"/2015-03-31/functions/{PREFIX}f/invocations", "body": "{}",
+             "headers": {}, "requestContext": {"http": {"method": "POST"},
+                                               "authorizer": {"iam": {"userArn": "arn:aws:iam::1:user/ops"}}}}
+    try:
+        answer = url_response(durable, event, PREFIX, remaining_s=30)
+    finally:
+        done.set()
+        thread.join(5)
+    assert answer["statusCode"] == 200, answer
+    assert base64.b64decode(answer["body"]) == b'"done"'
+    assert "/durable-execution/" in answer["headers"]["X-Amz-Durable-Execution-Arn"]
+    assert script.runs == {"a": 1, "b": 1}
