@@ -13,8 +13,8 @@ at us-east-1 list prices (benchmarks/cost_meter.py), plus:
   mostly the SDK's own ~100 ms wait for its checkpoint thread);
 - the decision queue's event source mapping: a ReceiveMessage and a DeleteMessageBatch per message
   (each execution's messages come one at a time);
-- the timer messages each execution leaves in flight (its start's 30 s check, its invocations'
-  900 s timeouts), delivered and dropped after it ended (virtual time moves on 901 s).
+- the timer messages each execution leaves in flight (its start's 30 s check), delivered and
+  dropped after it ended (virtual time moves on 901 s).
 
 Not counted, as for worker steps: the durable function's own Lambda (the user's code; billed on
 Lambda's managed service too). Compared with Lambda durable functions' list price for durable
@@ -98,7 +98,7 @@ def measure(n: int = 20) -> dict[str, float]:
         for i in range(n):
             client.invoke(FunctionName=name, InvocationType="Event", Payload=f'{{"x": {i}}}'.encode())
         stack.run_until_idle()
-        # the timer messages still in flight (a start's 30 s check, an invocation's 900 s timeout)
+        # the timer messages still in flight (a start's 30 s check, any chain still hopping)
         # are delivered and dropped: their receive, decider invocation and history read count too
         stack.advance(901)
         stack.run_until_idle()

@@ -204,7 +204,9 @@ class AwsDurable:
                 self.arm(s)
             return
         s, event = begun
-        self.arm(s)  # the invocation's timeout: an invocation whose answer is lost ends and reruns
+        # No timer for the invocation's own timeout here: its answer is lost only if this decider
+        # dies or fails before recording it, and then this message comes back (a redelivery, above)
+        # and arms it. One message fewer per invocation.
         fn = self.service.function(s.function)
         try:
             output, crash = self.functions.invoke(fn.name, event)
