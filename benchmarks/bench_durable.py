@@ -4,12 +4,14 @@ checkpointing over HTTP to Orbit, a synchronous Invoke per execution, the histor
 store) against AWS's local test runner (aws-durable-execution-sdk-python-testing 1.4.0, in-memory
 service client, no HTTP) in the same run on the same machine.
 
-    python benchmarks/bench_durable.py [--n 100] [--concurrent 64]
+    python benchmarks/bench_durable.py [--n 100] [--concurrent 64] [--cost 20]
 
 The AWS runner runs in .venv-conformance (`make conformance` creates it), twice: with its default
 poll_interval (1.0 s) and tuned to 0.001 s. Prints one line per backend and the ratios; then
 `--concurrent` executions at once on each (16 callers on Orbit, `run_async` on AWS's runner),
-wall time per execution.
+wall time per execution. Last, `--cost` executions through Orbit's AWS path on the local stack
+(benchmarks/durable_aws_cost.py, its own process): $ per 1M checkpointed steps, counted as for
+other steps, next to Lambda durable functions' list price (0: skipped).
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--concurrent", type=int, default=64)
+    ap.add_argument("--cost", type=int, default=20, help="executions for the AWS path's cost (0: none)")
     a = ap.parse_args()
     import boto3
     from botocore.config import Config
@@ -171,6 +174,8 @@ def main() -> None:
     endpoint.runtime.close()
     if endpoint.logs is not None:
         endpoint.logs.uninstall()
+    if a.cost:
+        subprocess.run([sys.executable, str(HERE / "durable_aws_cost.py"), "--n", str(a.cost)], check=True)
 
 
 if __name__ == "__main__":

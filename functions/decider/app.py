@@ -50,6 +50,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - poison: fails this record only
             logger.error("unreadable decision message", message_id=r.get("messageId"), error=str(e))
             errors[r["messageId"]] = e
+    # durable functions' messages (orbit/aws/durable.py): invoke the function, fire what is due
+    durable = [i for i, (_, b) in enumerate(parsed) if b.get("kind") == "durable"]
+    if durable:
+        from orbit.aws.durable import handle_messages
+
+        errors.update(handle_messages(svc, [parsed[i] for i in durable], [received[i] for i in durable],
+                                      context.invoked_function_arn))
+        keep = [i for i in range(len(parsed)) if i not in set(durable)]
+        parsed, received = [parsed[i] for i in keep], [received[i] for i in keep]
     started = time.perf_counter()
     with svc.queues.batched():  # every decision's sends leave in one SendMessageBatch per queue
         failures = svc.engine.handle_batch([body for _, body in parsed], received)

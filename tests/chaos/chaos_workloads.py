@@ -158,6 +158,7 @@ class Workload:
     at_most_once: tuple[str, ...] = field(default_factory=tuple)
     # its one signal is sent by a bulk action (`POST /batches`, id `bulk-<execution>`), not directly
     by_batch: bool = False
+    durable: bool = False  # a durable function on the AWS path (chaos_durable.py), not a workflow
 
 
 WORKLOADS = {w.name: w for w in (
@@ -180,5 +181,6 @@ WORKLOADS = {w.name: w for w in (
 # every existing seed, stays as it was.
 EXTRA = {w.name: w for w in (
     Workload("bulk-signal", "chaos-signal-sleep", {"v": 1}, 8, signals=(("go", {"n": 5}),), by_batch=True),
+    Workload("durable", "orbit-chaos-durable-three", {"v": 1}, "abc", durable=True),
 )}
 DEFINITIONS = (CHILD, CHAIN, FANOUT, SLEEPS, SIGNAL_SLEEP, PARENT, INLINE, LIMITED)

@@ -58,6 +58,7 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")  # thousands of invocations per run
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
+import chaos_durable  # noqa: E402
 import chaos_workloads as W  # noqa: E402
 from aws_resources import _TEMPLATE, Clients, Stack, create_stack  # noqa: E402
 from botocore.awsrequest import AWSResponse  # noqa: E402
@@ -111,6 +112,12 @@ class Profile:
     # delays held by the model; `dup_early`: a delayed message gets a copy 1-60 s before its time.
     on_the_second: bool = False
     dup_early: float = 0.0
+
+    @property
+    def holds_delays(self) -> bool:
+        """The model holds DelaySeconds (moto would on wall time): timers on the second, and the
+        durable functions' `fire` messages (chaos_durable.py)."""
+        return self.on_the_second or "durable" in self.workloads
 
     @classmethod
     def none(cls) -> Profile:
@@ -244,6 +251,7 @@ class Execution:
     workload: W.Workload
     started: bool = False
     signals: list[tuple[str, Any, str]] = field(default_factory=list)  # not yet accepted
+    arn: str = ""  # a durable function's execution ARN (chaos_durable.py)
 
 
 @dataclass
@@ -281,7 +289,7 @@ class World:
         self.urls = {url: q for q, url in stack.queues.items()}
         self.envs = {f: [Env(f"{f}#{i + 1}", self) for i in range(profile.envs)]
                      for f in ("decider", "worker")}
-        self.envs |= {f: [Env(f, self)] for f in ("api", "timers")}
+        self.envs |= {f: [Env(f, self)] for f in ("api", "timers", "durable")}
         self.checker = Env("checker", self)
         self.running: str | None = None  # the environment whose handler runs now
         self.faulty = True
@@ -353,7 +361,7 @@ class World:
                 for m in got:
                     self.msg_counter += 1
                     mid = f"m{self.msg_counter}"
-                    delay_ms = DELAYS.take(m["Body"]) * 1000 if self.profile.on_the_second else 0
+                    delay_ms = DELAYS.take(m["Body"]) * 1000 if self.profile.holds_delays else 0
                     msg = Msg(queue, mid, m["Body"], m.get("MessageAttributes") or {}, self.clock.now,
                               self.clock.now + delay_ms)
                     self.queues[queue].append(msg)
@@ -489,6 +497,8 @@ class World:
             eid = f"{name}-{self.seed}-{i}"
             ex = Execution(eid, wl, signals=[(s, p, f"{eid}:{s}") for s, p in wl.signals])
             self.executions.append(ex)
+        if any(e.workload.durable for e in self.executions):
+            chaos_durable.attach(self)
         faulty, self.faulty = self.faulty, False
         for d in W.DEFINITIONS:  # registered before any fault: a deployment, not traffic
             status, got = self.api("POST", "/definitions", d)
@@ -500,6 +510,9 @@ class World:
         pending = [e for e in self.executions if not e.started]
         if pending and not signals_only:
             ex = pending[0]
+            if ex.workload.durable:
+                ex.started = chaos_durable.start(self, ex) == 202
+                return True
             status, got = self.api("POST", "/executions", {"workflow": ex.workload.workflow, "id": ex.id,
                                                            "input": ex.workload.input})
             self.trace.append(f"t+{(self.clock.now - START_MS) // 1000}s start {ex.id}: {status}")
@@ -592,6 +605,9 @@ def check(world: World) -> list[str]:
     runs: Counter[tuple[str, int | None]] = Counter((r.key, r.attempt) for r in W.LEDGER)
     for ex in world.executions:
         wl = ex.workload
+        if wl.durable:
+            problems += chaos_durable.check(world, ex)
+            continue
         try:
             desc = engine.describe(ex.id)
         except Exception as e:  # noqa: BLE001 - an execution whose start never landed
@@ -715,8 +731,9 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
         stack = create_stack(clients.dynamodb, clients.sqs, clients.s3)
         timers = {"ORBIT_TIMERS": "sqs-delay", "ORBIT_TIMER_LEAD_S": str(LEAD_S)} if profile.on_the_second \
             else {"ORBIT_TIMERS": "table"}
-        os.environ.update({**stack.env(), **timers, "ORBIT_INLINE_MODULES": "chaos_workloads"})
-        if profile.on_the_second:
+        os.environ.update({**stack.env(), **timers, "ORBIT_INLINE_MODULES": "chaos_workloads",
+                           "ORBIT_DURABLE_PREFIX": chaos_durable.PREFIX})
+        if profile.holds_delays:
             DELAYS.by_body.clear()
             DELAYS.attach(clients.sqs)
         REGISTRY.replace([*held, *W.CODE.values()])
@@ -733,7 +750,7 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
                 logging.disable(logging.NOTSET)
             problems += check(world)
         finally:
-            if profile.on_the_second:
+            if profile.holds_delays:
                 DELAYS.detach(clients.sqs)
             THROTTLE.world = None
             W.TRACE.clear()

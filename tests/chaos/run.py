@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-faults", action="store_true",
                         help="two decider environments, no injected faults (the control)")
     parser.add_argument("--workloads", default="",
-                        help=f"comma-separated, drawn from these only ({', '.join(sorted(C.W.WORKLOADS))})")
+                        help="comma-separated, drawn from these only "
+                             f"({', '.join(sorted({**C.W.WORKLOADS, **C.W.EXTRA}))})")
     parser.add_argument("--rates", default="",
                         help="override fault rates, e.g. throttle=0.08,dup_late=0.2 (fields of Profile)")
     args = parser.parse_args(argv)
@@ -44,9 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         profile = dataclasses.replace(profile, **rates)
     if args.workloads:
         names = tuple(n for n in args.workloads.split(",") if n)
-        unknown = sorted(set(names) - set(C.W.WORKLOADS))
+        known = {**C.W.WORKLOADS, **C.W.EXTRA}
+        unknown = sorted(set(names) - set(known))
         if unknown:
-            parser.error(f"--workloads: unknown {unknown}; known: {sorted(C.W.WORKLOADS)}")
+            parser.error(f"--workloads: unknown {unknown}; known: {sorted(known)}")
         profile = dataclasses.replace(profile, workloads=names,
                                       executions=min(profile.executions, len(names)))
     flags = " --no-faults" if args.no_faults else ""

@@ -253,6 +253,31 @@ class Services:
         return FlowGate(self.limits, self.queues, self.clock, METER)
 
     @cached_property
+    def durable(self) -> Any:
+        """Durable functions on AWS (orbit/aws/durable.py): the service on the history store, the
+        Lambda adapter, followups to the decision queue. ORBIT_DURABLE_PREFIX: the names of the
+        Lambdas it may invoke (`<stack>-durable-`; IAM allows those and no other)."""
+        import uuid
+
+        from orbit.adapters.lambda_functions import LambdaFunctions
+        from orbit.aws.durable import AwsDurable, DeployedFunctions
+
+        prefix = os.environ.get("ORBIT_DURABLE_PREFIX", "")
+        service = DeployedFunctions(self.store, self.clock, lambda: uuid.uuid4().hex,
+                                    region=self.settings.region, prefix=prefix)
+        return AwsDurable(service, self.queues, LambdaFunctions(self.lambda_client), self.clock)
+
+    @cached_property
+    def lambda_client(self) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        # a durable function's invocation is synchronous: it may run as long as Lambda allows
+        cfg = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=905)
+        return boto3.session.Session().client("lambda", region_name=self.settings.region,
+                                              endpoint_url=self.settings.endpoint_url, config=cfg)
+
+    @cached_property
     def engine(self) -> Any:
         from orbit.adapters.memory import RandomIds
         from orbit.aws.observability import METER, MeteredStore

@@ -253,6 +253,9 @@ def _identities(
             name = str(props.get("TableName") or base)
             refs[lid] = name
             attrs[(lid, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+        elif kind == "AWS::Lambda::Url":  # served by LocalStack.durable() on a port of its own
+            refs[lid] = base
+            attrs[(lid, "FunctionUrl")] = f"http://127.0.0.1/{lid}/"  # the real one: LocalStack.durable().url
         else:  # roles, log groups, alarms, layers, APIs: named, never created
             refs[lid] = base
             attrs[(lid, "Arn")] = f"arn:aws:local:{REGION}:{ACCOUNT}:{lid}"

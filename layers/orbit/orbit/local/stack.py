@@ -121,6 +121,7 @@ class LocalStack(ScheduleOps):
         self.workers = list(workers)
         self.auto_advance = auto_advance
         self.services: Any = None
+        self._durable: Any = None  # durable functions through the AWS path (durable())
 
     # ------------------------------------------------------------------ life cycle
     def __enter__(self) -> LocalStack:
@@ -154,9 +155,21 @@ class LocalStack(ScheduleOps):
         # (about 5% of a busy stack's time). close() hands it back, so nothing outlives the stack.
         gc.freeze()
 
+    def durable(self) -> Any:
+        """Durable functions through the AWS path (orbit/local/durable_aws.py: the function URL that
+        checks SigV4, Lambda's Invoke of the functions), started at the first call."""
+        if self._durable is None:
+            from .durable_aws import LocalDurableAws
+
+            self._durable = LocalDurableAws(self)
+        return self._durable
+
     def close(self) -> None:
         from orbit.aws import wiring as aws
 
+        if self._durable is not None:
+            self._durable.close()
+            self._durable = None
         gc.unfreeze()
         self.cloud.stop()
         aws.reset()

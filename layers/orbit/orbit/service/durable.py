@@ -33,7 +33,7 @@ from orbit.service.ports import Clock, Commit, HistoryStore, IndexEntry
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 EXECUTION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-LANGUAGES = ("python", "node")
+LANGUAGES = ("python", "node", "lambda")  # lambda: a deployed function, invoked by name (aws/durable.py)
 MAX_PAGE = 1000
 CACHED_EXECUTIONS = 1000  # executions whose records are kept between calls (the oldest go first)
 STATUS_TO_INDEX = {
@@ -57,7 +57,7 @@ class DurableApiError(OrbitError):
 class DurableFunction:
     name: str
     language: str
-    handler: str  # python: "package.module.function"; node: "path/to/module.js:export"
+    handler: str  # python: "package.module.function"; node: "path/to/module.js:export"; lambda: its name
     timeout_s: int = 86_400
 
     def __post_init__(self) -> None:

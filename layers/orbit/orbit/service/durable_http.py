@@ -40,6 +40,12 @@ def handles(method: str, path: str) -> bool:
     return any(m == method and rx.match(p) for m, rx, _ in _ROUTES)
 
 
+def route_name(method: str, path: str) -> str | None:
+    """The operation a request calls (`checkpoint`, `state`, `invoke`, ...), or None."""
+    p = path.split("?", 1)[0]
+    return next((name for m, rx, name in _ROUTES if m == method and rx.match(p)), None)
+
+
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Answer:
     return status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(body).encode()
 

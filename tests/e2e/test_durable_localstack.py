@@ -1,0 +1,123 @@
+"""Durable functions on the local stack through the AWS path (orbit/local/durable_aws.py): the
+decider invokes the function through its Lambda adapter with the SDK's invocation event, the
+unmodified SDK checkpoints to the durable API behind a function URL that checks SigV4 for the
+service `lambda`, and waits and retries ride on the decision queue's delays (virtual time)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import durable_handlers
+import pytest
+from aws_durable_execution_sdk_python.lambda_service import LambdaClient
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from orbit.local.stack import LocalStack
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[tuple[LocalStack, Any, Any]]:
+    LambdaClient._cached_boto_client = None  # the SDK caches its client per process
+    with LocalStack(mode="inprocess") as stack:
+        aws = stack.durable()
+        for name in ("step_wait_step", "flaky", "approval"):
+            aws.register(name.replace("_", "-"), f"durable_handlers.{name}")
+        client = boto3.client("lambda", region_name="us-east-1", endpoint_url=aws.url)
+        yield stack, aws, client
+    LambdaClient._cached_boto_client = None
+    durable_handlers.RUNS.clear()  # the step counts other modules' tests read start from nothing
+
+
+def _run(stack: LocalStack, client: Any, arn: str, seconds: int = 30) -> dict[str, Any]:
+    for _ in range(seconds):
+        stack.run_until_idle()
+        got: dict[str, Any] = client.get_durable_execution(DurableExecutionArn=arn)
+        if got["Status"] != "RUNNING":
+            return got
+        stack.advance(1)
+    return dict(client.get_durable_execution(DurableExecutionArn=arn))
+
+
+def test_a_step_a_wait_and_a_step_through_the_decider(world: tuple[LocalStack, Any, Any]) -> None:
+    stack, aws, client = world
+    durable_handlers.RUNS.clear()
+    r = client.invoke(FunctionName=f"{aws.prefix}step-wait-step", InvocationType="Event",
+                      Payload=json.dumps({"name": "orbit"}))
+    assert r["StatusCode"] == 202
+    arn = r["DurableExecutionArn"]
+    got = _run(stack, client, arn)
+    assert got["Status"] == "SUCCEEDED", got
+    assert json.loads(got["Result"]) == "hello orbit!"
+    assert durable_handlers.RUNS["first"] == 1  # replayed after the wait, never run again
+    events = client.get_durable_execution_history(DurableExecutionArn=arn)["Events"]
+    kinds = [e["EventType"] for e in events]
+    assert kinds.count("InvocationCompleted") == 2  # before and after the wait, each by the decider
+    assert "WaitSucceeded" in kinds
+    # in Orbit's own index and history, like any execution
+    described = stack.describe(arn.rsplit("/", 1)[-1])
+    assert described["status"] == "COMPLETED"
+
+
+def test_a_retry_is_invoked_again_after_its_delay(world: tuple[LocalStack, Any, Any]) -> None:
+    stack, aws, client = world
+    arn = client.invoke(FunctionName=f"{aws.prefix}flaky", InvocationType="Event",
+                        Payload=b"{}")["DurableExecutionArn"]
+    got = _run(stack, client, arn)
+    assert got["Status"] == "SUCCEEDED", got
+    assert json.loads(got["Result"]) == "attempt 2"
+
+
+def test_a_callback_answered_by_a_caller(world: tuple[LocalStack, Any, Any]) -> None:
+    stack, aws, client = world
+    arn = client.invoke(FunctionName=f"{aws.prefix}approval", InvocationType="Event",
+                        Payload=b"{}")["DurableExecutionArn"]
+    stack.run_until_idle()
+    events = client.get_durable_execution_history(DurableExecutionArn=arn,
+                                                  IncludeExecutionData=True)["Events"]
+    started = [e for e in events if e["EventType"] == "CallbackStarted"]
+    assert started, [e["EventType"] for e in events]
+    cid = started[0]["CallbackStartedDetails"]["CallbackId"]
+    client.send_durable_execution_callback_success(CallbackId=cid, Result=b"yes")
+    got = _run(stack, client, arn)
+    assert got["Status"] == "SUCCEEDED", got
+    assert json.loads(got["Result"]) == {"decision": "yes"}  # the SDK reads the bytes as text
+
+
+def _signed(aws: Any, path: str, secret: str, service: str = "lambda") -> Any:
+    req = AWSRequest(method="GET", url=aws.url + path, headers={})
+    SigV4Auth(Credentials(os.environ["AWS_ACCESS_KEY_ID"], secret, os.environ.get("AWS_SESSION_TOKEN")),
+              service, "us-east-1").add_auth(req)
+    return req
+
+
+def test_the_url_accepts_sigv4_for_lambda_and_refuses_the_rest(world: tuple[LocalStack, Any, Any]) -> None:
+    import urllib.error
+    import urllib.request
+
+    _, aws, _ = world
+    path = f"/2025-12-01/functions/{aws.prefix}flaky/durable-executions"
+
+    def status(req: Any) -> int:
+        r = urllib.request.Request(req.url, headers=dict(req.headers.items()), method=req.method)
+        try:
+            with urllib.request.urlopen(r, timeout=10) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as e:
+            return int(e.code)
+
+    good = _signed(aws, path, os.environ["AWS_SECRET_ACCESS_KEY"])
+    assert status(good) == 200
+    assert status(_signed(aws, path, "not-the-secret")) == 403
+    assert status(_signed(aws, path, os.environ["AWS_SECRET_ACCESS_KEY"], service="execute-api")) == 403
+    assert status(AWSRequest(method="GET", url=aws.url + path, headers={})) == 403  # unsigned
+    # a signed request replayed against another path: the signature covers the path
+    moved = _signed(aws, path, os.environ["AWS_SECRET_ACCESS_KEY"])
+    moved.url = aws.url + path.replace("flaky", "approval")
+    assert status(moved) == 403
+    _ = dt
