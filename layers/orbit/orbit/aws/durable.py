@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbit.adapters.lambda_functions import LambdaInvokeError
-from orbit.core.history.durable import DurableState, next_due_ms
+from orbit.core.history.durable import DurableFollowup, DurableState, next_due_ms
 from orbit.errors import ConflictError
 from orbit.service.durable import (
     EXECUTION_ID,
@@ -38,7 +38,7 @@ from orbit.service.durable import (
     function_name,
 )
 
-KIND = "durable"  # the decision-queue message kind
+KIND = DurableFollowup.KIND  # the decision-queue message kind
 MAX_DELAY_S = 900  # SQS DelaySeconds' ceiling
 SDK_ROUTES = ("checkpoint", "state")  # what a durable function's own role may call
 POLL_S = 0.5  # a synchronous Invoke on the URL reads the execution's status this often
@@ -135,8 +135,8 @@ class AwsDurable:
         if f.invoke:
             self.queues.send_decision(self.message("invoke", s.arn), 0)
 
-    def message(self, op: str, arn: str, **extra: Any) -> dict[str, Any]:
-        return {"kind": KIND, "op": op, "arn": arn, "execution_id": execution_id(arn), **extra}
+    def message(self, op: str, arn: str, due_ms: int = 0, tag: list[Any] | None = None) -> dict[str, Any]:
+        return DurableFollowup(op, arn, execution_id(arn), due_ms, tuple(tag or ())).to_dict()
 
     def arm(self, s: DurableState) -> None:
         due = next_due_ms(s)
@@ -165,12 +165,12 @@ class AwsDurable:
         """One `durable` message of the decision queue (`received`: its SQS receive count). Raises
         (so the queue retries it) when the store was too busy; a message for a gone execution is
         dropped."""
-        arn, op = str(body.get("arn") or ""), body.get("op")
+        m = DurableFollowup.from_dict(body)
         try:
-            if op == "invoke":
-                self._invocation(arn, received > 1)
-            elif op == "fire":
-                self._fire(arn, int(body.get("due_ms") or 0), list(body.get("tag") or []))
+            if m.op == "invoke":
+                self._invocation(m.arn, received > 1)
+            elif m.op == "fire":
+                self._fire(m.arn, m.due_ms, list(m.tag))
         except DurableApiError as e:
             if e.status == 404:
                 return

@@ -18,6 +18,7 @@ from typing import Any
 
 from orbit.core.history import durable_events as D
 from orbit.core.history.events import JSON, Recorded
+from orbit.core.history.serial import tagged_dict
 
 ORBIT = "Orbit"
 RUNNING = "RUNNING"
@@ -160,3 +161,35 @@ def callback_operation(s: DurableState, callback_id: str) -> dict[str, Any] | No
         ):
             return op
     return None
+
+
+@dataclass(frozen=True)
+class DurableFollowup:
+    """A durable function's message on the decision queue (orbit/aws/durable.py): `invoke` it now,
+    or `fire` what is due at `due_ms` (`tag`: the invocation count and whether one was open when it
+    was armed, so a newer invocation's chain supersedes it)."""
+
+    KIND = "durable"
+    op: str
+    arn: str
+    execution_id: str
+    due_ms: int = 0
+    tag: tuple[Any, ...] = ()
+
+    def to_dict(self) -> dict[str, JSON]:
+        d = tagged_dict(self, "kind", self.KIND)
+        if self.op == "fire":
+            d["tag"] = list(self.tag)
+        else:
+            del d["due_ms"], d["tag"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DurableFollowup:
+        """A body read back; what is missing or not of its type reads as empty (the handler ignores
+        an unknown `op` and a missing execution answers 404, which drops the message)."""
+        tag = d.get("tag")
+        due = d.get("due_ms")
+        return cls(str(d.get("op") or ""), str(d.get("arn") or ""), str(d.get("execution_id") or ""),
+                   due if isinstance(due, int) and not isinstance(due, bool) else 0,
+                   tuple(tag) if isinstance(tag, list) else ())
