@@ -215,14 +215,21 @@ class Flow:
         gate = start_gate(self.spec_of(state), state.workflow, state.id, state.input)
         if gate is None or not gate.slots:
             return None
+        self._take_all(gate, lambda slot: RedriveRefused(
+            state.id, f"limit {slot.name!r} key {slot.key!r} has {slot.limit} of {slot.limit} running; "
+                      "redrive it when one ends"))
+        return gate
+
+    def _take_all(self, gate: Any, refused: Callable[[Any], Exception]) -> int:
+        """Take every slot of `gate` now, or none: at the first full one, what was taken goes back and
+        `refused(slot)` is raised. Returns the time it was taken at."""
         now = self.clock.now_ms()
         for i, slot in enumerate(gate.slots):
             if not self.gate.store.acquire(slot, gate.holder, now):
                 for taken in gate.slots[:i]:
                     self.gate.store.release(taken, gate.holder)
-                raise RedriveRefused(state.id, f"limit {slot.name!r} key {slot.key!r} has {slot.limit} of "
-                                               f"{slot.limit} running; redrive it when one ends")
-        return gate
+                raise refused(slot)
+        return now
 
     def give_back(self, gate: Any) -> None:
         self.gate.release(gate)
@@ -239,14 +246,10 @@ class Flow:
         gate = start_gate(self.spec(workflow), str(workflow.name), execution_id, input)
         if gate is None:
             return None
-        now = self.clock.now_ms()
-        for i, slot in enumerate(gate.slots):
-            if not self.gate.store.acquire(slot, gate.holder, now):
-                for taken in gate.slots[:i]:
-                    self.gate.store.release(taken, gate.holder)
-                raise LimitFull(f"execution {execution_id!r}: limit {slot.name!r} key {slot.key!r} has "
-                                f"{slot.limit} of {slot.limit} running; signal-with-start was refused, "
-                                "nothing was recorded: send it again when one ends")
+        now = self._take_all(gate, lambda slot: LimitFull(
+            f"execution {execution_id!r}: limit {slot.name!r} key {slot.key!r} has {slot.limit} of "
+            f"{slot.limit} running; signal-with-start was refused, nothing was recorded: send it again "
+            "when one ends"))
         b = gate.bucket
         if b is not None and self.gate.store.reserve(replace(b, on_exceed="drop"), now) is None:
             self.give_back(gate)

@@ -52,8 +52,14 @@ def next_in_line(c: Counter, limit: int | None = None) -> tuple[int, str] | None
 
 def after_grant(c: Counter, priority: int, tenant: str) -> tuple[int, int | None]:
     """(new vt, the tenant's new pass or None when it has nobody left waiting) after letting in
-    one item of `tenant` at `priority`; the caller writes both with the grant."""
+    one item of `tenant` at `priority`; the caller writes both with the grant. The virtual time is
+    the pass of the grant, or, when the tenant leaves the line, the pass it leaves with."""
     start = max(c.passes.get(tenant, c.vt), c.vt)
     left = sum(n for (p, t), n in c.waiting.items() if t == tenant and n > 0) - 1
     weight = max(1, c.weights.get(tenant, 1))
-    return start, (start + STRIDE // weight) if left > 0 else None
+    after = start + STRIDE // weight
+    # A tenant that leaves the line moves the virtual time to the pass it would have had: joining
+    # again at `vt`, it must not tie with (and, by its name, beat) a tenant that waited all along.
+    # Left at `start`, a tenant whose items came one at a time was let in again and again while
+    # another waited (hypothesis, tests/unit/test_flow_properties.py).
+    return (start, after) if left > 0 else (after, None)
