@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from orbit.adapters.memory_limits import MemoryLimits
 from orbit.core.flow.gates import Slot
@@ -99,8 +99,20 @@ def _fair(grants: list[tuple[str, int, str, dict[tuple[int, str], int]]]) -> lis
     return problems
 
 
+def _item(at: int, tenant: str, priority: int, outcome: str = "ok", ms: int = 1000) -> dict[str, Any]:
+    return {"at": at, "tenant": tenant, "priority": priority, "outcome": outcome, "ms": ms}
+
+
+# Found by hypothesis (session 9): tenant a's items arriving one at a time rejoined the line at the
+# virtual time b's pass had, tied, and won by its name: b waited while a was let in 3 times.
+REJOINING = [_item(0, "a", 1), _item(0, "a", 1, ms=2000), _item(0, "a", 1, "fail"), _item(0, "a", 1, "fail"),
+             _item(0, "a", 1, ms=2000), _item(500, "a", 2, ms=2000), _item(500, "b", 2), _item(500, "b", 2),
+             _item(1000, "a", 2), _item(2000, "a", 2)]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(limit=st.integers(1, 3), items=st.lists(ITEM, min_size=1, max_size=14))
+@example(limit=3, items=REJOINING)
 def test_flow_properties_hold_for_random_arrivals_ends_crashes_and_cancels(
     limit: int, items: list[dict[str, Any]]
 ) -> None:
