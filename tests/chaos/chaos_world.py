@@ -283,6 +283,7 @@ class World:
         self.queues: dict[str, list[Msg]] = {q: [] for q in SERVED}
         self.dead: dict[str, list[Msg]] = {q: [] for q in SERVED}
         self.excused: list[Msg] = []  # dead-lettered after a fault hit every delivery
+        self.redriven: list[str] = []  # their ids, once the operator moved them back (redrive_excused)
         self.throttled_in: set[int] = set()  # invocations with a throttled call
         self.visibility_ms = {q: 1000 * int(QUEUES[q].get("VisibilityTimeout", 30)) for q in SERVED}
         self.max_receives = {q: int(QUEUES[q]["RedrivePolicy"]["maxReceiveCount"]) for q in SERVED}
@@ -575,7 +576,24 @@ class World:
             if self.faulty:  # quiet before the faults stopped on their own: stop them now
                 self.faulty = False
                 continue
+            if self.excused:  # the operator answers the DLQ alarm: a redrive to the source queue
+                self.redrive_excused()
+                continue
             return
+
+    def redrive_excused(self) -> None:
+        """Messages SQS dead-lettered because a fault hit every delivery go back to their queue, as
+        an SQS DLQ redrive (StartMessageMoveTask) moves them: new deliveries (receive count 0). By
+        SQS's contract such a message is dead-lettered; what Orbit owes is that a redrive then
+        finishes the work (docs/operations.md: the DLQ alarms), which `check` verifies."""
+        for m in self.excused:
+            m.receives, m.fault_failures, m.first_receive_ms = 0, 0, None
+            m.visible_ms = self.clock.now
+            self.queues[m.queue].append(m)
+            self.redriven.append(m.mid)
+        self.trace.append(f"t+{(self.clock.now - START_MS) // 1000}s the operator redrives the DLQ: "
+                          + ", ".join(m.mid for m in self.excused))
+        self.excused.clear()
 
 
 class Stuck(AssertionError):
