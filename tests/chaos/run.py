@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="two decider environments, no injected faults (the control)")
     parser.add_argument("--workloads", default="",
                         help=f"comma-separated, drawn from these only ({', '.join(sorted(C.W.WORKLOADS))})")
+    parser.add_argument("--triggers", default="",
+                        help=f"add trigger workloads: all, or some of {', '.join(C.T.WORKLOADS)} "
+                             "(with one regular workload unless --workloads says otherwise)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     profile = C.Profile.none() if args.no_faults else C.Profile()
@@ -37,7 +40,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--workloads: unknown {unknown}; known: {sorted(C.W.WORKLOADS)}")
         profile = dataclasses.replace(profile, workloads=names,
                                       executions=min(profile.executions, len(names)))
+    if args.triggers:
+        names = C.T.WORKLOADS if args.triggers == "all" else tuple(n for n in args.triggers.split(",") if n)
+        unknown = sorted(set(names) - set(C.T.WORKLOADS))
+        if unknown:
+            parser.error(f"--triggers: unknown {unknown}; known: all, {', '.join(C.T.WORKLOADS)}")
+        profile = dataclasses.replace(profile, triggers=names,
+                                      executions=profile.executions if args.workloads else 1)
     flags = " --no-faults" if args.no_faults else ""
+    flags += f" --triggers {args.triggers}" if args.triggers else ""
     flags += f" --workloads {args.workloads}" if args.workloads else ""
     seeds = C.parse_seeds(args.seeds)
     failed = []
