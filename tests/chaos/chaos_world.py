@@ -554,9 +554,12 @@ class World:
         send), or a signal-with-start call (retried 5 s later when the API failed)."""
         ev = self.feed.events[0]
         if ev.queue == "api":
-            if not T.api_signal_with_start(self, ev):
-                ev.at_ms = self.clock.now - START_MS + 5_000
-                self.feed.events.sort(key=lambda e: e.at_ms)
+            if not T.api_signal_with_start(self, ev):  # retried before the calls after it (a
+                at = self.clock.now - START_MS + 5_000  # client that waits for each answer)
+                for later in self.feed.events:
+                    if later.queue == "api":
+                        later.at_ms = max(later.at_ms, at)
+                self.feed.events.sort(key=lambda e: e.at_ms)  # stable: the failed call stays first
                 return
         else:
             url = self.stack.queues[ev.queue]
