@@ -250,3 +250,19 @@ def test_batches_start_by_size_at_once_and_by_time_after_max_wait(stack: Any) ->
     stack.advance(121)  # the fourth click's batch waits at most 2 minutes
     stack.run_until_idle()
     assert stack.describe("clicks-home-2")["output"] == [3]
+
+
+def test_an_sqs_trigger_on_a_queue_that_does_not_exist_is_refused_before_it_is_stored(stack: Any) -> None:
+    from orbit.errors import ValidationError
+
+    arn = "arn:aws:sqs:us-east-1:123456789012:orbit-trigger-nowhere"
+    definition = {"orbit": 1, "name": "trig-nowhere", "version": "1", "steps": {"a": {"compute": "{% 1 %}"}},
+                  "triggers": {"jobs": {"sqs": {"queue_arn": arn}, "id": "{% body.id %}"}}}
+    with pytest.raises(ValidationError) as refused:
+        stack.register(definition)
+    assert str(refused.value).startswith(f"triggers.jobs.sqs.queue_arn: trigger 'jobs' names queue {arn}: "
+                                         "the queue does not exist on the local stack: create it first")
+    assert "trig-nowhere" not in [w["name"] for w in stack.workflows()]  # before: stored, then refused
+    status, body = handle_request(stack.engine, "POST", "/definitions", definition)
+    assert status == 400 and "triggers.jobs.sqs.queue_arn" in body["error"]["message"], body
+    assert "trig-nowhere" not in [w["name"] for w in stack.workflows()]

@@ -58,7 +58,8 @@ def attach(services: Any, engine: Any, env: Mapping[str, str] | None = None) -> 
         from orbit.adapters.event_sources import LambdaEventSources
 
         engine.trigger_sources = LambdaEventSources(
-            lambda: _client(services, "lambda"), function_arn, lambda: sqs_trigger_queues(engine)
+            lambda: _client(services, "lambda"), function_arn, lambda: sqs_trigger_queues(engine),
+            lambda: services.sqs, env.get("ORBIT_TRIGGER_QUEUE_NAME_PREFIX", ""),
         )
 
 
