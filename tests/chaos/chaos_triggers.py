@@ -184,7 +184,7 @@ def check(world: Any, engine: Any) -> list[str]:
     problems: list[str] = []
     letters = _drain_dlq(world)
     by_workflow: dict[str, list[str]] = {}
-    for wf in {"chaos-trig-eb", "chaos-trig-sqs", "chaos-trig-sws", "chaos-trig-debounce", "chaos-trig-batch"}:
+    for wf in (f"chaos-{w}" for w in WORKLOADS):
         by_workflow[wf] = sorted(e.execution_id for e in _all(engine, wf))
 
     def ended(eid: str, output: Any) -> None:
@@ -220,8 +220,9 @@ def check(world: Any, engine: Any) -> list[str]:
     if "trig-sws" in names:
         problems += _check_sws(world, engine, by_workflow["chaos-trig-sws"], ended)
     buffers = DynamoTriggerBuffers(world.clients.dynamodb, world.stack.table)
-    for name, wf, trigger, field_, per_gen in (("trig-debounce", "chaos-trig-debounce", "typing", "doc", "last"),
-                                                ("trig-batch", "chaos-trig-batch", "clicks", "page", "all")):
+    for name, wf, trigger, field_, per_gen in (
+            ("trig-debounce", "chaos-trig-debounce", "typing", "doc", "last"),
+            ("trig-batch", "chaos-trig-batch", "clicks", "page", "all")):
         if name not in names:
             continue
         events = [e for e in sent if e.body.get("orbit_trigger", {}).get("workflow") == wf]
@@ -241,7 +242,8 @@ def check(world: Any, engine: Any) -> list[str]:
                                 f"{sorted(value)} once")
             if state["first_ms"] is not None or state.get("closing"):
                 problems.append(f"{name} {key}: events left in the buffer (never started): "
-                                f"gen {state['gen']}, first_ms {state['first_ms']}, closing {state.get('closing')}")
+                                f"gen {state['gen']}, first_ms {state['first_ms']}, "
+                                f"closing {state.get('closing')}")
             prefix = "db-" if name == "trig-debounce" else "bt-"
             for gen in range(1, state["gen"]):
                 eid = f"{prefix}{key}-{gen}"
@@ -257,7 +259,8 @@ def check(world: Any, engine: Any) -> list[str]:
                                     f"cannot be described ({type(e).__name__})")
                     continue
                 if got_input != want_input:
-                    problems.append(f"{eid}: input {got_input!r}; its generation's events give {want_input!r}")
+                    problems.append(f"{eid}: input {got_input!r}; its generation's events give "
+                                    f"{want_input!r}")
                 ended(eid, (sum(members) if per_gen == "all" else (members[-1] + 1 if members else None)))
         if by_workflow[wf] != sorted(expected_ids):
             problems.append(f"{name}: executions {by_workflow[wf]}, expected one per flushed "
@@ -293,7 +296,8 @@ def _check_sws(world: Any, engine: Any, ids: list[str], ended: Any) -> list[str]
             problems.append(f"{eid}: signals consumed {consumed}, not once each in the order received {rids}")
         payloads = [p for _, p in received]
         if eid == by_api and payloads != calls:
-            problems.append(f"{eid}: signals received {payloads}, not in the order the calls were accepted {calls}")
+            problems.append(f"{eid}: signals received {payloads}, not in the order the calls were "
+                            f"accepted {calls}")
         ended(eid, payloads)
     return problems
 
@@ -311,7 +315,8 @@ def _drain_dlq(world: Any) -> list[dict[str, Any]]:
     sqs, url = world.clients.sqs, world.stack.queues["TriggerDLQ"]
     out = []
     while True:
-        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=36_000).get("Messages", [])
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
+                                  VisibilityTimeout=36_000).get("Messages", [])
         if not got:
             return out
         sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}

@@ -281,7 +281,8 @@ class World:
         self.feed = T.Feed()
         if profile.triggers:  # the trigger queue, and the user's queue an sqs trigger names
             self.served |= {"TriggerQueue": "triggers", T.USER_QUEUE: "triggers"}
-            url = clients.sqs.create_queue(QueueName=T.USER_QUEUE, Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+            url = clients.sqs.create_queue(QueueName=T.USER_QUEUE,
+                                           Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
             stack.queues[T.USER_QUEUE] = url
             self.arns[T.USER_QUEUE] = clients.sqs.get_queue_attributes(
                 QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

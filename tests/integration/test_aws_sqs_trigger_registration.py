@@ -45,7 +45,8 @@ def test_a_queue_orbit_cannot_read_is_refused_before_the_definition_is_stored(
     status, body = handle_request(engine, "POST", "/definitions", _definition(arn))
     assert status == 400, body
     message = body["error"]["message"]
-    assert message.startswith(f"triggers.jobs.sqs.queue_arn: trigger 'jobs' names queue {arn}: {why}"), message
+    assert message.startswith(f"triggers.jobs.sqs.queue_arn: trigger 'jobs' names queue {arn}: {why}"), \
+        message
     assert "\n" not in message and message.endswith("nothing was registered")
     assert "jobs-wf" not in _registered(engine)  # before the fix: stored, then the mapping failed
     with pytest.raises(UnknownWorkflow):
@@ -54,7 +55,7 @@ def test_a_queue_orbit_cannot_read_is_refused_before_the_definition_is_stored(
 
 def test_control_a_queue_that_exists_under_the_prefix_passes_the_check(engine: Any, cloud: Any) -> None:
     from orbit.core.definition import parse_definition
-    from orbit.service.triggers import check_trigger_sources
+    from orbit.service.trigger_checks import check_trigger_sources
 
     url = cloud.sqs.create_queue(QueueName="orbit-trigger-jobs")["QueueUrl"]
     arn = cloud.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

@@ -159,7 +159,7 @@ def check_registration(engine: Any, definition: Any) -> None:
     (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks
     this: a stored definition that is loaded again is not refused, its step fails with
     INLINE_TASK_NOT_FOUND when it runs. Last, the queues its sqs triggers name must be readable
-    (service/triggers.py `check_trigger_sources`), before anything is stored."""
+    (service/trigger_checks.py), before anything is stored."""
     limit = getattr(engine, "decider_timeout_ms", None)
     problems = inline_timeout_problems(definition, limit) if limit else []
     served = served_inline_tasks(engine)
@@ -167,7 +167,7 @@ def check_registration(engine: Any, definition: Any) -> None:
         problems += unserved_inline_problems(definition, served)
     if problems:
         raise ValidationError(problems)
-    from orbit.service.triggers import check_trigger_sources
+    from orbit.service.trigger_checks import check_trigger_sources
 
     check_trigger_sources(engine, definition)  # an sqs trigger's queue can be read (docs/triggers.md)
 

@@ -176,24 +176,6 @@ def sync_triggers(engine: Any, workflow: str) -> None:
             source.sync(workflow, wanted, {k: t for k, t in former.items()})
 
 
-def check_trigger_sources(engine: Any, definition: Any) -> None:
-    """Before a definition is stored: every queue its sqs triggers name can be read by this stack
-    (`engine.trigger_sources.queue_problem`; no adapter: nothing to ask). A ValidationError naming
-    the trigger and its field otherwise, so nothing is registered and nothing is mapped."""
-    check = getattr(getattr(engine, "trigger_sources", None), "queue_problem", None)
-    if check is None:
-        return
-    for name, trig in triggers_of(definition).items():
-        if trig.kind == "sqs":
-            arn = str(trig.config["queue_arn"])
-            problem = check(arn)
-            if problem:
-                raise ValidationError(
-                    f"trigger {name!r} names queue {arn}: {problem}; nothing was registered",
-                    f"triggers.{name}.sqs.queue_arn",
-                )
-
-
 def _eval(template: Any, root: Any, now: int, trig: Trigger, what: str) -> Any:
     try:
         return evaluate(template, root, now)

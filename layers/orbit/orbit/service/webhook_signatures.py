@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any
 
 MAX_HEADER = 4096  # a Stripe header carries a few signatures; anything longer is not one
 
 
-def problem(sig: dict[str, object], key: bytes, body: bytes, given: str, now_ms: int) -> tuple[str, str] | None:
+def problem(sig: dict[str, Any], key: bytes, body: bytes, given: str,
+            now_ms: int) -> tuple[str, str] | None:
     header = str(sig["header"])
     if sig["scheme"] == "stripe":
         return _stripe(key, body, given, now_ms, int(sig.get("tolerance_ms") or 0), header)
