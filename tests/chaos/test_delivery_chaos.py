@@ -126,7 +126,7 @@ def test_timer_messages_early_late_or_twice_are_harmless(seed: int) -> None:
 # signal-with-start bursts, debounce and batching, through two triggers environments. The seeds
 # that found T1 and T2 (tests/unit/test_trigger_chaos_findings.py) are in the default set.
 TRIGGERS = dataclasses.replace(Profile(), executions=1, triggers=T.WORKLOADS)
-TRIGGER_SEEDS = parse_seeds(os.environ.get("CHAOS_TRIGGER_SEEDS", "1-10"))
+TRIGGER_SEEDS = parse_seeds(os.environ.get("CHAOS_TRIGGER_SEEDS", "1-8"))
 
 
 def test_triggers_control_without_faults() -> None:
