@@ -59,6 +59,7 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")  # thousands of invoca
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 import chaos_durable  # noqa: E402
+import chaos_triggers as T  # noqa: E402
 import chaos_workloads as W  # noqa: E402
 from aws_resources import _TEMPLATE, Clients, Stack, create_stack  # noqa: E402
 from botocore.awsrequest import AWSResponse  # noqa: E402
@@ -112,12 +113,14 @@ class Profile:
     # delays held by the model; `dup_early`: a delayed message gets a copy 1-60 s before its time.
     on_the_second: bool = False
     dup_early: float = 0.0
+    # Triggers (chaos_triggers.py): these trigger workloads' events, through two triggers environments
+    triggers: tuple[str, ...] = ()
 
     @property
     def holds_delays(self) -> bool:
-        """The model holds DelaySeconds (moto would on wall time): timers on the second, and the
-        durable functions' `fire` messages (chaos_durable.py)."""
-        return self.on_the_second or "durable" in self.workloads
+        """The model holds DelaySeconds (moto would on wall time): timers on the second, the
+        durable functions' `fire` messages (chaos_durable.py), the trigger buffers' checks."""
+        return self.on_the_second or "durable" in self.workloads or bool(self.triggers)
 
     @classmethod
     def none(cls) -> Profile:
@@ -188,7 +191,8 @@ class Throttle:
             w.dirty.add(str((json.loads(params.get("body") or b"{}")).get("QueueUrl", "")))
         if w.faulty and w.rng.random() < w.profile.throttle:
             self._throttle(w, service, op)
-        if service == "dynamodb" and op in WRITES and w.running.startswith("decider#") and not w.nested \
+        if service == "dynamodb" and op in WRITES and w.running.startswith(("decider#", "triggers#")) \
+                and not w.nested \
                 and len(w.envs["decider"]) > 1 and w.rng.random() < w.profile.interleave:
             w.meanwhile()
         if service == "sqs" and op == "ChangeMessageVisibility":
@@ -280,17 +284,32 @@ class World:
         self.seed, self.clients, self.stack, self.profile = seed, clients, stack, profile
         self.rng = random.Random(seed)
         self.clock = VirtualClock()
-        self.queues: dict[str, list[Msg]] = {q: [] for q in SERVED}
-        self.dead: dict[str, list[Msg]] = {q: [] for q in SERVED}
+        self.served = dict(SERVED)
+        self.arns = dict(stack.arns)
+        self.feed = T.Feed()
+        if profile.triggers:  # the trigger queue, and the user's queue an sqs trigger names
+            self.served |= {"TriggerQueue": "triggers", T.USER_QUEUE: "triggers"}
+            url = clients.sqs.create_queue(QueueName=T.USER_QUEUE,
+                                           Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+            stack.queues[T.USER_QUEUE] = url
+            self.arns[T.USER_QUEUE] = clients.sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self.feed = T.build_feed(seed, random.Random(f"feed-{seed}"), profile.triggers)
+        self.queues: dict[str, list[Msg]] = {q: [] for q in self.served}
+        self.dead: dict[str, list[Msg]] = {q: [] for q in self.served}
         self.excused: list[Msg] = []  # dead-lettered after a fault hit every delivery
         self.redriven: list[str] = []  # their ids, once the operator moved them back (redrive_excused)
         self.throttled_in: set[int] = set()  # invocations with a throttled call
-        self.visibility_ms = {q: 1000 * int(QUEUES[q].get("VisibilityTimeout", 30)) for q in SERVED}
-        self.max_receives = {q: int(QUEUES[q]["RedrivePolicy"]["maxReceiveCount"]) for q in SERVED}
+        props = {**QUEUES, T.USER_QUEUE: {"VisibilityTimeout": 60,
+                                          "RedrivePolicy": {"maxReceiveCount": T.USER_MAX_RECEIVES}}}
+        self.visibility_ms = {q: 1000 * int(props[q].get("VisibilityTimeout", 30)) for q in self.served}
+        self.max_receives = {q: int(props[q]["RedrivePolicy"]["maxReceiveCount"]) for q in self.served}
         self.urls = {url: q for q, url in stack.queues.items()}
         self.envs = {f: [Env(f"{f}#{i + 1}", self) for i in range(profile.envs)]
                      for f in ("decider", "worker")}
         self.envs |= {f: [Env(f, self)] for f in ("api", "timers", "durable")}
+        if profile.triggers:
+            self.envs["triggers"] = [Env(f"triggers#{i + 1}", self) for i in range(profile.envs)]
         self.checker = Env("checker", self)
         self.running: str | None = None  # the environment whose handler runs now
         self.faulty = True
@@ -328,7 +347,7 @@ class World:
     def meanwhile(self) -> None:
         """Something else happens while a decider is about to write: the other decider environment
         decides a batch, a worker answers, or the client sends a signal (environments run at once)."""
-        options = [q for q in SERVED if any(m.visible_ms <= self.clock.now for m in self.queues[q])]
+        options = [q for q in self.served if any(m.visible_ms <= self.clock.now for m in self.queues[q])]
         if any(e.started for e in self.executions) and any(e.signals for e in self.executions):
             options.append("client")
         if not options:
@@ -422,9 +441,9 @@ class World:
             return
         if self.faulty and self.rng.random() < self.profile.reorder:
             self.rng.shuffle(records)
-        env = self.rng.choice([e for e in self.envs[SERVED[queue]] if e.name != besides])
-        function = "decider" if queue == "DecisionQueue" else "example_worker"
-        event = {"Records": [to_record(r, self.stack.arns[queue]) for r in records]}
+        env = self.rng.choice([e for e in self.envs[self.served[queue]] if e.name != besides])
+        function = {"decider": "decider", "worker": "example_worker"}.get(self.served[queue], "triggers")
+        event = {"Records": [to_record(r, self.arns[queue]) for r in records]}
         self.trace.append(f"t+{(now - START_MS) // 1000}s {env.name} <- "
                           + ", ".join(f"{m.mid}#{m.receives}:{_kinds(m.body)}" for m in handed))
         invoked = self.invocations + 1  # this invocation's number (a `meanwhile` one comes after)
@@ -501,7 +520,8 @@ class World:
         if any(e.workload.durable for e in self.executions):
             chaos_durable.attach(self)
         faulty, self.faulty = self.faulty, False
-        for d in W.DEFINITIONS:  # registered before any fault: a deployment, not traffic
+        extra = T.definitions(self.arns[T.USER_QUEUE]) if self.profile.triggers else ()
+        for d in (*W.DEFINITIONS, *extra):  # registered before any fault: a deployment, not traffic
             status, got = self.api("POST", "/definitions", d)
             assert status == 201, f"registering {d['name']}: {status} {got}"
         self.faulty = faulty
@@ -540,6 +560,34 @@ class World:
             raise AssertionError(f"signal {sid}: {status} {got}")
         return True
 
+    def rel(self) -> int:
+        return (self.clock.now - START_MS) // 1000
+
+    def emit(self) -> None:
+        """The feed's next event: onto its queue (moto, then the model, with the faults of any
+        send), or a signal-with-start call (retried 5 s later when the API failed)."""
+        ev = self.feed.events[0]
+        if ev.queue == "api":
+            if not T.api_signal_with_start(self, ev):  # retried before the calls after it (a
+                at = self.clock.now - START_MS + 5_000  # client that waits for each answer)
+                for later in self.feed.events:
+                    if later.queue == "api":
+                        later.at_ms = max(later.at_ms, at)
+                self.feed.events.sort(key=lambda e: e.at_ms)  # stable: the failed call stays first
+                return
+        else:
+            url = self.stack.queues[ev.queue]
+            self.clients.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(ev.body))
+            self.dirty.add(url)
+            self.collect()
+            self.trace.append(f"t+{self.rel()}s event {ev.key} -> {ev.queue}")
+        self.feed.sent.append(self.feed.events.pop(0))
+
+    def history_problems(self, eid: str, events: list[dict[str, Any]]) -> list[str]:
+        """`_check_history` for a triggered execution (its signals are checked by chaos_triggers)."""
+        runs: Counter[tuple[str, int | None]] = Counter((r.key, r.attempt) for r in W.LEDGER)
+        return _check_history(eid, events, T.workload(eid.split("-")[0]), runs, self, signals=False)
+
     def run(self, max_ticks: int = 3000) -> None:
         self.setup()
         skew_ms: int = load_app("timers").SKEW_MS
@@ -557,7 +605,11 @@ class World:
             if has_client_work and (not any(e.started for e in self.executions) or self.rng.random() < 0.15):
                 self.client_step()
                 continue
-            ready = [q for q in SERVED if any(m.visible_ms <= self.clock.now for m in self.queues[q])]
+            event = self.feed.due(self.clock.now - START_MS)
+            if event is not None and self.rng.random() < 0.5:
+                self.emit()
+                continue
+            ready = [q for q in self.served if any(m.visible_ms <= self.clock.now for m in self.queues[q])]
             if ready:
                 self.deliver(self.rng.choice(ready))
                 continue
@@ -568,8 +620,12 @@ class World:
             if has_client_work:
                 self.client_step()
                 continue
+            if event is not None:
+                self.emit()
+                continue
             later = [m.visible_ms for q in self.queues.values() for m in q]
             later += [fire + skew_ms] if fire is not None else []
+            later += [START_MS + t] if (t := self.feed.next_ms()) is not None else []
             if later:
                 self.clock.now = max(self.clock.now, min(later))
                 continue
@@ -619,7 +675,7 @@ def _kinds(body: str) -> str:
 def check(world: World) -> list[str]:
     """The invariants once the world is quiet, as a list of what is wrong (empty: all hold)."""
     engine = Env("check", world).services.engine  # cold: everything read from the table
-    problems: list[str] = []
+    problems: list[str] = T.check(world, engine) if world.profile.triggers else []
     runs: Counter[tuple[str, int | None]] = Counter((r.key, r.attempt) for r in W.LEDGER)
     for ex in world.executions:
         wl = ex.workload
@@ -670,7 +726,7 @@ def check(world: World) -> list[str]:
 
 
 def _check_history(eid: str, events: list[dict[str, Any]], wl: W.Workload,
-                   runs: Counter[tuple[str, int | None]], world: World) -> list[str]:
+                   runs: Counter[tuple[str, int | None]], world: World, signals: bool = True) -> list[str]:
     out = []
     seqs = [e["seq"] for e in events]
     if seqs != list(range(1, len(seqs) + 1)):
@@ -687,7 +743,7 @@ def _check_history(eid: str, events: list[dict[str, Any]], wl: W.Workload,
 
     received = Counter(sid(e) for e in events if e["type"] == "SignalReceived")
     consumed = Counter(sid(e) for e in events if e["type"] == "SignalConsumed")
-    if eid.count("/") == 0:
+    if eid.count("/") == 0 and signals:
         expected = Counter(f"batch:bulk-{eid}" if wl.by_batch else f"{eid}:{s}" for s, _ in wl.signals)
         if received != expected or consumed != expected:
             out.append(f"{eid}: signals received {dict(received)}, consumed {dict(consumed)}; "

@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
                              f"({', '.join(sorted({**C.W.WORKLOADS, **C.W.EXTRA}))})")
     parser.add_argument("--rates", default="",
                         help="override fault rates, e.g. throttle=0.08,dup_late=0.2 (fields of Profile)")
+    parser.add_argument("--triggers", default="",
+                        help=f"add trigger workloads: all, or some of {', '.join(C.T.WORKLOADS)} "
+                             "(with one regular workload unless --workloads says otherwise)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     profile = C.Profile.none() if args.no_faults else C.Profile()
@@ -51,7 +54,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--workloads: unknown {unknown}; known: {sorted(known)}")
         profile = dataclasses.replace(profile, workloads=names,
                                       executions=min(profile.executions, len(names)))
+    if args.triggers:
+        names = C.T.WORKLOADS if args.triggers == "all" else tuple(n for n in args.triggers.split(",") if n)
+        unknown = sorted(set(names) - set(C.T.WORKLOADS))
+        if unknown:
+            parser.error(f"--triggers: unknown {unknown}; known: all, {', '.join(C.T.WORKLOADS)}")
+        profile = dataclasses.replace(profile, triggers=names,
+                                      executions=profile.executions if args.workloads else 1)
     flags = " --no-faults" if args.no_faults else ""
+    flags += f" --triggers {args.triggers}" if args.triggers else ""
     flags += f" --workloads {args.workloads}" if args.workloads else ""
     flags += f" --rates {args.rates}" if args.rates else ""
     seeds = C.parse_seeds(args.seeds)

@@ -15,6 +15,7 @@ import re
 import time
 import warnings
 
+import chaos_triggers as T
 import chaos_workloads as W
 import pytest
 from chaos_world import Profile, parse_seeds, run_seed
@@ -117,5 +118,43 @@ def test_on_the_second_the_faults_reach_the_wakes() -> None:
 @pytest.mark.parametrize("seed", SECOND_SEEDS)
 def test_timer_messages_early_late_or_twice_are_harmless(seed: int) -> None:
     result = run_seed(seed, ON_THE_SECOND)
+    if not result.ok:
+        pytest.fail(result.report(), pytrace=False)
+
+
+# Triggers (chaos_triggers.py): EventBridge starts by id, an SQS trigger with a poison message,
+# signal-with-start bursts, debounce and batching, through two triggers environments. The seeds
+# that found T1 and T2 (tests/unit/test_trigger_chaos_findings.py) are in the default set.
+TRIGGERS = dataclasses.replace(Profile(), executions=1, triggers=T.WORKLOADS)
+TRIGGER_SEEDS = parse_seeds(os.environ.get("CHAOS_TRIGGER_SEEDS", "1-8"))
+
+
+def test_triggers_control_without_faults() -> None:
+    result = run_seed(1, dataclasses.replace(Profile.none(), envs=1, executions=0, triggers=T.WORKLOADS))
+    assert result.ok, result.report()
+    assert any("event sws-ev-1-1 -> TriggerQueue" in t for t in result.trace)
+
+
+def test_the_trigger_checks_catch_an_event_counted_twice_or_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A buffer that cannot tell a redelivered event (each delivery a new key: EventBridge's second
+    delivery of an event is counted again) is reported for its keys."""
+    import itertools
+
+    from orbit.service import trigger_buffers
+
+    real, n = trigger_buffers.add, itertools.count()
+
+    def add(engine: object, workflow: str, trig: object, key: str, base: str, input: object, ev: str) -> str:
+        return real(engine, workflow, trig, key, base, input, f"{ev}#{next(n)}")
+
+    monkeypatch.setattr(trigger_buffers, "add", add)
+    result = run_seed(1, dataclasses.replace(Profile.none(), envs=1, executions=0,
+                                             triggers=("trig-debounce", "trig-batch")))
+    assert any("events counted" in p for p in result.problems), result.problems
+
+
+@pytest.mark.parametrize("seed", TRIGGER_SEEDS)
+def test_triggers_under_chaos(seed: int) -> None:
+    result = run_seed(seed, TRIGGERS)
     if not result.ok:
         pytest.fail(result.report(), pytrace=False)

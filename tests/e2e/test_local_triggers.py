@@ -250,3 +250,50 @@ def test_batches_start_by_size_at_once_and_by_time_after_max_wait(stack: Any) ->
     stack.advance(121)  # the fourth click's batch waits at most 2 minutes
     stack.run_until_idle()
     assert stack.describe("clicks-home-2")["output"] == [3]
+
+
+def test_an_sqs_trigger_on_a_queue_that_does_not_exist_is_refused_before_it_is_stored(stack: Any) -> None:
+    from orbit.errors import ValidationError
+
+    arn = "arn:aws:sqs:us-east-1:123456789012:orbit-trigger-nowhere"
+    definition = {"orbit": 1, "name": "trig-nowhere", "version": "1", "steps": {"a": {"compute": "{% 1 %}"}},
+                  "triggers": {"jobs": {"sqs": {"queue_arn": arn}, "id": "{% body.id %}"}}}
+    with pytest.raises(ValidationError) as refused:
+        stack.register(definition)
+    assert str(refused.value).startswith(f"triggers.jobs.sqs.queue_arn: trigger 'jobs' names queue {arn}: "
+                                         "the queue does not exist on the local stack: create it first")
+    assert "trig-nowhere" not in [w["name"] for w in stack.workflows()]  # before: stored, then refused
+    status, body = handle_request(stack.engine, "POST", "/definitions", definition)
+    assert status == 400 and "triggers.jobs.sqs.queue_arn" in body["error"]["message"], body
+    assert "trig-nowhere" not in [w["name"] for w in stack.workflows()]
+
+
+def test_a_stripe_signed_webhook_starts_on_the_virtual_clock_and_a_replay_is_refused(stack: Any) -> None:
+    import hashlib
+    import hmac
+
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    boto3.client("secretsmanager").create_secret(Name="orbit-local/webhooks/stripe", SecretString=secret)
+    stack.register({
+        "orbit": 1, "name": "trig-stripe", "version": "1", "steps": {"a": {"compute": "{% input %}"}},
+        "output": "{% steps.a.output %}",
+        "triggers": {"paid": {"webhook": {"signature": {"scheme": "stripe",
+                                                        "secret": "orbit-local/webhooks/stripe"}},
+                              "id": "{% 'stripe-' & body.data.object.id %}",
+                              "input": "{% body.data.object.amount %}"}},
+    })
+    raw = json.dumps({"id": "evt_1", "object": "event", "type": "charge.succeeded",
+                      "data": {"object": {"id": "ch_1", "object": "charge", "amount": 1500}}}).encode()
+    t = stack.engine.clock.now_ms() // 1000  # the local stack's virtual clock, not the wall's
+    header = {"Stripe-Signature": f"t={t},v1=" + hmac.new(secret.encode(), f"{t}.".encode() + raw,
+                                                           hashlib.sha256).hexdigest()}
+    path = "/webhooks/trig-stripe/paid"
+    assert handle_request(stack.engine, "POST", path, raw, headers={})[0] == 401
+    assert handle_request(stack.engine, "POST", path, raw, headers=header) == (
+        202, {"status": "started", "execution_id": "stripe-ch_1"})
+    stack.run_until_idle()
+    assert stack.describe("stripe-ch_1")["output"] == 1500
+    stack.advance(360)  # six virtual minutes later the same request is a replay
+    status, body = handle_request(stack.engine, "POST", path, raw, headers=header)
+    assert (status, body["error"]["code"]) == (401, "STALE_SIGNATURE"), body
+    assert _ids(stack, "trig-stripe") == ["stripe-ch_1"]

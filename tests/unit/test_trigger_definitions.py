@@ -73,7 +73,9 @@ def test_a_valid_block_parses_with_defaults_filled_in() -> None:
         "detail": {"bucket": {"name": ["my-bucket"]}, "object": {"key": [{"wildcard": "in/*.csv"}]}},
     }
     assert t["queue"].input == "{% body %}" and t["queue"].pattern() is None
-    assert t["hook"].config == {"secret": "orbit/stripe", "header": "X-Orbit-Signature", "max_bytes": 262144}
+    assert t["hook"].config == {"secret": "orbit/stripe", "header": "X-Orbit-Signature", "max_bytes": 262144,
+                                "signature": {"scheme": "hmac", "secret": "orbit/stripe",
+                                              "header": "X-Orbit-Signature"}}
     assert t["hook"].signal == {"name": "item", "payload": "{% body.item %}"}
 
 

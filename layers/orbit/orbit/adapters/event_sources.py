@@ -17,9 +17,43 @@ from orbit.core.definition.triggers import Trigger
 BATCH_SIZE = 10
 
 
+NO_QUEUE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
+DENIED = ("AccessDenied", "AccessDeniedException", "KMS.AccessDeniedException")
+
+
 class LambdaEventSources:
-    def __init__(self, client: Callable[[], Any], function_arn: str, queues: Callable[[], set[str]]) -> None:
+    def __init__(self, client: Callable[[], Any], function_arn: str, queues: Callable[[], set[str]],
+                 sqs: Callable[[], Any] | None = None, prefix: str = "") -> None:
         self._client, self.function_arn, self._queues = client, function_arn, queues
+        self._sqs, self.prefix = sqs, prefix
+
+    def queue_problem(self, arn: str) -> str | None:
+        """Why the triggers function could not read the queue `arn` (None: it can), asked at
+        registration before the definition is stored: another region or account than the
+        function's, a name without the stack's TriggerQueueNamePrefix (its role reads only those),
+        or no such queue (GetQueueUrl). A throttled call is raised (the registration fails, 5xx)."""
+        from botocore.exceptions import ClientError
+
+        region, account, name = arn.split(":")[3:6]
+        home = self.function_arn.split(":")[3:5]
+        if [region, account] != home:
+            return (f"the queue is in {region}/{account}; the triggers function reads queues of its own "
+                    f"region and account ({'/'.join(home)}) only")
+        if self.prefix and not name.startswith(self.prefix):
+            return (f"Orbit may read only queues whose names start with {self.prefix!r} (the stack's "
+                    "TriggerQueueNamePrefix): rename the queue or deploy with another prefix")
+        if self._sqs is None:
+            return None
+        try:
+            self._sqs().get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)
+        except ClientError as e:
+            code = str(e.response.get("Error", {}).get("Code", ""))
+            if code in NO_QUEUE:
+                return "the queue does not exist: create it first"
+            if code in DENIED:
+                return f"Orbit cannot read it ({code})"
+            raise
+        return None
 
     def sync(
         self, workflow: str, triggers: dict[str, Trigger], former: dict[str, Trigger] | None = None

@@ -58,7 +58,8 @@ def attach(services: Any, engine: Any, env: Mapping[str, str] | None = None) -> 
         from orbit.adapters.event_sources import LambdaEventSources
 
         engine.trigger_sources = LambdaEventSources(
-            lambda: _client(services, "lambda"), function_arn, lambda: sqs_trigger_queues(engine)
+            lambda: _client(services, "lambda"), function_arn, lambda: sqs_trigger_queues(engine),
+            lambda: services.sqs, env.get("ORBIT_TRIGGER_QUEUE_NAME_PREFIX", ""),
         )
 
 
@@ -79,14 +80,25 @@ def _sqs_triggers(engine: Any) -> list[tuple[str, str, str]]:
 
     out = []
     for wf in engine.workflows():
-        try:
-            current = engine.registry.get(wf["name"], None)
-        except Exception:  # noqa: BLE001 - retired or gone: its triggers read nothing
+        current = _current(engine, wf["name"])
+        if current is None:
             continue
         for trig in triggers_of(current).values():
             if trig.kind == "sqs":
                 out.append((wf["name"], trig.name, str(trig.config["queue_arn"])))
     return out
+
+
+def _current(engine: Any, name: str) -> Any:
+    """The workflow's newest active version; None when retired or gone. Any other failure (a
+    throttled read) is raised: the record is retried, never dead-lettered as "no trigger" (a
+    delivery-chaos finding, docs/decisions/trig3-triggers-under-chaos.md)."""
+    from orbit.errors import NotFound, UnknownWorkflow, WorkflowRetired
+
+    try:
+        return engine.registry.get(name, None)
+    except (UnknownWorkflow, WorkflowRetired, NotFound):
+        return None
 
 
 def handle_records(engine: Any, event: Mapping[str, Any], trigger_queue_arn: str) -> dict[str, Any]:
@@ -100,10 +112,11 @@ def handle_records(engine: Any, event: Mapping[str, Any], trigger_queue_arn: str
             if source == trigger_queue_arn or not source:
                 _from_rule(engine, record)
             else:
-                if readers is None:
-                    readers = {}
+                if readers is None:  # assigned only once read in full: a throttled read fails this
+                    found: dict[str, list[tuple[str, str]]] = {}  # record, and the next reads again
                     for workflow, trigger, arn in _sqs_triggers(engine):
-                        readers.setdefault(arn, []).append((workflow, trigger))
+                        found.setdefault(arn, []).append((workflow, trigger))
+                    readers = found
                 _from_queue(engine, record, readers.get(source, []))
         except Exception:
             log.exception("trigger record %s from %s failed: retried", mid, source)
@@ -141,9 +154,8 @@ def _unwrapped(engine: Any, ev: dict[str, Any], mid: str) -> None:
 
     taken = False
     for wf in engine.workflows():
-        try:
-            current = engine.registry.get(wf["name"], None)
-        except Exception:  # noqa: BLE001 - retired or gone
+        current = _current(engine, wf["name"])
+        if current is None:
             continue
         for trig in triggers_of(current).values():
             pattern = trig.pattern()

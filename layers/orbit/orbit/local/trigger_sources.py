@@ -26,6 +26,20 @@ class LocalEventSources:
     def __init__(self, cloud: Any, queues: Callable[[], set[str]]) -> None:
         self.cloud, self._queues = cloud, queues
 
+    def queue_problem(self, arn: str) -> str | None:
+        """Why the queue `arn` cannot be read here (None: it can): asked at registration, before the
+        definition is stored."""
+        import boto3
+
+        sqs = boto3.client("sqs")
+        name, account = arn.rsplit(":", 1)[1], arn.split(":")[4]
+        try:
+            sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)
+        except sqs.exceptions.QueueDoesNotExist:
+            return (f"the queue does not exist on the local stack: create it first (boto3 create_queue "
+                    f"at {self.cloud.emulator.endpoint_url})")
+        return None
+
     def sync(
         self, workflow: str, triggers: dict[str, Trigger], former: dict[str, Trigger] | None = None
     ) -> None:

@@ -158,7 +158,8 @@ def check_registration(engine: Any, definition: Any) -> None:
     when the definition was parsed), or whose inline step names a task this stack does not serve
     (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks
     this: a stored definition that is loaded again is not refused, its step fails with
-    INLINE_TASK_NOT_FOUND when it runs."""
+    INLINE_TASK_NOT_FOUND when it runs. Last, the queues its sqs triggers name must be readable
+    (service/trigger_checks.py), before anything is stored."""
     limit = getattr(engine, "decider_timeout_ms", None)
     problems = inline_timeout_problems(definition, limit) if limit else []
     served = served_inline_tasks(engine)
@@ -166,6 +167,9 @@ def check_registration(engine: Any, definition: Any) -> None:
         problems += unserved_inline_problems(definition, served)
     if problems:
         raise ValidationError(problems)
+    from orbit.service.trigger_checks import check_trigger_sources
+
+    check_trigger_sources(engine, definition)  # an sqs trigger's queue can be read (docs/triggers.md)
 
 
 def served_inline_tasks(engine: Any) -> frozenset[str] | None:

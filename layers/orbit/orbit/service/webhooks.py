@@ -3,9 +3,11 @@
 The request is checked before anything is parsed or started:
 1. the trigger exists and is a webhook (404 otherwise);
 2. the raw body is at most the trigger's `max_bytes` (413);
-3. the signature header (`X-Orbit-Signature` unless the trigger names another) carries the
-   HMAC-SHA256 of the raw body under the trigger's secret from Secrets Manager, as hex, optionally
-   prefixed `sha256=` (GitHub's form); compared in constant time. Missing or wrong: 401, nothing starts.
+3. the signature header carries the signature of the trigger's scheme under its secret from Secrets
+   Manager (service/webhook_signatures.py): `hmac`, the hex HMAC-SHA256 of the raw body in
+   `X-Orbit-Signature` unless the trigger names another header, optionally prefixed `sha256=`
+   (GitHub's form); `stripe`, Stripe's `Stripe-Signature: t=...,v1=...` within its tolerance of the
+   service clock. Compared in constant time. Missing, wrong or too old: 401, nothing starts.
 Then the event `{body, headers}` goes through `triggers.deliver`: 202 with what happened. An event
 the trigger refuses (an expression failed) goes to the trigger dead-letter queue with the reason
 and is answered 422.
@@ -14,7 +16,6 @@ and is answered 422.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -51,20 +52,19 @@ def handle_webhook(
             f"webhook body: {len(body)} bytes; trigger {trigger!r} takes at most {limit}",
         )
     lowered = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
-    header = str(trig.config["header"])
+    sig = dict(trig.config["signature"])
+    header = str(sig["header"])
     given = lowered.get(header.lower(), "").strip()
     secrets: WebhookSecrets | None = getattr(engine, "webhook_secrets", None)
     if secrets is None:
         return _error(500, "NO_SECRETS", "this deployment cannot read webhook secrets; nothing was started")
     if not given:
         return _error(401, "UNSIGNED", f"the request has no {header} header; nothing was started")
-    expected = hmac.new(secrets.get(str(trig.config["secret"])), body, hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(given.removeprefix("sha256=").lower(), expected):
-        return _error(
-            401,
-            "BAD_SIGNATURE",
-            f"the {header} header is not the HMAC-SHA256 of the body; nothing was started",
-        )
+    from orbit.service.webhook_signatures import problem
+
+    refused = problem(sig, secrets.get(str(sig["secret"])), body, given, engine.clock.now_ms())
+    if refused is not None:
+        return _error(401, *refused)
     try:
         parsed: Any = json.loads(body) if body else None
     except ValueError:
@@ -85,6 +85,8 @@ def handle_webhook(
 
 def sign(secret: bytes, body: bytes) -> str:
     """The header value a sender puts on `body` (`sha256=` + hex HMAC-SHA256): for tests and tools."""
+    import hmac
+
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 

@@ -6,6 +6,7 @@
         # or s3: {bucket, prefix?, suffix?, bus?}   (EventBridge's "Object Created" events)
         # or sqs: {queue_arn}                       (each message starts one execution)
         # or webhook: {secret, header?, max_bytes?} (POST /webhooks/WORKFLOW/NAME, HMAC-SHA256)
+        #    or webhook: {signature: {scheme: hmac|stripe, secret, header?, tolerance?}, max_bytes?}
         id: "{% detail.order_id %}"  # the execution id: the same event twice starts once
         input: "{% detail %}"        # the execution's input (default: detail, or the body)
         when: "{% detail.total > 0 %}"   # optional: false ignores the event
@@ -41,7 +42,7 @@ KIND_KEYS = MappingProxyType(
         "eventbridge": ("bus", "pattern"),
         "s3": ("bucket", "prefix", "suffix", "bus"),
         "sqs": ("queue_arn",),
-        "webhook": ("secret", "header", "max_bytes"),
+        "webhook": ("secret", "header", "max_bytes", "signature"),
     }
 )
 TRIGGER_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
@@ -52,6 +53,9 @@ SECRET = re.compile(r"[A-Za-z0-9/_+=.@:-]{1,2048}")
 HEADER = re.compile(r"[A-Za-z0-9-]{1,100}")
 MAX_TRIGGERS = 20
 DEFAULT_HEADER = "X-Orbit-Signature"
+SCHEMES = MappingProxyType({"hmac": DEFAULT_HEADER, "stripe": "Stripe-Signature"})  # scheme -> header
+DEFAULT_TOLERANCE_MS = 300_000  # Stripe's own default: a signature older (or newer) than 5 min is refused
+MAX_TOLERANCE_MS = 86_400_000
 DEFAULT_MAX_BYTES = 256 * 1024
 MAX_WEBHOOK_BYTES = 6 * 1024 * 1024  # the API's own request limit
 DEFAULT_INPUT = MappingProxyType(
@@ -178,17 +182,46 @@ def _check_kind(kind: str, conf: Any, where: str, out: Problems) -> None:
         if not isinstance(conf.get("queue_arn"), str) or not QUEUE_ARN.fullmatch(conf["queue_arn"]):
             out.add(join(where, "queue_arn"), "required: an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)")
     elif kind == "webhook":
-        if not isinstance(conf.get("secret"), str) or not SECRET.fullmatch(conf["secret"]):
-            out.add(
-                join(where, "secret"),
-                "required: the name or ARN of the Secrets Manager secret whose value signs the requests",
-            )
-        if "header" in conf and (not isinstance(conf["header"], str) or not HEADER.fullmatch(conf["header"])):
-            out.add(join(where, "header"), "an HTTP header name (letters, digits, -)")
+        if "signature" in conf:
+            for key in ("secret", "header"):
+                if key in conf:
+                    out.add(join(where, key), f"give {key} inside signature:, not next to it")
+            _check_signature(conf["signature"], join(where, "signature"), out)
+        else:
+            _check_signature({"scheme": "hmac", **conf}, where, out, keys=False)
         if "max_bytes" in conf:
             n = conf["max_bytes"]
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_WEBHOOK_BYTES:
                 out.add(join(where, "max_bytes"), f"a whole number of bytes, 1 to {MAX_WEBHOOK_BYTES}")
+
+
+def _check_signature(conf: Any, where: str, out: Problems, keys: bool = True) -> None:
+    """`signature: {scheme, secret, header?, tolerance?}` (or, without it, the webhook's own
+    `secret` and `header`: the hmac scheme)."""
+    from orbit.core.definition.checks import check_duration
+
+    if not isinstance(conf, dict):
+        out.add(where, f"must be a mapping (scheme, secret, header, tolerance), not {type_name(conf)}")
+        return
+    if keys:
+        check_keys(conf, ("scheme", "secret", "header", "tolerance"), where, out, "a webhook's signature")
+        if conf.get("scheme") not in SCHEMES:
+            out.add(join(where, "scheme"), f"required: one of {', '.join(SCHEMES)} "
+                    "(hmac: hex HMAC-SHA256 of the body; stripe: Stripe-Signature t=...,v1=...)")
+    if not isinstance(conf.get("secret"), str) or not SECRET.fullmatch(conf["secret"]):
+        out.add(
+            join(where, "secret"),
+            "required: the name or ARN of the Secrets Manager secret whose value signs the requests",
+        )
+    if "header" in conf and (not isinstance(conf["header"], str) or not HEADER.fullmatch(conf["header"])):
+        out.add(join(where, "header"), "an HTTP header name (letters, digits, -)")
+    if "tolerance" in conf:
+        if conf.get("scheme") != "stripe":
+            out.add(join(where, "tolerance"), "only the stripe scheme signs a time to check")
+        else:
+            ms = check_duration(conf["tolerance"], join(where, "tolerance"), out)
+            if ms is not None and ms > MAX_TOLERANCE_MS:
+                out.add(join(where, "tolerance"), "at most 24h")
 
 
 def _check_buffering(body: dict[str, Any], where: str, out: Problems) -> None:
@@ -251,8 +284,7 @@ def parse_triggers(block: Any) -> dict[str, Trigger]:
         if kind in ("eventbridge", "s3"):
             config.setdefault("bus", "default")
         if kind == "webhook":
-            config.setdefault("header", DEFAULT_HEADER)
-            config.setdefault("max_bytes", DEFAULT_MAX_BYTES)
+            config = _webhook(config)
         signal = body.get("signal")
         out[name] = Trigger(
             name,
@@ -274,6 +306,21 @@ def triggers_of(workflow: Any) -> dict[str, Trigger]:
     raw = getattr(workflow, "raw", None)
     block = raw.get("triggers") if isinstance(raw, dict) else getattr(workflow, "triggers", None)
     return parse_triggers(block) if block else {}
+
+
+def _webhook(config: dict[str, Any]) -> dict[str, Any]:
+    """A webhook's config with its signature in one form: `signature: {scheme, secret, header,
+    tolerance_ms}` (the old `secret`/`header` keys: the hmac scheme, kept as they were)."""
+    from orbit.core.definition.durations import parse_duration
+
+    sig = dict(config.pop("signature", None) or {"scheme": "hmac", "secret": config.get("secret"),
+                                                  "header": config.get("header")})
+    sig["header"] = sig.get("header") or SCHEMES[sig["scheme"]]
+    tolerance = sig.pop("tolerance", None)
+    if sig["scheme"] == "stripe":
+        sig["tolerance_ms"] = parse_duration(tolerance) if tolerance is not None else DEFAULT_TOLERANCE_MS
+    return {**config, "secret": sig["secret"], "header": sig["header"], "signature": sig,
+            "max_bytes": config.get("max_bytes", DEFAULT_MAX_BYTES)}
 
 
 def _debounce(conf: Any) -> dict[str, Any] | None:
