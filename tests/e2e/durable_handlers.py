@@ -1,5 +1,6 @@
 """Durable functions written with AWS's durable execution SDK, for tests/e2e/test_durable_sdk.py."""
 
+import threading
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
@@ -54,3 +55,19 @@ def three_steps(event: Any, context: DurableContext) -> Any:
     a = context.step(lambda _: 1, name="a")
     b = context.step(lambda _: a + 1, name="b")
     return context.step(lambda _: b + 1, name="c")
+
+
+HELD = threading.Event()  # `held` runs until a test sets it
+
+
+@durable_execution
+def held(event: Any, context: DurableContext) -> Any:
+    """A step that runs until released: longer than the decider would wait."""
+
+    def run(_: StepContext) -> str:
+        RUNS["held"] = RUNS.get("held", 0) + 1
+        if not HELD.wait(60):
+            raise RuntimeError("never released")
+        return "released"
+
+    return context.step(run, name="held")
