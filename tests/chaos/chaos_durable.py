@@ -61,11 +61,21 @@ def call(world: Any, method: str, path: str, body: Any, caller: str,
 
 
 class Function:
-    """The durable function, as the SDK runs it: the decider's Lambda adapter (`invoke`)."""
+    """The durable function, as the SDK runs it: the decider's Lambda adapter (`invoke_async`:
+    Lambda runs it and its destination sends the invocation's record to the answer queue)."""
 
     def __init__(self, world: Any) -> None:
         self.world = world
         self.role = f"arn:aws:sts::123456789012:assumed-role/durable-role/{FUNCTION}"
+
+    def invoke_async(self, name: str, event: dict[str, Any]) -> str:
+        from orbit.aws.durable_answers import invocation_record
+
+        out, crash = self.invoke(name, event)
+        rid = f"req{self.world.rng.getrandbits(32):x}"
+        record = invocation_record(f"arn:aws:lambda:us-east-1:123456789012:function:{name}", rid, event, out, crash)
+        self.world.answer(json.dumps(record))
+        return rid
 
     def invoke(self, name: str, event: dict[str, Any]) -> tuple[Any, Any]:
         assert name == FUNCTION, name

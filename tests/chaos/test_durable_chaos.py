@@ -1,6 +1,6 @@
 """A durable function on Orbit's AWS path under delivery chaos (chaos_durable.py): the durable API
-behind its function URL, the decider invoking the function through its Lambda adapter, `invoke`
-and `fire` messages on the decision queue, with duplicates, reordering, lost deletes, throttling
+behind its function URL, the decider invoking the function asynchronously through its Lambda
+adapter, the invocations' records on the answer queue, `invoke` and `fire` messages on the decision queue, with duplicates, reordering, lost deletes, throttling
 (of the URL handler's calls too) and two decider environments; a workflow (`chain`) beside it.
 
 `CHAOS_DURABLE_SEEDS` picks the seeds (default 1-7 and 40, about 2.5 s each; ~30 s in all);
@@ -42,6 +42,10 @@ def test_the_faults_reach_the_durable_path() -> None:
     assert any("duplicate of" in t for t in traces) and any("early copy" in t for t in traces)
     served = {t.split()[1] for t in traces if "<- " in t and ":durable(" in t}
     assert {"decider#1", "decider#2"} <= served
+    # the invocations' records come back through the answer queue, to either decider
+    records = {t.split()[1] for t in traces if t.startswith("    record m") and "answer queue" in t}
+    handed = {t.split("<- ")[1].split("#")[0] for t in traces if "<- " in t}
+    assert records and records & handed
 
 
 def test_the_checks_catch_a_step_run_twice(monkeypatch: pytest.MonkeyPatch) -> None:
