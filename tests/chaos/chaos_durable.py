@@ -73,7 +73,8 @@ class Function:
 
         out, crash = self.invoke(name, event)
         rid = f"req{self.world.rng.getrandbits(32):x}"
-        record = invocation_record(f"arn:aws:lambda:us-east-1:123456789012:function:{name}", rid, event, out, crash)
+        fn_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
+        record = invocation_record(fn_arn, rid, event, out, crash)
         self.world.answer(json.dumps(record))
         return rid
 

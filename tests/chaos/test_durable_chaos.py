@@ -1,6 +1,7 @@
 """A durable function on Orbit's AWS path under delivery chaos (chaos_durable.py): the durable API
 behind its function URL, the decider invoking the function asynchronously through its Lambda
-adapter, the invocations' records on the answer queue, `invoke` and `fire` messages on the decision queue, with duplicates, reordering, lost deletes, throttling
+adapter, the invocations' records on the answer queue, `invoke` and `fire` messages on the
+decision queue, with duplicates, reordering, lost deletes, throttling
 (of the URL handler's calls too) and two decider environments; a workflow (`chain`) beside it.
 
 `CHAOS_DURABLE_SEEDS` picks the seeds (default 1-7 and 40, about 2.5 s each; ~30 s in all);

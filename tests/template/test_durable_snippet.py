@@ -43,7 +43,8 @@ def test_the_snippet_sends_its_records_to_the_answer_queue(snippet_cfn: dict[str
     assert len(configs) == 1
     cfg = configs[0]
     assert cfg["MaximumRetryAttempts"] == 0 and cfg["MaximumEventAgeInSeconds"] == 60
-    assert cfg["DestinationConfig"] == {"OnSuccess": {"Destination": QUEUE}, "OnFailure": {"Destination": QUEUE}}
+    assert cfg["DestinationConfig"] == {"OnSuccess": {"Destination": QUEUE},
+                                        "OnFailure": {"Destination": QUEUE}}
     fn = snippet_cfn["Resources"]["GreeterFunction"]["Properties"]
     assert fn["Timeout"] > 180  # longer than the decider's longest timeout
 
@@ -56,4 +57,5 @@ def test_the_snippets_role_sends_only_to_the_answer_queue(snippet_cfn: dict[str,
     for st in sqs:
         assert st["Action"] in ("sqs:SendMessage", ["sqs:SendMessage"]) and st["Resource"] == QUEUE, st
     role = snippet_cfn["Resources"]["GreeterFunctionRole"]["Properties"]
-    assert {"Fn::ImportValue": {"Fn::Sub": "${OrbitStack}-DurableFunctionPolicyArn"}} in role["ManagedPolicyArns"]
+    policy = {"Fn::ImportValue": {"Fn::Sub": "${OrbitStack}-DurableFunctionPolicyArn"}}
+    assert policy in role["ManagedPolicyArns"]

@@ -55,7 +55,8 @@ def test_the_answer_queue_is_read_by_the_decider_and_sent_to_only_by_durable_fun
 
     assert names("sqs:SendMessage") == {"DurableFunctionPolicy"}
     assert names("sqs:ReceiveMessage") == names("sqs:DeleteMessage") == {"DeciderRole"}
-    mappings = [r for r in cfn_template["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"
+    mappings = [r for r in cfn_template["Resources"].values()
+                if r["Type"] == "AWS::Lambda::EventSourceMapping"
                 and r["Properties"].get("EventSourceArn") == arn]
     assert len(mappings) == 1 and mappings[0]["Properties"]["FunctionName"] == {"Ref": "DeciderFunction"}
     assert mappings[0]["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]

@@ -91,9 +91,12 @@ def test_a_record_of_another_invocation_or_function_is_not_its_answer() -> None:
 
 @pytest.mark.parametrize("body", [
     None, "text", [], {}, {"requestContext": {}, "requestPayload": {}},
-    {"requestContext": {"condition": "Success"}, "requestPayload": {"DurableExecutionArn": 1, "CheckpointToken": "1.0.r"}},
-    {"requestContext": {"condition": "Success"}, "requestPayload": {"DurableExecutionArn": "a", "CheckpointToken": "x"}},
-    {"requestContext": {"condition": "Later"}, "requestPayload": {"DurableExecutionArn": "a", "CheckpointToken": "1.0.r"}},
+    {"requestContext": {"condition": "Success"},
+     "requestPayload": {"DurableExecutionArn": 1, "CheckpointToken": "1.0.r"}},
+    {"requestContext": {"condition": "Success"},
+     "requestPayload": {"DurableExecutionArn": "a", "CheckpointToken": "x"}},
+    {"requestContext": {"condition": "Later"},
+     "requestPayload": {"DurableExecutionArn": "a", "CheckpointToken": "1.0.r"}},
 ])
 def test_a_malformed_record_is_dropped(body: Any) -> None:
     durable, _, _, _ = world(wait_s=1)
@@ -125,7 +128,8 @@ def test_a_functions_failure_and_a_dropped_event_are_failed_invocations() -> Non
     assert crashed["requestContext"]["condition"] == "RetriesExhausted"
     assert handle_answer(durable, crashed) is True
     s, _ = durable.service.load(arn)
-    assert _completed(s)[0]["Error"]["Payload"] == {"ErrorType": "Runtime.ExitError", "ErrorMessage": "exit 1"}
+    crash = {"ErrorType": "Runtime.ExitError", "ErrorMessage": "exit 1"}
+    assert _completed(s)[0]["Error"]["Payload"] == crash
     assert s.failed_invocations == 1 and any(m[1].get("op") == "invoke" for m in queue.items)
     # the next invocation's event, dropped by Lambda after its maximum age: never run
     invoke = next(m for m in queue.items if m[1].get("op") == "invoke")
@@ -134,7 +138,7 @@ def test_a_functions_failure_and_a_dropped_event_are_failed_invocations() -> Non
     durable.functions = type("Dropped", (), {"invoke_async": lambda self, n, e: dropped.append(e) or "r"})()
     dropped: list[dict[str, Any]] = []
     durable.handle(invoke[1])
-    aged = destination_record("arn:aws:lambda:us-east-1:1:function:" + f"{PREFIX}f", "r", dropped[0], None,
+    aged = destination_record(f"arn:aws:lambda:us-east-1:1:function:{PREFIX}f", "r", dropped[0], None,
                               None, "EventAgeExceeded", 0)
     assert "responsePayload" not in aged
     assert handle_answer(durable, aged) is True
@@ -169,6 +173,7 @@ def test_a_large_first_page_is_cut_to_fit_the_asynchronous_payload() -> None:
     cut = fit_event(event, 64 * 1024)
     page = cut["InitialExecutionState"]
     assert len(json.dumps(cut)) <= 64 * 1024 and 0 < len(page["Operations"]) < 300
-    assert page["NextMarker"] == str(len(page["Operations"])) and page["Operations"] == ops[:len(page["Operations"])]
+    kept = len(page["Operations"])
+    assert page["NextMarker"] == str(kept) and page["Operations"] == ops[:kept]
     small = {**event, "InitialExecutionState": {"Operations": ops[:3], "NextMarker": ""}}
     assert fit_event(small) is small

@@ -49,7 +49,8 @@ class Script:
         assert self.queue is not None
         out, crash = self.invoke(name, event)
         record = invocation_record(f"arn:aws:lambda:us-east-1:1:function:{name}", "r", event, out, crash)
-        self.queue.items.append((self.queue.clock.now_ms() + self.run_s * 1000, json.loads(json.dumps(record))))
+        due = self.queue.clock.now_ms() + self.run_s * 1000
+        self.queue.items.append((due, json.loads(json.dumps(record))))
         return "r"
 
     def invoke(self, name: str, event: dict[str, Any]) -> tuple[Any, Any]:

@@ -3,8 +3,9 @@ process dies before and after each write (every commit, every index row) and eac
 `invoke` and `fire` message, every asynchronous Lambda invoke) on the path of a function with two
 steps and a wait, in the decider (handling a decision message or an invocation's record from the
 answer queue) or in the durable API's handler. The message or record being handled comes back (SQS
-redelivers it); an SDK call that died is retried with the same ClientToken (botocore retries a 5xx). Nothing is lost: the execution
-ends SUCCEEDED, each step succeeds once and runs once, and no message is left behind."""
+redelivers it); an SDK call that died is retried with the same ClientToken (botocore retries a
+5xx). Nothing is lost: the execution ends SUCCEEDED, each step succeeds once and runs once, and no
+message is left behind."""
 
 from __future__ import annotations
 

@@ -5,11 +5,11 @@ asynchronously (`invoke_async`, `InvocationType=Event`): Lambda answers 202 at o
 invocation's record (its answer `{Status, Result?, Error?}` or its failure) to the function's
 asynchronous-invocation destination, Orbit's answer queue (orbit/aws/durable_answers.py,
 docs/decisions/dur4-async-invoke.md). `invoke` (`RequestResponse`) waits for the answer; the
-decider no longer uses it (it bounded a function's timeout by the decider's). A function error (an exception the
-SDK did not turn into an answer, a timeout, the runtime exiting) comes back as the crash Lambda
-reports (`X-Amz-Function-Error` and its `errorType`/`errorMessage`); a refusal of the call itself
-(throttling, a function that does not exist, no permission) raises `LambdaInvokeError`, so the
-message that asked for the invocation is retried by its queue.
+decider no longer uses it (it bounded a function's timeout by the decider's). A function error
+(an exception the SDK did not turn into an answer, a timeout, the runtime exiting) comes back as
+the crash Lambda reports (`X-Amz-Function-Error` and its `errorType`/`errorMessage`); a refusal
+of the call itself (throttling, a function that does not exist, no permission) raises
+`LambdaInvokeError`, so the message that asked for the invocation is retried by its queue.
 """
 
 from __future__ import annotations

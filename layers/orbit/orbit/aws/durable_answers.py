@@ -49,8 +49,8 @@ def fit_event(event: dict[str, Any], budget: int = ASYNC_EVENT_BUDGET) -> dict[s
     return {**event, "InitialExecutionState": {"Operations": page[:kept], "NextMarker": str(kept)}}
 
 
-def destination_record(function_arn: str, request_id: str, event: Any, answer: Any, function_error: str | None,
-                       condition: str = "Success", invoke_count: int = 1,
+def destination_record(function_arn: str, request_id: str, event: Any, answer: Any,
+                       function_error: str | None, condition: str = "Success", invoke_count: int = 1,
                        timestamp: str = "1970-01-01T00:00:00.000Z") -> dict[str, Any]:
     """Lambda's invocation record, as its asynchronous destinations send it (`answer`: the function's
     answer, or its error `{errorType, errorMessage}` when `function_error` is Unhandled; None and no
@@ -116,7 +116,7 @@ def _answered_last(s: DurableState, request_id: str) -> bool:
     if s.invoking:
         return False
     last = next((e for e in reversed(s.events) if e.get("EventType") == "InvocationCompleted"), None)
-    return bool(last) and (last.get("InvocationCompletedDetails") or {}).get("RequestId") == request_id
+    return last is not None and (last.get("InvocationCompletedDetails") or {}).get("RequestId") == request_id
 
 
 def handle_answer(durable: Any, body: Any, received: int = 1) -> bool:
@@ -171,7 +171,8 @@ def record_body(raw: Any) -> Any:
 
 
 def invocation_record(function_arn: str, request_id: str, event: Any, output: Any,
-                      crash: dict[str, Any] | None, timestamp: str = "1970-01-01T00:00:00.000Z") -> dict[str, Any]:
+                      crash: dict[str, Any] | None,
+                      timestamp: str = "1970-01-01T00:00:00.000Z") -> dict[str, Any]:
     """The record Lambda sends after running `event` once (MaximumRetryAttempts 0): its answer
     (OnSuccess), or its crash `{ErrorType, ErrorMessage}` as Lambda reports an unhandled error
     (OnFailure, RetriesExhausted)."""
