@@ -177,3 +177,21 @@ def test_a_large_first_page_is_cut_to_fit_the_asynchronous_payload() -> None:
     assert page["NextMarker"] == str(kept) and page["Operations"] == ops[:kept]
     small = {**event, "InitialExecutionState": {"Operations": ops[:3], "NextMarker": ""}}
     assert fit_event(small) is small
+
+
+def test_orbit_dev_drains_the_answer_queue_as_the_decider_not_as_a_worker() -> None:
+    from types import SimpleNamespace
+
+    from orbit.local.devserver import is_worker
+
+    env = {"ORBIT_DECISION_QUEUE_URL": "http://q/decisions",
+           "ORBIT_DURABLE_ANSWER_QUEUE_ARN": "arn:q:answers"}
+    decider = SimpleNamespace(logical_id="DeciderFunction", env=env)
+
+    def poller(url: str, arn: str) -> Any:
+        queue = SimpleNamespace(url=url, arn=arn)
+        return SimpleNamespace(mapping=SimpleNamespace(function=decider, queue=queue))
+
+    assert not is_worker(poller("http://q/decisions", "arn:q:decisions"))
+    assert not is_worker(poller("http://q/answers", "arn:q:answers"))  # serialized with the decider's
+    assert is_worker(poller("http://q/tasks", "arn:q:tasks"))
