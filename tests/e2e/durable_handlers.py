@@ -71,3 +71,20 @@ def held(event: Any, context: DurableContext) -> Any:
         return "released"
 
     return context.step(run, name="held")
+
+
+@durable_execution
+def big_steps(event: Any, context: DurableContext) -> Any:
+    """Five 40 KB step results, then a wait: the next invocation's operations exceed the 128 KB the
+    asynchronous event carries, so the SDK reads the rest of them with GetDurableExecutionState."""
+
+    def big(i: int) -> Any:
+        def run(_: StepContext) -> str:
+            RUNS[f"big{i}"] = RUNS.get(f"big{i}", 0) + 1
+            return str(i) * 40_000
+
+        return run
+
+    parts = [context.step(big(i), name=f"big{i}") for i in range(5)]
+    context.wait(Duration.from_seconds(1), name="pause")
+    return sum(len(p) for p in parts)

@@ -27,7 +27,7 @@ def world() -> Iterator[tuple[LocalStack, Any, Any]]:
     LambdaClient._cached_boto_client = None  # the SDK caches its client per process
     with LocalStack(mode="inprocess") as stack:
         aws = stack.durable()
-        for name in ("step_wait_step", "flaky", "approval", "held"):
+        for name in ("step_wait_step", "flaky", "approval", "held", "big_steps"):
             aws.register(name.replace("_", "-"), f"durable_handlers.{name}")
         client = boto3.client("lambda", region_name="us-east-1", endpoint_url=aws.url)
         yield stack, aws, client
@@ -125,6 +125,30 @@ def test_a_function_running_longer_than_the_deciders_timeout_completes(
     took_s = took.total_seconds() if hasattr(took, "total_seconds") else took / 1000
     assert took_s >= decider_s + 60, took
     assert durable_handlers.RUNS["held"] == 1
+
+
+def test_operations_past_the_asynchronous_event_budget_are_read_by_the_sdk(
+        world: tuple[LocalStack, Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from orbit.aws import durable as aws_durable
+
+    stack, aws, client = world
+    sizes: list[int] = []
+    uncut: list[int] = []
+    fit = aws_durable.fit_event
+
+    def measured(event: dict[str, Any]) -> dict[str, Any]:
+        out = fit(event)
+        sizes.append(len(json.dumps(out)))
+        uncut.append(len(json.dumps(event)))
+        return out
+
+    monkeypatch.setattr(aws_durable, "fit_event", measured)
+    arn = client.invoke(FunctionName=f"{aws.prefix}big-steps", InvocationType="Event",
+                        Payload=b"{}")["DurableExecutionArn"]
+    got = _run(stack, client, arn)
+    assert got["Status"] == "SUCCEEDED" and json.loads(got["Result"]) == 200_000, got
+    assert all(durable_handlers.RUNS[f"big{i}"] == 1 for i in range(5))  # replayed, not run again
+    assert len(sizes) == 2 and max(sizes) <= 128 * 1024 < uncut[1], (sizes, uncut)  # the second was cut
 
 
 def _signed(aws: Any, path: str, secret: str, service: str = "lambda") -> Any:
