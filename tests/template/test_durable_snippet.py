@@ -59,3 +59,11 @@ def test_the_snippets_role_sends_only_to_the_answer_queue(snippet_cfn: dict[str,
     role = snippet_cfn["Resources"]["GreeterFunctionRole"]["Properties"]
     policy = {"Fn::ImportValue": {"Fn::Sub": "${OrbitStack}-DurableFunctionPolicyArn"}}
     assert policy in role["ManagedPolicyArns"]
+
+
+def test_the_snippet_imports_only_what_orbit_exports(snippet_cfn: dict[str, Any],
+                                                     source_template: dict[str, Any]) -> None:
+    exported = {out["Export"]["Name"]["Fn::Sub"].replace("${AWS::StackName}", "${OrbitStack}")
+                for out in source_template["Outputs"].values() if "Export" in out}
+    imported = set(re.findall(r'"Fn::ImportValue": \{"Fn::Sub": "([^"]+)"', json.dumps(snippet_cfn)))
+    assert "${OrbitStack}-DurableAnswerQueueArn" in imported and imported <= exported, imported - exported
