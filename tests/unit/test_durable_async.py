@@ -195,3 +195,16 @@ def test_orbit_dev_drains_the_answer_queue_as_the_decider_not_as_a_worker() -> N
     assert not is_worker(poller("http://q/decisions", "arn:q:decisions"))
     assert not is_worker(poller("http://q/answers", "arn:q:answers"))  # serialized with the decider's
     assert is_worker(poller("http://q/tasks", "arn:q:tasks"))
+
+
+def test_a_timeout_record_is_the_crash_lambda_reports() -> None:
+    event = {"DurableExecutionArn": "a", "CheckpointToken": "2.0.inv"}
+    timed_out = destination_record("arn:aws:lambda:us-east-1:1:function:f", "r", event,
+                                   {"errorMessage": "Task timed out after 900.00 seconds"}, "Unhandled",
+                                   "RetriesExhausted")
+    a = read_record(timed_out)
+    assert a is not None and a.request_id == "inv" and a.function == "f" and a.output is None
+    assert a.crash == {"ErrorType": "Unhandled", "ErrorMessage": "Task timed out after 900.00 seconds"}
+    odd = destination_record("arn:aws:lambda:us-east-1:1:function:f", "r", event, "not an object",
+                             "Unhandled", "RetriesExhausted")
+    assert read_record(odd).crash == {"ErrorType": "Unhandled", "ErrorMessage": ""}  # type: ignore[union-attr]

@@ -101,9 +101,10 @@ def read_record(body: Any) -> Answer | None:
     error = response.get("functionError") if isinstance(response, dict) else None
     if condition == "Success" and not error:
         return Answer(arn, rid, function, payload, None)
-    if isinstance(payload, dict) and error:  # the function's own failure: a crash, as Lambda reports it
-        crash = {"ErrorType": str(payload.get("errorType") or error)[:200],
-                 "ErrorMessage": str(payload.get("errorMessage") or "")[:1000]}
+    if error:  # the function's own failure (an exception, a timeout, the runtime exiting): a crash
+        body = payload if isinstance(payload, dict) else {}
+        crash = {"ErrorType": str(body.get("errorType") or error)[:200],
+                 "ErrorMessage": str(body.get("errorMessage") or "")[:1000]}
     else:  # never run (EventAgeExceeded), or no readable error: the invocation was refused
         crash = {"ErrorType": "Orbit.InvokeRefused",
                  "ErrorMessage": f"Lambda's asynchronous invocation ended {condition} "
