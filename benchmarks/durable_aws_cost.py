@@ -1,17 +1,18 @@
 """$ per 1M checkpointed steps on Orbit's AWS path of durable functions, counted as bench_cost.py
 counts other steps: N executions of the 3-step function (benchmarks/durable_3step.py) run through
 the AWS path on the local stack (moto in process, orbit/local/durable_aws.py: the decider invokes
-the function through its Lambda adapter, the unmodified SDK checkpoints to the durable API behind
-the function URL), every request Orbit's handlers make to DynamoDB, SQS and S3 counted and priced
+the function asynchronously through its Lambda adapter, the unmodified SDK checkpoints to the
+durable API behind the function URL, Lambda's destination sends the invocation's record to the
+answer queue), every request Orbit's handlers make to DynamoDB, SQS and S3 counted and priced
 at us-east-1 list prices (benchmarks/cost_meter.py), plus:
 
 - the durable API function (behind the URL): one Lambda request per SDK call (checkpoint, state),
   its duration modelled as bench_cost.py models the decider's (own CPU x CPU share + an assumed
   in-region latency per AWS request);
-- the decider: one Lambda request per durable message, and its duration *including the wait for
-  the durable function's synchronous invocation* (the wall time of the invocation, measured here:
-  mostly the SDK's own ~100 ms wait for its checkpoint thread);
-- the decision queue's event source mapping: a ReceiveMessage and a DeleteMessageBatch per message
+- the decider: one Lambda request per durable message and per invocation record, its wall time
+  handling each (it no longer includes the durable function's run: the invoke is queued);
+- the destination's SendMessage of each record to the answer queue (billed to the account);
+- the two queues' event source mappings: a ReceiveMessage and a DeleteMessageBatch per message
   (each execution's messages come one at a time);
 - the timer messages each execution leaves in flight (its start's 30 s check), delivered and
   dropped after it ended (virtual time moves on 901 s).
@@ -56,8 +57,8 @@ def measure(n: int = 20) -> dict[str, float]:
     from cost_meter import Meter
     from orbit.local.stack import LocalStack
 
-    counts = {"api": 0, "decider": 0}
-    ms = {"api": 0.0, "decider": 0.0}
+    counts = {"api": 0, "decider": 0, "records": 0}
+    ms = {"api": 0.0, "decider": 0.0, "records": 0.0}
     with contextlib.redirect_stdout(io.StringIO()), LocalStack(mode="inprocess") as stack:
         aws = stack.durable()
         name = aws.register("three-steps", "durable_3step.handler")
@@ -89,6 +90,20 @@ def measure(n: int = 20) -> dict[str, float]:
                 ms["decider"] += math.ceil((time.perf_counter() - t) * 1000)
 
         svc.durable.handle = timed_handle
+        from orbit.aws import durable_answers
+
+        answer = durable_answers.handle_answer
+
+        def timed_answer(durable: Any, body: Any, received: int = 1) -> bool:
+            t = time.perf_counter()
+            try:
+                return answer(durable, body, received)
+            finally:
+                counts["decider"] += 1
+                counts["records"] += 1
+                ms["decider"] += math.ceil((time.perf_counter() - t) * 1000)
+
+        durable_answers.handle_answer = timed_answer  # type: ignore[assignment]
         client = boto3.client("lambda", region_name="us-east-1", endpoint_url=aws.url)
         client.invoke(FunctionName=name, InvocationType="Event", Payload=b'{"x": 0}')  # warm
         stack.run_until_idle()
@@ -108,19 +123,20 @@ def measure(n: int = 20) -> dict[str, float]:
     per = 1e6 / steps
     out = {
         "table": (meter.wru * PRICE["wru"] + meter.rru * PRICE["rru"]) / 1e6 * per,
-        "sqs sends": meter.sqs_billed * PRICE["sqs"] / 1e6 * per,
+        "sqs sends": (meter.sqs_billed + counts["records"]) * PRICE["sqs"] / 1e6 * per,
         "sqs mapping": 2 * counts["decider"] * PRICE["sqs"] / 1e6 * per,
         "s3": (meter.requests["s3:PutObject"] * PRICE["s3_put"]
                + meter.requests["s3:GetObject"] * PRICE["s3_get"]) / 1e6 * per,
         "durable api lambda": (counts["api"] * PRICE["lambda_req"] / 1e6
                                + ms["api"] / 1000 * DECIDER_GB * GB_SECOND) * per,
-        "decider lambda (incl. the invocation it waits for)": (
+        "decider lambda (durable messages and records)": (
             counts["decider"] * PRICE["lambda_req"] / 1e6
             + ms["decider"] / 1000 * DECIDER_GB * GB_SECOND) * per,
     }
     out["total"] = sum(out.values())
     out["api requests per step"] = counts["api"] / steps
     out["decider messages per step"] = counts["decider"] / steps
+    out["records per step"] = counts["records"] / steps
     out["decider ms per message"] = ms["decider"] / max(1, counts["decider"])
     return out
 
@@ -134,8 +150,9 @@ def report(n: int) -> None:
             continue
         print(f"  {k:<52} ${v:8.2f}")
     print(f"  ({got['api requests per step']:.2f} durable API requests and "
-          f"{got['decider messages per step']:.2f} decider messages per step; "
-          f"the decider waits {got['decider ms per message']:.0f} ms per message)")
+          f"{got['decider messages per step']:.2f} decider messages per step, of which "
+          f"{got['records per step']:.2f} invocation records; "
+          f"the decider takes {got['decider ms per message']:.0f} ms per message)")
     print(f"  Lambda durable functions, list price per 1M durable operations  ${DURABLE_OPS_PER_MILLION:8.2f}"
           f"  (source: {DURABLE_PRICE_SOURCE})")
 

@@ -9,6 +9,7 @@ record only and reaches the DLQ after maxReceiveCount.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -36,6 +37,17 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     svc.run_inline(context.get_remaining_time_in_millis, getattr(context, "aws_request_id", None))
     records = event.get("Records", [])
     errors: dict[str, Exception] = {}
+    # durable functions' invocation records, from the answer queue (orbit/aws/durable_answers.py)
+    answer_queue = os.environ.get("ORBIT_DURABLE_ANSWER_QUEUE_ARN", "")
+    answers = [r for r in records if answer_queue and r.get("eventSourceARN") == answer_queue]
+    if answers:
+        from orbit.aws.durable_answers import handle_answer_messages, record_body
+
+        errors.update(handle_answer_messages(
+            svc, [(r["messageId"], record_body(r["body"])) for r in answers],
+            [int((r.get("attributes") or {}).get("ApproximateReceiveCount") or 1) for r in answers],
+            context.invoked_function_arn))
+        records = [r for r in records if not (answer_queue and r.get("eventSourceARN") == answer_queue)]
     parsed: list[tuple[str, dict[str, Any]]] = []
     received: list[int] = []  # ApproximateReceiveCount per body: > 1 marks a redelivery
     for r in records:

@@ -61,11 +61,32 @@ def call(world: Any, method: str, path: str, body: Any, caller: str,
 
 
 class Function:
-    """The durable function, as the SDK runs it: the decider's Lambda adapter (`invoke`)."""
+    """The durable function, as the SDK runs it: the decider's Lambda adapter (`invoke_async`:
+    Lambda runs it and its destination sends the invocation's record to the answer queue)."""
 
     def __init__(self, world: Any) -> None:
         self.world = world
         self.role = f"arn:aws:sts::123456789012:assumed-role/durable-role/{FUNCTION}"
+
+    def invoke_async(self, name: str, event: dict[str, Any]) -> str:
+        """Lambda's queue is at least once and a destination can fail: sometimes the event runs
+        twice (the copy's checkpoints carry a token the first moved on), sometimes a record is
+        lost (the invocation's timeout ends it)."""
+        from orbit.aws.durable_answers import invocation_record
+
+        w = self.world
+        rid = f"req{w.rng.getrandbits(32):x}"
+        fn_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
+        runs = 2 if w.faulty and w.rng.random() < w.profile.dup_in_batch else 1
+        for n in range(runs):
+            if n:
+                w.trace.append("    Lambda runs the queued event again")
+            out, crash = self.invoke(name, event)
+            if w.faulty and w.rng.random() < w.profile.lost_delete:
+                w.trace.append("    the destination lost the invocation's record")
+                continue
+            w.answer(json.dumps(invocation_record(fn_arn, rid, event, out, crash)))
+        return rid
 
     def invoke(self, name: str, event: dict[str, Any]) -> tuple[Any, Any]:
         assert name == FUNCTION, name

@@ -72,7 +72,7 @@ from orbit.local.pump import to_record  # noqa: E402
 from orbit.service import replay_host as code_runtime  # noqa: E402
 
 QUEUES = {k: v["Properties"] for k, v in _TEMPLATE["Resources"].items() if v["Type"] == "AWS::SQS::Queue"}
-SERVED = {"DecisionQueue": "decider", "DefaultTaskQueue": "worker"}
+SERVED = {"DecisionQueue": "decider", "DefaultTaskQueue": "worker", "DurableAnswerQueue": "decider"}
 WRITES = frozenset({"PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem", "DeleteItem"})
 TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -467,6 +467,19 @@ class World:
         if failed:
             self.trace.append(f"  failed: {sorted(failed)}")
 
+    def answer(self, body: str) -> None:
+        """Lambda's destination sends an asynchronous invocation's record (chaos_durable.py): on the
+        answer queue, sometimes twice (a late copy)."""
+        self.msg_counter += 1
+        mid = f"m{self.msg_counter}"
+        queue = "DurableAnswerQueue"
+        self.queues[queue].append(Msg(queue, mid, body, {}, self.clock.now, self.clock.now))
+        self.trace.append(f"    record {mid} of the invocation on the answer queue")
+        if self.faulty and self.rng.random() < self.profile.dup_late:
+            late = self.clock.now + self.rng.randint(60, 1200) * 1000
+            self.queues[queue].append(Msg(queue, mid, body, {}, self.clock.now, late, late_copy=True))
+            self.trace.append(f"late copy of {mid} at +{(late - self.clock.now) // 1000}s")
+
     def change_visibility(self, handle: str, seconds: int) -> None:
         m = self.handles.get(handle)
         if m is not None and m in self.queues[m.queue] and handle == f"{m.mid}/{m.receives}":
@@ -806,7 +819,8 @@ def run_seed(seed: int, profile: Profile | None = None) -> Result:
         timers = {"ORBIT_TIMERS": "sqs-delay", "ORBIT_TIMER_LEAD_S": str(LEAD_S)} if profile.on_the_second \
             else {"ORBIT_TIMERS": "table"}
         os.environ.update({**stack.env(), **timers, "ORBIT_INLINE_MODULES": "chaos_workloads",
-                           "ORBIT_DURABLE_PREFIX": chaos_durable.PREFIX})
+                           "ORBIT_DURABLE_PREFIX": chaos_durable.PREFIX,
+                           "ORBIT_DURABLE_ANSWER_QUEUE_ARN": stack.arns["DurableAnswerQueue"]})
         if profile.holds_delays:
             DELAYS.by_body.clear()
             DELAYS.attach(clients.sqs)

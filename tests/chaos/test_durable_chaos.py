@@ -1,7 +1,9 @@
 """A durable function on Orbit's AWS path under delivery chaos (chaos_durable.py): the durable API
-behind its function URL, the decider invoking the function through its Lambda adapter, `invoke`
-and `fire` messages on the decision queue, with duplicates, reordering, lost deletes, throttling
-(of the URL handler's calls too) and two decider environments; a workflow (`chain`) beside it.
+behind its function URL, the decider invoking the function asynchronously through its Lambda
+adapter, the invocations' records on the answer queue (an event Lambda runs twice, a record the
+destination loses), `invoke` and `fire` messages on the decision queue, with duplicates,
+reordering, lost deletes, throttling (of the URL handler's calls too) and two decider
+environments; a workflow (`chain`) beside it.
 
 `CHAOS_DURABLE_SEEDS` picks the seeds (default 1-7 and 40, about 2.5 s each; ~30 s in all);
 `python -m tests.chaos.run --seeds 1-100 --workloads durable,chain` runs any range.
@@ -42,6 +44,14 @@ def test_the_faults_reach_the_durable_path() -> None:
     assert any("duplicate of" in t for t in traces) and any("early copy" in t for t in traces)
     served = {t.split()[1] for t in traces if "<- " in t and ":durable(" in t}
     assert {"decider#1", "decider#2"} <= served
+    # the invocations' records come back through the answer queue, to either decider
+    records = {t.split()[1] for t in traces if t.startswith("    record m") and "answer queue" in t}
+    handed = {t.split("<- ")[1].split("#")[0] for t in traces if "<- " in t}
+    assert records and records & handed
+    # Lambda running a queued event twice, a destination losing a record (the invocation times out)
+    every = [t for s in SEEDS for t in _run(s).trace]
+    assert any("runs the queued event again" in t for t in every)
+    assert any("lost the invocation's record" in t for t in every)
 
 
 def test_the_checks_catch_a_step_run_twice(monkeypatch: pytest.MonkeyPatch) -> None:

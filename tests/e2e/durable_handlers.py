@@ -1,5 +1,6 @@
 """Durable functions written with AWS's durable execution SDK, for tests/e2e/test_durable_sdk.py."""
 
+import threading
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_execution
@@ -54,3 +55,36 @@ def three_steps(event: Any, context: DurableContext) -> Any:
     a = context.step(lambda _: 1, name="a")
     b = context.step(lambda _: a + 1, name="b")
     return context.step(lambda _: b + 1, name="c")
+
+
+HELD = threading.Event()  # `held` runs until a test sets it
+
+
+@durable_execution
+def held(event: Any, context: DurableContext) -> Any:
+    """A step that runs until released: longer than the decider would wait."""
+
+    def run(_: StepContext) -> str:
+        RUNS["held"] = RUNS.get("held", 0) + 1
+        if not HELD.wait(60):
+            raise RuntimeError("never released")
+        return "released"
+
+    return context.step(run, name="held")
+
+
+@durable_execution
+def big_steps(event: Any, context: DurableContext) -> Any:
+    """Five 40 KB step results, then a wait: the next invocation's operations exceed the 128 KB the
+    asynchronous event carries, so the SDK reads the rest of them with GetDurableExecutionState."""
+
+    def big(i: int) -> Any:
+        def run(_: StepContext) -> str:
+            RUNS[f"big{i}"] = RUNS.get(f"big{i}", 0) + 1
+            return str(i) * 40_000
+
+        return run
+
+    parts = [context.step(big(i), name=f"big{i}") for i in range(5)]
+    context.wait(Duration.from_seconds(1), name="pause")
+    return sum(len(p) for p in parts)

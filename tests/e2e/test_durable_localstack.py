@@ -1,5 +1,6 @@
 """Durable functions on the local stack through the AWS path (orbit/local/durable_aws.py): the
-decider invokes the function through its Lambda adapter with the SDK's invocation event, the
+decider invokes the function asynchronously through its Lambda adapter with the SDK's invocation
+event, the invocation's record comes back on the answer queue in Lambda's destination shape, the
 unmodified SDK checkpoints to the durable API behind a function URL that checks SigV4 for the
 service `lambda`, and waits and retries ride on the decision queue's delays (virtual time)."""
 
@@ -26,7 +27,7 @@ def world() -> Iterator[tuple[LocalStack, Any, Any]]:
     LambdaClient._cached_boto_client = None  # the SDK caches its client per process
     with LocalStack(mode="inprocess") as stack:
         aws = stack.durable()
-        for name in ("step_wait_step", "flaky", "approval"):
+        for name in ("step_wait_step", "flaky", "approval", "held", "big_steps"):
             aws.register(name.replace("_", "-"), f"durable_handlers.{name}")
         client = boto3.client("lambda", region_name="us-east-1", endpoint_url=aws.url)
         yield stack, aws, client
@@ -87,6 +88,67 @@ def test_a_callback_answered_by_a_caller(world: tuple[LocalStack, Any, Any]) -> 
     got = _run(stack, client, arn)
     assert got["Status"] == "SUCCEEDED", got
     assert json.loads(got["Result"]) == {"decision": "yes"}  # the SDK reads the bytes as text
+
+
+def test_a_function_running_longer_than_the_deciders_timeout_completes(
+        world: tuple[LocalStack, Any, Any]) -> None:
+    stack, aws, client = world
+    durable_handlers.HELD.clear()
+    arn = client.invoke(FunctionName=f"{aws.prefix}held", InvocationType="Event",
+                        Payload=b"{}")["DurableExecutionArn"]
+    stack.run_until_idle()  # the decider queued the invocation and returned: the function still runs
+    assert aws.running and durable_handlers.RUNS.get("held") == 1
+    assert client.get_durable_execution(DurableExecutionArn=arn)["Status"] == "RUNNING"
+    decider_s = stack.cloud.deployment.functions["DeciderFunction"].timeout_s
+    stack.advance(decider_s + 60)  # (virtual) longer than the decider may run
+    durable_handlers.HELD.set()
+    assert aws.settle(20) and not aws.running
+    # Lambda's invocation record, on the destination queue the EventInvokeConfig names
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    got = sqs.receive_message(QueueUrl=aws.answer_queue, VisibilityTimeout=0).get("Messages", [])
+    assert len(got) == 1
+    record = json.loads(got[0]["Body"])
+    assert set(record) == {"version", "timestamp", "requestContext", "requestPayload", "responseContext",
+                           "responsePayload"}
+    ctx = record["requestContext"]
+    assert ctx["condition"] == "Success" and ctx["approximateInvokeCount"] == 1
+    assert ctx["functionArn"].endswith(f":function:{aws.prefix}held:$LATEST") and ctx["requestId"]
+    assert record["requestPayload"]["DurableExecutionArn"] == arn
+    assert record["responseContext"] == {"statusCode": 200, "executedVersion": "$LATEST"}
+    assert record["responsePayload"]["Status"] == "SUCCEEDED"
+    done = _run(stack, client, arn)
+    assert done["Status"] == "SUCCEEDED" and json.loads(done["Result"]) == "released", done
+    events = client.get_durable_execution_history(DurableExecutionArn=arn)["Events"]
+    spans = [e["InvocationCompletedDetails"] for e in events if e["EventType"] == "InvocationCompleted"]
+    assert len(spans) == 1 and "Error" not in spans[0]  # one invocation, answered, not timed out
+    took = spans[0]["EndTimestamp"] - spans[0]["StartTimestamp"]
+    took_s = took.total_seconds() if hasattr(took, "total_seconds") else took / 1000
+    assert took_s >= decider_s + 60, took
+    assert durable_handlers.RUNS["held"] == 1
+
+
+def test_operations_past_the_asynchronous_event_budget_are_read_by_the_sdk(
+        world: tuple[LocalStack, Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from orbit.aws import durable as aws_durable
+
+    stack, aws, client = world
+    sizes: list[int] = []
+    uncut: list[int] = []
+    fit = aws_durable.fit_event
+
+    def measured(event: dict[str, Any]) -> dict[str, Any]:
+        out = fit(event)
+        sizes.append(len(json.dumps(out)))
+        uncut.append(len(json.dumps(event)))
+        return out
+
+    monkeypatch.setattr(aws_durable, "fit_event", measured)
+    arn = client.invoke(FunctionName=f"{aws.prefix}big-steps", InvocationType="Event",
+                        Payload=b"{}")["DurableExecutionArn"]
+    got = _run(stack, client, arn)
+    assert got["Status"] == "SUCCEEDED" and json.loads(got["Result"]) == 200_000, got
+    assert all(durable_handlers.RUNS[f"big{i}"] == 1 for i in range(5))  # replayed, not run again
+    assert len(sizes) == 2 and max(sizes) <= 128 * 1024 < uncut[1], (sizes, uncut)  # the second was cut
 
 
 def _signed(aws: Any, path: str, secret: str, service: str = "lambda") -> Any:

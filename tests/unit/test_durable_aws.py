@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 from orbit.adapters.lambda_functions import LambdaFunctions, LambdaInvokeError
 from orbit.adapters.memory import ManualClock, MemoryHistoryStore
 from orbit.aws.durable import MAX_DELAY_S, AwsDurable, DeployedFunctions, authorize, caller_function
+from orbit.aws.durable_answers import handle_answer, invocation_record
 from orbit.service.durable import DurableApiError
 
 PREFIX = "orbit-durable-"
@@ -40,6 +41,17 @@ class Script:
     def __init__(self, wait_s: int) -> None:
         self.wait_s, self.runs, self.invocations = wait_s, {"a": 0, "b": 0}, 0
         self.durable: AwsDurable | None = None
+        self.queue: Queue | None = None
+        self.run_s = 0  # how long (virtual) each invocation runs
+
+    def invoke_async(self, name: str, event: dict[str, Any]) -> str:
+        """Lambda's asynchronous invoke: runs it, and its record reaches the answer queue."""
+        assert self.queue is not None
+        out, crash = self.invoke(name, event)
+        record = invocation_record(f"arn:aws:lambda:us-east-1:1:function:{name}", "r", event, out, crash)
+        due = self.queue.clock.now_ms() + self.run_s * 1000
+        self.queue.items.append((due, json.loads(json.dumps(record))))
+        return "r"
 
     def invoke(self, name: str, event: dict[str, Any]) -> tuple[Any, Any]:
         assert self.durable is not None and name.startswith(PREFIX)
@@ -71,7 +83,7 @@ def world(wait_s: int) -> tuple[AwsDurable, Queue, Script, ManualClock]:
     svc = DeployedFunctions(MemoryHistoryStore(), clock, lambda: f"id{next(counter)}", prefix=PREFIX)
     queue, script = Queue(clock), Script(wait_s)
     durable = AwsDurable(svc, queue, script, clock)
-    script.durable = durable
+    script.durable, script.queue = durable, queue
     return durable, queue, script, clock
 
 
@@ -82,7 +94,10 @@ def pump(durable: AwsDurable, queue: Queue, clock: ManualClock, limit: int = 100
         due, body = queue.items.pop(0)
         if due > clock.now_ms():
             clock.advance(due - clock.now_ms())
-        durable.handle(body)
+        if "requestContext" in body:  # an invocation's record, from the answer queue
+            handle_answer(durable, body)
+        else:
+            durable.handle(body)
         handled += 1
     return handled
 
@@ -159,7 +174,7 @@ def test_the_lambda_adapter_invokes_synchronously_and_reads_the_answer() -> None
 def test_a_start_whose_invoke_message_was_lost_is_invoked_by_its_timer() -> None:
     durable, queue, script, clock = world(wait_s=30)
     arn = durable.invoke(f"{PREFIX}f", "{}", False).arn
-    lost = [m for m in queue.items if m[1]["op"] == "invoke"]
+    lost = [m for m in queue.items if m[1].get("op") == "invoke"]
     assert len(lost) == 1
     queue.items.remove(lost[0])  # the start committed, its send was throttled (the caller saw a 5xx)
     pump(durable, queue, clock)

@@ -1,9 +1,11 @@
-"""The crash matrix of durable functions on AWS (orbit/aws/durable.py): Orbit's process dies before
-and after each write (every commit, every index row) and each send (every `invoke` and `fire`
-message) on the path of a function with two steps and a wait, in the decider or in the durable
-API's handler. The message being handled comes back (SQS redelivers it); an SDK call that died
-is retried with the same ClientToken (botocore retries a 5xx). Nothing is lost: the execution
-ends SUCCEEDED, each step succeeds once and runs once, and no message is left behind."""
+"""The crash matrix of durable functions on AWS (orbit/aws/durable.py, durable_answers.py): Orbit's
+process dies before and after each write (every commit, every index row) and each send (every
+`invoke` and `fire` message, every asynchronous Lambda invoke) on the path of a function with two
+steps and a wait, in the decider (handling a decision message or an invocation's record from the
+answer queue) or in the durable API's handler. The message or record being handled comes back (SQS
+redelivers it); an SDK call that died is retried with the same ClientToken (botocore retries a
+5xx). Nothing is lost: the execution ends SUCCEEDED, each step succeeds once and runs once, and no
+message is left behind."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 from orbit.adapters.memory import ManualClock, MemoryHistoryStore
 from orbit.aws.durable import AwsDurable, DeployedFunctions
+from orbit.aws.durable_answers import handle_answer, invocation_record
 from orbit.service.ports import Commit, IndexEntry
 
 PREFIX = "orbit-durable-"
@@ -72,6 +75,19 @@ class Function:
         self.runs: dict[tuple[str, str], int] = {}  # (execution, step) -> runs
         self.durable: AwsDurable | None = None
         self.tokens = itertools.count()
+        self.queue: Queue | None = None
+        self.points: Points | None = None
+
+    def invoke_async(self, name: str, event: dict[str, Any]) -> str:
+        """Lambda's asynchronous invoke (a send of Orbit's: crashed at): the function runs after
+        the decider returned, and its record lands on the answer queue."""
+        assert self.queue is not None and self.points is not None
+        queue = self.queue
+        self.points.at("invoke(Event)", lambda: None)
+        out, crash = self.invoke(name, event)
+        record = invocation_record(f"arn:aws:lambda:us-east-1:1:function:{name}", "r", event, out, crash)
+        queue.items.append([queue.clock.now_ms() + 1000, json.loads(json.dumps(record)), 1])
+        return "r"
 
     def invoke(self, name: str, event: dict[str, Any]) -> tuple[Any, Any]:
         assert self.durable is not None
@@ -109,7 +125,7 @@ def run(point: tuple[int, str] | None) -> tuple[list[Any], Function, Queue, Poin
     svc = DeployedFunctions(store, clock, lambda: f"id{next(counter)}", prefix=PREFIX)
     queue, fn = Queue(clock, points), Function()
     durable = AwsDurable(svc, queue, fn, clock)
-    fn.durable = durable
+    fn.durable, fn.queue, fn.points = durable, queue, points
     try:
         durable.invoke(f"{PREFIX}f", "{}", False)
     except Crash:  # the API died: the caller sees a 5xx and invokes again (a new execution)
@@ -121,7 +137,10 @@ def run(point: tuple[int, str] | None) -> tuple[list[Any], Function, Queue, Poin
         item = queue.items.pop(0)
         clock.advance(max(0, item[0] - clock.now_ms()))
         try:
-            durable.handle(item[1], item[2])
+            if "requestContext" in item[1]:  # an invocation's record, from the answer queue
+                handle_answer(durable, item[1], item[2])
+            else:
+                durable.handle(item[1], item[2])
         except Crash:  # the decider died: the message comes back after the visibility timeout
             queue.items.append([clock.now_ms() + 180_000, item[1], item[2] + 1])
     return [svc.load_id(eid)[0] for eid in store._commits], fn, queue, points
@@ -134,6 +153,7 @@ def test_the_path_has_writes_and_sends_to_crash_at() -> None:
     names = run(None)[3].names
     assert WRITES >= 10 and any(n.startswith("send(invoke)") for n in names) \
         and any(n.startswith("send(fire)") for n in names), names
+    assert names.count("invoke(Event)") == 2, names  # each invocation queued, never waited for
 
 
 @pytest.mark.parametrize("point", [(n, w) for n in range(1, WRITES + 1) for w in ("before", "after")])

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from orbit.adapters.memory import ManualClock, MemoryHistoryStore
 from orbit.core.history.durable import DurableState
+from orbit.core.history.durable_ops import INVOCATION_TIMEOUT_S
 from orbit.errors import OrbitError
 from orbit.service.durable import DurableApiError, DurableFunction, DurableService
 from orbit.service.ports import Commit, IndexEntry
@@ -69,7 +70,7 @@ def run(point: tuple[int, str] | None) -> tuple[CrashingStore, DurableService, s
                 break
             invoke(svc, arn, runs, clock)
         except Crash:
-            clock.advance(901_000)  # the timer that recovers fires after the invocation timeout
+            clock.advance(INVOCATION_TIMEOUT_S * 1000 + 1000)  # the recovering timer, after the timeout
             if arn:
                 try:
                     svc.recover(arn)

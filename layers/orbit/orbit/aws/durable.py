@@ -8,8 +8,10 @@ A durable function is a plain Lambda of the app's template, named with Orbit's d
   request reaches Orbit, and `authorize` then lets a durable function's own role reach only
   `CheckpointDurableExecution` and `GetDurableExecutionState` of its own executions;
 - **the decider** (`functions/decider/app.py`): a `durable` message on the decision queue invokes
-  the function through the one Lambda adapter (`orbit.adapters.lambda_functions`) with the event
-  the SDK expects, records its answer, or fires what is due;
+  the function asynchronously through the one Lambda adapter (`orbit.adapters.lambda_functions`)
+  with the event the SDK expects, or fires what is due; the invocation's answer comes back as
+  Lambda's destination record on the answer queue (`orbit.aws.durable_answers`,
+  docs/decisions/dur4-async-invoke.md);
 - both carry out a commit's `Followups` by sending those messages (SQS, the decision queue),
   never on a thread of their own.
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbit.adapters.lambda_functions import LambdaInvokeError
+from orbit.aws.durable_answers import fit_event
 from orbit.core.history.durable import DurableFollowup, DurableState, next_due_ms
 from orbit.errors import ConflictError
 from orbit.service.durable import (
@@ -204,15 +207,16 @@ class AwsDurable:
                 self.arm(s)
             return
         s, event = begun
-        # No timer for the invocation's own timeout here: its answer is lost only if this decider
-        # dies or fails before recording it, and then this message comes back (a redelivery, above)
-        # and arms it. One message fewer per invocation.
         fn = self.service.function(s.function)
-        try:
-            output, crash = self.functions.invoke(fn.name, event)
+        try:  # queued (InvocationType=Event): the answer comes back on the answer queue
+            self.functions.invoke_async(fn.name, fit_event(event))
         except LambdaInvokeError as e:  # throttled, gone, not allowed: a failed invocation (3 in a
-            output, crash = None, {"ErrorType": "Orbit.InvokeRefused", "ErrorMessage": str(e)}  # row fail it)
-        self.react(self.service.finish_invocation(arn, s.request_id or "", output, crash))
+            crash = {"ErrorType": "Orbit.InvokeRefused", "ErrorMessage": str(e)}  # row fail it)
+            self.react(self.service.finish_invocation(arn, s.request_id or "", None, crash))
+            return
+        # The answer's record may never come (a destination Lambda could not deliver): the
+        # invocation's timeout ends it then, and the handler is invoked again.
+        self.arm(s)
 
 
 # -- the function URL's side ------------------------------------------------------------------------
@@ -278,8 +282,8 @@ def url_response(durable: AwsDurable, event: dict[str, Any], prefix: str,
 
 def handle_messages(svc: Any, messages: list[tuple[str, dict[str, Any]]], received: list[int],
                     function_arn: str) -> dict[str, Exception]:
-    """The decider's durable messages, one at a time (each may wait for a whole invocation): the
-    failed ones by SQS message id, so only they return to the queue."""
+    """The decider's durable messages, one at a time: the failed ones by SQS message id, so only
+    they return to the queue."""
     durable: AwsDurable = svc.durable
     durable.service.account = str(function_arn).split(":")[4]
     errors: dict[str, Exception] = {}

@@ -272,8 +272,8 @@ class Services:
         import boto3
         from botocore.config import Config
 
-        # a durable function's invocation is synchronous: it may run as long as Lambda allows
-        cfg = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=905)
+        # a durable function's invocation is queued (InvocationType=Event): Lambda answers 202 at once
+        cfg = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
         return boto3.session.Session().client("lambda", region_name=self.settings.region,
                                               endpoint_url=self.settings.endpoint_url, config=cfg)
 

@@ -254,9 +254,12 @@ def unserved_lines(definitions: list[Any]) -> list[str]:
 
 
 def is_worker(poller: Any) -> bool:
-    """A poller of a task queue: every queue but the decision queue, which the decider drains, and
-    the queues the triggers function reads (it starts executions: docs/triggers.md)."""
+    """A poller of a task queue: every queue but the decision queue and the durable functions'
+    answer queue, which the decider drains, and the queues the triggers function reads (it starts
+    executions: docs/triggers.md)."""
     if poller.mapping.function.logical_id == "TriggersFunction":
+        return False
+    if poller.mapping.queue.arn == poller.mapping.function.env.get("ORBIT_DURABLE_ANSWER_QUEUE_ARN"):
         return False
     return bool(poller.mapping.queue.url != poller.mapping.function.env.get("ORBIT_DECISION_QUEUE_URL"))
 

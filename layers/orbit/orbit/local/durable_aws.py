@@ -8,7 +8,13 @@
   `AWS_ENDPOINT_URL_LAMBDA` points here, so the SDK's unmodified client signs and calls it.
 - **Lambda's Invoke** for the durable functions (`<stack>-durable-<name>`): the decider's Lambda
   adapter (`orbit.adapters.lambda_functions`) calls it over HTTP as it calls Lambda; the
-  function's Python handler runs in this process with a Lambda-like context.
+  function's Python handler runs in this process with a Lambda-like context. An asynchronous
+  invoke (`X-Amz-Invocation-Type: Event`, what the decider sends) answers 202 at once and runs the
+  handler on a thread of its own, then sends Lambda's invocation record (the same shape) to the
+  function's destination, the template's `DurableAnswerQueue`, as the EventInvokeConfig of
+  docs/durable-functions.md does on AWS (docs/decisions/dur4-async-invoke.md). The stack's pump
+  waits a little for such invocations when it has nothing else to do (`_pump_once`), so
+  `run_until_idle` sees their records; one still running after that leaves the stack idle.
 
 The decider handles the durable messages of the decision queue in the local stack's pump, as on
 AWS; waits and retries ride on the queue's delays, on the stack's virtual clock.
@@ -37,6 +43,7 @@ from orbit.service.durable import DurableFunction
 
 INVOKE = "/2015-03-31/functions/"
 CALLER_ARN = "arn:aws:iam::123456789012:user/orbit-local"  # who signs with the local credentials
+RECORD_WAIT_S = 0.5  # how long an idle pump waits for a running asynchronous invocation
 
 
 class LocalDurableAws:
@@ -55,6 +62,19 @@ class LocalDurableAws:
             "lambda", endpoint_url=self.lambda_url, region_name="us-east-1",
             config=Config(retries={"mode": "standard", "max_attempts": 1}, read_timeout=905))
         self.stack.services.durable.functions = LambdaFunctions(client)  # the decider's adapter
+        self.answer_queue = self.deployment.queues["DurableAnswerQueue"].url  # the destination
+        self.running: set[threading.Thread] = set()  # asynchronous invocations Lambda is running
+        self._running_lock = threading.Lock()
+        cloud = stack.cloud
+        inner = cloud.pump_once
+
+        def _pump_once() -> int:  # the cloud's pump round, then the invocations' records
+            handled = int(inner())
+            if handled:
+                return handled
+            return 1 if self.settle(RECORD_WAIT_S) else 0
+
+        cloud.pump_once = _pump_once
 
     def _server(self, serve: Any) -> ThreadingHTTPServer:
         class Handler(BaseHTTPRequestHandler):
@@ -91,6 +111,17 @@ class LocalDurableAws:
             server.server_close()
         if os.environ.get("AWS_ENDPOINT_URL_LAMBDA") == self.url:
             os.environ.pop("AWS_ENDPOINT_URL_LAMBDA", None)
+
+    def settle(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the running asynchronous invocations: True when one ended
+        (its record is on the answer queue)."""
+        with self._running_lock:
+            running = list(self.running)
+        if not running:
+            return False
+        running[0].join(timeout_s)
+        with self._running_lock:
+            return any(t not in self.running for t in running)
 
     def register(self, name: str, handler: str) -> str:
         """Deploy a durable function (a Python handler): returns its Lambda name, `<prefix><name>`."""
@@ -146,10 +177,40 @@ class LocalDurableAws:
         fn = DurableFunction(name, "python", self.handlers[name])
         rid = uuid.uuid4().hex
         arn = f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
-        try:
-            out = python_handler(fn.handler)(json.loads(raw or b"{}"), LambdaContext(rid, fn, arn))
-        except Exception as e:  # noqa: BLE001 - the function's own failure, as Lambda reports it
-            body = {"errorType": type(e).__name__, "errorMessage": str(e)[:1000],
-                    "stackTrace": traceback.format_exc().splitlines()[-5:]}
+        event = json.loads(raw or b"{}")
+        kind = {k.lower(): v for k, v in headers.items()}.get("x-amz-invocation-type", "RequestResponse")
+        if kind == "Event":  # queued: run on a thread, the record to the destination
+            thread = threading.Thread(target=self._run_async, args=(fn, arn, rid, event),
+                                      name=f"durable-async-{name}", daemon=True)
+            with self._running_lock:
+                self.running.add(thread)
+            thread.start()
+            return 202, {"x-amzn-RequestId": rid}, b""
+        output, crash = self._run(fn, arn, rid, event)
+        if crash is not None:
+            body = {"errorType": crash["ErrorType"], "errorMessage": crash["ErrorMessage"]}
             return 200, {"X-Amz-Function-Error": "Unhandled"}, json.dumps(body).encode()
-        return 200, {"X-Amz-Executed-Version": "$LATEST"}, json.dumps(out).encode()
+        return 200, {"X-Amz-Executed-Version": "$LATEST"}, json.dumps(output).encode()
+
+    def _run(self, fn: DurableFunction, arn: str, rid: str, event: Any) -> tuple[Any, dict[str, Any] | None]:
+        try:
+            return python_handler(fn.handler)(event, LambdaContext(rid, fn, arn)), None
+        except Exception as e:  # noqa: BLE001 - the function's own failure, as Lambda reports it
+            return None, {"ErrorType": type(e).__name__, "ErrorMessage": str(e)[:1000]}
+
+    def _run_async(self, fn: DurableFunction, arn: str, rid: str, event: Any) -> None:
+        """One asynchronous invocation (MaximumRetryAttempts 0): run it, send its record."""
+        from orbit.aws.durable_answers import invocation_record
+
+        try:
+            output, crash = self._run(fn, arn, rid, event)
+            now = dt.datetime.now(dt.timezone.utc)  # noqa: TID251 - the record's timestamp, as Lambda's
+            record = invocation_record(arn, rid, event, output, crash,
+                                       now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z")
+            boto3.client("sqs", region_name="us-east-1").send_message(
+                QueueUrl=self.answer_queue, MessageBody=json.dumps(record))
+        except Exception:  # noqa: BLE001 - a destination Lambda could not deliver: the record is lost
+            traceback.print_exc()
+        finally:
+            with self._running_lock:
+                self.running.discard(threading.current_thread())

@@ -140,7 +140,7 @@ def next_due_ms(s: DurableState) -> int | None:
         return None
     due = [s.start_ms + s.timeout_s * 1000]
     if s.invoking:
-        due.append(s.invocation_start_ms + 900_000)  # durable_ops.INVOCATION_TIMEOUT_S
+        due.append(s.invocation_start_ms + 1_020_000)  # durable_ops.INVOCATION_TIMEOUT_S
     for op in s.operations.values():
         st = op.get("Status")
         if op.get("Type") == "WAIT" and st == "STARTED":

@@ -23,7 +23,7 @@ TYPES = frozenset({"EXECUTION", "CONTEXT", "STEP", "WAIT", "CALLBACK", "CHAINED_
 ACTIONS = frozenset({"START", "SUCCEED", "FAIL", "RETRY", "CANCEL"})
 CALLBACK_TIMEOUT = "Callback.Timeout"
 CALLBACK_HEARTBEAT = "Callback.Heartbeat"
-INVOCATION_TIMEOUT_S = 900  # Lambda's longest invocation
+INVOCATION_TIMEOUT_S = 1020  # Lambda's longest invocation (900 s) after up to 60 s in its async queue, + 60 s
 MAX_ID = 256  # an operation's Id, ParentId, Name, SubType
 MAX_SECONDS = 10 * 366 * 86_400  # a wait, a retry delay, a callback timeout: ten years at most
 
