@@ -1,0 +1,349 @@
+"""A stateful model of the delivery invariants (issue 24): the real `Engine`, two decider environments.
+
+Two `Engine` instances (two decider environments, each with its own state cache) share one
+in-memory history store, timer table, registry and payload store. Between them and the engines
+sits a model of SQS: a decision queue and a task queue whose messages carry a receive count and a
+time they are visible again. Hypothesis's rules play what SQS and Lambda do: hand a visible
+message to either environment (alone or in a batch in any order), lose a delete (the message comes
+back after the visibility timeout with its receive count + 1), hand a copy over (the same body, a
+first receive), run a task (a worker, counting runs per attempt), fire due timers, move a virtual
+clock, send a signal. Workloads: a chain of tasks, a signal then a 16-minute sleep then a task
+(finding 1's shape), a fan-out with a join.
+
+Invariants checked after every step (docs/decisions/model24-delivery-model.md):
+- each history is contiguous (seqs 1..n), with at most one terminal event, and it is the last;
+- no unit succeeds twice; each signal is received and consumed at most once;
+- the pending timer row of an execution is never older than the newest commit that armed one
+  since it last fired (finding 2);
+- no lost wake-up: a running execution whose stored state needs a wake-up has a timer armed no
+  later than it, or a message of it still queued;
+- an execution no fault touched runs each attempt once.
+At teardown the faults stop, the world drains (both environments still decide), and every
+execution ends with its exact expected output.
+
+CI runs a small profile (`ORBIT_MODEL_PROFILE` unset); `ORBIT_MODEL_PROFILE=long` runs many more
+examples locally.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from orbit.adapters.memory import (
+    ManualClock,
+    MemoryHistoryStore,
+    MemoryPayloadStore,
+    MemoryRegistry,
+    MemoryTimers,
+    SeededIds,
+)
+from orbit.core.definition import parse_definition
+from orbit.core.history.messages import ResultMessage
+from orbit.core.history.state import TERMINAL_WORKFLOW
+from orbit.service.engine import Engine
+
+T0 = 1_767_225_600_000
+DECISION_VISIBILITY_MS = 180_000  # template.yaml's DecisionQueue
+TASK_VISIBILITY_MS = 900_000  # and its task queues
+TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "WorkflowTimedOut")
+SIGNAL_N = 5
+
+settings.register_profile(
+    "ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "40")), stateful_step_count=30,
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.register_profile(
+    "long", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "2000")), stateful_step_count=80,
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+PROFILE = os.environ.get("ORBIT_MODEL_PROFILE", "ci")
+
+
+def _add(v: str, k: int, **extra: Any) -> dict[str, Any]:
+    return {"task": "m.add", "input": {"v": v, "k": k}, **extra}
+
+
+def _wf(name: str, steps: dict[str, Any], output: Any) -> dict[str, Any]:
+    return {"orbit": 1, "name": name, "version": "1", "steps": steps, "output": output}
+
+
+WORKLOADS: dict[str, tuple[dict[str, Any], Any]] = {  # name -> (definition, expected output for v=1)
+    "chain": (_wf("m-chain", {"a": _add("{% input.v %}", 1), "b": _add("{% steps.a.output.v %}", 10),
+                              "c": _add("{% steps.b.output.v %}", 100)}, "{% steps.c.output.v %}"), 112),
+    "signal-sleep": (_wf("m-signal-sleep", {
+        "first": _add("{% input.v %}", 1),
+        "go": {"wait_for": "go", "after": ["first"]},
+        "nap": {"sleep": "16m", "after": ["go"]},
+        "done": _add("{% steps.first.output.v + steps.go.output.n %}", 1, after=["nap"])},
+        "{% steps.done.output.v %}"), 1 + 1 + SIGNAL_N + 1),
+    "fanout": (_wf("m-fanout", {
+        "each": {"for": "{% [1, 2, 3] %}", "task": "m.add", "input": {"v": "{% item %}", "k": 1}},
+        "p": _add("{% input.v %}", 10),
+        "join": _add("{% steps.p.output.v %}", 0, after=["each"])},
+        {"each": "{% steps.each.output.v %}", "join": "{% steps.join.output.v %}"}),
+        {"each": [2, 3, 4], "join": 11}),
+}
+
+
+@dataclass
+class Msg:
+    n: int  # the model's MessageId
+    queue: str  # "d" (decisions) or "t" (tasks)
+    body: dict[str, Any]
+    visible_at: int
+    receives: int = 0
+
+    @property
+    def execution(self) -> str:
+        return str(self.body.get("execution_id", ""))
+
+
+class ModelQueues:
+    """The `Queues` port: every send lands in the model's queues."""
+
+    def __init__(self, world: DeliveryModel) -> None:
+        self.world = world
+
+    def send_decision(self, message: dict[str, Any], delay_s: int = 0) -> None:
+        body = dict(message)
+        body.setdefault("sent_at_ms", self.world.clock.now_ms())  # as SqsQueues
+        self.world.put("d", body, delay_s)
+
+    def send_task(self, queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
+        self.world.put("t", dict(body), delay_s)
+
+
+class WatchedTimers(MemoryTimers):
+    """The one timer row per execution, noting the newest seq that armed it since it last fired."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.newest: dict[str, int] = {}
+
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
+        super().arm(execution_id, fire_at_ms, seq)
+        if seq is not None:
+            self.newest[execution_id] = max(seq, self.newest.get(execution_id, seq))
+
+    def disarm(self, execution_id: str, fire_at_ms: int | None = None) -> None:
+        had = self._at.get(execution_id)
+        super().disarm(execution_id, fire_at_ms)
+        if had is not None and execution_id not in self._at:
+            self.newest.pop(execution_id, None)
+
+
+class DeliveryModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = ManualClock(T0)
+        self.store = MemoryHistoryStore()
+        self.timers = WatchedTimers()
+        self.registry = MemoryRegistry()
+        for definition, _ in WORKLOADS.values():
+            self.registry.register(parse_definition(definition))
+        self.queues = ModelQueues(self)
+        payloads = MemoryPayloadStore()
+        self.engines = [
+            Engine(self.store, self.queues, self.timers, payloads, self.registry, self.clock,
+                   SeededIds(f"env{i}"), backoff=lambda attempt: None)
+            for i in (1, 2)
+        ]
+        self.msgs: list[Msg] = []
+        self.next_id = 0
+        self.expected: dict[str, Any] = {}
+        self.signals_due: list[str] = []
+        self.runs: Counter[tuple[str, str, int]] = Counter()
+        self.touched: set[str] = set()  # executions a fault reached (a copy, a lost delete, a failure)
+        self.trace: list[str] = []
+
+    # ------------------------------------------------------------------ the model of SQS
+    def put(self, queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
+        self.next_id += 1
+        self.msgs.append(Msg(self.next_id, queue, body, self.clock.now_ms() + delay_s * 1000))
+
+    def visible(self, queue: str) -> list[Msg]:
+        now = self.clock.now_ms()
+        return [m for m in self.msgs if m.queue == queue and m.visible_at <= now]
+
+    def _pick(self, queue: str, pick: int) -> Msg:
+        seen = self.visible(queue)
+        return seen[pick % len(seen)]
+
+    def _decide(self, env: int, batch: list[Msg], lose_delete: bool = False) -> None:
+        now = self.clock.now_ms()
+        for m in batch:
+            m.receives += 1
+        self.trace.append(f"env{env + 1} decides {[(m.n, m.body.get('id'), m.receives) for m in batch]}"
+                          + (" (delete lost)" if lose_delete else ""))
+        failures = self.engines[env].handle_batch([dict(m.body) for m in batch], [m.receives for m in batch])
+        failed = {i for i, _ in failures}
+        for i, m in enumerate(batch):
+            if i in failed or lose_delete:  # back after the visibility timeout
+                self.touched.add(m.execution)
+                m.visible_at = now + DECISION_VISIBILITY_MS
+            elif m in self.msgs:
+                self.msgs.remove(m)
+
+    def _work(self, m: Msg, lose_delete: bool = False) -> None:
+        body = m.body
+        m.receives += 1
+        if lose_delete:
+            self.touched.add(m.execution)
+            m.visible_at = self.clock.now_ms() + TASK_VISIBILITY_MS
+        else:
+            self.msgs.remove(m)
+        if body.get("kind") == "cancel_task":
+            return
+        eid, unit, token, attempt = body["execution_id"], body["unit"], body["token"], int(body["attempt"])
+        self.runs[(eid, unit, attempt)] += 1
+        self.trace.append(f"worker runs {unit} attempt {attempt} of {eid}")
+        value = {"v": int(body["input"]["v"]) + int(body["input"].get("k", 1))}
+        self.queues.send_decision(ResultMessage(eid, f"result:{token}", unit, token, value, None).to_dict())
+
+    # ------------------------------------------------------------------ rules
+    @initialize(names=st.lists(st.sampled_from(sorted(WORKLOADS)), min_size=1, max_size=3, unique=True))
+    def start(self, names: list[str]) -> None:
+        for i, name in enumerate(names):
+            definition, output = WORKLOADS[name]
+            eid = self.engines[i % 2].start(definition["name"], None, {"v": 1}, execution_id=f"{name}-{i}")
+            self.expected[eid] = output
+            if name == "signal-sleep":
+                self.signals_due.append(eid)
+
+    @precondition(lambda self: self.visible("d"))
+    @rule(env=st.integers(0, 1), pick=st.integers(0, 1_000))
+    def deliver(self, env: int, pick: int) -> None:
+        self._decide(env, [self._pick("d", pick)])
+
+    @precondition(lambda self: len(self.visible("d")) >= 2)
+    @rule(env=st.integers(0, 1), data=st.data())
+    def deliver_batch(self, env: int, data: st.DataObject) -> None:
+        """A batch of visible messages in any order (SQS's standard queue reorders)."""
+        seen = self.visible("d")
+        batch = data.draw(st.lists(st.sampled_from(seen), min_size=2, max_size=min(4, len(seen)), unique_by=id))
+        self._decide(env, batch)
+
+    @precondition(lambda self: self.visible("d"))
+    @rule(env=st.integers(0, 1), pick=st.integers(0, 1_000))
+    def deliver_lose_delete(self, env: int, pick: int) -> None:
+        self._decide(env, [self._pick("d", pick)], lose_delete=True)
+
+    @precondition(lambda self: self.msgs)
+    @rule(pick=st.integers(0, 1_000), later_s=st.sampled_from([0, 30, 600]))
+    def duplicate(self, pick: int, later_s: int) -> None:
+        """A spurious copy: the same body, a first receive, now or later."""
+        m = self.msgs[pick % len(self.msgs)]
+        self.touched.add(m.execution)
+        self.trace.append(f"copy of {m.n} ({m.body.get('id', m.body.get('unit'))}) in {later_s} s")
+        self.put(m.queue, dict(m.body), later_s)
+
+    @precondition(lambda self: self.visible("t"))
+    @rule(pick=st.integers(0, 1_000), lose_delete=st.booleans())
+    def run_task(self, pick: int, lose_delete: bool) -> None:
+        self._work(self._pick("t", pick), lose_delete)
+
+    @rule(env=st.integers(0, 1))
+    def fire_timers(self, env: int) -> None:
+        self.engines[env].fire_timers(self.clock.now_ms())
+
+    @rule(ms=st.sampled_from([1_000, 60_000, 181_000, 960_000]))
+    def advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+
+    @precondition(lambda self: self.signals_due)
+    @rule(env=st.integers(0, 1))
+    def signal(self, env: int) -> None:
+        eid = self.signals_due.pop(0)
+        self.trace.append(f"signal go to {eid}")
+        self.engines[env].signal(eid, "go", {"n": SIGNAL_N})
+
+    # ------------------------------------------------------------------ invariants
+    def _histories(self) -> dict[str, list[dict[str, Any]]]:
+        return {eid: self.engines[0].recorded_history(eid) for eid in self.store.execution_ids()}
+
+    @invariant()
+    def histories_sound(self) -> None:
+        for eid, events in self._histories().items():
+            seqs = [e["seq"] for e in events]
+            assert seqs == list(range(1, len(seqs) + 1)), f"{eid}: history not contiguous: {seqs}"
+            ends = [i for i, e in enumerate(events) if e["type"] in TERMINAL]
+            assert len(ends) <= 1, f"{eid}: {len(ends)} terminal events"
+            assert not ends or ends[0] == len(events) - 1, f"{eid}: events after the terminal one"
+            won = Counter(e["step"] for e in events if e["type"] == "StepSucceeded")
+            assert all(n == 1 for n in won.values()), f"{eid}: a unit succeeded twice: {won}"
+            for kind in ("SignalReceived", "SignalConsumed"):
+                ids = Counter(e["signal_id"] for e in events if e["type"] == kind)
+                assert all(n == 1 for n in ids.values()), f"{eid}: {kind} twice: {ids}"
+
+    @invariant()
+    def timer_never_older_than_its_newest_arm(self) -> None:
+        """Finding 2: an older commit's wake-up never replaces a pending newer one."""
+        for eid, newest in self.timers.newest.items():
+            if eid in self.timers._at:
+                row = self.timers._seq.get(eid)
+                assert row is not None and row >= newest, (
+                    f"{eid}: the pending timer was armed by seq {row}, a newer commit (seq {newest}) armed one")
+
+    @invariant()
+    def no_lost_wakeup(self) -> None:
+        queued = {m.execution for m in self.msgs}
+        for eid in self.store.execution_ids():
+            state = self.store.load(eid).fold()
+            wake = state.next_wake_ms()
+            if state.status in TERMINAL_WORKFLOW or wake is None or eid in queued:
+                continue
+            armed = self.timers._at.get(eid)
+            assert armed is not None and armed <= wake, (
+                f"{eid}: needs a wake-up at {wake}, the timer is {armed} and nothing of it is queued")
+
+    @invariant()
+    def untouched_attempts_run_once(self) -> None:
+        for (eid, unit, attempt), n in self.runs.items():
+            assert n == 1 or eid in self.touched, f"{eid}: {unit} attempt {attempt} ran {n} times, no fault"
+
+    # ------------------------------------------------------------------ the end
+    def teardown(self) -> None:
+        """Faults off: deliver everything (both environments still decide), then check each end."""
+        if not self.expected:
+            return
+        for eid in list(self.signals_due):
+            self.engines[0].signal(eid, "go", {"n": SIGNAL_N})
+        self.signals_due.clear()
+        turn = 0
+        for _ in range(5_000):
+            now = self.clock.now_ms()
+            self.engines[turn % 2].fire_timers(now)
+            ready = sorted(self.visible("d") + self.visible("t"), key=lambda m: m.n)
+            if ready:
+                m = ready[0]
+                if m.queue == "d":
+                    self._decide(turn % 2, [m])
+                else:
+                    self._work(m)
+                turn += 1
+                self.histories_sound()
+                self.timer_never_older_than_its_newest_arm()
+                continue
+            nxt = [t for t in (self.timers.next_fire_ms(), min((m.visible_at for m in self.msgs), default=None))
+                   if t is not None]
+            if not nxt:
+                break
+            self.clock.set(max(min(nxt), now))
+        else:
+            raise AssertionError("the world did not drain in 5000 steps")
+        histories = self._histories()
+        for eid, output in self.expected.items():
+            last = histories[eid][-1]
+            assert last["type"] == "WorkflowCompleted" and last["output"] == output, (
+                f"{eid} ended with {last} (expected output {output!r}); trace:\n" + "\n".join(self.trace[-40:]))
+
+
+DeliveryModel.TestCase.settings = settings.get_profile(PROFILE)
+TestDeliveryModel = DeliveryModel.TestCase
