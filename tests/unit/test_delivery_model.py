@@ -7,8 +7,8 @@ time they are visible again. Hypothesis's rules play what SQS and Lambda do: han
 message to either environment (alone or in a batch in any order), lose a delete (the message comes
 back after the visibility timeout with its receive count + 1), hand a copy over (the same body, a
 first receive), run a task (a worker, counting runs per attempt), fire due timers, move a virtual
-clock, send a signal. Workloads: a chain of tasks, a signal then a 16-minute sleep then a task
-(finding 1's shape), a fan-out with a join.
+clock, send a signal. Workloads: a chain of tasks; a 2-minute sleep, a task, a signal wait with a
+30-day timeout, a 16-minute sleep, a task (the shape of findings 1 and 2); a fan-out with a join.
 
 Invariants checked after every step (docs/decisions/model24-delivery-model.md):
 - each history is contiguous (seqs 1..n), with at most one terminal event, and it is the last;
@@ -78,8 +78,9 @@ WORKLOADS: dict[str, tuple[dict[str, Any], Any]] = {  # name -> (definition, exp
     "chain": (_wf("m-chain", {"a": _add("{% input.v %}", 1), "b": _add("{% steps.a.output.v %}", 10),
                               "c": _add("{% steps.b.output.v %}", 100)}, "{% steps.c.output.v %}"), 112),
     "signal-sleep": (_wf("m-signal-sleep", {
-        "first": _add("{% input.v %}", 1),
-        "go": {"wait_for": "go", "after": ["first"]},
+        "pause": {"sleep": "2m"},
+        "first": _add("{% input.v %}", 1, after=["pause"]),
+        "go": {"wait_for": "go", "after": ["first"], "timeout": "30d"},
         "nap": {"sleep": "16m", "after": ["go"]},
         "done": _add("{% steps.first.output.v + steps.go.output.n %}", 1, after=["nap"])},
         "{% steps.done.output.v %}"), 1 + 1 + SIGNAL_N + 1),
