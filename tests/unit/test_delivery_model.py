@@ -27,7 +27,6 @@ examples locally.
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -141,11 +140,13 @@ class WatchedTimers(MemoryTimers):
 
 
 class DeliveryModel(RuleBasedStateMachine):
+    timers_class: type[WatchedTimers] = WatchedTimers
+
     def __init__(self) -> None:
         super().__init__()
         self.clock = ManualClock(T0)
         self.store = MemoryHistoryStore()
-        self.timers = WatchedTimers()
+        self.timers = self.timers_class()
         self.registry = MemoryRegistry()
         for definition, _ in WORKLOADS.values():
             self.registry.register(parse_definition(definition))
@@ -228,7 +229,8 @@ class DeliveryModel(RuleBasedStateMachine):
     def deliver_batch(self, env: int, data: st.DataObject) -> None:
         """A batch of visible messages in any order (SQS's standard queue reorders)."""
         seen = self.visible("d")
-        batch = data.draw(st.lists(st.sampled_from(seen), min_size=2, max_size=min(4, len(seen)), unique_by=id))
+        batch = data.draw(st.lists(st.sampled_from(seen), min_size=2, max_size=min(4, len(seen)),
+                                   unique_by=id))
         self._decide(env, batch)
 
     @precondition(lambda self: self.visible("d"))
@@ -290,7 +292,8 @@ class DeliveryModel(RuleBasedStateMachine):
             if eid in self.timers._at:
                 row = self.timers._seq.get(eid)
                 assert row is not None and row >= newest, (
-                    f"{eid}: the pending timer was armed by seq {row}, a newer commit (seq {newest}) armed one")
+                    f"{eid}: the pending timer was armed by seq {row}, "
+                    f"a newer commit (seq {newest}) armed one")
 
     @invariant()
     def no_lost_wakeup(self) -> None:
@@ -332,8 +335,8 @@ class DeliveryModel(RuleBasedStateMachine):
                 self.histories_sound()
                 self.timer_never_older_than_its_newest_arm()
                 continue
-            nxt = [t for t in (self.timers.next_fire_ms(), min((m.visible_at for m in self.msgs), default=None))
-                   if t is not None]
+            queued = min((m.visible_at for m in self.msgs), default=None)
+            nxt = [t for t in (self.timers.next_fire_ms(), queued) if t is not None]
             if not nxt:
                 break
             self.clock.set(max(min(nxt), now))
@@ -343,8 +346,56 @@ class DeliveryModel(RuleBasedStateMachine):
         for eid, output in self.expected.items():
             last = histories[eid][-1]
             assert last["type"] == "WorkflowCompleted" and last["output"] == output, (
-                f"{eid} ended with {last} (expected output {output!r}); trace:\n" + "\n".join(self.trace[-40:]))
+                f"{eid} ended with {last} (expected output {output!r}); trace:\n"
+                + "\n".join(self.trace[-40:]))
 
 
 DeliveryModel.TestCase.settings = settings.get_profile(PROFILE)
 TestDeliveryModel = DeliveryModel.TestCase
+
+
+# ------------------------------------------------------------------ the model's checks can fail
+class OldTimers(WatchedTimers):
+    """The timer row before finding 2's fix: every arm replaced it, whatever commit it came from."""
+
+    def arm(self, execution_id: str, fire_at_ms: int, seq: int | None = None) -> None:
+        with self._lock:
+            self._at[execution_id] = fire_at_ms
+            self._seq[execution_id] = seq if seq is not None else -1
+        if seq is not None:
+            self.newest[execution_id] = max(seq, self.newest.get(execution_id, seq))
+
+
+def _finding_2(model: DeliveryModel) -> None:
+    """Finding 2 as rules: the delete of the result that started the 30-day wait is lost; the
+    signal starts the 16-minute sleep; the result comes back and its commit's effects are re-sent."""
+    model.start(["signal-sleep"])  # committed by the API: the 2-minute sleep is armed
+    model.advance(181_000)
+    model.fire_timers(0)
+    model.deliver(0, 0)  # its wake: `first` is dispatched
+    model.run_task(0, False)
+    model.deliver_lose_delete(1, 0)  # the result: the 30-day wait timeout is armed; delete lost
+    model.signal(0)
+    model.deliver(0, 0)  # the signal: the 16-minute sleep is armed
+    model.timer_never_older_than_its_newest_arm()
+    model.advance(181_000)
+    model.deliver(1, 0)  # the result again (receive 2): recovery re-sends its commit's effects
+    model.timer_never_older_than_its_newest_arm()
+    model.no_lost_wakeup()
+
+
+def test_the_model_reports_finding_2_on_the_old_timer_row() -> None:
+    model = type("Old", (DeliveryModel,), {"timers_class": OldTimers})()
+    try:
+        _finding_2(model)
+    except AssertionError as e:
+        assert "a newer commit" in str(e)
+    else:
+        raise AssertionError("the old timer row went unnoticed")
+
+
+def test_the_model_finding_2_control_passes_and_ends() -> None:
+    model = DeliveryModel()
+    _finding_2(model)
+    model.teardown()
+    assert model.store.load("signal-sleep-0").fold().status == "COMPLETED"
