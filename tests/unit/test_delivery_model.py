@@ -55,7 +55,7 @@ TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "Workflo
 SIGNAL_N = 5
 
 settings.register_profile(
-    "ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "40")), stateful_step_count=30,
+    "ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "60")), stateful_step_count=40,
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.register_profile(
@@ -139,13 +139,27 @@ class WatchedTimers(MemoryTimers):
             self.newest.pop(execution_id, None)
 
 
+class RacingStore(MemoryHistoryStore):
+    """The shared history; `before_commit`, when set, runs once just before the next commit (the
+    other decider environment deciding in the middle of this one's decision)."""
+
+    before_commit: Any = None
+
+    def commit(self, execution_id: str, commit: Any, expires_at_s: int | None = None,
+               provisional: bool = False) -> None:
+        hook, self.before_commit = self.before_commit, None
+        if hook is not None:
+            hook()
+        super().commit(execution_id, commit, expires_at_s, provisional)
+
+
 class DeliveryModel(RuleBasedStateMachine):
     timers_class: type[WatchedTimers] = WatchedTimers
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = ManualClock(T0)
-        self.store = MemoryHistoryStore()
+        self.store = RacingStore()
         self.timers = self.timers_class()
         self.registry = MemoryRegistry()
         for definition, _ in WORKLOADS.values():
@@ -232,6 +246,20 @@ class DeliveryModel(RuleBasedStateMachine):
         batch = data.draw(st.lists(st.sampled_from(seen), min_size=2, max_size=min(4, len(seen)),
                                    unique_by=id))
         self._decide(env, batch)
+
+    @precondition(lambda self: len(self.visible("d")) >= 2)
+    @rule(env=st.integers(0, 1), pick=st.integers(0, 1_000), other=st.integers(0, 1_000))
+    def deliver_racing(self, env: int, pick: int, other: int) -> None:
+        """Two environments at once: before `env`'s first commit, the other one decides another
+        visible message (its commit lands first; `env`'s conditional commit then loses)."""
+        first = self._pick("d", pick)
+        rest = [m for m in self.visible("d") if m is not first]
+        second = rest[other % len(rest)]
+        self.store.before_commit = lambda: self._decide(1 - env, [second]) if second in self.msgs else None
+        try:
+            self._decide(env, [first])
+        finally:
+            self.store.before_commit = None
 
     @precondition(lambda self: self.visible("d"))
     @rule(env=st.integers(0, 1), pick=st.integers(0, 1_000))
