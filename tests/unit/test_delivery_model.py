@@ -17,6 +17,7 @@ Invariants checked after every step (docs/decisions/model24-delivery-model.md):
   since it last fired (finding 2);
 - no lost wake-up: a running execution whose stored state needs a wake-up has a timer armed no
   later than it, or a message of it still queued;
+- no lost dispatch: an attempt the stored state has open has its dispatch or its result queued;
 - an execution no fault touched runs each attempt once.
 At teardown the faults stop, the world drains (both environments still decide), and every
 execution ends with its exact expected output.
@@ -45,7 +46,7 @@ from orbit.adapters.memory import (
 )
 from orbit.core.definition import parse_definition
 from orbit.core.history.messages import ResultMessage
-from orbit.core.history.state import TERMINAL_WORKFLOW
+from orbit.core.history.state import DISPATCHED, SCHEDULED, TERMINAL_WORKFLOW
 from orbit.service.engine import Engine
 
 T0 = 1_767_225_600_000
@@ -334,6 +335,21 @@ class DeliveryModel(RuleBasedStateMachine):
             armed = self.timers._at.get(eid)
             assert armed is not None and armed <= wake, (
                 f"{eid}: needs a wake-up at {wake}, the timer is {armed} and nothing of it is queued")
+
+    @invariant()
+    def no_lost_dispatch(self) -> None:
+        """An attempt the stored state has open (scheduled or taken, no answer recorded) has its
+        dispatch or its result still queued: nothing in the model loses a send, so nothing but a
+        queued message can move it on."""
+        tokens = {str(m.body.get("token")) for m in self.msgs}
+        for eid in self.store.execution_ids():
+            state = self.store.load(eid).fold()
+            if state.status in TERMINAL_WORKFLOW:
+                continue
+            for key, u in state.units.items():
+                if u.status in (SCHEDULED, DISPATCHED) and u.kind == "task":
+                    assert u.token in tokens, (
+                        f"{eid}: {key} attempt {u.attempt} is open, nothing of it queued")
 
     @invariant()
     def untouched_attempts_run_once(self) -> None:
