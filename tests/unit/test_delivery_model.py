@@ -56,14 +56,16 @@ TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "Workflo
 SIGNAL_N = 5
 
 settings.register_profile(
-    "ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "60")), stateful_step_count=40,
+    "delivery-model-ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "60")),
+    stateful_step_count=40,
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.register_profile(
-    "long", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "2000")), stateful_step_count=80,
+    "delivery-model-long", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "2000")),
+    stateful_step_count=80,
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-PROFILE = os.environ.get("ORBIT_MODEL_PROFILE", "ci")
+PROFILE = "delivery-model-" + os.environ.get("ORBIT_MODEL_PROFILE", "ci")  # ci or long
 
 
 def _add(v: str, k: int, **extra: Any) -> dict[str, Any]:
@@ -378,6 +380,9 @@ class DeliveryModel(RuleBasedStateMachine):
                 turn += 1
                 self.histories_sound()
                 self.timer_never_older_than_its_newest_arm()
+                self.no_lost_wakeup()
+                self.no_lost_dispatch()
+                self.untouched_attempts_run_once()
                 continue
             queued = min((m.visible_at for m in self.msgs), default=None)
             nxt = [t for t in (self.timers.next_fire_ms(), queued) if t is not None]
