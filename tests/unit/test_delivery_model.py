@@ -113,13 +113,21 @@ class ModelQueues:
 
     def __init__(self, world: DeliveryModel) -> None:
         self.world = world
+        self.fail_next = False  # the next send fails (SQS throttled after the SDK's retries)
+
+    def _throttle(self) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("ThrottlingException (model): the send failed")
 
     def send_decision(self, message: dict[str, Any], delay_s: int = 0) -> None:
+        self._throttle()
         body = dict(message)
         body.setdefault("sent_at_ms", self.world.clock.now_ms())  # as SqsQueues
         self.world.put("d", body, delay_s)
 
     def send_task(self, queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
+        self._throttle()
         self.world.put("t", dict(body), delay_s)
 
 
@@ -181,6 +189,7 @@ class DeliveryModel(RuleBasedStateMachine):
         self.runs: Counter[tuple[str, str, int]] = Counter()
         self.touched: set[str] = set()  # executions a fault reached (a copy, a lost delete, a failure)
         self.trace: list[str] = []
+        self.unsent: dict[str, Msg] = {}  # execution -> the message whose decision lost a send
 
     # ------------------------------------------------------------------ the model of SQS
     def put(self, queue: str, body: dict[str, Any], delay_s: int = 0) -> None:
@@ -266,6 +275,21 @@ class DeliveryModel(RuleBasedStateMachine):
 
     @precondition(lambda self: self.visible("d"))
     @rule(env=st.integers(0, 1), pick=st.integers(0, 1_000))
+    def deliver_send_fails(self, env: int, pick: int) -> None:
+        """The decision's first send fails after its commit: the invocation reports the message
+        failed, and it comes back (its redelivery must carry out what was committed)."""
+        m = self._pick("d", pick)
+        self.queues.fail_next = True
+        try:
+            self._decide(env, [m])
+        finally:
+            failed = not self.queues.fail_next  # the send was tried, and failed
+            self.queues.fail_next = False
+        if failed and m in self.msgs:
+            self.unsent[m.execution] = m
+
+    @precondition(lambda self: self.visible("d"))
+    @rule(env=st.integers(0, 1), pick=st.integers(0, 1_000))
     def deliver_lose_delete(self, env: int, pick: int) -> None:
         self._decide(env, [self._pick("d", pick)], lose_delete=True)
 
@@ -341,12 +365,15 @@ class DeliveryModel(RuleBasedStateMachine):
     @invariant()
     def no_lost_dispatch(self) -> None:
         """An attempt the stored state has open (scheduled or taken, no answer recorded) has its
-        dispatch or its result still queued: nothing in the model loses a send, so nothing but a
-        queued message can move it on."""
+        dispatch or its result still queued, unless a send failed and the message whose decision
+        lost it is still queued: once that one is decided again, the send has been made."""
         tokens = {str(m.body.get("token")) for m in self.msgs}
+        for eid, m in list(self.unsent.items()):
+            if m not in self.msgs:  # decided since: what its first decision committed is sent
+                del self.unsent[eid]
         for eid in self.store.execution_ids():
             state = self.store.load(eid).fold()
-            if state.status in TERMINAL_WORKFLOW:
+            if state.status in TERMINAL_WORKFLOW or eid in self.unsent:
                 continue
             for key, u in state.units.items():
                 if u.status in (SCHEDULED, DISPATCHED) and u.kind == "task":
