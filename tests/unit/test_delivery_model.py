@@ -4,9 +4,10 @@ Two `Engine` instances (two decider environments, each with its own state cache)
 in-memory history store, timer table, registry and payload store. Between them and the engines
 sits a model of SQS: a decision queue and a task queue whose messages carry a receive count and a
 time they are visible again. Hypothesis's rules play what SQS and Lambda do: hand a visible
-message to either environment (alone or in a batch in any order), lose a delete (the message comes
-back after the visibility timeout with its receive count + 1), hand a copy over (the same body, a
-first receive), run a task (a worker, counting runs per attempt), fire due timers, move a virtual
+message to either environment (alone, in a batch in any order, or while the other environment
+decides just before its commit), lose a delete (the message comes back after the visibility timeout
+with its receive count + 1), fail a decision's send after its commit, hand a copy over (the same
+body, a first receive), run a task (a worker, counting runs per attempt), fire due timers, move a virtual
 clock, send a signal. Workloads: a chain of tasks; a 2-minute sleep, a task, a signal wait with a
 30-day timeout, a 16-minute sleep, a task (the shape of findings 1 and 2); a fan-out with a join.
 
@@ -22,8 +23,9 @@ Invariants checked after every step (docs/decisions/model24-delivery-model.md):
 At teardown the faults stop, the world drains (both environments still decide), and every
 execution ends with its exact expected output.
 
-CI runs a small profile (`ORBIT_MODEL_PROFILE` unset); `ORBIT_MODEL_PROFILE=long` runs many more
-examples locally.
+CI runs a small profile (`ORBIT_MODEL_PROFILE` unset: 150 examples, a few seconds);
+`ORBIT_MODEL_PROFILE=long` runs 2,000 examples of up to 80 steps (about two minutes);
+`ORBIT_MODEL_EXAMPLES=N` sets the count of either.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ TERMINAL = ("WorkflowCompleted", "WorkflowFailed", "WorkflowCancelled", "Workflo
 SIGNAL_N = 5
 
 settings.register_profile(
-    "delivery-model-ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "60")),
+    "delivery-model-ci", max_examples=int(os.environ.get("ORBIT_MODEL_EXAMPLES", "150")),
     stateful_step_count=40,
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
