@@ -477,3 +477,39 @@ def test_the_model_finding_2_control_passes_and_ends() -> None:
     _finding_2(model)
     model.teardown()
     assert model.store.load("signal-sleep-0").fold().status == "COMPLETED"
+
+
+def _finding_1(model: DeliveryModel) -> None:
+    """Finding 1 as rules, no fault: environment 1 caches the execution at its wait; environment 2
+    takes the signal and the 16-minute sleep starts; the sleep's wake reaches environment 1."""
+    model.start(["signal-sleep"])
+    model.advance(181_000)
+    model.fire_timers(0)
+    model.deliver(0, 0)  # the 2-minute sleep's wake: `first` is dispatched
+    model.run_task(0, False)
+    model.deliver(0, 0)  # its result: the wait starts; environment 1's cache stops here
+    model.signal(1)
+    model.deliver(1, 0)  # environment 2: the signal, the 16-minute sleep is armed
+    model.advance(961_000)
+    model.fire_timers(1)
+    model.deliver(0, 0)  # the sleep's wake, decided by environment 1
+    model.no_lost_wakeup()
+    model.no_lost_dispatch()
+
+
+def test_the_model_reports_finding_1_without_the_head_check() -> None:
+    model = DeliveryModel()
+    model.engines[0]._overtaken = lambda eid, state: False  # type: ignore[method-assign]
+    try:
+        _finding_1(model)
+    except AssertionError as e:
+        assert "needs a wake-up" in str(e)
+    else:
+        raise AssertionError("the lost sleep went unnoticed")
+
+
+def test_the_model_finding_1_control_passes_and_ends() -> None:
+    model = DeliveryModel()
+    _finding_1(model)
+    model.teardown()
+    assert model.store.load("signal-sleep-0").fold().status == "COMPLETED"
