@@ -32,12 +32,11 @@ class LambdaFunctions:
     def __init__(self, client: Any) -> None:
         self._lambda = client
 
-    def invoke_async(self, function: str, event: dict[str, Any]) -> str:
-        """Queue one invocation (`Event`): Lambda's request id. A refusal (throttled, gone, no
-        permission, too large) raises `LambdaInvokeError`."""
+    def _call(self, function: str, invocation_type: str, event: dict[str, Any]) -> dict[str, Any]:
+        """Lambda's Invoke; a refusal (throttled, gone, no permission, too large) as `LambdaInvokeError`."""
         try:
-            r = self._lambda.invoke(FunctionName=function, InvocationType="Event",
-                                    Payload=json.dumps(event).encode())
+            return dict(self._lambda.invoke(FunctionName=function, InvocationType=invocation_type,
+                                            Payload=json.dumps(event).encode()))
         except ClientError as e:
             err = e.response.get("Error") or {}
             raise LambdaInvokeError(
@@ -45,6 +44,11 @@ class LambdaFunctions:
             ) from None
         except BotoCoreError as e:
             raise LambdaInvokeError(f"Lambda Invoke of {function}: {e}"[:300]) from None
+
+    def invoke_async(self, function: str, event: dict[str, Any]) -> str:
+        """Queue one invocation (`Event`): Lambda's request id. A refusal (throttled, gone, no
+        permission, too large) raises `LambdaInvokeError`."""
+        r = self._call(function, "Event", event)
         status = int(r.get("StatusCode") or 0)
         if status != 202:
             raise LambdaInvokeError(f"Lambda Invoke of {function}: status {status}, not 202 (queued)")
@@ -52,17 +56,7 @@ class LambdaFunctions:
 
     def invoke(self, function: str, event: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
         """(the handler's answer, None) or (None, the crash as `{ErrorType, ErrorMessage}`)."""
-        try:
-            r = self._lambda.invoke(
-                FunctionName=function, InvocationType="RequestResponse", Payload=json.dumps(event).encode()
-            )
-        except ClientError as e:
-            err = e.response.get("Error") or {}
-            raise LambdaInvokeError(
-                f"Lambda Invoke of {function}: {err.get('Code', 'error')}: {err.get('Message', '')}"[:300]
-            ) from None
-        except BotoCoreError as e:
-            raise LambdaInvokeError(f"Lambda Invoke of {function}: {e}"[:300]) from None
+        r = self._call(function, "RequestResponse", event)
         raw = r["Payload"].read(MAX_ANSWER + 1) if r.get("Payload") is not None else b""
         try:
             body = json.loads(raw) if raw else None
