@@ -44,6 +44,8 @@ NOT_IN_RUN = {
     ("TimersRole", "dynamodb:UpdateItem"): "RetentionSweeper: pin the provisional items (sweep.pin)",
     ("TimersRole", "dynamodb:PutItem"): "RetentionSweeper: advance its cursor (sweep.advance_sweep)",
     ("TimersRole", "s3:GetObject"): "RetentionSweeper: load a state whose values are in S3",
+    ("ApiRole", "sqs:GetQueueUrl"): "registering a definition with an sqs trigger checks that its queue "
+                                    "exists (service/trigger_checks.py, test_aws_sqs_trigger_registration)",
 }
 # Used by Lambda's event source mapping with the function's role, not by handler code.
 MAPPING = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
