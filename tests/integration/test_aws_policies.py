@@ -80,10 +80,26 @@ def inline_reference(clients: Any) -> Reference:
     return reference_run(clients, INLINE)
 
 
+def template_roles() -> dict[str, Any]:
+    """template.yaml's roles, each with the stack's managed policies it attaches (`ManagedPolicyArns:
+    [!Ref X]`) folded into its `Policies`, so `grants` sees everything the role may do."""
+    res = load_template(ROOT / "template.yaml")["Resources"]
+    roles = {}
+    for name, r in res.items():
+        if r["Type"] != "AWS::IAM::Role":
+            continue
+        props = dict(r["Properties"])
+        attached = [res[a["Ref"]] for a in props.get("ManagedPolicyArns", [])
+                    if isinstance(a, dict) and "Ref" in a]
+        props["Policies"] = list(props.get("Policies", [])) + [
+            {"PolicyName": "managed", "PolicyDocument": m["Properties"]["PolicyDocument"]} for m in attached]
+        roles[name] = {**r, "Properties": props}
+    return roles
+
+
 @pytest.fixture(scope="module")
 def roles() -> dict[str, Any]:
-    res = load_template(ROOT / "template.yaml")["Resources"]
-    return {name: r for name, r in res.items() if r["Type"] == "AWS::IAM::Role"}
+    return template_roles()
 
 
 def test_every_request_of_the_run_is_allowed_by_its_functions_role(reference: Reference,

@@ -119,13 +119,11 @@ def test_the_roles_that_register_or_read_the_registry_may(role: str) -> None:
     through the API; deciders read. moto does not enforce IAM: the template's grants are checked
     against the registry's partition key."""
     import fnmatch
-    from pathlib import Path
 
     from orbit.adapters.dynamodb.task_limits import PK
-    from orbit.local.cfn import load_template
-    from test_aws_policies import actions, grants, leading_keys
+    from test_aws_policies import actions, grants, leading_keys, template_roles
 
-    roles = load_template(Path(__file__).resolve().parents[2] / "template.yaml")["Resources"]
+    roles = template_roles()
     needed = {"dynamodb:Query"} | ({"dynamodb:UpdateItem"} if role != "DeciderRole" else set())
     for action in needed:
         allowed = [st for st in grants(roles[role]) if action in actions(st)

@@ -65,11 +65,17 @@ def test_wildcard_check_catches_a_planted_wildcard(cfn_template: dict[str, Any])
     assert wildcard_actions(planted) == ["DeciderRole: dynamodb:*"]
 
 
-def test_no_managed_policies_are_attached(cfn_template: dict[str, Any]) -> None:
-    # SAM's managed policies use Resource "*"; every function must run on its own role.
-    for name, res in cfn_template["Resources"].items():
+def test_no_managed_policies_are_attached_but_the_stacks_own(cfn_template: dict[str, Any]) -> None:
+    # SAM's and AWS's managed policies use Resource "*"; every function must run on its own role.
+    # A role may attach only a managed policy of this template (`!Ref`), whose statements the
+    # checks below read like any role's (TriggerRegistrationPolicy: the API and DefinitionsFunction
+    # both register definitions with triggers).
+    resources = cfn_template["Resources"]
+    for name, res in resources.items():
         if res["Type"] == "AWS::IAM::Role":
-            assert not res["Properties"].get("ManagedPolicyArns"), name
+            for arn in res["Properties"].get("ManagedPolicyArns", []):
+                assert isinstance(arn, dict) and set(arn) == {"Ref"}, (name, arn)
+                assert resources[arn["Ref"]]["Type"] == "AWS::IAM::ManagedPolicy", (name, arn)
 
 
 def test_only_xray_may_use_resource_star(cfn_template: dict[str, Any]) -> None:
