@@ -169,7 +169,7 @@ class Engine(EngineApi):
             gate, self.clock, lambda name, version: self.registry.get(name, version),
             lambda state: self._workflow_for(state, None), lambda eid: self.cached_state(eid),
             lambda eid: self.load_state(eid), lambda now: registry_limits(self.registry, now),
-            self.store.committed_after, lambda eid: self.store.load(eid).fold())
+            self.stored_after)
         self.effects.flow = self.recovery.flow = self.flow_control
 
     @property
@@ -646,10 +646,20 @@ class Engine(EngineApi):
 
     def _overtaken(self, eid: str, state: ExecutionState) -> bool:
         """Whether a newer commit than the (cached) state's last one exists: one consistent read."""
+        return self._committed_after(eid, state.last_seq)
+
+    def _committed_after(self, eid: str, seq: int) -> bool:
         after = getattr(self.store, "committed_after", None)
         if after is not None:
-            return bool(after(eid, state.last_seq))
-        return bool(self.store.history(eid, state.last_seq, 1).records)
+            return bool(after(eid, seq))
+        return bool(self.store.history(eid, seq, 1).records)
+
+    def stored_after(self, eid: str, seq: int | None) -> ExecutionState | None:
+        """The stored state, past every cache, if a commit after `seq` exists (one consistent read
+        of the head; `seq` None: read anyway), else None. NotFound: no such execution."""
+        if seq is not None and not self._committed_after(eid, seq):
+            return None
+        return self.store.load(eid).fold()
 
     def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
         cached = self._cache.pop(eid, None)

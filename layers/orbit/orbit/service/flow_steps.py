@@ -25,19 +25,11 @@ from orbit.core.flow.gates import attempt_gate, released, start_gate, start_hold
 from orbit.core.flow.spec import NO_FLOW, FlowSpec, flow_of
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.messages import Message, StartMessage
-from orbit.core.history.state import DISPATCHED, SCHEDULED, TERMINAL_WORKFLOW, ExecutionState
+from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
 from orbit.errors import NotFound, OrbitError
 from orbit.service.ports import Clock
 
 log = logging.getLogger("orbit.flow")
-
-
-def attempt_open(state: ExecutionState, e: DispatchTask) -> bool:
-    """Does the execution still wait for this attempt (unit scheduled or dispatched, same attempt)?"""
-    if state.status in TERMINAL_WORKFLOW:
-        return False
-    u = state.units.get(e.unit)
-    return u is not None and not u.terminal and u.status in (SCHEDULED, DISPATCHED) and u.attempt == e.attempt
 
 
 def registry_limits(registry: Any, now_ms: int) -> Any:
@@ -56,13 +48,12 @@ class Flow:
                  cached_state: Callable[[str], ExecutionState | None],
                  load_state: Callable[[str], ExecutionState],
                  shared: Callable[[int], Any] | None = None,
-                 committed_after: Callable[[str, int], bool] | None = None,
-                 load_stored: Callable[[str], ExecutionState] | None = None) -> None:
+                 stored_after: Callable[[str, int | None], ExecutionState | None] | None = None) -> None:
         self.gate, self.clock, self.get_workflow, self.workflow_for = gate, clock, get_workflow, workflow_for
         self.cached_state, self.load_state = cached_state, load_state
-        # The store's head check and a read past every cache: a re-sent dispatch's slot is kept only
-        # if no newer commit ended its attempt meanwhile (`overtaken`).
-        self.committed_after, self.load_stored = committed_after, load_stored
+        # The engine's `stored_after`: the stored state if a commit after a seq exists, past every
+        # cache. A re-sent dispatch's slot is kept only if no newer commit ended its attempt.
+        self.stored_after = stored_after
         # The deployment's shared task and queue limits (the registry's `task_limits(now_ms)`: a
         # snapshot object, the same one while nothing changed; core/flow/shared.py).
         self.shared = shared
@@ -196,15 +187,13 @@ class Flow:
     def overtaken(self, e: DispatchTask, seq: int | None) -> bool:
         """Has a commit after `seq` ended `e`'s attempt? One consistent head read; the stored state
         only when the head moved (or `seq` is unknown)."""
-        if self.committed_after is None or self.load_stored is None:
-            return False
-        if seq is not None and not self.committed_after(e.execution_id, seq):
+        if self.stored_after is None:
             return False
         try:
-            state = self.load_stored(e.execution_id)
+            state = self.stored_after(e.execution_id, seq)
         except NotFound:
             return True
-        return not attempt_open(state, e)
+        return state is not None and not state.waits_for(e.unit, e.attempt)
 
     def hold_for_redrive(self, state: ExecutionState) -> Any:
         """A redriven execution runs again: it takes its slot back first, or the redrive is refused

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orbit.core.history.effects import DispatchTask
-from orbit.core.history.state import DISPATCHED, SCHEDULED, TERMINAL_WORKFLOW, ExecutionState
+from orbit.core.history.state import ExecutionState
 from orbit.errors import NotFound, OrbitError
 
 log = logging.getLogger("orbit.worker")
@@ -116,11 +116,7 @@ def waited(delivery: Delivery, now_ms: int) -> bool:
 
 def attempt_open(state: ExecutionState, d: DispatchTask) -> bool:
     """Does the execution still wait for this dispatch's answer (same attempt, same token)?"""
-    if not state.created or state.status in TERMINAL_WORKFLOW:
-        return False
-    u = state.units.get(d.unit)
-    return (u is not None and not u.terminal and u.status in (SCHEDULED, DISPATCHED)
-            and u.attempt == d.attempt and u.tokens.get(d.token) == d.attempt)
+    return state.waits_for(d.unit, d.attempt, d.token)
 
 
 def is_open(history: Any, d: DispatchTask, sleep: Sleep = time.sleep, looks: Any = None) -> bool:

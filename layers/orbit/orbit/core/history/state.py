@@ -283,6 +283,17 @@ class ExecutionState:
         u = self.units.get(key)
         return u.status if u is not None else PENDING
 
+    def waits_for(self, unit: str, attempt: int, token: str | None = None) -> bool:
+        """Does the execution still wait for this attempt of `unit` (scheduled or dispatched, not
+        ended, the execution not ended) and, given `token`, for that dispatch of it? A worker's
+        possible duplicate (worker/dedupe.py) and a re-sent dispatch's slot (service/flow_steps.py)
+        ask it of the stored state."""
+        if not self.created or self.terminal:
+            return False
+        u = self.units.get(unit)
+        return (u is not None and not u.terminal and u.status in (SCHEDULED, DISPATCHED)
+                and u.attempt == attempt and (token is None or u.tokens.get(token) == attempt))
+
     def next_wake_ms(self) -> int | None:
         return min(self.wakeups.values()) if self.wakeups else None
 
