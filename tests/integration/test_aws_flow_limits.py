@@ -122,6 +122,43 @@ def test_store_line_grant_and_cancel(store: Any) -> None:
     assert store.release(one, "b") is not None and store.ticket(one.scope, "b") is None
 
 
+def test_store_keeps_a_pass_per_priority_and_tenant(store: Any) -> None:
+    """A tenant waiting at two priorities has a pass at each (core/flow/order.py): its grant at
+    priority 1 leaves its pass at priority 3 where it was."""
+    def slot(tenant: str) -> Slot:
+        return Slot("f|", "f", "", 1, tenant)
+
+    def ticket(holder: str) -> dict[str, Any]:
+        return {"gate": {"holder": holder}, "index": 0, "send": {}}
+
+    assert store.acquire(slot("a"), "x", 1)
+    for holder, priority in (("a1", 1), ("a3", 3), ("a3b", 3)):
+        assert store.enqueue(slot("a"), holder, priority, ticket(holder), 2)
+    assert store.enqueue(slot("b"), "b3", 3, ticket("b3"), 3)
+    assert store.read("f|").passes == {(1, "a"): 0, (3, "a"): 0, (3, "b"): 0}
+    store.release(slot("a"), "x")
+    entry, _ = store.head("f|", 1, "a")
+    assert store.grant(slot("a"), entry, "a1", 1, "a", 1_000_000, None, 4)  # a left priority 1's line
+    assert store.read("f|").passes == {(3, "a"): 0, (3, "b"): 0}
+    store.release(slot("a"), "a1")
+    entry, _ = store.head("f|", 3, "a")
+    assert store.grant(slot("a"), entry, "a3", 3, "a", 1_000_000, 2_000_000, 5)
+    c = store.read("f|")
+    assert c.passes == {(3, "a"): 2_000_000, (3, "b"): 0} and c.vt == 1_000_000
+
+
+def test_a_pass_stored_per_tenant_only_is_not_read_as_a_priority(clients: Clients, stack: Stack) -> None:
+    """Counters written before passes were kept per priority hold `p:<tenant>`: read as nothing
+    (the tenant joins at the virtual time), never as another tenant's pass."""
+    store = DynamoLimits(clients.dynamodb, stack.table)
+    assert store.acquire(SLOT, "x", 1)
+    clients.dynamodb.update_item(TableName=stack.table, Key=store._counter_key(SLOT.scope),
+                                 UpdateExpression="SET #a = :v, #b = :v",
+                                 ExpressionAttributeNames={"#a": "p:acme", "#b": "p:3:acme"},
+                                 ExpressionAttributeValues={":v": {"N": "7"}})
+    assert store.read(SLOT.scope).passes == {(3, "acme"): 7}
+
+
 def test_store_enqueue_refuses_when_there_is_room(store: Any) -> None:
     ticket = {"gate": {"holder": "a"}, "index": 0, "send": {}}
     assert not store.enqueue(SLOT, "a", 3, ticket, 1)  # no counter yet: room

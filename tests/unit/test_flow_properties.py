@@ -7,11 +7,14 @@ durations, failures, worker crashes and cancels, under one limit with priorities
   stays in line;
 - priority: each item let in has the highest priority (lowest number) of those waiting;
 - fairness (equal weights): while a tenant waits, no other tenant is let in twice at its priority
-  (when no tenant's items span priorities: a tenant's turns are counted across priorities).
+  (each priority keeps its own turns, whatever priorities a tenant spans).
+
+CI draws 25 cases; `ORBIT_FLOW_EXAMPLES=3000` draws more (about 8 s per 1,000).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -111,9 +114,20 @@ REJOINING = [_item(0, "a", 2), _item(0, "a", 2, ms=2000), _item(0, "a", 2, "fail
              _item(1000, "a", 2), _item(2000, "a", 2)]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Found by a search of 3,000 random cases (session 10) once the check above held for tenants
+# spanning priorities: b, let in 3 times at priority 1, had used its turns at priority 2, where it
+# waited while a was let in 3 times (one pass per tenant). Passes are kept per priority now.
+SPANNING = [_item(2000, "b", 1, ms=2000), _item(500, "a", 2, ms=3000), _item(2000, "a", 2, "fail"),
+            _item(1500, "b", 1), _item(0, "b", 1), _item(500, "a", 2, "fail", 2000),
+            _item(2000, "b", 1, ms=3000), _item(1500, "b", 2, ms=3000), _item(1000, "b", 2, ms=3000),
+            _item(500, "c", 3, ms=2000)]
+
+
+@settings(max_examples=int(os.environ.get("ORBIT_FLOW_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(limit=st.integers(1, 3), items=st.lists(ITEM, min_size=1, max_size=14))
 @example(limit=3, items=REJOINING)
+@example(limit=1, items=SPANNING)
 def test_flow_properties_hold_for_random_arrivals_ends_crashes_and_cancels(
     limit: int, items: list[dict[str, Any]]
 ) -> None:
@@ -159,12 +173,7 @@ def test_flow_properties_hold_for_random_arrivals_ends_crashes_and_cancels(
             sim.cancel(eid)
     sim.run()
     assert store.problems == []
-    # A tenant's turns are counted across priorities (one pass per tenant: docs/flow-control.md,
-    # "Known limit"): when a tenant's items span priorities, its grants at one priority count against
-    # its turns at another, so the per-priority check holds only when none spans.
-    spans = len({(it["tenant"], it["priority"]) for it in items}) > len({it["tenant"] for it in items})
-    if not spans:
-        assert _fair(store.grants) == []
+    assert _fair(store.grants) == []  # each priority's turns are its own, whatever a tenant spans
     assert all(sim.describe(e)["status"] in ("COMPLETED", "FAILED", "CANCELLED") for e in ids)
     for c in store.counters.values():
         assert c.holders == set() and c.waiting_total == 0, c

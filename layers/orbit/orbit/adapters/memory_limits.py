@@ -53,7 +53,7 @@ class MemoryLimits:
                 return False
             line = (priority, slot.fairness)
             c.waiting[line] = c.waiting.get(line, 0) + 1
-            c.passes.setdefault(slot.fairness, c.vt)
+            c.passes.setdefault(line, c.vt)
             c.weights[slot.fairness] = slot.weight
             self.lines.setdefault((slot.scope, *line), {})[holder] = now_ms
             self.pointers[holder] = slot.scope
@@ -155,9 +155,9 @@ class MemoryLimits:
                 del c.waiting[(priority, tenant)]
             c.vt = vt
             if tenant_pass is None:
-                c.passes.pop(tenant, None)
+                c.passes.pop((priority, tenant), None)
             else:
-                c.passes[tenant] = tenant_pass
+                c.passes[(priority, tenant)] = tenant_pass
             line.pop(holder)
             t["granted_ms"] = now_ms
             self.pointers.pop(holder, None)

@@ -231,9 +231,9 @@ class FlowGate:
             c.waiting[(priority, tenant)] -= 1
             c.vt = vt
             if tenant_pass is None:
-                c.passes.pop(tenant, None)
+                c.passes.pop((priority, tenant), None)
             else:
-                c.passes[tenant] = tenant_pass
+                c.passes[(priority, tenant)] = tenant_pass
             self._observe(slot.name, now - int(ticket.get("since_ms") or now))
             self._pass(Gate.from_dict(ticket["gate"]), int(ticket["index"]) + 1, ticket["send"])
 

@@ -3,7 +3,8 @@
     FLOW#C#<scope> / C                 a concurrency counter: holders `hs` (string set), holders
                                        let in from the line whose ticket is kept `gs`, per line
                                        waiting counts `w:<priority>:<tenant>`, the tenants' passes
-                                       `p:<tenant>` and weights `wt:<tenant>`, the virtual time `vt`
+                                       `p:<priority>:<tenant>` and weights `wt:<tenant>`, the
+                                       virtual time `vt`
     FLOW#Q#<scope>#<priority>#<tenant> / <since ms, 15 digits>#<holder>
                                        one waiting item (a line: FIFO by its sort key)
     FLOW#T#<scope>@<holder> / T        the item's ticket: what to send when it is let in
@@ -80,7 +81,9 @@ class DynamoLimits(LimitsReads):
                 if int(value["N"]) > 0:
                     c.waiting[(int(p), tenant)] = int(value["N"])
             elif name.startswith("p:") and "N" in value:
-                c.passes[name[2:]] = int(value["N"])
+                p, sep, tenant = name[2:].partition(":")
+                if p.isdigit() and sep:  # `p:<tenant>` (one pass per tenant, before 2026-12): unused
+                    c.passes[(int(p), tenant)] = int(value["N"])
             elif name.startswith("wt:") and "N" in value:
                 c.weights[name[3:]] = int(value["N"])
         return c
@@ -126,7 +129,7 @@ class DynamoLimits(LimitsReads):
         )
         names = {
             "#w": f"w:{priority}:{slot.fairness}",
-            "#p": f"p:{slot.fairness}",
+            "#p": f"p:{priority}:{slot.fairness}",
             "#wt": f"wt:{slot.fairness}",
         }
         try:
@@ -281,7 +284,7 @@ class DynamoLimits(LimitsReads):
         tenant_pass: int | None,
         now_ms: int,
     ) -> bool:
-        names = {"#w": f"w:{priority}:{tenant}", "#p": f"p:{tenant}"}
+        names = {"#w": f"w:{priority}:{tenant}", "#p": f"p:{priority}:{tenant}"}
         update = "ADD hs :h, gs :h, #w :minus SET vt = :vt" + (
             ", #p = :pass" if tenant_pass is not None else ""
         )

@@ -1,8 +1,9 @@
 """The waiting line of one concurrency counter: who is let in next.
 
 Higher priority first (1 before 5). Within a priority, tenants (fairness keys) take turns in
-weighted round-robin by stride scheduling: each tenant has a `pass`; the lowest pass goes next and
-adds STRIDE / weight to it, so over any stretch a tenant of weight w gets w shares. A tenant that
+weighted round-robin by stride scheduling: each tenant has a `pass` at each priority it waits at;
+the lowest pass goes next and adds STRIDE / weight to it, so over any stretch a tenant of weight w
+gets w shares of that priority's turns (its turns at another priority are counted there). A tenant that
 starts waiting joins at the counter's virtual time (the pass of the last grant), so time spent
 away earns no credit and one with 10,000 waiting items cannot hold back one with 3. Within a
 tenant and priority: first in, first out (the store keeps that order).
@@ -26,7 +27,7 @@ class Counter:
     holders: set[str] = field(default_factory=set)
     granted: set[str] = field(default_factory=set)  # let in from the line; their ticket still kept
     waiting: dict[tuple[int, str], int] = field(default_factory=dict)  # (priority, tenant) -> count
-    passes: dict[str, int] = field(default_factory=dict)  # tenant -> pass
+    passes: dict[tuple[int, str], int] = field(default_factory=dict)  # (priority, tenant) -> pass
     weights: dict[str, int] = field(default_factory=dict)
     vt: int = 0  # the pass of the last grant
 
@@ -47,15 +48,18 @@ def next_in_line(c: Counter, limit: int | None = None) -> tuple[int, str] | None
         return None
     top = min(p for p, _ in lines)
     tenants = sorted(t for p, t in lines if p == top)
-    return top, min(tenants, key=lambda t: (c.passes.get(t, c.vt), t))
+    return top, min(tenants, key=lambda t: (c.passes.get((top, t), c.vt), t))
 
 
 def after_grant(c: Counter, priority: int, tenant: str) -> tuple[int, int | None]:
-    """(new vt, the tenant's new pass or None when it has nobody left waiting) after letting in
-    one item of `tenant` at `priority`; the caller writes both with the grant. The virtual time is
-    the pass of the grant, or, when the tenant leaves the line, the pass it leaves with."""
-    start = max(c.passes.get(tenant, c.vt), c.vt)
-    left = sum(n for (p, t), n in c.waiting.items() if t == tenant and n > 0) - 1
+    """(new vt, the tenant's new pass at `priority` or None when it has nobody left waiting there)
+    after letting in one item of `tenant` at `priority`; the caller writes both with the grant. The
+    virtual time is the pass of the grant, or, when the tenant leaves the line, the pass it leaves
+    with. A pass per priority: a tenant let in at priority 1 has not used its turns at priority 3
+    (one pass per tenant let another tenant in there more than once a turn: hypothesis,
+    tests/unit/test_flow_properties.py)."""
+    start = max(c.passes.get((priority, tenant), c.vt), c.vt)
+    left = c.waiting.get((priority, tenant), 0) - 1
     weight = max(1, c.weights.get(tenant, 1))
     after = start + STRIDE // weight
     # A tenant that leaves the line moves the virtual time to the pass it would have had: joining
