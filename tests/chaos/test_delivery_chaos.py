@@ -24,7 +24,7 @@ from chaos_world import Profile, parse_seeds, run_seed
 # CHAOS_SEEDS= (empty) runs none.
 # Plus the seeds a long run found failing once fixed (5782: answered task message to the DLQ after
 # two settling receives and three lost deletes, when task queues had maxReceiveCount 5).
-SEEDS = parse_seeds(os.environ.get("CHAOS_SEEDS", "1-250,5782"))
+SEEDS = parse_seeds(os.environ.get("CHAOS_SEEDS", "1-250,5782,8687,9574"))
 CONTROL = dataclasses.replace(Profile.none(), envs=1, executions=len(W.WORKLOADS))
 TIMES: list[float] = []  # CPU seconds per seed (conftest.py prints the mean)
 

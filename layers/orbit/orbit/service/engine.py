@@ -321,13 +321,18 @@ class Engine(EngineApi):
         turn.taking = False
         again, since = inline.redelivered_since(msgs, delivery)
         cached = self.cached_state(eid)
-        if again and cached is not None and not turn.recovered:  # else: recovered by its own commit
+        if again and cached is not None and turn.recovery_due(since):  # else: by its own commit, as far back
             self.recover(eid, cached, since, (), turn)
         pending = turn.take_pending()
         if handed:
             state = self.current_state(eid)
             if not inline.all_live(state, handed):  # a stale cached state drops nothing (take_over)
                 state = self.reload_if_overtaken(eid, state)
+                sent = inline.sent_since(handed, delivery)
+                if not inline.all_live(state, handed) and turn.recovery_due(sent):
+                    # Taken over before, by an invocation that may have died mid-chain: a wake
+                    # redriven from the DLQ is a first receive again (chaos seed 8687).
+                    self.recover(eid, state, sent, (), turn)
             ready, starts = inline.take_over(runner, self.clock.now_ms(), state, handed)
             if starts:
                 turn.taking = True  # this process runs them next: their lease needs no timer (carry_out)
@@ -553,6 +558,7 @@ class Engine(EngineApi):
             self.flow_control.release_ended(state, d.events, d.workflow, resent)
         for c in d.resend.values():
             self._carry_out(eid, still_due(state, c.effects), expiry, fresh=False, seq=c.last_seq, turn=turn)
+        turn.resent.update(d.resend)  # keyed by first seq, as `recover` skips them
         if d.resend and state.created:
             # The invocation that handled it may have died mid-chain: every internal commit since
             # the oldest one found is recovered too (`recover`).
@@ -626,14 +632,16 @@ class Engine(EngineApi):
         # newest commit only (docs/decisions/delivery-engine-outbox.md). Then the live inline leases
         # are woken or armed (inline.lease_actions).
         if turn is not None:
-            turn.recovered = True
+            turn.recovers(since_ms)
         # a cached state another decider overtook: filter on the stored one
         state = self.reload_if_overtaken(eid, state)
         now = self.clock.now_ms()
         expiry = None
         for commit in inline.internal_commits(self.store, eid, state, since_ms):
-            if commit.first_seq in done:
+            if commit.first_seq in done or (turn is not None and commit.first_seq in turn.resent):
                 continue
+            if turn is not None:
+                turn.resent.add(commit.first_seq)
             # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
             expiry = expiry or self._write_expiry(state, now)
             self._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq,

@@ -30,7 +30,7 @@ Who runs what:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -97,10 +97,27 @@ class Turn:
     trace: str | None = None  # the trace header the messages it sends carry
     pending: list[DispatchTask] = field(default_factory=list)  # attempts to run after the commit
     recovered: bool = False  # `Engine.recover` ran for this pass already
+    recovered_since: int | None = None  # ... from the commits since this time (None: the newest only)
+    resent: set[int] = field(default_factory=set)  # first seqs of the commits it re-sent
 
     def take_pending(self) -> list[DispatchTask]:
         pending, self.pending = self.pending, []
         return pending
+
+    def recovers(self, since_ms: int | None) -> None:
+        self.recovered = True
+        if since_ms is not None:
+            known = self.recovered_since
+            self.recovered_since = since_ms if known is None else min(known, since_ms)
+
+    def recovery_due(self, since_ms: int | None) -> bool:
+        """Must a redelivery that may have left commits unsent since `since_ms` recover again? Yes
+        unless this pass recovered from as far back already: a batch that holds a handled message
+        (its commit's time) and an older redelivered one (its send time) recovers from the older
+        (chaos seed 9574: the older invocation's chain commit was never dispatched)."""
+        if not self.recovered:
+            return True
+        return since_ms is not None and (self.recovered_since is None or since_ms < self.recovered_since)
 
 
 class Decider(Protocol):
@@ -239,6 +256,13 @@ def redelivered_since(msgs: list[Message], delivery: Any) -> tuple[bool, int | N
     if not sent:
         return False, None
     return True, (min(sent) - SEND_SKEW_MS if all(isinstance(t, int) for t in sent) else None)
+
+
+def sent_since(msgs: Sequence[Message], delivery: Any) -> int | None:
+    """Since when the commits of an invocation that took these messages may have landed: their
+    oldest send time (less outbox.SEND_SKEW_MS), or None when a send time is unknown."""
+    sent = [(delivery or {}).get(m.id, (None, 1))[0] for m in msgs]
+    return min(sent) - SEND_SKEW_MS if sent and all(isinstance(t, int) for t in sent) else None
 
 
 def runs_here(runner: InlineRunner | None, clock: Clock, d: DispatchTask, turn: Turn | None) -> bool:
