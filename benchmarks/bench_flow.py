@@ -285,13 +285,14 @@ def bench_slots_lost(seeds: int) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "chaos"))
     import dataclasses
 
+    import chaos_seed as S
     import chaos_world as C
 
     profile = dataclasses.replace(C.Profile(), workloads=("limited", "chain"))
     t0 = time.perf_counter()
     bad = []
     for seed in range(1, seeds + 1):
-        result = C.run_seed(seed, profile)
+        result = S.run_seed(seed, profile)
         bad += [p for p in result.problems if "slots lost" in p]
     report(
         f"slots lost after a chaos run ({seeds} seeds, workloads limited + chain)",

@@ -174,7 +174,7 @@ def api_signal_with_start(world: Any, ev: Event) -> bool:
 
 
 # ------------------------------------------------------------------------------------ the checks
-def check(world: Any, engine: Any) -> list[str]:
+def check(world: Any, engine: Any, history_problems: Any) -> list[str]:
     """The triggers' invariants once the world is quiet (drains TriggerDLQ: its letters are checked here)."""
     from orbit.adapters.dynamodb.trigger_buffers import DynamoTriggerBuffers
     from orbit.service.trigger_buffers import buffer_id
@@ -192,7 +192,7 @@ def check(world: Any, engine: Any) -> list[str]:
         if desc["status"] != "COMPLETED" or desc.get("output") != output:
             problems.append(f"{eid}: ended {desc['status']} with {desc.get('output')!r} "
                             f"(error {desc.get('error')!r}); expected COMPLETED with {output!r}")
-        problems.extend(world.history_problems(eid, engine.history(eid)))
+        problems.extend(history_problems(eid, engine.history(eid)))
 
     if "trig-eb" in names:
         want = sorted({f"eb-{e.body['event']['detail']['order']}" for e in sent

@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import chaos_seed as S
 import chaos_world as C
 
 
@@ -65,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     flags += f" --triggers {args.triggers}" if args.triggers else ""
     flags += f" --workloads {args.workloads}" if args.workloads else ""
     flags += f" --rates {args.rates}" if args.rates else ""
-    seeds = C.parse_seeds(args.seeds)
+    seeds = S.parse_seeds(args.seeds)
     failed = []
     started = time.perf_counter()
     for seed in seeds:
-        result = C.run_seed(seed, profile)
+        result = S.run_seed(seed, profile)
         result.flags = flags
         if not result.ok:
             failed.append(seed)

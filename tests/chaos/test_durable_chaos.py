@@ -18,7 +18,8 @@ import warnings
 
 import chaos_workloads as W
 import pytest
-from chaos_world import Profile, Result, parse_seeds, run_seed
+from chaos_seed import parse_seeds, run_seed
+from chaos_world import Profile, Result
 
 DURABLE = dataclasses.replace(Profile(), executions=2, workloads=("durable", "chain"), dup_early=0.3)
 # 40: a timed-out invocation's re-invoke lost to a throttled send, the timer message redelivered

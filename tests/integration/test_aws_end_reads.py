@@ -100,7 +100,7 @@ def test_an_execution_started_before_starts_recorded_the_expiry_takes_the_walk_a
         cloud: Any, clients: Any, stack: Any, calls: Calls, monkeypatch: Any) -> None:
     """Its start as an engine before this change wrote it (WorkflowCreated without the field)."""
     real = decider.decide
-    monkeypatch.setattr("orbit.service.engine.decide",
+    monkeypatch.setattr("orbit.service.deciding.decide",
                         lambda wf, state, m, now, ids, retention_ms=None, code_runtime=None:
                         real(wf, state, m, now, ids, code_runtime=code_runtime))
     state = run(cloud, calls, SHORT, "old-1")

@@ -95,7 +95,7 @@ def _finding_1(model: DeliveryModel) -> None:
 
 def test_the_model_reports_finding_1_without_the_head_check() -> None:
     model = DeliveryModel()
-    model.engines[0]._overtaken = lambda eid, state: False  # type: ignore[method-assign]
+    model.engines[0]._cache.overtaken = lambda eid, state: False  # type: ignore[method-assign]
     try:
         _finding_1(model)
     except AssertionError as e:

@@ -172,7 +172,7 @@ def test_the_engine_disarms_and_walks_only_when_the_history_cannot_say(monkeypat
     sim.start("wf", {}, id="new")
     sim.start("timed", {}, id="timed")
     real = decide
-    monkeypatch.setattr("orbit.service.engine.decide",
+    monkeypatch.setattr("orbit.service.deciding.decide",
                         lambda wf, state, m, now, ids, retention_ms=None, code_runtime=None:
                         real(wf, state, m, now, ids, None, code_runtime))
     sim.start("wf", {}, id="old")  # as an engine before this change started it

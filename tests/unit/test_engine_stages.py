@@ -8,12 +8,15 @@ import inspect
 from pathlib import Path
 
 import orbit
+from orbit.service.committing import Commits
 from orbit.service.effects import Effects
 from orbit.service.engine import Engine
 from orbit.service.operations import EngineApi
 from orbit.service.recovery import Recovery
+from orbit.service.redelivery import Redelivery
 from orbit.service.retention import Retention
 from orbit.service.starts import Starts
+from orbit.service.state_cache import StateCache
 
 from tests.unit.dsl_harness import sim_with
 
@@ -21,7 +24,8 @@ SERVICE = Path(orbit.__file__).parent / "service"
 # class -> its module; a class may use the private members it defines and those of its bases here
 STAGES = {"Engine": "engine.py", "EngineApi": "operations.py", "CatalogApi": "catalog.py",
           "Starts": "starts.py", "Effects": "effects.py", "Retention": "retention.py",
-          "Recovery": "recovery.py"}
+          "Recovery": "recovery.py", "StateCache": "state_cache.py", "Commits": "committing.py",
+          "Redelivery": "redelivery.py"}
 
 
 def _class(name: str) -> ast.ClassDef:
@@ -52,12 +56,13 @@ def _defined(cls: ast.ClassDef) -> set[str]:
 def test_the_engine_is_its_api_and_composes_its_stages() -> None:
     assert Engine.__bases__ == (EngineApi,)
     engine = sim_with({"a": {"compute": "{% 1 %}"}}).engine
-    stages = {"starts": Starts, "effects": Effects, "retention": Retention, "recovery": Recovery}
+    stages = {"starts": Starts, "effects": Effects, "retention": Retention, "recovery": Recovery,
+              "commits": Commits, "redelivery": Redelivery, "_cache": StateCache}
     assert {name: type(getattr(engine, name)) for name in stages} == stages
 
 
 def test_each_stage_takes_what_it_uses_in_its_constructor() -> None:
-    for cls in (Starts, Effects, Retention, Recovery):
+    for cls in (Starts, Effects, Retention, Recovery, StateCache, Commits, Redelivery):
         params = inspect.signature(cls).parameters
         assert params and "engine" not in params, cls  # ports and callables, never the engine itself
 

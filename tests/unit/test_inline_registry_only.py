@@ -11,7 +11,7 @@ import orbit
 import pytest
 from orbit.core.definition import parse_definition
 from orbit.errors import ValidationError
-from orbit.service.inline import check_registration
+from orbit.service.registration_checks import check_registration
 from orbit.service.replay_host import default_runtime
 
 from tests.unit.inline_world import World

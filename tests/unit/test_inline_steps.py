@@ -12,7 +12,7 @@ import pytest
 from orbit import TaskError
 from orbit.core.definition import parse_definition
 from orbit.errors import ValidationError
-from orbit.service.inline import check_registration
+from orbit.service.registration_checks import check_registration
 
 from tests.unit.inline_world import World
 

@@ -25,11 +25,9 @@ from orbit.core.history.messages import (
     ResultMessage,
     ScheduleFire,
     SignalMessage,
-    TaskCancel,
-    TaskDispatch,
     message_from_dict,
-    task_message_from_dict,
 )
+from orbit.core.history.queue_bodies import TaskCancel, TaskDispatch, task_message_from_dict
 from orbit.core.schedule import state as schedule_state
 from orbit.core.schedule.config import parse_config
 from orbit.errors import ValidationError

@@ -189,7 +189,7 @@ class LocalStack(ScheduleOps):
     def register(self, definition_or_path_or_function: Any) -> str:
         """Register a definition (path, YAML/JSON text, dict) or a code workflow; returns its name."""
         from orbit.core.definition import load_definition, parse_definition
-        from orbit.service.inline import check_registration
+        from orbit.service.registration_checks import check_registration
 
         item = definition_or_path_or_function
         if isinstance(item, dict):

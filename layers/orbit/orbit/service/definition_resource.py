@@ -84,7 +84,7 @@ def _definition(kind: str, props: dict[str, Any], old_id: str, engine: Any) -> t
     if not isinstance(text, str) or not text.strip():
         raise ResourceFailed("Properties.Definition: must be the definition's YAML or JSON text")
     from orbit.core.definition import load_definition
-    from orbit.service.inline import check_registration
+    from orbit.service.registration_checks import check_registration
 
     definition = load_definition(text)  # ValidationError: FAILED, the stack rolls back
     check_registration(engine, definition)

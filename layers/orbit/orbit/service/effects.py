@@ -34,13 +34,13 @@ from orbit.core.history.messages import (
     RedriveMessage,
     SignalMessage,
     StartMessage,
-    TaskCancel,
-    TaskDispatch,
     WakeMessage,
 )
+from orbit.core.history.queue_bodies import TaskCancel, TaskDispatch
 from orbit.core.tracing import BODY_KEY
 from orbit.service import inline
 from orbit.service.ports import Clock, HistoryStore, Queues, Timers
+from orbit.service.turn import Turn
 
 MAX_LEAD_MS = 900_000  # SQS's longest DelaySeconds: a timer is handed over at most this far ahead
 
@@ -55,7 +55,7 @@ class Effects:
         self.flow = flow
 
     def carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool],
-                  fresh: bool = True, seq: int | None = None, turn: inline.Turn | None = None,
+                  fresh: bool = True, seq: int | None = None, turn: Turn | None = None,
                   runner: inline.InlineRunner | None = None) -> None:
         """Send `effects` after their commit; `expiry` ((expires_at_s, provisional), what
         `Retention.write_expiry` gives for the execution's current state) goes on the hook rows it

@@ -1,7 +1,7 @@
 """The engine service: load -> decide -> inline work -> commit -> carry out effects.
 
 `Engine._pipeline` is the decision pipeline, read top to bottom (docs/architecture.md, "The
-decision pipeline"); its stages pass each other an `inline.Turn`, never state on the thread.
+decision pipeline"); its stages pass each other an `Turn`, never state on the thread.
 
 `Engine` is the one place where the pure decider meets the ports. The commit
 (conditional on the next seq) is the only synchronisation: a writer that loses
@@ -12,94 +12,66 @@ its last few commits (`state.inbound`); an older redelivery is found in the
 commit log, read newest first back to the message's send time (`outbox.find_handled`),
 so neither the state nor a snapshot grows with the messages an execution handled.
 
-The engine composes its other parts, one module each, typed collaborators that take the ports they
-need: starting an execution (`starts.Starts`), carrying out effects (`effects.Effects`), retention
+The stages of a decision live in modules of their own, and `Engine` runs them in order: the batch
+sorted (`intake.sort_batch`), the state loaded (`state_cache.StateCache`, this process's cache,
+checked against the history's head before anything acts on it without a commit), the messages
+decided (`deciding.decide_messages`), inline work (`inline`), the commit and the index row
+(`committing.Commits`), the effects carried out (`effects.Effects`), and a redelivery's recovery
+(`redelivery.Redelivery`). Its other parts: starting an execution (`starts.Starts`), retention
 (`retention.Retention`), redrive and fork (`recovery.Recovery`). The read and control operations
 (`operations.EngineApi`) are its base class: they read the ports and `cached_state`, nothing else.
 With a `FlowGate` (`Engine.flow`), flow control joins them (`flow_steps.Flow`, docs/flow-control.md):
 built when the gate is set, handed to `Effects` (dispatches under a limit) and `Recovery` (a
 redrive's slot); without one, nothing of it runs.
-
-States are cached per process and advanced in place by `decide`; a cached
-state is trusted optimistically (its next seq would conflict if another
-process had committed), and dropped on any failure.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from orbit.core.decider.decide import decide
 from orbit.core.definition.retention import DAY_MS
-from orbit.core.history.effects import Effect, NotifyParent
-from orbit.core.history.events import ExecutionParked, Recorded, TaskError
-from orbit.core.history.lifecycle import decision_metrics
+from orbit.core.history.effects import Effect
+from orbit.core.history.events import ExecutionParked
 from orbit.core.history.messages import (
-    FLOW_KEY,
     CancelMessage,
     Message,
     RedriveMessage,
     StartMessage,
-    message_from_dict,
 )
-from orbit.core.history.model import signal_ids
-from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState, remember_inbound
-from orbit.core.tracing import BODY_KEY, PassThrough, Tracer
-from orbit.errors import BuildMismatch, ConflictError, NotFound, OrbitError, UnknownWorkflow
+from orbit.core.history.state import TERMINAL_WORKFLOW, ExecutionState
+from orbit.core.tracing import PassThrough, Tracer
+from orbit.errors import ConflictError
 from orbit.service import inline
-from orbit.service.batches import is_batch_message
+from orbit.service.committing import Before, Commits
 from orbit.service.conflict_backoff import sleep_after_conflict
+from orbit.service.deciding import Decided, DecideWith, Deliveries, decide_messages, workflow_for
 from orbit.service.effects import Effects
 from orbit.service.flow_steps import Flow, registry_limits
+from orbit.service.intake import sort_batch
 from orbit.service.operations import EngineApi
-from orbit.service.outbox import find_handled, still_due
+from orbit.service.outbox import still_due
 from orbit.service.ports import (
     Clock,
-    Commit,
     HistoryStore,
     IdSource,
-    IndexEntry,
     PayloadStore,
     Queues,
     Registry,
     Timers,
 )
 from orbit.service.recovery import Recovery
-from orbit.service.replay_host import runtime_of
+from orbit.service.redelivery import Redelivery, redelivered_since, sent_since
 from orbit.service.retention import Retention
-from orbit.service.schedules import is_schedule_message
 from orbit.service.starts import Starts
+from orbit.service.state_cache import StateCache
+from orbit.service.turn import Turn
 
 log = logging.getLogger("orbit.core.decider")
 
 MAX_CONFLICT_RETRIES = 8
-# message id -> (its sent_at_ms if the body carries one, SQS ApproximateReceiveCount or 1)
-Deliveries = dict[str, tuple[int | None, int]]
-
-
-@dataclass
-class _Decided:
-    """What stage 2 (`Engine._decide`) gives the commit."""
-
-    events: list[Recorded]
-    effects: list[Effect]
-    handled: list[str]  # the ids of the messages decided, first the commit's own
-    resend: dict[int, Commit]  # first seq -> a redelivered message's commit, its effects to re-send
-    workflow: Any  # the workflow the last message was decided with (None: none was)
-
-
-@dataclass(frozen=True)
-class _Before:
-    """The state as stage 1 loaded it, before the decision advanced it in place."""
-
-    first_seq: int  # the seq the commit takes
-    was: tuple[str, bool]  # (status, created)
-    had: dict[str, Any]  # search attributes: the index row follows them too
 
 
 class _StaleNoop(Exception):  # a signal inside `_process`, never raised out of it
@@ -142,15 +114,15 @@ class Engine(EngineApi):
         self.retention_ms = retention_ms  # for workflows that set no retention of their own
         self.tracer: Tracer = tracer or PassThrough()
         self.meter = meter  # per-workflow counters (orbit.aws.observability.Meter), or None
-        # execution id -> (state, commits since its snapshot)
-        self._cache: OrderedDict[str, tuple[ExecutionState, int]] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache = StateCache(store, cache_size)  # execution id -> (state, commits since its snapshot)
         # The stages, each given what it uses (the engine's methods late-bound: one may be replaced).
         self.starts = Starts(registry, ids, self.tracer,
                              lambda eid, msgs, trace: self._traced(eid, msgs, {}, trace),
                              lambda eid: self.load_state(eid))
+        self.commits = Commits(store, meter)
         self.effects = Effects(queues, timers, store, clock)
         self.retention = Retention(store, timers, clock, registry, retention_ms)
+        self.redelivery = Redelivery(store, timers, queues, clock, self._cache, self.retention, self.effects)
         self.recovery = Recovery(store, registry, ids, lambda eid: self.load_state(eid),
                                  lambda eid, msgs: self._process(eid, msgs),
                                  lambda eid: self.cached_state(eid))
@@ -167,7 +139,7 @@ class Engine(EngineApi):
         self._flow_gate = gate
         self.flow_control: Flow | None = None if gate is None else Flow(
             gate, self.clock, lambda name, version: self.registry.get(name, version),
-            lambda state: self._workflow_for(state, None), lambda eid: self.cached_state(eid),
+            lambda state: self.workflow_for(state, None), lambda eid: self.cached_state(eid),
             lambda eid: self.load_state(eid), lambda now: registry_limits(self.registry, now),
             self.stored_after)
         self.effects.flow = self.recovery.flow = self.flow_control
@@ -222,58 +194,12 @@ class Engine(EngineApi):
         Returns (position, error) for the messages that failed (the caller reports them
         as partial batch failures so the queue redelivers only those).
         """
-        failures: list[tuple[int, Exception]] = []
-        groups: dict[str, list[tuple[int, Message]]] = {}
-        delivery: Deliveries = {}
-        traces: dict[str, str] = {}  # execution -> the trace header its messages carried
-        admitted: set[str] = set()  # starts flow control held back and now lets go (service/limits.py)
-        for i, raw in enumerate(messages):
-            if isinstance(raw, dict) and FLOW_KEY in raw:
-                try:  # flow control's own message (service/flow_steps.py): a start it lets in, or None
-                    back = self.flow_control.come_back(raw) if self.flow_control is not None else None
-                except Exception as e:  # reported per message, the queue retries it
-                    log.exception("flow message failed")
-                    failures.append((i, e))
-                    continue
-                if back is None:
-                    continue
-                raw = back
-                admitted.add(str(raw.get("execution_id")))
-            if isinstance(raw, dict) and self.batches is not None and is_batch_message(raw):
-                try:  # a bulk action's page (service/batches.py): not an execution's message
-                    self.batches.handle(raw)
-                except Exception as e:  # reported per message, the queue retries it
-                    log.exception("batch message failed: %s", raw.get("batch_id"))
-                    failures.append((i, e))
-                continue
-            if isinstance(raw, dict) and self.schedules is not None and is_schedule_message(raw):
-                try:  # a schedule's fire, or the end of a run it started: not an execution's message
-                    self.schedules.handle(raw)
-                except Exception as e:  # reported per message, the queue retries it
-                    log.exception("schedule message failed: %s", raw.get("execution_id"))
-                    failures.append((i, e))
-                continue
+        batch = sort_batch(messages, receive_counts, self.flow_control, self.batches, self.schedules)
+        failures = batch.failures
+        for eid, items in batch.groups.items():
             try:
-                m = raw if isinstance(raw, Message) else message_from_dict(raw)
-            except OrbitError as e:
-                failures.append((i, e))
-                continue
-            sent = raw.get("sent_at_ms") if isinstance(raw, dict) else None
-            count = receive_counts[i] if receive_counts is not None and i < len(receive_counts) else 1
-            delivery[m.id] = (sent if isinstance(sent, int) else None, count)
-            groups.setdefault(m.execution_id, []).append((i, m))
-            trace = raw.get(BODY_KEY) if isinstance(raw, dict) else None
-            if isinstance(trace, str) and trace:
-                traces.setdefault(m.execution_id, trace)
-        for eid, items in groups.items():
-            # The same message twice in one batch (SQS may hand a record over twice): decided once,
-            # and its inline work (a hand-over wake) run once; both records share the outcome.
-            msgs: list[Message] = []
-            for _, m in items:
-                if all(m.id != seen.id for seen in msgs):
-                    msgs.append(m)
-            try:
-                self._traced(eid, msgs, delivery, traces.get(eid), eid in admitted)
+                msgs, trace = batch.messages(eid), batch.traces.get(eid)
+                self._traced(eid, msgs, batch.delivery, trace, eid in batch.admitted)
             except Exception as e:  # reported per message, the queue retries them
                 log.exception("decision failed for %s", eid)
                 failures.extend((i, e) for i, _ in items)
@@ -291,7 +217,7 @@ class Engine(EngineApi):
                     msgs = flow.admit(eid, msgs)  # stage 0: a start that must wait is not decided
                     if not msgs:
                         return
-                self._pipeline(eid, msgs, delivery, inline.Turn(trace=span.header))
+                self._pipeline(eid, msgs, delivery, Turn(trace=span.header))
                 if flow is not None:
                     flow.after_start(eid, msgs)
             finally:
@@ -303,7 +229,7 @@ class Engine(EngineApi):
                         elapsed_ms = (time.perf_counter() - started) * 1000
                         self.meter.observe(workflow, "DecisionLatency", elapsed_ms)
 
-    def _pipeline(self, eid: str, msgs: list[Message], delivery: Deliveries, turn: inline.Turn) -> None:
+    def _pipeline(self, eid: str, msgs: list[Message], delivery: Deliveries, turn: Turn) -> None:
         """One execution's inbound messages, top to bottom (docs/architecture.md, "The decision pipeline"):
         1. `_process`: load -> decide -> inline work before the commit -> commit -> carry out effects;
         2. on a decider (a runner), a redelivery recovers what its first invocation may have left;
@@ -319,7 +245,7 @@ class Engine(EngineApi):
         if runner is None:
             return
         turn.taking = False
-        again, since = inline.redelivered_since(msgs, delivery)
+        again, since = redelivered_since(msgs, delivery)
         cached = self.cached_state(eid)
         if again and cached is not None and turn.recovery_due(since):  # else: by its own commit, as far back
             self.recover(eid, cached, since, (), turn)
@@ -328,7 +254,7 @@ class Engine(EngineApi):
             state = self.current_state(eid)
             if not inline.all_live(state, handed):  # a stale cached state drops nothing (take_over)
                 state = self.reload_if_overtaken(eid, state)
-                sent = inline.sent_since(handed, delivery)
+                sent = sent_since(handed, delivery)
                 if not inline.all_live(state, handed) and turn.recovery_due(sent):
                     # Taken over before, by an invocation that may have died mid-chain: a wake
                     # redriven from the DLQ is a first receive again (chaos seed 8687).
@@ -350,72 +276,9 @@ class Engine(EngineApi):
             self._process(eid, results, None, turn)  # one commit: these results + the decision after them
             pending = turn.take_pending()
 
-    def _decide(self, eid: str, state: ExecutionState, msgs: list[Message], delivery: Deliveries,
-                now: int) -> _Decided:
-        """Stage 2: decide each new message on `state` (advanced in place); a redelivery's commit is
-        found instead (its effects are re-sent), in the state's inbound ids or the commit log."""
-        events: list[Recorded] = []
-        effects: list[Effect] = []
-        handled: list[str] = []
-        resend: dict[int, Commit] = {}
-        wf: Any = None
-        for m in msgs:
-            if isinstance(m, StartMessage) and state.created:
-                if (m.parent or state.parent) and m.parent != state.parent:
-                    effects.extend(Starts.not_the_parents(state, m))  # squatted child id: fail the step
-                    continue
-                if not m.parent:
-                    Starts.check_same_start(state, m)  # same id again: same input returns it, else refused
-            if m.id in handled:
-                continue  # the same message twice in one batch: decided once
-            if m.id in state.inbound:  # a redelivery: the history is the outbox
-                seq = state.inbound[m.id]
-                if seq not in resend:
-                    c = self.store.read_commit(eid, seq)
-                    if c is not None:
-                        resend[seq] = c
-                continue
-            if any(m.id in c.all_inbound for c in resend.values()):
-                continue  # a bundle's other message: its commit is already found
-            old = find_handled(self.store, eid, state, m, *delivery.get(m.id, (None, 1)))
-            if old is not None:  # handled longer ago than the state remembers
-                log.info(
-                    "message %s of %s was handled by commit %d: re-sending its effects",
-                    m.id,
-                    eid,
-                    old.first_seq,
-                )
-                resend.setdefault(old.first_seq, old)
-                continue
-            if isinstance(m, StartMessage) and state.created:
-                continue
-            try:
-                wf = self._workflow_for(state, m)
-            except UnknownWorkflow as e:
-                if isinstance(m, StartMessage) and m.parent:  # a child that cannot start fails its step
-                    effects.append(
-                        NotifyParent(
-                            m.parent.get("execution_id", ""),
-                            m.parent.get("step", ""),
-                            eid,
-                            "FAILED",
-                            None,
-                            TaskError(getattr(e, "code", "UNKNOWN_WORKFLOW"), str(e), False),
-                        )
-                    )
-                    continue
-                raise
-            # A parked execution still records results, signals and cancels; its runtime is not run.
-            d = decide(wf, state, m, now, self.ids, self.retention_ms,  # a start records its expiry
-                       runtime_of(self) if getattr(wf, "kind", None) == "code" else None)
-            events.extend(d.events)
-            effects.extend(d.effects)
-            handled.append(m.id)
-        return _Decided(events, effects, handled, resend, wf)
-
     def _process(self, eid: str, msgs: list[Message], delivery: Deliveries | None = None,
-                 turn: inline.Turn | None = None) -> None:
-        turn = turn if turn is not None else inline.Turn()  # the API's decisions: no inline work here
+                 turn: Turn | None = None) -> None:
+        turn = turn if turn is not None else Turn()  # the API's decisions: no inline work here
         # A group of starts is decided on a blank state without reading the store first: the commit
         # of seq 1 is conditional, so if the execution exists it conflicts and the retry loads it
         # (a repeated start then costs one refused write instead of every start costing a read).
@@ -447,7 +310,7 @@ class Engine(EngineApi):
         eid: str,
         msgs: list[Message],
         delivery: Deliveries,
-        turn: inline.Turn,
+        turn: Turn,
         assume_new: bool = False,
     ) -> None:
         """Stages 1-5 once. A lost commit race raises ConflictError, a no-op on a stale cached state
@@ -455,19 +318,21 @@ class Engine(EngineApi):
         cached = eid in self._cache
         state, since_snapshot = self._load(eid, msgs, assume_new)  # 1
         now = self.clock.now_ms()
-        before = _Before(state.last_seq + 1, (state.status, state.created), dict(state.attributes))
-        d = self._decide(eid, state, msgs, delivery, now)  # 2; advances `state` in place
+        before = Before(state.last_seq + 1, (state.status, state.created), dict(state.attributes))
+        with_ = DecideWith(self.store, self.registry, self.ids, self.retention_ms, self.code_runtime)
+        d = decide_messages(with_, eid, state, msgs, delivery, now)  # 2; advances `state` in place
         if cached and self._commits_nothing(d, turn):
-            overtaken = self._overtaken(eid, state)  # one read of the head: a commit newer than the cache?
+            overtaken = self._cache.overtaken(eid, state)  # one read of the head: a newer commit?
             if overtaken:
                 raise _StaleNoop(eid)
         self._inline_work(state, d, now, turn)  # 3
         # What this decision writes expires with the execution: when it ended, or provisionally
         # while it is young (service/retention.py); None: no expiry (yet).
         expiry = self._write_expiry(state, now)  # the hooks _carry_out registers too
-        since_snapshot = self._commit(eid, state, d, before, now, expiry, since_snapshot)  # 4
-        self._write_index(eid, state, d, before, expiry)
-        self._remember(eid, state, since_snapshot)
+        since_snapshot = self.commits.commit(eid, state, d, before, now, expiry, since_snapshot,  # 4
+                                             self.snapshot_every)
+        self.commits.write_index(eid, state, d, before, expiry)
+        self._cache.keep(eid, state, since_snapshot)
         self._after_commit(eid, state, d, expiry, turn)  # 5
 
     def _load(self, eid: str, msgs: list[Message], assume_new: bool) -> tuple[ExecutionState, int]:
@@ -476,10 +341,10 @@ class Engine(EngineApi):
         yet; anything else is NotFound."""
         create = any(isinstance(m, StartMessage) or (isinstance(m, CancelMessage) and m.parent_id)
                      for m in msgs)
-        return self._state(eid, create=create, assume_new=assume_new)
+        return self._cache.take(eid, create=create, assume_new=assume_new)
 
     @staticmethod
-    def _commits_nothing(d: _Decided, turn: inline.Turn) -> bool:
+    def _commits_nothing(d: Decided, turn: Turn) -> bool:
         """A decision that commits nothing meets no conflicting write, so acting on a stale cached
         state would go unnoticed: a no-op would drop the message for good (a child's notice after
         the API redrove the parent, a wake whose sleep another decider started), a re-arm would set
@@ -490,59 +355,15 @@ class Engine(EngineApi):
         checks.)"""
         return not d.events and bool(d.handled or d.resend) and not turn.taking
 
-    def _inline_work(self, state: ExecutionState, d: _Decided, now: int, turn: inline.Turn) -> None:
+    def _inline_work(self, state: ExecutionState, d: Decided, now: int, turn: Turn) -> None:
         """Stage 3, on a decider: at_least_once steps run now, their results decided into this
         commit; at_most_once steps get their started records first."""
         if self.inline is not None:
             inline.run_before_commit(self, state, d.workflow, d.events, d.effects, d.handled, turn)
             inline.add_started(self, state, d.workflow, d.effects, d.events, now, turn)
 
-    def _commit(self, eid: str, state: ExecutionState, d: _Decided, before: _Before, now: int,
-                expiry: tuple[int | None, bool], since_snapshot: int) -> int:
-        """Stage 4: the commit, conditional on the next seq (ConflictError when another landed
-        first), the metrics, and a snapshot every `snapshot_every` commits. Returns the commits
-        since the last snapshot."""
-        if not d.events:
-            return since_snapshot
-        expires, provisional = expiry
-        commit = Commit(before.first_seq, now, d.handled[0], d.events, d.effects, tuple(d.handled[1:]))
-        self.store.commit(eid, commit, expires, provisional)
-        # exactly what `Loaded.fold` (model.apply_commit) does
-        remember_inbound(state, d.handled, before.first_seq, now, signal_ids(d.events))
-        since_snapshot += 1
-        for name in decision_metrics(state, before.was, d.events) if self.meter is not None else ():
-            self.meter.count_workflow(state.workflow, name)  # per workflow (the name only)
-            self.meter.count(name)  # stack-wide: what the template's alarms watch
-        if since_snapshot >= max(self.snapshot_every, len(state.units) // 4):
-            self.store.save_snapshot(eid, state.to_dict(), state.last_seq, expires, provisional)
-            since_snapshot = 0
-        return since_snapshot
-
-    def _write_index(self, eid: str, state: ExecutionState, d: _Decided, before: _Before,
-                     expiry: tuple[int | None, bool]) -> None:
-        """The index row is written after the commit, so it is one of the commit's effects: a
-        redelivered message (resend) writes it again, in case the decider that committed died
-        before it (put_index keeps the newest). A tombstone (never created) is not listed."""
-        changed = bool(d.events) and ((state.status, state.created) != before.was
-                                      or state.attributes != before.had)
-        if not state.created or not (changed or d.resend):
-            return
-        self.store.put_index(
-            IndexEntry(
-                eid,
-                state.workflow,
-                state.version,
-                state.status,
-                state.created_at_ms,
-                state.updated_at_ms,
-                (state.parent or {}).get("execution_id"),
-                dict(state.attributes) or None,
-            ),
-            *expiry,
-        )
-
-    def _after_commit(self, eid: str, state: ExecutionState, d: _Decided, expiry: tuple[int | None, bool],
-                      turn: inline.Turn) -> None:
+    def _after_commit(self, eid: str, state: ExecutionState, d: Decided, expiry: tuple[int | None, bool],
+                      turn: Turn) -> None:
         """Stage 5: a redelivery's commits re-sent, then this commit's effects; an execution that
         ended here retires last."""
         ended = state.created and state.status in TERMINAL_WORKFLOW
@@ -572,7 +393,7 @@ class Engine(EngineApi):
 
     # ------------------------------------------- the stages' entry points, as the pipeline calls them
     def _carry_out(self, eid: str, effects: list[Effect], expiry: tuple[int | None, bool], fresh: bool = True,
-                   seq: int | None = None, turn: inline.Turn | None = None) -> None:
+                   seq: int | None = None, turn: Turn | None = None) -> None:
         self.effects.carry_out(eid, effects, expiry, fresh, seq, turn, self.inline)
 
     def _write_expiry(self, state: ExecutionState, now_ms: int) -> tuple[int | None, bool]:
@@ -600,123 +421,30 @@ class Engine(EngineApi):
     # ------------------------------------------- what inline work reads (inline.Decider)
     def cached_state(self, eid: str) -> ExecutionState | None:
         """This process's cached state of the execution, or None."""
-        cached = self._cache.get(eid)
-        return cached[0] if cached is not None else None
+        return self._cache.state(eid)
 
     def current_state(self, eid: str) -> ExecutionState:
         """The cached state (moved to the front of the cache), else the stored one, now cached."""
-        state, since_snapshot = self._state(eid, create=False)
-        self._remember(eid, state, since_snapshot)
-        return state
+        return self._cache.current(eid)
 
     def reload_if_overtaken(self, eid: str, state: ExecutionState) -> ExecutionState:
         """`state` if no newer commit exists (one consistent read), else the stored state, now cached."""
-        if not self._overtaken(eid, state):
-            return state
-        self._cache.pop(eid, None)
-        return self.current_state(eid)
+        return self._cache.reload_if_overtaken(eid, state)
 
     def workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
-        return self._workflow_for(state, m)
+        """The workflow `m` is decided with (service/deciding.py)."""
+        return workflow_for(self.registry, state, m)
 
     def recover(self, eid: str, state: ExecutionState, since_ms: int | None = None, done: Any = (),
-                turn: inline.Turn | None = None) -> None:
-        """A redelivered message: the invocation that handled it may have died inside a chain."""
-        # A chain carries out each commit's effects before it runs the next step, but the sends of a
-        # decider invocation leave together at its end (queues.batched): a crash or a refused send can
-        # leave the effects of every commit of the chain unsent (a worker dispatch, a child's start...).
-        # Those commits handled the chain's own results and started records, which no queue redelivers;
-        # other commits may have landed in between (a signal). So every internal commit since
-        # `since_ms` (the handled commit's time, or the redelivered message's send time) has its still
-        # due effects sent again, oldest first; `done`: first seqs already re-sent. Without a time, the
-        # newest commit only (docs/decisions/delivery-engine-outbox.md). Then the live inline leases
-        # are woken or armed (inline.lease_actions).
-        if turn is not None:
-            turn.recovers(since_ms)
-        # a cached state another decider overtook: filter on the stored one
-        state = self.reload_if_overtaken(eid, state)
-        now = self.clock.now_ms()
-        expiry = None
-        for commit in inline.internal_commits(self.store, eid, state, since_ms):
-            if commit.first_seq in done or (turn is not None and commit.first_seq in turn.resent):
-                continue
-            if turn is not None:
-                turn.resent.add(commit.first_seq)
-            # Its hook rows get the expiry of what is written for the execution now, as a decision's do.
-            expiry = expiry or self._write_expiry(state, now)
-            self._carry_out(eid, still_due(state, commit.effects), expiry, fresh=False, seq=commit.last_seq,
-                            turn=turn)
-        arms, wake = inline.lease_actions(state, now)
-        for at in arms:
-            self.timers.arm(eid, at, state.last_seq)
-        if wake is not None:
-            self.queues.send_decision(wake.to_dict())
-
-    def _overtaken(self, eid: str, state: ExecutionState) -> bool:
-        """Whether a newer commit than the (cached) state's last one exists: one consistent read."""
-        return self._committed_after(eid, state.last_seq)
-
-    def _committed_after(self, eid: str, seq: int) -> bool:
-        after = getattr(self.store, "committed_after", None)
-        if after is not None:
-            return bool(after(eid, seq))
-        return bool(self.store.history(eid, seq, 1).records)
+                turn: Turn | None = None) -> None:
+        """A redelivered message: the invocation that handled it may have died inside a chain; every
+        internal commit since `since_ms` is carried out again (`Redelivery.recover`)."""
+        self.redelivery.recover(eid, state, since_ms, done, turn, self.inline)
 
     def stored_after(self, eid: str, seq: int | None) -> ExecutionState | None:
         """The stored state, past every cache, if a commit after `seq` exists (one consistent read
         of the head; `seq` None: read anyway), else None. NotFound: no such execution."""
-        if seq is not None and not self._committed_after(eid, seq):
-            return None
-        return self.store.load(eid).fold()
-
-    def _state(self, eid: str, create: bool, assume_new: bool = False) -> tuple[ExecutionState, int]:
-        cached = self._cache.pop(eid, None)
-        if cached is not None:
-            return cached
-        if assume_new:
-            return ExecutionState(eid), 0
-        try:
-            loaded = self.store.load(eid)
-        except NotFound:
-            if not create:
-                raise
-            return ExecutionState(eid), 0
-        n = len(loaded.commits)
-        return loaded.fold(), n
-
-    def _remember(self, eid: str, state: ExecutionState, since_snapshot: int) -> None:
-        self._cache[eid] = (state, since_snapshot)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-
-    def _workflow_for(self, state: ExecutionState, m: Message | None) -> Any:
-        if isinstance(m, StartMessage):
-            return self.registry.get(m.workflow, m.version)
-        try:
-            return self.registry.get_build(state.workflow, state.version, state.build)
-        except (BuildMismatch, UnknownWorkflow) as e:
-            # A deploy replaced the code: the code runtime replays the history on the build this
-            # process holds and switches to it if it matches (definitions are never replaced).
-            try:
-                deployed = self.registry.get(state.workflow, state.version)
-            except (BuildMismatch, UnknownWorkflow):
-                deployed = None
-            if getattr(deployed, "kind", None) == "code":
-                return deployed
-            return _Parker(str(e))
-
-
-class _Parker:
-    """Stands in for a workflow whose pinned build is gone: the execution parks."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        self.runtime = self
-
-    def run(self, workflow: Any, state: ExecutionState, now_ms: int) -> list[Any]:
-        from orbit.core.runtime.commands import Park
-
-        return [Park(TaskError("BUILD_MISMATCH", self.reason, retryable=False))]
+        return self._cache.stored_after(eid, seq)
 
 
 __all__ = ["Engine", "ExecutionParked"]

@@ -283,7 +283,7 @@ def _resume(engine: Any, body: dict[str, Any], query: Mapping[str, str], token: 
 
 def _register(engine: Any, body: dict[str, Any], query: Mapping[str, str]) -> Response:
     from orbit.core.definition import load_definition, parse_definition
-    from orbit.service.inline import check_registration
+    from orbit.service.registration_checks import check_registration
 
     if isinstance(body.get("text"), str):
         definition = load_definition(body["text"])

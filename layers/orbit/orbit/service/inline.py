@@ -30,22 +30,20 @@ Who runs what:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from orbit.core.definition.inline import AT_MOST_ONCE, inline_timeout_problems, unserved_inline_problems
+from orbit.core.definition.inline import AT_MOST_ONCE
 from orbit.core.history.effects import ArmTimer, DispatchTask, Effect
 from orbit.core.history.events import Recorded, TaskError
 from orbit.core.history.hook_tokens import key_of
 from orbit.core.history.messages import Message, ResultMessage, StartedMessage, WakeMessage
 from orbit.core.history.state import SCHEDULED, ExecutionState
-from orbit.errors import ValidationError
-from orbit.service.outbox import SEND_SKEW_MS
 from orbit.service.ports import Clock, IdSource, Queues
 from orbit.service.replay_host import runtime_of
+from orbit.service.turn import Turn
 
 HANDOFF = "inline:"
 
@@ -85,39 +83,6 @@ class InlineTasks(Protocol):
         """The output, or the TaskError the attempt ended with (TIMEOUT past `limit_ms`); a `ctx.run`
         step's function comes from `closures` (the code runtime's table)."""
         ...
-
-
-@dataclass
-class Turn:
-    """One pass of the decision pipeline for one execution, handed from stage to stage (no state
-    on the thread): `Engine._traced` makes one per inbound group, the API's decisions a blank one."""
-
-    drives: bool = False  # the attempts this pass schedules may run in this process (a decider's pass)
-    taking: bool = False  # the decision takes hand-over wakes only (their check is `take_over`'s)
-    trace: str | None = None  # the trace header the messages it sends carry
-    pending: list[DispatchTask] = field(default_factory=list)  # attempts to run after the commit
-    recovered: bool = False  # `Engine.recover` ran for this pass already
-    recovered_since: int | None = None  # ... from the commits since this time (None: the newest only)
-    resent: set[int] = field(default_factory=set)  # first seqs of the commits it re-sent
-
-    def take_pending(self) -> list[DispatchTask]:
-        pending, self.pending = self.pending, []
-        return pending
-
-    def recovers(self, since_ms: int | None) -> None:
-        self.recovered = True
-        if since_ms is not None:
-            known = self.recovered_since
-            self.recovered_since = since_ms if known is None else min(known, since_ms)
-
-    def recovery_due(self, since_ms: int | None) -> bool:
-        """Must a redelivery that may have left commits unsent since `since_ms` recover again? Yes
-        unless this pass recovered from as far back already: a batch that holds a handled message
-        (its commit's time) and an older redelivered one (its send time) recovers from the older
-        (chaos seed 9574: the older invocation's chain commit was never dispatched)."""
-        if not self.recovered:
-            return True
-        return since_ms is not None and (self.recovered_since is None or since_ms < self.recovered_since)
 
 
 class Decider(Protocol):
@@ -169,40 +134,6 @@ class InlineRunner:
         return limit if limit >= MIN_RUN_MS else None
 
 
-def check_registration(engine: Any, definition: Any) -> None:
-    """Refuse a definition whose inline step's timeout does not fit in the decider's timeout
-    (`engine.decider_timeout_ms`, from ORBIT_DECIDER_TIMEOUT_S; unknown: Lambda's 900 s, checked
-    when the definition was parsed), or whose inline step names a task this stack does not serve
-    (`served_inline_tasks`; one line per step, naming it and its task). Only registration checks
-    this: a stored definition that is loaded again is not refused, its step fails with
-    INLINE_TASK_NOT_FOUND when it runs. Last, the queues its sqs triggers name must be readable
-    (service/trigger_checks.py), before anything is stored."""
-    limit = getattr(engine, "decider_timeout_ms", None)
-    problems = inline_timeout_problems(definition, limit) if limit else []
-    served = served_inline_tasks(engine)
-    if served is not None:
-        problems += unserved_inline_problems(definition, served)
-    if problems:
-        raise ValidationError(problems)
-    from orbit.service.trigger_checks import check_trigger_sources
-
-    check_trigger_sources(engine, definition)  # an sqs trigger's queue can be read (docs/triggers.md)
-
-
-def served_inline_tasks(engine: Any) -> frozenset[str] | None:
-    """The tasks inline steps may name here, or None when this process cannot know them: the
-    engine's own runner's (the local stack, a decider), else `engine.inline_tasks` (a deployed API
-    that imports InlineTaskModules only to know their names; orbit/aws/wiring.py)."""
-    runner = getattr(engine, "inline", None)
-    served = getattr(getattr(runner, "tasks", None), "served", None)
-    if callable(served):
-        return frozenset(served())
-    known = getattr(engine, "inline_tasks", None)
-    if callable(known):
-        known = known()
-    return None if known is None else frozenset(known)
-
-
 def recall(engine: Decider, eid: str, dispatches: list[DispatchTask],
            state: ExecutionState | None = None, wf: Any = None) -> None:
     """Before running inline attempts this process did not schedule itself (a hand-over, a restart):
@@ -245,24 +176,6 @@ def _closures(engine: Any, d: DispatchTask) -> Any:
 def handed_over(msgs: list[Message]) -> list[WakeMessage]:
     """The hand-over wakes among `msgs` (`handover`)."""
     return [m for m in msgs if isinstance(m, WakeMessage) and m.id.startswith(HANDOFF)]
-
-
-def redelivered_since(msgs: list[Message], delivery: Any) -> tuple[bool, int | None]:
-    """Whether a message of `msgs` is a redelivery, and since when its first invocation's commits
-    may have landed: they all came after the message was sent (outbox.SEND_SKEW_MS as in
-    find_handled); None when a send time is unknown."""
-    again = [(delivery or {}).get(m.id, (None, 1)) for m in msgs]
-    sent = [at for at, count in again if count > 1]
-    if not sent:
-        return False, None
-    return True, (min(sent) - SEND_SKEW_MS if all(isinstance(t, int) for t in sent) else None)
-
-
-def sent_since(msgs: Sequence[Message], delivery: Any) -> int | None:
-    """Since when the commits of an invocation that took these messages may have landed: their
-    oldest send time (less outbox.SEND_SKEW_MS), or None when a send time is unknown."""
-    sent = [(delivery or {}).get(m.id, (None, 1))[0] for m in msgs]
-    return min(sent) - SEND_SKEW_MS if sent and all(isinstance(t, int) for t in sent) else None
 
 
 def runs_here(runner: InlineRunner | None, clock: Clock, d: DispatchTask, turn: Turn | None) -> bool:
@@ -456,44 +369,3 @@ def recover(engine: Decider, eid: str, state: ExecutionState, since_ms: int | No
             done: Any = (), turn: Turn | None = None) -> None:
     """`Engine.recover` for a caller outside a decision (a test, a tool)."""
     engine.recover(eid, state, since_ms, done, turn)
-
-
-def lease_actions(state: ExecutionState, now: int) -> tuple[list[int], WakeMessage | None]:
-    """After a redelivery (`Engine.recover`): a live inline attempt whose lease passed is woken now
-    (the wake, which ends the list); one still leased gets a timer at the lease's end, in case its
-    owner is gone (a spare wake finds nothing due and changes nothing). Returns (the lease ends to
-    arm, in order, the wake to send or None)."""
-    arms: list[int] = []
-    for key in list(state.active):
-        u = state.units.get(key)
-        if u is None or u.inline is None or u.deadline_ms is None:
-            continue
-        if u.status not in (SCHEDULED, "DISPATCHED"):
-            continue
-        if u.deadline_ms <= now:
-            return arms, WakeMessage(state.id, f"wake:{state.id}:{now}")
-        arms.append(u.deadline_ms)
-    return arms, None
-
-
-def internal_commits(store: Any, eid: str, state: ExecutionState, since_ms: int | None) -> list[Any]:
-    """The commits since `since_ms` (or the newest one) that touched an inline unit, oldest first."""
-    if not any(u.inline is not None for u in state.units.values()):
-        return []  # no inline unit, no internal commit: nothing to read
-    if since_ms is None:
-        last = max(state.inbound.values(), default=None)
-        newest = store.read_commit(eid, last) if last is not None else None
-        commits = [newest] if newest is not None else []
-    else:
-        commits = []
-        for c in store.scan_commits(eid, newest_first=True):
-            if c.timestamp_ms < since_ms:
-                break
-            commits.append(c)
-    return [c for c in reversed(commits)
-            if any(_inline_unit(state, getattr(r.event, "step", None)) for r in c.events)]
-
-
-def _inline_unit(state: ExecutionState, unit: Any) -> bool:
-    u = state.units.get(unit) if isinstance(unit, str) else None
-    return u is not None and u.inline is not None

@@ -29,7 +29,8 @@ from typing import Any, Protocol
 from orbit.core.flow.gates import Bucket, Gate, Slot
 from orbit.core.flow.order import Counter, after_grant, next_in_line
 from orbit.core.history.events import TaskError
-from orbit.core.history.messages import FlowComeBack, ResultMessage
+from orbit.core.history.messages import ResultMessage
+from orbit.core.history.queue_bodies import FlowComeBack
 from orbit.service.ports import Clock, Queues
 
 log = logging.getLogger("orbit.flow")

@@ -29,9 +29,9 @@ from orbit.errors import (
     PayloadRefused,
     ValidationError,
 )
-from orbit.service import inline
 from orbit.service.catalog import signal_schema
 from orbit.service.operations import check_json
+from orbit.service.turn import Turn
 
 MAX_ATTEMPTS = 64  # create-or-signal rounds before giving up (each signal round retries conflicts itself)
 
@@ -66,7 +66,7 @@ def signal_with_start(engine: Any, execution_id: str, workflow: str, signal: str
             flow = engine.flow_control  # its start limit: a slot now, or LimitFull (nothing recorded)
             held = flow.hold_for_signal_start(wf, execution_id, input) if flow is not None else None
             try:  # one commit, conditional on the first seq: a racing creator wins, this call then signals it
-                engine._decide_and_commit(execution_id, first, {}, inline.Turn(), state is None)
+                engine._decide_and_commit(execution_id, first, {}, Turn(), state is None)
             except ConflictError:
                 engine._cache.pop(execution_id, None)
                 continue  # the racing creator is the same holder (x:<id>): the slot is its

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orbit.core.history.messages import BufferCheck, TriggerDeadLetter
+from orbit.core.history.queue_bodies import BufferCheck, TriggerDeadLetter
 from orbit.core.history.storable import execution_id_problem
 from orbit.errors import ConflictError, ExecutionExists
 

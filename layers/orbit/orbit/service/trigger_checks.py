@@ -1,5 +1,5 @@
 """Registration checks of triggers that ask the world outside (docs/triggers.md, "SQS"): run by
-`service.inline.check_registration` before a definition is stored, on every registration path
+`service.registration_checks.check_registration` before a definition is stored, on every registration path
 (the API's `POST /definitions`, the definitions custom resource, `LocalStack.register`)."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from orbit.core.definition.expressions import ExpressionError, evaluate
 from orbit.core.definition.triggers import Trigger, triggers_of
-from orbit.core.history.messages import TriggerDeadLetter
+from orbit.core.history.queue_bodies import TriggerDeadLetter
 from orbit.core.history.storable import execution_id_problem, value_problem
 from orbit.errors import (
     ExecutionEnded,

@@ -12,7 +12,7 @@ Nothing else. A task name is never imported: the name comes from a definition (c
 history, and `os:system` must not be a function a definition can call (issue 25, docs/security.md).
 Nothing found: the step fails with INLINE_TASK_NOT_FOUND (not retryable), naming the task, the
 modules the decider imports and any that failed to import. A process that knows its tasks refuses
-such a definition when it is registered (`served`, orbit/service/inline.py `check_registration`);
+such a definition when it is registered (`served`, orbit/service/registration_checks.py `check_registration`);
 a definition stored before its task went away fails at that step instead of stranding its execution.
 
 An attempt runs on a daemon thread of its own while it runs, waited for at most its limit (the

@@ -52,14 +52,8 @@ from typing import Any
 
 from orbit.core.history.effects import DispatchTask
 from orbit.core.history.events import TaskError
-from orbit.core.history.messages import (
-    HeartbeatMessage,
-    ResultMessage,
-    StartedMessage,
-    TaskCancel,
-    TaskDispatch,
-    task_message_from_dict,
-)
+from orbit.core.history.messages import HeartbeatMessage, ResultMessage, StartedMessage
+from orbit.core.history.queue_bodies import TaskCancel, TaskDispatch, task_message_from_dict
 from orbit.core.history.storable import value_problem
 from orbit.core.tracing import BODY_KEY, PassThrough
 from orbit.errors import OrbitError
