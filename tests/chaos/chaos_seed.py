@@ -18,9 +18,23 @@ from typing import Any
 import chaos_durable
 import chaos_triggers as T
 import chaos_workloads as W
-from aws_resources import Clients, create_stack
 from chaos_timers import DELAYS, LEAD_S
-from chaos_world import LATE_MS, START_MS, TERMINAL, THROTTLE, Env, Profile, Result, Stuck, World, kinds
+from chaos_world import (
+    LATE_MS,
+    START_MS,
+    TERMINAL,
+    THROTTLE,
+    Clients,
+    Env,
+    Profile,
+    Result,
+    Stuck,
+    World,
+    kinds,
+)
+
+# isort: split
+from aws_resources import create_stack  # tests/integration: on sys.path once chaos_world is imported
 from moto import mock_aws
 from orbit.aws import wiring as aws
 
